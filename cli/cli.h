@@ -1,0 +1,32 @@
+/* Command-line front end: the only code that prints or chooses exit codes. */
+#ifndef QP_CLI_H
+#define QP_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "quantpack/quantpack.h"
+
+/* Exit codes scripts can rely on (README "Exit codes"). */
+enum {
+    QP_EXIT_OK = 0,
+    QP_EXIT_VERIFY_FAILED = 1, /* a check ran and failed (verify thresholds, hashes) */
+    QP_EXIT_USAGE = 2,         /* bad command line */
+    QP_EXIT_BAD_INPUT = 3,     /* input not recognised, corrupt, unsupported or over a limit */
+    QP_EXIT_IO = 4,            /* I/O error or out of memory */
+    QP_EXIT_INTERNAL = 5,
+};
+
+/* Maps a library status to an exit code. */
+int qp_cli_exit_code(qp_status s);
+/* Prints "quantpack: <msg>" (or the status name) to stderr and returns the exit code. */
+int qp_cli_fail(const qp_err *e);
+/* Prints "quantpack: <fmt>" to stderr and returns QP_EXIT_USAGE. */
+int qp_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* True when argv[i] is -h or --help. */
+bool qp_cli_is_help(const char *arg);
+
+/* Commands: argv[0] is the command name. */
+int qp_cmd_inspect(int argc, char **argv);
+
+#endif

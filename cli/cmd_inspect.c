@@ -1,0 +1,284 @@
+/* quantpack inspect PATH [--json] [--tokenizer FILE]: architecture, tokenizer, tensors, totals,
+ * metadata and problems of any supported model. The --json shape is documented in
+ * cli/inspect-json.md and is stable (fields are only ever added). */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char *const k_meta_type_names[QP_META_TYPE_COUNT] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",
+};
+static const char *const k_tok_names[] = {"none", "llama", "gpt2", "bert"};
+static const char *const k_rope_names[] = {"norm", "neox"};
+static const char *const k_act_names[] = {"silu", "relu2", "gelu"};
+
+static const char *meta_type_name(qp_meta_type t) {
+    return (unsigned)t < QP_META_TYPE_COUNT ? k_meta_type_names[t] : "unknown";
+}
+
+static const char *enc_name(qp_encoding e) {
+    const qp_encoding_traits *t = qp_encoding_get(e);
+    return t ? t->upper_name : "UNKNOWN";
+}
+
+static cJSON *meta_value_json(const qp_meta *m) {
+    switch (m->type) {
+    case QP_META_U8: case QP_META_U16: case QP_META_U32: case QP_META_U64:
+        return cJSON_CreateNumber((double)m->v.u);
+    case QP_META_I8: case QP_META_I16: case QP_META_I32: case QP_META_I64:
+        return cJSON_CreateNumber((double)m->v.i);
+    case QP_META_F32: case QP_META_F64: return cJSON_CreateNumber(m->v.f);
+    case QP_META_BOOL: return cJSON_CreateBool(m->v.b);
+    case QP_META_STRING: return cJSON_CreateString(m->str ? m->str : "");
+    default: return cJSON_CreateNull();
+    }
+}
+
+static void print_meta_value(const qp_meta *m) {
+    switch (m->type) {
+    case QP_META_U8: case QP_META_U16: case QP_META_U32: case QP_META_U64:
+        printf("%" PRIu64, m->v.u);
+        break;
+    case QP_META_I8: case QP_META_I16: case QP_META_I32: case QP_META_I64:
+        printf("%" PRId64, m->v.i);
+        break;
+    case QP_META_F32: case QP_META_F64: printf("%.9g", m->v.f); break;
+    case QP_META_BOOL: printf("%s", m->v.b ? "true" : "false"); break;
+    case QP_META_STRING: {
+        uint64_t n = m->str_len > 80 ? 80 : m->str_len;
+        putchar('"');
+        for (uint64_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)m->str[i];
+            if (c < 32 || c == 127) printf("\\x%02x", c);
+            else putchar(c);
+        }
+        printf("\"%s", m->str_len > 80 ? "..." : "");
+        break;
+    }
+    case QP_META_ARRAY:
+        printf("[%s x %" PRIu64 "]", meta_type_name(m->arr_type), m->n);
+        break;
+    default: printf("?"); break;
+    }
+}
+
+static void shape_string(const qp_tensor *t, char *buf, size_t n) {
+    /* outermost first, as PyTorch prints shapes: [rows, cols] */
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = t->n_dims - 1; i >= 0 && k < n; i--)
+        k += (size_t)snprintf(buf + k, n - k, "%" PRId64 "%s", t->ne[i], i ? ", " : "");
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+typedef struct totals {
+    uint64_t bytes;
+    int64_t params;
+    int64_t count_by_enc[QP_ENC_COUNT];
+} totals;
+
+static void compute_totals(const qp_model *m, totals *t) {
+    memset(t, 0, sizeof *t);
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *x = &m->tensors[i];
+        t->bytes += x->nbytes;
+        t->params += qp_tensor_nelements(x);
+        if ((unsigned)x->enc < QP_ENC_COUNT) t->count_by_enc[x->enc]++;
+    }
+}
+
+static int print_json(const qp_model *m) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    cJSON_AddStringToObject(root, "path", m->path ? m->path : "");
+    cJSON_AddStringToObject(root, "format", qp_format_name(m->format));
+    cJSON_AddNumberToObject(root, "format_version", m->format_version);
+
+    const qp_arch *a = &m->arch;
+    cJSON *ja = cJSON_AddObjectToObject(root, "architecture");
+    cJSON_AddStringToObject(ja, "name", m->arch_name ? m->arch_name : "");
+    cJSON_AddStringToObject(ja, "family", qp_family_name(a->family));
+    cJSON_AddNumberToObject(ja, "hidden", (double)a->hidden);
+    cJSON_AddNumberToObject(ja, "intermediate", (double)a->intermediate);
+    cJSON_AddNumberToObject(ja, "n_layers", (double)a->n_layers);
+    cJSON_AddNumberToObject(ja, "n_heads", (double)a->n_heads);
+    cJSON_AddNumberToObject(ja, "n_kv_heads", (double)a->n_kv_heads);
+    cJSON_AddNumberToObject(ja, "head_dim", (double)a->head_dim);
+    cJSON_AddNumberToObject(ja, "vocab", (double)a->vocab);
+    cJSON_AddNumberToObject(ja, "max_pos", (double)a->max_pos);
+    cJSON_AddNumberToObject(ja, "norm_eps", a->norm_eps);
+    cJSON_AddNumberToObject(ja, "rope_theta", a->rope_theta);
+    cJSON_AddStringToObject(ja, "rope_style", k_rope_names[a->rope_style & 1]);
+    cJSON_AddBoolToObject(ja, "tie_embeddings", a->tie_embeddings);
+    cJSON_AddBoolToObject(ja, "qkv_bias", a->qkv_bias);
+    cJSON_AddBoolToObject(ja, "sub_norms", a->sub_norms);
+    cJSON_AddStringToObject(ja, "activation", (unsigned)a->act < 3 ? k_act_names[a->act] : "unknown");
+    cJSON_AddNumberToObject(ja, "bos_id", a->bos_id);
+    cJSON_AddNumberToObject(ja, "eos_id", a->eos_id);
+
+    const qp_vocab *v = &m->vocab;
+    cJSON *jv = cJSON_AddObjectToObject(root, "tokenizer");
+    cJSON_AddStringToObject(jv, "model", (unsigned)v->model < 4 ? k_tok_names[v->model] : "unknown");
+    cJSON_AddStringToObject(jv, "pre", v->pre);
+    cJSON_AddNumberToObject(jv, "n_tokens", (double)v->n_tokens);
+    cJSON_AddNumberToObject(jv, "n_merges", (double)v->n_merges);
+    cJSON_AddNumberToObject(jv, "bos_id", v->bos_id);
+    cJSON_AddNumberToObject(jv, "eos_id", v->eos_id);
+    cJSON_AddNumberToObject(jv, "unk_id", v->unk_id);
+    cJSON_AddNumberToObject(jv, "pad_id", v->pad_id);
+    cJSON_AddBoolToObject(jv, "add_bos", v->add_bos);
+    cJSON_AddBoolToObject(jv, "add_eos", v->add_eos);
+
+    cJSON *jt = cJSON_AddArrayToObject(root, "tensors");
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", t->name);
+        if (t->canon) cJSON_AddStringToObject(o, "canonical", t->canon);
+        else cJSON_AddNullToObject(o, "canonical");
+        cJSON_AddStringToObject(o, "encoding", enc_name(t->enc));
+        const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+        cJSON_AddNumberToObject(o, "ggml_type", tr ? tr->ggml_type : -1);
+        cJSON *ne = cJSON_AddArrayToObject(o, "ne");
+        for (int d = 0; d < t->n_dims; d++) cJSON_AddItemToArray(ne, cJSON_CreateNumber((double)t->ne[d]));
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        for (int d = t->n_dims - 1; d >= 0; d--) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[d]));
+        cJSON_AddNumberToObject(o, "bytes", (double)t->nbytes);
+        cJSON_AddNumberToObject(o, "offset", (double)t->offset);
+        cJSON_AddNumberToObject(o, "file", t->file_index);
+        cJSON_AddItemToArray(jt, o);
+    }
+
+    totals tot;
+    compute_totals(m, &tot);
+    cJSON *jtot = cJSON_AddObjectToObject(root, "totals");
+    cJSON_AddNumberToObject(jtot, "n_tensors", (double)m->n_tensors);
+    cJSON_AddNumberToObject(jtot, "bytes", (double)tot.bytes);
+    cJSON_AddNumberToObject(jtot, "params", (double)tot.params);
+    cJSON *jenc = cJSON_AddObjectToObject(jtot, "by_encoding");
+    for (int i = 0; i < QP_ENC_COUNT; i++)
+        if (tot.count_by_enc[i]) cJSON_AddNumberToObject(jenc, enc_name((qp_encoding)i), (double)tot.count_by_enc[i]);
+
+    cJSON *jm = cJSON_AddArrayToObject(root, "metadata");
+    for (int64_t i = 0; i < m->n_meta; i++) {
+        const qp_meta *md = &m->meta[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "key", md->key);
+        cJSON_AddStringToObject(o, "type", meta_type_name(md->type));
+        if (md->type == QP_META_ARRAY) {
+            cJSON_AddStringToObject(o, "elem_type", meta_type_name(md->arr_type));
+            cJSON_AddNumberToObject(o, "count", (double)md->n);
+        } else {
+            cJSON_AddItemToObject(o, "value", meta_value_json(md));
+        }
+        cJSON_AddItemToArray(jm, o);
+    }
+    cJSON *jp = cJSON_AddArrayToObject(root, "problems");
+    for (int64_t i = 0; i < m->n_problems; i++) cJSON_AddItemToArray(jp, cJSON_CreateString(m->problems[i]));
+
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "quantpack: out of memory printing JSON\n");
+        return QP_EXIT_IO;
+    }
+    puts(text);
+    cJSON_free(text);
+    return QP_EXIT_OK;
+}
+
+static void print_human(const qp_model *m) {
+    const qp_arch *a = &m->arch;
+    printf("%s: %s", m->path, qp_format_name(m->format));
+    if (m->format_version) printf(" v%u", m->format_version);
+    printf("\n\narchitecture: %s (family %s)\n", m->arch_name ? m->arch_name : "?", qp_family_name(a->family));
+    printf("  hidden %" PRId64 ", intermediate %" PRId64 ", layers %" PRId64 ", heads %" PRId64
+           ", kv heads %" PRId64 ", head dim %" PRId64 "\n",
+           a->hidden, a->intermediate, a->n_layers, a->n_heads, a->n_kv_heads, a->head_dim);
+    printf("  vocab %" PRId64 ", context %" PRId64 ", norm eps %g, rope theta %g (%s)\n", a->vocab,
+           a->max_pos, (double)a->norm_eps, (double)a->rope_theta, k_rope_names[a->rope_style & 1]);
+    printf("  activation %s, tied embeddings %s, qkv bias %s, sub-norms %s, bos %d, eos %d\n",
+           (unsigned)a->act < 3 ? k_act_names[a->act] : "?", a->tie_embeddings ? "yes" : "no",
+           a->qkv_bias ? "yes" : "no", a->sub_norms ? "yes" : "no", a->bos_id, a->eos_id);
+    const qp_vocab *v = &m->vocab;
+    printf("\ntokenizer: %s", (unsigned)v->model < 4 ? k_tok_names[v->model] : "?");
+    if (v->pre[0]) printf(" (pre-tokenizer %s)", v->pre);
+    printf(", %" PRId64 " tokens, %" PRId64 " merges, bos %d, eos %d, unk %d, pad %d%s%s\n",
+           v->n_tokens, v->n_merges, v->bos_id, v->eos_id, v->unk_id, v->pad_id,
+           v->add_bos ? ", adds bos" : "", v->add_eos ? ", adds eos" : "");
+
+    printf("\n%-44s %-8s %-22s %12s %14s\n", "tensor", "encoding", "shape", "bytes", "offset");
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        char shape[96];
+        shape_string(t, shape, sizeof shape);
+        printf("%-44s %-8s %-22s %12zu %14" PRIu64 "%s%s\n", t->name, enc_name(t->enc), shape,
+               t->nbytes, t->offset, t->canon && strcmp(t->canon, t->name) ? "  -> " : "",
+               t->canon && strcmp(t->canon, t->name) ? t->canon : "");
+    }
+    totals tot;
+    compute_totals(m, &tot);
+    printf("\ntotal: %" PRId64 " tensors, %" PRId64 " parameters, %" PRIu64 " bytes (", m->n_tensors,
+           tot.params, tot.bytes);
+    bool first = true;
+    for (int i = 0; i < QP_ENC_COUNT; i++) {
+        if (!tot.count_by_enc[i]) continue;
+        printf("%s%s x%" PRId64, first ? "" : ", ", enc_name((qp_encoding)i), tot.count_by_enc[i]);
+        first = false;
+    }
+    printf(")\n");
+    if (m->n_meta) {
+        printf("\nmetadata (%" PRId64 " keys):\n", m->n_meta);
+        for (int64_t i = 0; i < m->n_meta; i++) {
+            printf("  %-48s %-6s ", m->meta[i].key, meta_type_name(m->meta[i].type));
+            print_meta_value(&m->meta[i]);
+            putchar('\n');
+        }
+    }
+    printf("\nproblems: %s\n", m->n_problems ? "" : "none");
+    for (int64_t i = 0; i < m->n_problems; i++) printf("  - %s\n", m->problems[i]);
+}
+
+static void inspect_help(FILE *f) {
+    fprintf(f, "usage: quantpack inspect PATH [--json] [--tokenizer FILE]\n\n"
+               "Describes a safetensors file or HF model directory, a GGUF file or a llama2.c\n"
+               "checkpoint: architecture, tokenizer, tensor table (name, encoding, shape, bytes,\n"
+               "offset), totals, metadata and every problem found. Exits 3 on a bad file.\n\n"
+               "  --json            stable machine-readable output (cli/inspect-json.md)\n"
+               "  --tokenizer FILE  tokenizer for sources without one (llama2.c tokenizer.bin)\n");
+}
+
+int qp_cmd_inspect(int argc, char **argv) {
+    const char *path = NULL;
+    bool json = false;
+    qp_open_opts opts = {0};
+    for (int i = 1; i < argc; i++) {
+        if (qp_cli_is_help(argv[i])) {
+            inspect_help(stdout);
+            return QP_EXIT_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--tokenizer") == 0) {
+            if (++i >= argc) return qp_cli_usage_error("--tokenizer needs a file");
+            opts.tokenizer_path = argv[i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return qp_cli_usage_error("inspect: unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return qp_cli_usage_error("inspect: more than one PATH given");
+        }
+    }
+    if (!path) {
+        inspect_help(stderr);
+        return QP_EXIT_USAGE;
+    }
+    qp_err e = {0};
+    qp_model *m = NULL;
+    if (qp_model_open(path, &opts, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    int rc = json ? print_json(m) : (print_human(m), QP_EXIT_OK);
+    qp_model_close(m);
+    return rc;
+}

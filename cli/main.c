@@ -1,0 +1,55 @@
+/* quantpack: one multi-call binary. `quantpack CMD ...`, or a companion name (a link to this
+ * binary such as trillim-quantize) dispatches on argv[0]. */
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef int (*cmd_fn)(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    cmd_fn fn;
+    const char *summary;
+} k_commands[] = {
+    {"inspect", qp_cmd_inspect, "describe any supported model file or directory"},
+};
+
+/* Companion executables: argv[0] basename -> handler (added by the format issues). */
+static const struct {
+    const char *name;
+    cmd_fn fn;
+} k_companions[] = {
+    {"quantpack-inspect", qp_cmd_inspect},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "quantpack %s: convert, package and verify language models\n\n"
+               "usage: quantpack COMMAND [ARGS...]   (quantpack COMMAND --help for details)\n\n"
+               "commands:\n", QP_VERSION_STRING);
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", k_commands[i].name, k_commands[i].summary);
+    fprintf(f, "\nexit codes: 0 ok, 1 verification failed, 2 usage error, 3 bad or unsupported "
+               "input, 4 I/O error or out of memory, 5 internal error\n");
+}
+
+int main(int argc, char **argv) {
+    const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : (argc > 0 ? argv[0] : "quantpack");
+    for (size_t i = 0; i < sizeof k_companions / sizeof k_companions[0]; i++)
+        if (strcmp(base, k_companions[i].name) == 0) return k_companions[i].fn(argc, argv);
+    if (argc < 2) {
+        usage(stderr);
+        return QP_EXIT_USAGE;
+    }
+    if (qp_cli_is_help(argv[1])) {
+        usage(stdout);
+        return QP_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("quantpack %s\n", QP_VERSION_STRING);
+        return QP_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 1, argv + 1);
+    return qp_cli_usage_error("unknown command '%s'", argv[1]);
+}

@@ -1,0 +1,105 @@
+/* The traits table: every tensor encoding quantpack reads or writes, in one place.
+ * Block sizes and GGUF type ids: shared/specs/gguf-kquants.md and ternary.md. */
+#include <string.h>
+#include <strings.h>
+
+#include "converters/encodings_internal.h"
+
+#define F QP_ENC_FLAG_FLOAT
+#define I QP_ENC_FLAG_INT
+#define B QP_ENC_FLAG_BLOCK
+#define T QP_ENC_FLAG_TERNARY
+
+/* id, name, UPPER, block elems, block bytes, ggml type, safetensors dtype, flags, trailer,
+ * quantize_ref, dequantize, vec_dot_f32, validate, error bound */
+static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
+    [QP_ENC_F32] = {QP_ENC_F32, "f32", "F32", 1, 4, 0, "F32", F, 0, qp_f32_quantize,
+                    qp_f32_dequantize, qp_f32_vec_dot, qp_f32_validate, "exact"},
+    [QP_ENC_F16] = {QP_ENC_F16, "f16", "F16", 1, 2, 1, "F16", F, 0, qp_f16_quantize,
+                    qp_f16_dequantize, qp_f16_vec_dot, qp_f16_validate,
+                    "round to nearest even: relative 2^-11 in the normal range"},
+    [QP_ENC_BF16] = {QP_ENC_BF16, "bf16", "BF16", 1, 2, 30, "BF16", F, 0, qp_bf16_quantize,
+                     qp_bf16_dequantize, qp_bf16_vec_dot, qp_bf16_validate,
+                     "round to nearest even: relative 2^-8"},
+    [QP_ENC_F64] = {QP_ENC_F64, "f64", "F64", 1, 8, 28, "F64", F, 0, NULL, qp_f64_dequantize, NULL,
+                    NULL, "read only (narrowed to f32)"},
+    [QP_ENC_I8] = {QP_ENC_I8, "i8", "I8", 1, 1, 24, "I8", I, 0, NULL, qp_i8_dequantize, NULL, NULL, "exact"},
+    [QP_ENC_I16] = {QP_ENC_I16, "i16", "I16", 1, 2, 25, "I16", I, 0, NULL, qp_i16_dequantize, NULL, NULL, "exact"},
+    [QP_ENC_I32] = {QP_ENC_I32, "i32", "I32", 1, 4, 26, "I32", I, 0, NULL, qp_i32_dequantize, NULL, NULL,
+                    "exact below 2^24"},
+    [QP_ENC_I64] = {QP_ENC_I64, "i64", "I64", 1, 8, 27, "I64", I, 0, NULL, qp_i64_dequantize, NULL, NULL,
+                    "exact below 2^24"},
+    [QP_ENC_U8] = {QP_ENC_U8, "u8", "U8", 1, 1, -1, "U8", I, 0, NULL, qp_u8_dequantize, NULL, NULL, "exact"},
+    [QP_ENC_U16] = {QP_ENC_U16, "u16", "U16", 1, 2, -1, "U16", I, 0, NULL, qp_u16_dequantize, NULL, NULL, "exact"},
+    [QP_ENC_U32] = {QP_ENC_U32, "u32", "U32", 1, 4, -1, "U32", I, 0, NULL, qp_u32_dequantize, NULL, NULL,
+                    "exact below 2^24"},
+    [QP_ENC_U64] = {QP_ENC_U64, "u64", "U64", 1, 8, -1, "U64", I, 0, NULL, qp_u64_dequantize, NULL, NULL,
+                    "exact below 2^24"},
+    [QP_ENC_BOOL] = {QP_ENC_BOOL, "bool", "BOOL", 1, 1, -1, "BOOL", I, 0, NULL, qp_u8_dequantize, NULL,
+                     NULL, "exact"},
+    [QP_ENC_Q4_0] = {QP_ENC_Q4_0, "q4_0", "Q4_0", 32, 18, 2, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q4_1] = {QP_ENC_Q4_1, "q4_1", "Q4_1", 32, 20, 3, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q5_0] = {QP_ENC_Q5_0, "q5_0", "Q5_0", 32, 22, 6, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q5_1] = {QP_ENC_Q5_1, "q5_1", "Q5_1", 32, 24, 7, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q8_0] = {QP_ENC_Q8_0, "q8_0", "Q8_0", 32, 34, 8, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q8_1] = {QP_ENC_Q8_1, "q8_1", "Q8_1", 32, 36, 9, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q2_K] = {QP_ENC_Q2_K, "q2_k", "Q2_K", 256, 84, 10, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q3_K] = {QP_ENC_Q3_K, "q3_k", "Q3_K", 256, 110, 11, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q4_K] = {QP_ENC_Q4_K, "q4_k", "Q4_K", 256, 144, 12, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q5_K] = {QP_ENC_Q5_K, "q5_k", "Q5_K", 256, 176, 13, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q6_K] = {QP_ENC_Q6_K, "q6_k", "Q6_K", 256, 210, 14, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_Q8_K] = {QP_ENC_Q8_K, "q8_k", "Q8_K", 256, 292, 15, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ2_XXS] = {QP_ENC_IQ2_XXS, "iq2_xxs", "IQ2_XXS", 256, 66, 16, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ2_XS] = {QP_ENC_IQ2_XS, "iq2_xs", "IQ2_XS", 256, 74, 17, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ3_XXS] = {QP_ENC_IQ3_XXS, "iq3_xxs", "IQ3_XXS", 256, 98, 18, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ1_S] = {QP_ENC_IQ1_S, "iq1_s", "IQ1_S", 256, 50, 19, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ4_NL] = {QP_ENC_IQ4_NL, "iq4_nl", "IQ4_NL", 32, 18, 20, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ3_S] = {QP_ENC_IQ3_S, "iq3_s", "IQ3_S", 256, 110, 21, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ2_S] = {QP_ENC_IQ2_S, "iq2_s", "IQ2_S", 256, 82, 22, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ4_XS] = {QP_ENC_IQ4_XS, "iq4_xs", "IQ4_XS", 256, 136, 23, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_IQ1_M] = {QP_ENC_IQ1_M, "iq1_m", "IQ1_M", 256, 56, 29, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_TQ1_0] = {QP_ENC_TQ1_0, "tq1_0", "TQ1_0", 256, 54, 34, NULL, B | T, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_TQ2_0] = {QP_ENC_TQ2_0, "tq2_0", "TQ2_0", 256, 66, 35, NULL, B | T, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_MXFP4] = {QP_ENC_MXFP4, "mxfp4", "MXFP4", 32, 17, 39, NULL, B, 0, NULL, NULL, NULL, NULL, NULL},
+    [QP_ENC_I2_S] = {QP_ENC_I2_S, "i2_s", "I2_S", 128, 32, 36, NULL, B | T, 32, NULL, NULL, NULL, NULL, NULL},
+};
+
+const qp_encoding_traits *qp_encoding_get(qp_encoding enc) {
+    if ((unsigned)enc >= QP_ENC_COUNT || !k_traits[enc].name) return NULL;
+    return &k_traits[enc];
+}
+
+qp_encoding qp_encoding_from_name(const char *name) {
+    if (!name) return QP_ENC_COUNT;
+    for (int i = 0; i < QP_ENC_COUNT; i++)
+        if (k_traits[i].name && strcasecmp(k_traits[i].name, name) == 0) return (qp_encoding)i;
+    return QP_ENC_COUNT;
+}
+
+qp_encoding qp_encoding_from_ggml_type(int64_t ggml_type) {
+    if (ggml_type < 0) return QP_ENC_COUNT;
+    for (int i = 0; i < QP_ENC_COUNT; i++)
+        if (k_traits[i].name && k_traits[i].ggml_type == ggml_type) return (qp_encoding)i;
+    return QP_ENC_COUNT;
+}
+
+qp_encoding qp_encoding_from_st_dtype(const char *dtype, size_t len) {
+    for (int i = 0; i < QP_ENC_COUNT; i++) {
+        const char *d = k_traits[i].st_dtype;
+        if (d && strlen(d) == len && memcmp(d, dtype, len) == 0) return (qp_encoding)i;
+    }
+    return QP_ENC_COUNT;
+}
+
+bool qp_encoding_row_bytes(qp_encoding enc, int64_t n, size_t *out) {
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    if (!t || n < 0 || n % t->block_elems != 0) return false;
+    return qp_size_mul((size_t)(n / t->block_elems), t->block_bytes, out);
+}
+
+bool qp_encoding_tensor_bytes(qp_encoding enc, int64_t n_elems, size_t *out) {
+    size_t b;
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    if (!t || !qp_encoding_row_bytes(enc, n_elems, &b)) return false;
+    return qp_size_add(b, t->tensor_trailer_bytes, out);
+}

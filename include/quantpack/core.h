@@ -1,0 +1,164 @@
+/* quantpack core: allocation, overflow-checked arithmetic, little-endian bounded cursor,
+ * read-only file mappings, arenas, F16/BF16 conversions. */
+#ifndef QUANTPACK_CORE_H
+#define QUANTPACK_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quantpack/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- allocation (one wrapper so tests can inject failure) ---------------------------------- */
+void *qp_malloc(size_t n);
+void *qp_calloc(size_t count, size_t size); /* overflow-checked */
+void *qp_realloc(void *p, size_t n);
+void qp_free(void *p);                      /* qp_free(NULL) is fine */
+char *qp_strdup(const char *s);
+char *qp_strndup(const char *s, size_t n);
+/* Test hook: after `n` more successful allocations every allocation fails; -1 disables. */
+void qp_alloc_fail_after(long n);
+
+/* ---- checked arithmetic ------------------------------------------------------------------- */
+static inline bool qp_size_mul(size_t a, size_t b, size_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool qp_size_add(size_t a, size_t b, size_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool qp_i64_mul(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool qp_i64_add(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+/* Rounds x up to a multiple of `align` (a power of two); false on overflow. */
+static inline bool qp_size_align(size_t x, size_t align, size_t *out) {
+    size_t t;
+    if (!qp_size_add(x, align - 1, &t)) return false;
+    *out = t & ~(align - 1);
+    return true;
+}
+
+/* ---- little-endian loads and stores (no casts of file bytes to structs) ------------------- */
+static inline uint16_t qp_load_u16le(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t qp_load_u32le(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t qp_load_u64le(const uint8_t *p) {
+    return (uint64_t)qp_load_u32le(p) | ((uint64_t)qp_load_u32le(p + 4) << 32);
+}
+static inline float qp_load_f32le(const uint8_t *p) {
+    uint32_t u = qp_load_u32le(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline double qp_load_f64le(const uint8_t *p) {
+    uint64_t u = qp_load_u64le(p);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+static inline void qp_store_u16le(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void qp_store_u32le(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void qp_store_u64le(uint8_t *p, uint64_t v) {
+    qp_store_u32le(p, (uint32_t)v);
+    qp_store_u32le(p + 4, (uint32_t)(v >> 32));
+}
+static inline void qp_store_f32le(uint8_t *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    qp_store_u32le(p, u);
+}
+
+/* ---- bounded cursor over untrusted bytes --------------------------------------------------- */
+/* Every read checks the bytes remaining; on failure nothing is consumed and false is returned.
+ * `pos` is the absolute offset within `base`, for error messages. */
+typedef struct qp_cursor {
+    const uint8_t *base;
+    size_t size;
+    size_t pos;
+} qp_cursor;
+
+static inline void qp_cursor_init(qp_cursor *c, const void *base, size_t size, size_t pos) {
+    c->base = (const uint8_t *)base;
+    c->size = size;
+    c->pos = pos <= size ? pos : size;
+}
+static inline size_t qp_cursor_left(const qp_cursor *c) { return c->size - c->pos; }
+static inline bool qp_cursor_take(qp_cursor *c, size_t n, const uint8_t **out) {
+    if (n > c->size - c->pos) return false;
+    *out = c->base + c->pos;
+    c->pos += n;
+    return true;
+}
+static inline bool qp_cursor_skip(qp_cursor *c, size_t n) {
+    const uint8_t *p;
+    return qp_cursor_take(c, n, &p);
+}
+#define QP_CURSOR_READER(NAME, T, N, LOAD)                                                       \
+    static inline bool qp_cursor_##NAME(qp_cursor *c, T *out) {                                  \
+        const uint8_t *p;                                                                        \
+        if (!qp_cursor_take(c, N, &p)) return false;                                             \
+        *out = (T)LOAD(p);                                                                       \
+        return true;                                                                             \
+    }
+#define QP_LOAD_U8(p) (p)[0]
+QP_CURSOR_READER(u8, uint8_t, 1, QP_LOAD_U8)
+QP_CURSOR_READER(u16, uint16_t, 2, qp_load_u16le)
+QP_CURSOR_READER(u32, uint32_t, 4, qp_load_u32le)
+QP_CURSOR_READER(u64, uint64_t, 8, qp_load_u64le)
+QP_CURSOR_READER(i32, int32_t, 4, qp_load_u32le)
+QP_CURSOR_READER(i64, int64_t, 8, qp_load_u64le)
+QP_CURSOR_READER(f32, float, 4, qp_load_f32le)
+QP_CURSOR_READER(f64, double, 8, qp_load_f64le)
+#undef QP_LOAD_U8
+
+/* ---- read-only file mappings (64-bit sizes; files over 4 GiB are fine) --------------------- */
+typedef struct qp_mapped_file {
+    const uint8_t *data; /* NULL when size == 0 */
+    size_t size;
+    char *path;          /* owned copy, for messages */
+} qp_mapped_file;
+
+qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e);
+void qp_file_unmap(qp_mapped_file *f); /* idempotent; a zeroed struct is fine */
+/* Reads a whole (small) file into a NUL-terminated heap buffer; fails past max_size. */
+qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len, qp_err *e);
+bool qp_path_is_dir(const char *path);
+bool qp_path_exists(const char *path);
+/* Joins dir + "/" + name into a new heap string. */
+char *qp_path_join(const char *dir, const char *name);
+
+/* ---- arena: many small allocations freed at once ------------------------------------------- */
+typedef struct qp_arena_chunk qp_arena_chunk;
+typedef struct qp_arena {
+    qp_arena_chunk *head;
+} qp_arena;
+
+void *qp_arena_alloc(qp_arena *a, size_t n); /* 16-byte aligned, zeroed; NULL on failure */
+char *qp_arena_strndup(qp_arena *a, const char *s, size_t n);
+char *qp_arena_strdup(qp_arena *a, const char *s);
+void qp_arena_free(qp_arena *a);
+
+/* ---- half precision: exact conversions -------------------------------------------------------
+ * F16 -> F32 and BF16 -> F32 are exact. F32 -> F16 rounds to nearest even, keeps subnormals,
+ * maps NaN to 0x7E00 (as ggml). F32 -> BF16 rounds as ggml: (u + 0x7fff + ((u>>16)&1)) >> 16,
+ * NaN -> quiet NaN. */
+float qp_fp16_to_fp32(uint16_t h);
+uint16_t qp_fp32_to_fp16(float f);
+float qp_bf16_to_fp32(uint16_t h);
+uint16_t qp_fp32_to_bf16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

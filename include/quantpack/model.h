@@ -1,0 +1,191 @@
+/* qp_model: one description of a model, filled the same way by every reader.
+ *
+ * Ownership: a qp_model owns its file mappings and an arena holding every string and array it
+ * exposes. Tensor data pointers borrow from the mappings and stay valid until qp_model_close.
+ * Callers treat every field as read-only. */
+#ifndef QUANTPACK_MODEL_H
+#define QUANTPACK_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/core.h"
+#include "quantpack/encoding.h"
+#include "quantpack/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QP_MAX_DIMS 4
+
+typedef enum qp_format {
+    QP_FORMAT_UNKNOWN = 0,
+    QP_FORMAT_SAFETENSORS,  /* a .safetensors file or an HF model directory */
+    QP_FORMAT_GGUF,
+    QP_FORMAT_LLAMA2C,      /* llama2.c checkpoint (.bin) */
+    QP_FORMAT_TRLM,
+    QP_FORMAT_RDRR,
+    QP_FORMAT_BULLET,
+    QP_FORMAT_COUNT
+} qp_format;
+
+const char *qp_format_name(qp_format f); /* "safetensors", "gguf", "llama2c", ... */
+
+typedef enum qp_family {
+    QP_FAMILY_UNKNOWN = 0,
+    QP_FAMILY_LLAMA,
+    QP_FAMILY_MISTRAL,
+    QP_FAMILY_QWEN2,
+    QP_FAMILY_BITNET,
+    QP_FAMILY_COUNT
+} qp_family;
+
+const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet" */
+
+typedef enum qp_rope_style {
+    QP_ROPE_NORM = 0, /* rotate adjacent pairs (2i, 2i+1): llama2.c, GGUF "llama" */
+    QP_ROPE_NEOX = 1, /* rotate halves (i, i + d/2): HF checkpoints, BitNet GGUFs */
+} qp_rope_style;
+
+typedef enum qp_act {
+    QP_ACT_SILU = 0, /* SiLU-gated FFN: down(silu(gate(x)) * up(x)) */
+    QP_ACT_RELU2 = 1, /* BitNet: down(relu(gate(x))^2 * up(x)) */
+    QP_ACT_GELU = 2,
+} qp_act;
+
+/* The architecture, as every source is mapped into it. Unknown values are 0 (or -1 for ids). */
+typedef struct qp_arch {
+    qp_family family;
+    int64_t hidden;        /* embedding width */
+    int64_t intermediate;  /* FFN width */
+    int64_t n_layers;
+    int64_t n_heads;
+    int64_t n_kv_heads;
+    int64_t head_dim;
+    int64_t vocab;
+    int64_t max_pos;       /* context length */
+    float norm_eps;        /* RMSNorm epsilon */
+    float rope_theta;
+    qp_rope_style rope_style;
+    bool tie_embeddings;   /* output projection shares token embeddings */
+    bool qkv_bias;         /* q/k/v projections have biases (Qwen2) */
+    bool sub_norms;        /* BitNet attn_sub_norm / ffn_sub_norm */
+    qp_act act;
+    int32_t bos_id;        /* -1 when none */
+    int32_t eos_id;        /* -1 when none */
+} qp_arch;
+
+typedef struct qp_tensor {
+    const char *name;  /* as stored in the source (HF, GGUF or synthesized for llama2.c) */
+    const char *canon; /* GGUF-style name ("blk.0.attn_q.weight"); NULL when not mapped */
+    qp_encoding enc;
+    int n_dims;
+    int64_t ne[QP_MAX_DIMS]; /* ne[0] = innermost (row length), as ggml; unused dims are 1 */
+    const uint8_t *data;     /* borrowed from the mapping */
+    size_t nbytes;
+    uint64_t offset;         /* absolute byte offset of data in its file */
+    int file_index;          /* index into the model's files (shards) */
+} qp_tensor;
+
+/* Tokenizer models, named as GGUF's tokenizer.ggml.model. */
+typedef enum qp_tok_model {
+    QP_TOK_NONE = 0,
+    QP_TOK_SPM,  /* "llama": SentencePiece BPE with scores and byte fallback */
+    QP_TOK_BPE,  /* "gpt2": byte-level BPE with merges and a pre-tokenizer */
+    QP_TOK_WPM,  /* "bert": WordPiece */
+} qp_tok_model;
+
+/* GGUF token types. */
+enum {
+    QP_TOKTYPE_UNDEFINED = 0,
+    QP_TOKTYPE_NORMAL = 1,
+    QP_TOKTYPE_UNKNOWN = 2,
+    QP_TOKTYPE_CONTROL = 3,
+    QP_TOKTYPE_USER_DEFINED = 4,
+    QP_TOKTYPE_UNUSED = 5,
+    QP_TOKTYPE_BYTE = 6,
+};
+
+typedef struct qp_vocab {
+    qp_tok_model model;
+    char pre[48];          /* byte-level pre-tokenizer name ("default", "llama-bpe", ...) */
+    int64_t n_tokens;
+    char **tokens;         /* NUL-terminated copies; token_lens has the true lengths */
+    uint32_t *token_lens;
+    float *scores;         /* may be NULL */
+    int32_t *types;        /* QP_TOKTYPE_*; may be NULL */
+    int64_t n_merges;
+    char **merges;         /* "left right", as tokenizer.ggml.merges */
+    int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when none */
+    bool add_bos, add_eos;
+    char *hf_json;         /* tokenizer.json text when the source had one (for carrying over) */
+    size_t hf_json_len;
+} qp_vocab;
+
+/* Free-form metadata, typed as GGUF values (value type ids are GGUF's). */
+typedef enum qp_meta_type {
+    QP_META_U8 = 0, QP_META_I8 = 1, QP_META_U16 = 2, QP_META_I16 = 3, QP_META_U32 = 4,
+    QP_META_I32 = 5, QP_META_F32 = 6, QP_META_BOOL = 7, QP_META_STRING = 8, QP_META_ARRAY = 9,
+    QP_META_U64 = 10, QP_META_I64 = 11, QP_META_F64 = 12, QP_META_TYPE_COUNT
+} qp_meta_type;
+
+typedef struct qp_meta {
+    const char *key;
+    qp_meta_type type;
+    qp_meta_type arr_type; /* element type when type == QP_META_ARRAY */
+    uint64_t n;            /* elements for arrays, 1 for scalars */
+    union {
+        uint64_t u;
+        int64_t i;
+        double f;
+        bool b;
+    } v;                   /* scalar value (integers widened, floats as double) */
+    const char *str;       /* QP_META_STRING: NUL-terminated copy */
+    uint64_t str_len;
+    const uint8_t *raw;    /* QP_META_ARRAY: element bytes as in a GGUF file (strings as u64 len
+                              + bytes each); borrowed from the mapping or the arena */
+    size_t raw_size;
+} qp_meta;
+
+typedef struct qp_model_priv qp_model_priv;
+
+typedef struct qp_model {
+    qp_format format;
+    uint32_t format_version;  /* GGUF 2/3, llama2.c 0/1/2, ... */
+    const char *path;
+    const char *arch_name;    /* "llama", "qwen2", "bitnet", as the source names it */
+    qp_arch arch;
+    qp_tensor *tensors;
+    int64_t n_tensors;
+    qp_vocab vocab;
+    qp_meta *meta;
+    int64_t n_meta;
+    const char **problems;    /* non-fatal findings, for inspect */
+    int64_t n_problems;
+    qp_model_priv *priv;
+} qp_model;
+
+typedef struct qp_open_opts {
+    const char *tokenizer_path; /* for sources without one (llama2.c): tokenizer.bin/.model/.json */
+} qp_open_opts;
+
+/* Detects the format of path (file magic or directory contents). */
+qp_format qp_format_detect(const char *path);
+
+/* Opens any supported model. *out is written only on success. */
+qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e);
+void qp_model_close(qp_model *m); /* NULL is fine */
+
+/* Finds a tensor by canonical (GGUF-style) name, falling back to the source name. Borrowed. */
+const qp_tensor *qp_model_find(const qp_model *m, const char *name);
+const qp_meta *qp_model_meta(const qp_model *m, const char *key);
+
+/* Element count of a tensor (product of ne). */
+int64_t qp_tensor_nelements(const qp_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,91 @@
+/* Format detection and the reader registry behind qp_model_open. */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/model_internal.h"
+
+typedef qp_status (*reader_fn)(qp_model *, const char *, const qp_open_opts *, qp_err *);
+
+static const struct {
+    qp_format format;
+    reader_fn read;
+} k_readers[] = {
+    {QP_FORMAT_SAFETENSORS, qp_safetensors_read},
+    {QP_FORMAT_GGUF, qp_gguf_read},
+    {QP_FORMAT_LLAMA2C, qp_llama2c_read},
+};
+
+static bool has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static qp_format detect_dir(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) return QP_FORMAT_UNKNOWN;
+    qp_format f = QP_FORMAT_UNKNOWN;
+    bool manifest = false, safetensors = false, trlm = false;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, "manifest.json") == 0) manifest = true;
+        else if (strcmp(de->d_name, "qmodel.tensors") == 0) trlm = true;
+        else if (has_suffix(de->d_name, ".safetensors") ||
+                 strcmp(de->d_name, "model.safetensors.index.json") == 0)
+            safetensors = true;
+    }
+    closedir(d);
+    if (trlm) f = QP_FORMAT_TRLM;
+    else if (manifest) f = QP_FORMAT_RDRR;
+    else if (safetensors) f = QP_FORMAT_SAFETENSORS;
+    return f;
+}
+
+qp_format qp_format_detect(const char *path) {
+    if (qp_path_is_dir(path)) return detect_dir(path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return QP_FORMAT_UNKNOWN;
+    uint8_t head[64] = {0};
+    size_t n = fread(head, 1, sizeof head, f);
+    uint64_t size = 0;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long pos = ftell(f);
+        if (pos > 0) size = (uint64_t)pos;
+    }
+    fclose(f);
+    if (n >= 4 && memcmp(head, "GGUF", 4) == 0) return QP_FORMAT_GGUF;
+    if (n >= 4 && memcmp(head, "TRLM", 4) == 0) return QP_FORMAT_TRLM;
+    if (n >= 9 && head[8] == '{') {
+        uint64_t hl = qp_load_u64le(head);
+        if (hl >= 2 && hl <= size - 8) return QP_FORMAT_SAFETENSORS;
+    }
+    if (n >= 1 && head[0] == '{' && has_suffix(path, ".bullet")) return QP_FORMAT_BULLET;
+    if (qp_llama2c_probe(head, n, size)) return QP_FORMAT_LLAMA2C;
+    return QP_FORMAT_UNKNOWN;
+}
+
+qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e) {
+    static const qp_open_opts k_default = {0};
+    if (!path || !out) return qp_fail(e, QP_ERR_ARG, "qp_model_open: NULL argument");
+    if (!opts) opts = &k_default;
+    if (!qp_path_exists(path)) return qp_fail(e, QP_ERR_IO, "%s: no such file or directory", path);
+    qp_format f = qp_format_detect(path);
+    for (size_t i = 0; i < sizeof k_readers / sizeof k_readers[0]; i++) {
+        if (k_readers[i].format != f) continue;
+        qp_model *m;
+        qp_status s = qp_model_new(f, path, &m, e);
+        if (s != QP_OK) return s;
+        s = k_readers[i].read(m, path, opts, e);
+        if (s == QP_OK) s = qp_model_finish(m, e);
+        if (s != QP_OK) {
+            qp_model_close(m);
+            return s;
+        }
+        *out = m;
+        return QP_OK;
+    }
+    if (f == QP_FORMAT_UNKNOWN)
+        return qp_fail(e, QP_ERR_FORMAT, "%s: not a recognised model (expected safetensors, GGUF, "
+                                         "llama2.c, TRLM, RDRR or .bullet)", path);
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s models cannot be read yet", path, qp_format_name(f));
+}
