@@ -46,6 +46,11 @@ qp_status qp_safetensors_read(qp_model *m, const char *path, const qp_open_opts 
 qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 
+/* Tokenizer files into m->vocab (readers/spm_model.c): the SentencePiece tokenizer.model
+ * protobuf and the llama2.c tokenizer .bin, both normalised to GGUF "llama" conventions. */
+qp_status qp_vocab_read_spm_model(qp_model *m, const char *path, qp_err *e);
+qp_status qp_vocab_read_llama2c_bin(qp_model *m, const char *path, qp_err *e);
+
 /* Probe: true when the first bytes (and the file size) look like a llama2.c checkpoint. */
 bool qp_llama2c_probe(const uint8_t *head, size_t head_len, uint64_t file_size);
 
