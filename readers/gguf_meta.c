@@ -1,0 +1,348 @@
+/* GGUF metadata -> qp_arch and qp_vocab, and typed getters over qp_meta. Key names and the types
+ * llama.cpp demands: shared/specs/gguf-kquants.md; summary in readers/gguf.md. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/model_internal.h"
+#include "readers/gguf_meta.h"
+
+static const char *const k_type_names[QP_META_TYPE_COUNT] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",
+};
+
+const char *qp_gguf_meta_type_name(qp_meta_type t) {
+    return (unsigned)t < QP_META_TYPE_COUNT ? k_type_names[t] : "unknown";
+}
+
+bool qp_gguf_meta_type_is_int(qp_meta_type t) {
+    switch (t) {
+    case QP_META_U8: case QP_META_I8: case QP_META_U16: case QP_META_I16: case QP_META_U32:
+    case QP_META_I32: case QP_META_U64: case QP_META_I64: return true;
+    default: return false;
+    }
+}
+
+static bool is_signed(qp_meta_type t) {
+    return t == QP_META_I8 || t == QP_META_I16 || t == QP_META_I32 || t == QP_META_I64;
+}
+
+static bool meta_int(const qp_meta *md, int64_t *out) {
+    if (!md || !qp_gguf_meta_type_is_int(md->type)) return false;
+    if (is_signed(md->type)) {
+        *out = md->v.i;
+        return true;
+    }
+    if (md->v.u > (uint64_t)INT64_MAX) return false;
+    *out = (int64_t)md->v.u;
+    return true;
+}
+
+bool qp_gguf_meta_int(const qp_model *m, const char *key, int64_t *out) {
+    return meta_int(qp_model_meta(m, key), out);
+}
+
+bool qp_gguf_meta_float(const qp_model *m, const char *key, double *out) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md || (md->type != QP_META_F32 && md->type != QP_META_F64)) return false;
+    *out = md->v.f;
+    return true;
+}
+
+bool qp_gguf_meta_bool(const qp_model *m, const char *key, bool *out) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md || md->type != QP_META_BOOL) return false;
+    *out = md->v.b;
+    return true;
+}
+
+const char *qp_gguf_meta_str(const qp_model *m, const char *key, size_t *len) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md || md->type != QP_META_STRING || !md->str) return NULL;
+    if (len) *len = (size_t)md->str_len;
+    return md->str;
+}
+
+const qp_meta *qp_gguf_meta_array(const qp_model *m, const char *key, qp_meta_type elem_type) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md || md->type != QP_META_ARRAY || md->arr_type != elem_type) return NULL;
+    return md;
+}
+
+bool qp_gguf_meta_array_next_str(const qp_meta *md, size_t *pos, const uint8_t **s, size_t *len) {
+    if (!md || md->type != QP_META_ARRAY || md->arr_type != QP_META_STRING || !md->raw) return false;
+    qp_cursor c;
+    qp_cursor_init(&c, md->raw, md->raw_size, *pos);
+    uint64_t n;
+    if (!qp_cursor_u64(&c, &n) || n > qp_cursor_left(&c)) return false;
+    qp_cursor_take(&c, (size_t)n, s);
+    *len = (size_t)n;
+    *pos = c.pos;
+    return true;
+}
+
+/* ---- type expectations of llama.cpp (a mismatch makes it refuse the file) ---------------- */
+
+static void expect_type(qp_model *m, const char *key, qp_meta_type want) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md || md->type == want) return;
+    /* llama.cpp accepts per-layer arrays for some counts; leave those to the arch check */
+    if (md->type == QP_META_ARRAY && md->arr_type == want) return;
+    qp_model_add_problem(m, "metadata '%s' is %s; llama.cpp requires %s and would refuse the file", key,
+                         qp_gguf_meta_type_name(md->type), qp_gguf_meta_type_name(want));
+}
+
+/* Integer of any type, or element 0 of an integer array (llama.cpp's per-layer arrays). */
+static bool arch_int(qp_model *m, const char *key, int64_t *out) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md) return false;
+    if (md->type == QP_META_ARRAY && qp_gguf_meta_type_is_int(md->arr_type) && md->n > 0 && md->raw) {
+        qp_meta first = {0};
+        first.type = md->arr_type;
+        const uint8_t *p = md->raw;
+        switch (md->arr_type) {
+        case QP_META_U8: first.v.u = p[0]; break;
+        case QP_META_I8: first.v.i = (int8_t)p[0]; break;
+        case QP_META_U16: first.v.u = qp_load_u16le(p); break;
+        case QP_META_I16: first.v.i = (int16_t)qp_load_u16le(p); break;
+        case QP_META_U32: first.v.u = qp_load_u32le(p); break;
+        case QP_META_I32: first.v.i = (int32_t)qp_load_u32le(p); break;
+        case QP_META_U64: first.v.u = qp_load_u64le(p); break;
+        default: first.v.i = (int64_t)qp_load_u64le(p); break;
+        }
+        md = &first;
+        if (!meta_int(md, out)) return false;
+    } else if (!meta_int(md, out)) {
+        qp_model_add_problem(m, "metadata '%s' (%s) is not a usable integer; ignored", key,
+                             qp_gguf_meta_type_name(md->type));
+        return false;
+    }
+    if (*out < 0) {
+        qp_model_add_problem(m, "metadata '%s' is negative (%lld); ignored", key, (long long)*out);
+        return false;
+    }
+    return true;
+}
+
+/* Builds "<arch>.<suffix>" into buf. */
+static const char *arch_key(char *buf, size_t n, const char *arch, const char *suffix) {
+    snprintf(buf, n, "%s.%s", arch, suffix);
+    return buf;
+}
+
+static bool has_tensor(const qp_model *m, const char *name) { return qp_model_find(m, name) != NULL; }
+
+static void apply_arch(qp_model *m) {
+    qp_arch *a = &m->arch;
+    const char *arch = qp_gguf_meta_str(m, "general.architecture", NULL);
+    if (!arch) {
+        if (qp_model_meta(m, "general.architecture"))
+            qp_model_add_problem(m, "metadata 'general.architecture' is not a string");
+        else
+            qp_model_add_problem(m, "no 'general.architecture': llama.cpp cannot load this file");
+        return;
+    }
+    m->arch_name = arch;
+    if (strcmp(arch, "llama") == 0) {
+        a->family = QP_FAMILY_LLAMA;
+        a->rope_style = QP_ROPE_NORM;
+    } else if (strcmp(arch, "qwen2") == 0) {
+        a->family = QP_FAMILY_QWEN2;
+        a->rope_style = QP_ROPE_NEOX;
+        a->qkv_bias = true;
+    } else if (strcmp(arch, "bitnet") == 0 || strcmp(arch, "bitnet-b1.58") == 0 ||
+               strcmp(arch, "bitnet-25") == 0) {
+        a->family = QP_FAMILY_BITNET;
+        a->rope_style = QP_ROPE_NEOX;
+        a->act = QP_ACT_RELU2;
+    } else {
+        a->family = QP_FAMILY_UNKNOWN;
+        qp_model_add_problem(m, "architecture '%.64s' is not one quantpack can run", arch);
+    }
+    if (strlen(arch) > 100) return; /* no key of ours can be that long; skip the per-arch keys */
+
+    char k[160];
+    int64_t v;
+    static const char *const u32_keys[] = {
+        "context_length", "embedding_length", "block_count", "feed_forward_length",
+        "attention.head_count", "attention.head_count_kv", "rope.dimension_count",
+    };
+    for (size_t i = 0; i < sizeof u32_keys / sizeof u32_keys[0]; i++)
+        expect_type(m, arch_key(k, sizeof k, arch, u32_keys[i]), QP_META_U32);
+    expect_type(m, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"), QP_META_F32);
+    expect_type(m, arch_key(k, sizeof k, arch, "rope.freq_base"), QP_META_F32);
+
+    if (arch_int(m, arch_key(k, sizeof k, arch, "context_length"), &v)) a->max_pos = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "embedding_length"), &v)) a->hidden = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "block_count"), &v)) a->n_layers = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "feed_forward_length"), &v)) a->intermediate = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "attention.head_count"), &v)) a->n_heads = v;
+    a->n_kv_heads = a->n_heads;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "attention.head_count_kv"), &v)) a->n_kv_heads = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->head_dim = v;
+    else if (a->n_heads > 0) a->head_dim = a->hidden / a->n_heads;
+    double d;
+    if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"), &d))
+        a->norm_eps = (float)d;
+    a->rope_theta = 10000.0f;
+    if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "rope.freq_base"), &d)) a->rope_theta = (float)d;
+
+    if (m->n_tensors > 0) {
+        a->tie_embeddings = !has_tensor(m, "output.weight");
+        if (has_tensor(m, "blk.0.attn_q.bias")) a->qkv_bias = true;
+        if (a->family == QP_FAMILY_BITNET && has_tensor(m, "blk.0.attn_sub_norm.weight"))
+            a->sub_norms = true;
+    }
+}
+
+/* ---- vocabulary ------------------------------------------------------------------------- */
+
+/* Copies a string array into the arena: one block for every byte plus a NUL each. */
+static qp_status copy_str_array(qp_model *m, const qp_meta *md, char ***out, uint32_t **lens, qp_err *e) {
+    qp_arena *ar = qp_model_arena(m);
+    size_t n = (size_t)md->n, ptr_bytes, len_bytes;
+    if (!qp_size_mul(n, sizeof(char *), &ptr_bytes) || !qp_size_mul(n, sizeof(uint32_t), &len_bytes))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s': %zu strings overflow", m->path, md->key, n);
+    char **ptrs = qp_arena_alloc(ar, ptr_bytes ? ptr_bytes : 1);
+    uint32_t *ls = lens ? qp_arena_alloc(ar, len_bytes ? len_bytes : 1) : NULL;
+    /* each stored string has an 8-byte length, so raw_size bytes hold every string + its NUL */
+    char *text = qp_arena_alloc(ar, md->raw_size ? md->raw_size : 1);
+    if (!ptrs || (lens && !ls) || !text) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    size_t pos = 0, used = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *s;
+        size_t len;
+        if (!qp_gguf_meta_array_next_str(md, &pos, &s, &len) || len > UINT32_MAX || len + 1 > md->raw_size - used)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s': element %zu is malformed", m->path, md->key, i);
+        memcpy(text + used, s, len);
+        text[used + len] = '\0';
+        ptrs[i] = text + used;
+        if (ls) ls[i] = (uint32_t)len;
+        used += len + 1;
+    }
+    *out = ptrs;
+    if (lens) *lens = ls;
+    return QP_OK;
+}
+
+static qp_status array_matching(qp_model *m, const char *key, qp_meta_type want, int64_t n_tokens,
+                                const qp_meta **out, qp_err *e) {
+    *out = NULL;
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md) return QP_OK;
+    if (md->type != QP_META_ARRAY || md->arr_type != want)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s%s%s; expected an array of %s", m->path, key,
+                       qp_gguf_meta_type_name(md->type), md->type == QP_META_ARRAY ? " of " : "",
+                       md->type == QP_META_ARRAY ? qp_gguf_meta_type_name(md->arr_type) : "",
+                       qp_gguf_meta_type_name(want));
+    if (n_tokens >= 0 && md->n != (uint64_t)n_tokens)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' has %llu entries but tokenizer.ggml.tokens has %lld",
+                       m->path, key, (unsigned long long)md->n, (long long)n_tokens);
+    *out = md;
+    return QP_OK;
+}
+
+static void special_id(qp_model *m, const char *key, int32_t *out) {
+    const qp_meta *md = qp_model_meta(m, key);
+    if (!md) return;
+    expect_type(m, key, QP_META_U32);
+    int64_t v;
+    if (!meta_int(md, &v)) {
+        qp_model_add_problem(m, "metadata '%s' (%s) is not an integer; ignored", key,
+                             qp_gguf_meta_type_name(md->type));
+        return;
+    }
+    if (md->type == QP_META_U32 && md->v.u == UINT32_MAX) return; /* llama.cpp's "none" (-1) */
+    if (v < 0 || v > INT32_MAX || (m->vocab.n_tokens > 0 && v >= m->vocab.n_tokens)) {
+        qp_model_add_problem(m, "metadata '%s' = %lld is outside the %lld-token vocabulary; ignored "
+                             "(llama.cpp also ignores it)", key, (long long)v, (long long)m->vocab.n_tokens);
+        return;
+    }
+    *out = (int32_t)v;
+}
+
+static qp_status apply_vocab(qp_model *m, qp_err *e) {
+    qp_vocab *vb = &m->vocab;
+    const char *model = qp_gguf_meta_str(m, "tokenizer.ggml.model", NULL);
+    if (model) {
+        if (strcmp(model, "llama") == 0) vb->model = QP_TOK_SPM;
+        else if (strcmp(model, "gpt2") == 0) vb->model = QP_TOK_BPE;
+        else if (strcmp(model, "bert") == 0) vb->model = QP_TOK_WPM;
+        else {
+            vb->model = QP_TOK_NONE;
+            if (strcmp(model, "no_vocab") != 0)
+                qp_model_add_problem(m, "tokenizer model '%.64s' is not supported; no tokenizer", model);
+        }
+    } else if (qp_model_meta(m, "tokenizer.ggml.model")) {
+        qp_model_add_problem(m, "metadata 'tokenizer.ggml.model' is not a string");
+    }
+    size_t pre_len;
+    const char *pre = qp_gguf_meta_str(m, "tokenizer.ggml.pre", &pre_len);
+    if (pre) {
+        if (pre_len >= sizeof vb->pre || strlen(pre) != pre_len)
+            qp_model_add_problem(m, "tokenizer.ggml.pre '%.64s' is too long or has a NUL; ignored", pre);
+        else
+            memcpy(vb->pre, pre, pre_len + 1);
+    }
+
+    const qp_meta *tok;
+    qp_status st = array_matching(m, "tokenizer.ggml.tokens", QP_META_STRING, -1, &tok, e);
+    if (st != QP_OK) return st;
+    if (tok) {
+        if (tok->n > (uint64_t)INT32_MAX)
+            return qp_fail(e, QP_ERR_LIMIT, "%s: %llu tokens (at most %d supported)", m->path,
+                           (unsigned long long)tok->n, INT32_MAX);
+        st = copy_str_array(m, tok, &vb->tokens, &vb->token_lens, e);
+        if (st != QP_OK) return st;
+        vb->n_tokens = (int64_t)tok->n;
+    }
+    const qp_meta *scores, *types, *merges;
+    st = array_matching(m, "tokenizer.ggml.scores", QP_META_F32, vb->n_tokens, &scores, e);
+    if (st == QP_OK) st = array_matching(m, "tokenizer.ggml.token_type", QP_META_I32, vb->n_tokens, &types, e);
+    if (st == QP_OK) st = array_matching(m, "tokenizer.ggml.merges", QP_META_STRING, -1, &merges, e);
+    if (st != QP_OK) return st;
+    qp_arena *ar = qp_model_arena(m);
+    if (scores && vb->n_tokens > 0) {
+        vb->scores = qp_arena_alloc(ar, (size_t)vb->n_tokens * sizeof(float));
+        if (!vb->scores) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        for (int64_t i = 0; i < vb->n_tokens; i++) vb->scores[i] = qp_load_f32le(scores->raw + 4 * i);
+    }
+    if (types && vb->n_tokens > 0) {
+        vb->types = qp_arena_alloc(ar, (size_t)vb->n_tokens * sizeof(int32_t));
+        if (!vb->types) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        for (int64_t i = 0; i < vb->n_tokens; i++) vb->types[i] = (int32_t)qp_load_u32le(types->raw + 4 * i);
+    }
+    if (merges) {
+        st = copy_str_array(m, merges, &vb->merges, NULL, e);
+        if (st != QP_OK) return st;
+        vb->n_merges = (int64_t)merges->n;
+    }
+    if (vb->model == QP_TOK_BPE && !merges)
+        qp_model_add_problem(m, "gpt2 tokenizer without tokenizer.ggml.merges: llama.cpp refuses it");
+    expect_type(m, "tokenizer.ggml.tokens", QP_META_ARRAY);
+    expect_type(m, "tokenizer.ggml.add_bos_token", QP_META_BOOL);
+    expect_type(m, "tokenizer.ggml.add_eos_token", QP_META_BOOL);
+    special_id(m, "tokenizer.ggml.bos_token_id", &vb->bos_id);
+    special_id(m, "tokenizer.ggml.eos_token_id", &vb->eos_id);
+    special_id(m, "tokenizer.ggml.unknown_token_id", &vb->unk_id);
+    special_id(m, "tokenizer.ggml.padding_token_id", &vb->pad_id);
+    bool b;
+    if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_bos_token", &b)) vb->add_bos = b;
+    if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_eos_token", &b)) vb->add_eos = b;
+    return QP_OK;
+}
+
+qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e) {
+    qp_status st = apply_vocab(m, e);
+    if (st != QP_OK) return st;
+    apply_arch(m);
+    qp_arch *a = &m->arch;
+    if (m->vocab.n_tokens > 0) {
+        a->vocab = m->vocab.n_tokens;
+    } else {
+        const qp_tensor *emb = qp_model_find(m, "token_embd.weight");
+        if (emb && emb->n_dims >= 2) a->vocab = emb->ne[1];
+    }
+    a->bos_id = m->vocab.bos_id;
+    a->eos_id = m->vocab.eos_id;
+    return QP_OK;
+}

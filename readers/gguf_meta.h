@@ -1,0 +1,39 @@
+/* GGUF metadata: typed getters over a model's qp_meta list (any reader's, not only GGUF's) and
+ * the mapping of GGUF keys into qp_arch and qp_vocab. Internal to the library. */
+#ifndef QP_GGUF_META_H
+#define QP_GGUF_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/model.h"
+
+/* True for the GGUF integer value types (u8..i64; not bool). */
+bool qp_gguf_meta_type_is_int(qp_meta_type t);
+
+/* Integer value of `key` stored with any integer type. False when absent, not an integer, or a
+ * u64 above INT64_MAX. */
+bool qp_gguf_meta_int(const qp_model *m, const char *key, int64_t *out);
+/* Floating value of `key` stored as f32 or f64. */
+bool qp_gguf_meta_float(const qp_model *m, const char *key, double *out);
+bool qp_gguf_meta_bool(const qp_model *m, const char *key, bool *out);
+/* Borrowed NUL-terminated string (valid until qp_model_close); *len (when non-NULL) gets the
+ * stored length. NULL when absent or not a string. */
+const char *qp_gguf_meta_str(const qp_model *m, const char *key, size_t *len);
+/* The array entry for `key` when it is an array of elem_type; NULL otherwise. */
+const qp_meta *qp_gguf_meta_array(const qp_model *m, const char *key, qp_meta_type elem_type);
+
+/* Walks an array of strings: start with *pos = 0; each call yields the next element borrowed
+ * from md->raw (not NUL-terminated). False at the end or on a malformed raw buffer. */
+bool qp_gguf_meta_array_next_str(const qp_meta *md, size_t *pos, const uint8_t **s, size_t *len);
+
+/* "u32", "string", ... for messages. */
+const char *qp_gguf_meta_type_name(qp_meta_type t);
+
+/* Fills m->arch_name, m->arch and m->vocab from GGUF metadata and the tensor table (call after
+ * every tensor is added). Inconsistent tokenizer arrays give QP_ERR_CORRUPT; types that llama.cpp
+ * would refuse are recorded as problems. */
+qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e);
+
+#endif
