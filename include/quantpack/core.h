@@ -158,6 +158,40 @@ uint16_t qp_fp32_to_fp16(float f);
 float qp_bf16_to_fp32(uint16_t h);
 uint16_t qp_fp32_to_bf16(float f);
 
+/* ---- atomic output files (core/outfile.c) ---------------------------------------------------
+ * Every output is written to "<path>.tmp.<pid>.<n>" in the same directory and renamed onto
+ * <path> only by a successful commit: no partial file ever appears under the final name, and a
+ * failed or aborted output leaves nothing behind. Writes are buffered; the first error is kept
+ * and returned again by every later call and by commit. Not shared between threads. */
+typedef struct qp_outfile qp_outfile;
+
+qp_status qp_outfile_open(const char *path, qp_outfile **out, qp_err *e);
+qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e);
+/* Writes zero bytes up to the next multiple of alignment (any value >= 1). */
+qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e);
+uint64_t qp_outfile_tell(const qp_outfile *f); /* bytes written so far */
+const char *qp_outfile_path(const qp_outfile *f); /* final path; borrowed */
+/* Flushes, fsyncs and renames onto the final path. Always frees f: on any error (now or
+ * earlier) the temporary file is removed and the error returned. */
+qp_status qp_outfile_commit(qp_outfile *f, qp_err *e);
+void qp_outfile_abort(qp_outfile *f); /* removes the temporary file and frees f; NULL is fine */
+/* One-shot: writes n bytes atomically to path. */
+qp_status qp_file_write_atomic(const char *path, const void *data, size_t n, qp_err *e);
+
+/* Directory outputs: files are written into the staging folder "<dir>.tmp.<pid>.<n>" (use
+ * qp_outdir_path or qp_outdir_join), which commit renames onto dir. An existing dir that is
+ * not empty is replaced only when `replace` is true (otherwise open fails with QP_ERR_IO).
+ * Abort (and a failed commit) removes the staging folder and everything in it. */
+typedef struct qp_outdir qp_outdir;
+
+qp_status qp_outdir_open(const char *dir, bool replace, qp_outdir **out, qp_err *e);
+const char *qp_outdir_path(const qp_outdir *d); /* the staging folder; borrowed */
+char *qp_outdir_join(const qp_outdir *d, const char *name); /* heap string; NULL on OOM */
+qp_status qp_outdir_commit(qp_outdir *d, qp_err *e); /* always frees d */
+void qp_outdir_abort(qp_outdir *d);                  /* NULL is fine */
+/* Removes a file or a whole directory tree (symlinks are removed, never followed). */
+qp_status qp_path_remove_tree(const char *path, qp_err *e);
+
 #ifdef __cplusplus
 }
 #endif

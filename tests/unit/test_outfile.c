@@ -1,0 +1,332 @@
+/* Atomic outputs (core/outfile.c): exact bytes on commit, nothing after abort or any failure
+ * (open error, write error, allocation failure), directory staging and replacement. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qp_test.h"
+#include "quantpack/core.h"
+
+static char g_root[1024];
+
+static void mkdir_p(const char *path) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(buf, 0777);
+            *p = '/';
+        }
+    }
+    mkdir(buf, 0777);
+}
+
+/* Number of entries in dir (excluding . and ..); -1 when it cannot be read. */
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL)
+        if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    char *buf = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    if (qp_file_read_all(path, (size_t)64 << 20, &buf, len, &e) != QP_OK) return NULL;
+    return buf;
+}
+
+static void fresh_dir(char *out, size_t n, const char *name) {
+    snprintf(out, n, "%s/%s", g_root, name);
+    qp_path_remove_tree(out, NULL);
+    mkdir_p(out);
+}
+
+static void test_commit_exact_bytes(void) {
+    char dir[1200], path[1300];
+    fresh_dir(dir, sizeof dir, "commit");
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    size_t big = ((size_t)1 << 20) + 12345; /* larger than the buffer: the direct path */
+    uint8_t *expect = malloc(big + 4096 * 3);
+    size_t n = 0;
+    qp_outfile *f = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
+    QP_CHECK(!qp_path_exists(path)); /* nothing under the final name before commit */
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    const char *hello = "hello";
+    QP_CHECK_EQ_INT(qp_outfile_write(f, hello, 5, &e), QP_OK);
+    memcpy(expect + n, hello, 5);
+    n += 5;
+    QP_CHECK_EQ_INT(qp_outfile_pad(f, 8, &e), QP_OK);
+    memset(expect + n, 0, 3);
+    n += 3;
+    QP_CHECK_EQ_INT(qp_outfile_tell(f), 8);
+    uint8_t *blob = malloc(big);
+    for (size_t i = 0; i < big; i++) blob[i] = (uint8_t)(i * 31u + 7u);
+    QP_CHECK_EQ_INT(qp_outfile_write(f, blob, big, &e), QP_OK);
+    memcpy(expect + n, blob, big);
+    n += big;
+    /* many small writes crossing the buffer boundary */
+    for (size_t i = 0; i < 1000; i++) {
+        uint8_t b = (uint8_t)i;
+        qp_outfile_write(f, &b, 1, &e);
+        expect[n++] = b;
+    }
+    QP_CHECK_EQ_INT(qp_outfile_pad(f, 4096, &e), QP_OK);
+    while (n % 4096) expect[n++] = 0;
+    QP_CHECK_EQ_INT(qp_outfile_tell(f), n);
+    QP_CHECK(strcmp(qp_outfile_path(f), path) == 0);
+    QP_CHECK_EQ_INT(qp_outfile_commit(f, &e), QP_OK);
+    size_t got_len = 0;
+    char *got = read_file(path, &got_len);
+    QP_CHECK(got != NULL);
+    QP_CHECK_EQ_INT(got_len, n);
+    QP_CHECK(got && got_len == n && memcmp(got, expect, n) == 0);
+    QP_CHECK_EQ_INT(count_entries(dir), 1); /* no temporary left */
+    /* commit replaces an existing file */
+    QP_CHECK_EQ_INT(qp_file_write_atomic(path, "xyz", 3, &e), QP_OK);
+    qp_free(got);
+    got = read_file(path, &got_len);
+    QP_CHECK(got && got_len == 3 && memcmp(got, "xyz", 3) == 0);
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    /* an empty file */
+    char empty[1400];
+    snprintf(empty, sizeof empty, "%s/empty.bin", dir);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(empty, NULL, 0, &e), QP_OK);
+    struct stat st;
+    QP_CHECK(stat(empty, &st) == 0 && st.st_size == 0);
+    QP_CHECK_EQ_INT(e.status, QP_OK);
+    qp_free(got);
+    free(blob);
+    free(expect);
+}
+
+static void test_abort(void) {
+    char dir[1200], path[1300];
+    fresh_dir(dir, sizeof dir, "abort");
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    qp_outfile *f = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
+    uint8_t *blob = calloc(1, (size_t)3 << 20);
+    QP_CHECK_EQ_INT(qp_outfile_write(f, blob, (size_t)3 << 20, &e), QP_OK);
+    qp_outfile_abort(f);
+    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    qp_outfile_abort(NULL);
+    /* abort keeps an older committed file untouched */
+    QP_CHECK_EQ_INT(qp_file_write_atomic(path, "old", 3, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
+    qp_outfile_write(f, "new content", 11, &e);
+    qp_outfile_abort(f);
+    size_t len = 0;
+    char *got = read_file(path, &len);
+    QP_CHECK(got && len == 3 && memcmp(got, "old", 3) == 0);
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    qp_free(got);
+    free(blob);
+}
+
+static void test_open_error_names_path(void) {
+    char path[1300];
+    snprintf(path, sizeof path, "%s/no/such/dir/out.bin", g_root);
+    qp_outfile *f = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_ERR_IO);
+    QP_CHECK(f == NULL);
+    QP_CHECK_MSG(strstr(e.msg, path) != NULL, "message: %s", e.msg);
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(path, "x", 1, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, path) != NULL, "message: %s", e.msg);
+}
+
+/* A write that fails (file size limit -> EFBIG) is remembered: later writes and commit return
+ * it, and commit leaves no file at all. */
+static void test_write_error_remembered(void) {
+    char dir[1200], path[1300];
+    fresh_dir(dir, sizeof dir, "efbig");
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    struct rlimit old;
+    if (getrlimit(RLIMIT_FSIZE, &old) != 0) return;
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = old;
+    lim.rlim_cur = 4096;
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) return;
+    qp_outfile *f = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
+    uint8_t *blob = calloc(1, (size_t)2 << 20);
+    qp_status s = qp_outfile_write(f, blob, (size_t)2 << 20, &e);
+    QP_CHECK_EQ_INT(s, QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, path) != NULL, "message: %s", e.msg);
+    qp_err e2;
+    qp_err_clear(&e2);
+    QP_CHECK_EQ_INT(qp_outfile_write(f, "x", 1, &e2), QP_ERR_IO);
+    qp_err_clear(&e2);
+    QP_CHECK_EQ_INT(qp_outfile_commit(f, &e2), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e2.msg, path) != NULL, "message: %s", e2.msg);
+    setrlimit(RLIMIT_FSIZE, &old);
+    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    /* buffered data that fails only at the final flush */
+    setrlimit(RLIMIT_FSIZE, &lim);
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_outfile_write(f, blob, 100000, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_outfile_commit(f, &e), QP_ERR_IO);
+    setrlimit(RLIMIT_FSIZE, &old);
+    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    free(blob);
+}
+
+static void test_alloc_failure_no_debris(void) {
+    char dir[1200], path[1300];
+    fresh_dir(dir, sizeof dir, "nomem");
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    int saw_nomem = 0, saw_ok = 0;
+    for (long k = 0; k < 12; k++) {
+        qp_err e;
+        qp_err_clear(&e);
+        qp_alloc_fail_after(k);
+        qp_status s = qp_file_write_atomic(path, "abc", 3, &e);
+        qp_alloc_fail_after(-1);
+        QP_CHECK_MSG(s == QP_OK || s == QP_ERR_NOMEM, "k=%ld status %d: %s", k, (int)s, e.msg);
+        if (s == QP_OK) {
+            saw_ok++;
+            QP_CHECK_EQ_INT(count_entries(dir), 1);
+            unlink(path);
+        } else {
+            saw_nomem++;
+            QP_CHECK_MSG(count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
+        }
+    }
+    QP_CHECK(saw_nomem > 0 && saw_ok > 0);
+    /* the same for a directory output with a file inside */
+    char out[1300];
+    snprintf(out, sizeof out, "%s/model", dir);
+    saw_nomem = saw_ok = 0;
+    for (long k = 0; k < 24; k++) {
+        qp_err e;
+        qp_err_clear(&e);
+        qp_alloc_fail_after(k);
+        qp_outdir *d = NULL;
+        qp_status s = qp_outdir_open(out, true, &d, &e);
+        char *file = NULL;
+        if (s == QP_OK) {
+            file = qp_outdir_join(d, "a.txt");
+            if (!file) s = qp_fail(&e, QP_ERR_NOMEM, "join");
+        }
+        if (s == QP_OK) s = qp_file_write_atomic(file, "abc", 3, &e);
+        qp_free(file);
+        if (s == QP_OK) s = qp_outdir_commit(d, &e);
+        else qp_outdir_abort(d);
+        qp_alloc_fail_after(-1);
+        QP_CHECK_MSG(s == QP_OK || s == QP_ERR_NOMEM, "k=%ld status %d: %s", k, (int)s, e.msg);
+        if (s == QP_OK) {
+            saw_ok++;
+            QP_CHECK_EQ_INT(count_entries(dir), 1);
+            QP_CHECK_EQ_INT(count_entries(out), 1);
+            qp_path_remove_tree(out, NULL);
+        } else {
+            saw_nomem++;
+            QP_CHECK_MSG(count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
+        }
+    }
+    QP_CHECK(saw_nomem > 0 && saw_ok > 0);
+}
+
+static void write_in(qp_outdir *d, const char *name, const char *text) {
+    char *p = qp_outdir_join(d, name);
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(p, text, strlen(text), &e), QP_OK);
+    qp_free(p);
+}
+
+static void test_outdir(void) {
+    char dir[1200], out[1300], file[1400];
+    fresh_dir(dir, sizeof dir, "outdir");
+    snprintf(out, sizeof out, "%s/model", dir);
+    snprintf(file, sizeof file, "%s/a.txt", out);
+    qp_outdir *d = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    /* a new directory */
+    QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_OK);
+    QP_CHECK(!qp_path_exists(out));
+    write_in(d, "a.txt", "one");
+    QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
+    size_t len = 0;
+    char *got = read_file(file, &len);
+    QP_CHECK(got && len == 3 && memcmp(got, "one", 3) == 0);
+    qp_free(got);
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    /* refuses to replace a non-empty directory unless asked */
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, out) != NULL, "message: %s", e.msg);
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    /* abort leaves the existing output as it was */
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_OK);
+    write_in(d, "a.txt", "two");
+    write_in(d, "b.txt", "bee");
+    qp_outdir_abort(d);
+    got = read_file(file, &len);
+    QP_CHECK(got && len == 3 && memcmp(got, "one", 3) == 0);
+    qp_free(got);
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(count_entries(out), 1);
+    /* replace when asked: the old content is gone entirely */
+    QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_OK);
+    write_in(d, "b.txt", "bee");
+    char *sub = qp_outdir_join(d, "sub");
+    mkdir(sub, 0777);
+    qp_free(sub);
+    write_in(d, "sub/c.txt", "sea");
+    QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
+    QP_CHECK(!qp_path_exists(file));
+    QP_CHECK_EQ_INT(count_entries(out), 2);
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    /* an empty existing directory is fine without replace */
+    qp_path_remove_tree(out, NULL);
+    mkdir(out, 0777);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_OK);
+    write_in(d, "a.txt", "three");
+    QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
+    QP_CHECK_EQ_INT(count_entries(out), 1);
+    /* a file where the directory should go is never replaced */
+    qp_path_remove_tree(out, NULL);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(out, "f", 1, &e), QP_OK);
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_ERR_IO);
+    QP_CHECK(qp_path_exists(out) && !qp_path_is_dir(out));
+    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(e.status, QP_ERR_IO);
+}
+
+int main(void) {
+    const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
+    snprintf(g_root, sizeof g_root, "%s/outfile.%ld", tmp, (long)getpid());
+    mkdir_p(g_root);
+    test_commit_exact_bytes();
+    test_abort();
+    test_open_error_names_path();
+    test_write_error_remembered();
+    test_alloc_failure_no_debris();
+    test_outdir();
+    qp_path_remove_tree(g_root, NULL);
+    return qp_test_finish();
+}
