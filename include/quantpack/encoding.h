@@ -56,7 +56,12 @@ typedef enum qp_encoding {
     QP_ENC_MXFP4,
     /* BitNet family */
     QP_ENC_I2_S,      /* microsoft/BitNet x86 layout, 128-element blocks + per-tensor f32 trailer */
-    /* add new encodings above this line (the encodings issue appends I2_S_ARM, QK256, BQ4, ...) */
+    QP_ENC_I2_S_ARM,  /* microsoft/BitNet ARM layout: 64-element blocks of 16 bytes + trailer */
+    QP_ENC_QK256,     /* BitNet-rs GgmlQk256NoScale: 256 elements in 64 bytes, LUT [-2,-1,1,2] */
+    QP_ENC_BITNET32F16, /* BitNet-rs BitNet32F16: 32 elements in 8 bytes + inline f16 scale */
+    QP_ENC_SPLIT32,   /* BitNet-rs Split32WithSibling: 32 elements in 8 bytes, scales elsewhere */
+    QP_ENC_BQ4,       /* bullet-core BQ4: 32 elements in 20 bytes (f16 scale, i8 zero, nibbles) */
+    /* add new encodings above this line */
     QP_ENC_COUNT
 } qp_encoding;
 
@@ -65,6 +70,10 @@ enum {
     QP_ENC_FLAG_INT = 1u << 1,     /* plain integer / bool element type */
     QP_ENC_FLAG_BLOCK = 1u << 2,   /* block-quantized */
     QP_ENC_FLAG_TERNARY = 1u << 3, /* values in {-1,0,+1} * scale */
+    /* The scale lives outside the rows (I2_S: per-tensor trailer; SPLIT32: sibling tensor). The
+     * row functions (dequantize, vec_dot_*) then work at unit scale: multiply by the scale from
+     * qp_encoding_tensor_scale() (I2_S) or the sibling tensor. quantize_tensor writes it. */
+    QP_ENC_FLAG_EXT_SCALE = 1u << 4,
 };
 
 /* x: n floats (n a multiple of block_elems) -> y: n/block_elems blocks. Deterministic bytes. */
@@ -76,6 +85,13 @@ typedef float (*qp_vec_dot_f32_fn)(const void *w, const float *x, int64_t n);
 /* Checks untrusted blocks (NaN/Inf scales, illegal codes). Returns false and writes a reason
  * naming the block index into why (when non-NULL) on the first bad block. */
 typedef bool (*qp_validate_fn)(const void *x, int64_t n, char *why, size_t why_len);
+/* Dot product of one encoded row of n elements with n int8 activations (ternary and other
+ * integer-level encodings): sum over blocks of block_scale * (exact integer sum of level * a),
+ * accumulated in double in block order. Encodings without a per-block scale (I2_S, QK256,
+ * SPLIT32) use block_scale 1, so the result is the exact integer sum. */
+typedef double (*qp_vec_dot_i8_fn)(const void *w, const int8_t *a, int64_t n);
+/* Whole tensor of n elements -> qp_encoding_tensor_bytes() bytes, including any trailer. */
+typedef void (*qp_quantize_tensor_fn)(const float *x, void *y, int64_t n);
 
 typedef struct qp_encoding_traits {
     qp_encoding id;
@@ -92,6 +108,12 @@ typedef struct qp_encoding_traits {
     qp_vec_dot_f32_fn vec_dot_f32;   /* NULL when not usable by the runtime */
     qp_validate_fn validate;         /* NULL when every bit pattern is valid */
     const char *error_bound;  /* documented bound of quantize->dequantize, human-readable */
+    /* Fields added by the encodings issue (NULL when absent). */
+    qp_quantize_fn quantize;          /* fastest path (SIMD when the CPU has it); same bytes as
+                                         quantize_ref; NULL when quantize_ref is NULL */
+    qp_vec_dot_i8_fn vec_dot_i8;      /* see qp_vec_dot_i8_fn */
+    qp_quantize_tensor_fn quantize_tensor; /* whole tensor incl. trailer; NULL when rows suffice */
+    qp_dequantize_fn dequantize_tensor;    /* whole tensor incl. trailer scale; NULL likewise */
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */
@@ -106,6 +128,48 @@ qp_encoding qp_encoding_from_st_dtype(const char *dtype, size_t len);
 bool qp_encoding_row_bytes(qp_encoding enc, int64_t n, size_t *out);
 /* Bytes of a whole tensor of n_elems elements, including the trailer. */
 bool qp_encoding_tensor_bytes(qp_encoding enc, int64_t n_elems, size_t *out);
+/* Per-tensor scale of an encoding with QP_ENC_FLAG_EXT_SCALE and a trailer (I2_S, I2_S_ARM):
+ * reads the f32 at byte n/4 of a tensor of tensor_bytes bytes. False when the bytes are too few or
+ * the encoding has no trailer scale. Encodings without one report 1.0f. */
+bool qp_encoding_tensor_scale(qp_encoding enc, const void *tensor, size_t tensor_bytes,
+                              int64_t n_elems, float *scale);
+
+/* Whole tensors of n elements: through quantize_tensor / dequantize_tensor when the encoding
+ * has them, else the row functions over all n. x/y sized by qp_encoding_tensor_bytes. Return
+ * false (nothing written) when the encoding cannot do it or n is not a multiple of the block. */
+bool qp_encoding_quantize_tensor(qp_encoding enc, const float *x, void *y, int64_t n);
+bool qp_encoding_dequantize_tensor(qp_encoding enc, const void *x, float *y, int64_t n);
+
+/* ---- SIMD dispatch ---------------------------------------------------------------------------
+ * "scalar", "avx2" or "avx512": the kernels the traits' quantize / vec_dot use in this process
+ * (cpuid at first use; QP_FORCE_SCALAR=1 in the environment forces "scalar"). */
+const char *qp_encoding_simd_level(void);
+/* Test hook: 0 = scalar, 1 = up to AVX2, 2 = up to AVX-512, -1 = back to cpuid. Never above
+ * what the CPU has. Not thread-safe: call before starting threads. */
+void qp_encoding_simd_force(int level);
+
+/* ---- ternary helpers (shared/specs/ternary.md) ------------------------------------------------
+ * BitNet b1.58 absmean weight quantization of one tensor: mean = max(mean|w|, 1e-5) (summed in
+ * double, rounded to float), q = clamp(round_half_even(w / mean), -1, 1). Writes q[n] and the
+ * dequant scale *scale = mean (w ~= q * mean). */
+void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale);
+/* Per-token activation quantization: s = 127 / max(max|x|, 1e-5); a = clamp(round_half_even(x*s),
+ * -128, 127). Returns s (x ~= a / s). */
+float qp_act_quantize_i8(const float *x, int64_t n, int8_t *a);
+
+/* microsoft/bitnet-b1.58 packed checkpoint form: U8 [out/4, in], bits 2i+1:2i of packed[r,c] hold
+ * W[r + i*out/4, c] + 1 (codes 0 -> -1, 1 -> 0, 2 -> +1), with a sibling weight_scale.
+ * out must be a multiple of 4. unpack fails (false, *bad_index set) on code 3. */
+void qp_bitnet_u8_pack(const int8_t *w, int64_t out, int64_t in, uint8_t *packed);
+bool qp_bitnet_u8_unpack(const uint8_t *packed, int64_t out, int64_t in, int8_t *w,
+                         int64_t *bad_index);
+bool qp_bitnet_u8_to_f32(const uint8_t *packed, int64_t out, int64_t in, float weight_scale,
+                         float *w, int64_t *bad_index);
+
+/* Split32WithSibling: n elements (multiple of 32) -> n/4 code bytes + n/32 f32 block scales
+ * (absmax per block; q = clamp(round_half_even(x / scale), -1, 1)); and back. */
+void qp_split32_quantize(const float *x, uint8_t *codes, float *scales, int64_t n);
+void qp_split32_dequantize(const uint8_t *codes, const float *scales, float *y, int64_t n);
 
 #ifdef __cplusplus
 }

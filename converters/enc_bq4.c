@@ -1,0 +1,76 @@
+/* bullet-core BQ4 (shared/specs/bullet.md; byte table in converters/enc_bq4.md): 32 weights in 20
+ * bytes: f16 scale @0, i8 zero @2, pad @3 (0), nibbles @4..19 (byte i = q[2i] | q[2i+1] << 4,
+ * low nibble first). value = (q - zero) * scale, exactly bullet-core's decode.
+ * Encoder (sound, unlike bullet-builder's): lo = min(min, 0), hi = max(max, 0);
+ * scale = f16((hi - lo) / 15); zero = clamp(round(-lo / scale), 0, 15); q = clamp(round(v / scale)
+ * + zero, 0, 15), computed with the f16-rounded scale; an all-zero block gets scale 0, zero 0, q 0.
+ * Because 0 always lies in [lo, hi], a constant block c decodes exactly when c / scale lands on
+ * an integer level: c > 0 -> scale = f16(c/15), zero 0, q = 15 (exact when f16(c/15)*15 == c). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "converters/encodings_internal.h"
+
+static inline int round_clamp(float v, int lo, int hi) { /* round half away from zero; NaN -> lo */
+    if (!(v >= (float)lo)) return lo;
+    if (v >= (float)hi) return hi;
+    return (int)roundf(v);
+}
+
+void qp_bq4_quantize_ref(const float *x, void *vy, int64_t n) {
+    uint8_t *y = vy;
+    for (int64_t i = 0; i < n / 32; i++, x += 32, y += 20) {
+        float lo = 0.0f, hi = 0.0f;
+        for (int k = 0; k < 32; k++) {
+            if (x[k] < lo) lo = x[k];
+            if (x[k] > hi) hi = x[k];
+        }
+        memset(y, 0, 20);
+        const uint16_t sh = qp_fp32_to_fp16((hi - lo) / 15.0f);
+        const float scale = qp_fp16_to_fp32(sh);
+        if (!(scale > 0.0f) || !isfinite(scale)) continue; /* all zero (or unrepresentable) */
+        const int zero = round_clamp(-lo / scale, 0, 15);
+        qp_store_u16le(y, sh);
+        y[2] = (uint8_t)(int8_t)zero;
+        for (int k = 0; k < 32; k++) {
+            const int q = round_clamp(x[k] / scale + (float)zero, 0, 15);
+            y[4 + k / 2] |= (uint8_t)(q << (4 * (k & 1)));
+        }
+    }
+}
+
+void qp_bq4_dequantize(const void *vx, float *y, int64_t n) {
+    const uint8_t *x = vx;
+    for (int64_t i = 0; i < n / 32; i++, x += 20, y += 32) {
+        const float scale = qp_fp16_to_fp32(qp_load_u16le(x));
+        const int zero = (int8_t)x[2];
+        for (int k = 0; k < 16; k++) {
+            y[2 * k] = (float)((x[4 + k] & 15) - zero) * scale;
+            y[2 * k + 1] = (float)((x[4 + k] >> 4) - zero) * scale;
+        }
+    }
+}
+
+float qp_bq4_vec_dot(const void *w, const float *x, int64_t n) {
+    float tmp[32];
+    float s = 0.0f;
+    const uint8_t *p = w;
+    for (int64_t i = 0; i < n / 32; i++) {
+        qp_bq4_dequantize(p + 20 * i, tmp, 32);
+        for (int k = 0; k < 32; k++) s += tmp[k] * x[32 * i + k];
+    }
+    return s;
+}
+
+bool qp_bq4_validate(const void *vx, int64_t n, char *why, size_t len) {
+    const uint8_t *x = vx;
+    for (int64_t i = 0; i < n / 32; i++) {
+        const uint16_t h = qp_load_u16le(x + 20 * i);
+        if ((h & 0x7c00u) == 0x7c00u) {
+            if (why) snprintf(why, len, "block %lld: scale is not finite (f16 0x%04x)", (long long)i, h);
+            return false;
+        }
+    }
+    return true;
+}
