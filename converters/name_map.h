@@ -1,0 +1,33 @@
+/* Tensor names: Hugging Face (transformers Llama / Mistral / Qwen2 / BitNet) <-> GGUF.
+ *
+ *   model.embed_tokens               <-> token_embd
+ *   model.norm                       <-> output_norm
+ *   lm_head                          <-> output
+ *   model.layers.N.input_layernorm   <-> blk.N.attn_norm
+ *   model.layers.N.self_attn.q_proj  <-> blk.N.attn_q      (k_proj, v_proj alike)
+ *   model.layers.N.self_attn.o_proj  <-> blk.N.attn_output
+ *   model.layers.N.post_attention_layernorm <-> blk.N.ffn_norm
+ *   model.layers.N.mlp.gate_proj     <-> blk.N.ffn_gate    (up_proj, down_proj alike)
+ *   model.layers.N.self_attn.attn_sub_norm <-> blk.N.attn_sub_norm   (BitNet)
+ *   model.layers.N.mlp.ffn_sub_norm  <-> blk.N.ffn_sub_norm           (BitNet)
+ * with the suffix ".weight", ".bias" or ".weight_scale" (BitNet packed checkpoints) kept as is.
+ * Everything else (rotary_emb.inv_freq, unknown modules, other suffixes) is unmapped.
+ *
+ * Only names are mapped here, never bytes. HF q_proj / k_proj weights are stored for RoPE that
+ * rotates halves (i, i + d/2); llama.cpp's "llama" architecture rotates adjacent pairs, so a
+ * converter writing GGUF "llama" must permute the rows of attn_q (n_head) and attn_k
+ * (n_head_kv): w.reshape(nh, 2, rows/nh/2, cols).swapaxes(1, 2).reshape(rows, cols)
+ * (shared/specs/gguf-kquants.md, "HF -> GGUF names"). A reader that only maps names keeps
+ * qp_arch.rope_style = QP_ROPE_NEOX to say the bytes are still in the halves order. */
+#ifndef QP_NAME_MAP_H
+#define QP_NAME_MAP_H
+
+#include <stddef.h>
+
+/* Writes the GGUF name of hf_name into buf (cap bytes, NUL included) and returns buf; returns
+ * NULL when the name has no GGUF equivalent or does not fit. */
+const char *qp_name_map_hf_to_gguf(const char *hf_name, char *buf, size_t cap);
+/* The inverse: GGUF name -> HF name; NULL when unmapped or when it does not fit. */
+const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,734 @@
+/* config.json -> qp_arch and tokenizer.json (+ tokenizer_config.json) -> qp_vocab.
+ * Spec: readers/hf_config.md. Library code: no printing; every failure names the file. */
+#include "readers/hf_config.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- small JSON helpers ------------------------------------------------------------------- */
+
+/* Byte offset of a cJSON parse failure, for messages. */
+static size_t parse_error_offset(const char *text, size_t len, const char *end) {
+    if (!end || end < text) return 0;
+    size_t off = (size_t)(end - text);
+    return off > len ? len : off;
+}
+
+static cJSON *parse_json(const char *text, size_t len, const char *file, qp_err *e) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!root) {
+        qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON (parse error at byte offset %zu)", file,
+                parse_error_offset(text, len, end));
+        return NULL;
+    }
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        qp_fail(e, QP_ERR_CORRUPT, "%s: top-level JSON value is not an object", file);
+        return NULL;
+    }
+    return root;
+}
+
+/* cJSON keeps duplicate keys silently; HF's serde readers do not accept them either. */
+static qp_status check_dup_keys(const cJSON *obj, const char *file, const char *what, qp_err *e) {
+    qp_strmap seen = {0};
+    qp_status s = QP_OK;
+    for (const cJSON *it = obj ? obj->child : NULL; it; it = it->next) {
+        const char *k = it->string ? it->string : "";
+        int r = qp_strmap_put(&seen, k, strlen(k), 0);
+        if (r < 0) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+            break;
+        }
+        if (r == 0) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate key '%.200s' in %s", file, k, what);
+            break;
+        }
+    }
+    qp_strmap_free(&seen);
+    return s;
+}
+
+/* Non-negative integer no larger than max. Absent or null -> *present = false. */
+static qp_status get_uint(const cJSON *obj, const char *key, int64_t max, const char *file,
+                          int64_t *out, bool *present, qp_err *e) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *present = false;
+    if (!it || cJSON_IsNull(it)) return QP_OK;
+    if (!cJSON_IsNumber(it))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not a number", file, key);
+    double d = it->valuedouble;
+    if (!(d >= 0)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is negative (%g)", file, key, d);
+    if (d != floor(d)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not an integer (%g)", file, key, d);
+    if (d > (double)max)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: '%s' = %.0f exceeds the limit %lld", file, key, d,
+                       (long long)max);
+    *out = (int64_t)d;
+    *present = true;
+    return QP_OK;
+}
+
+static qp_status get_float(const cJSON *obj, const char *key, const char *file, double *out,
+                           bool *present, qp_err *e) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *present = false;
+    if (!it || cJSON_IsNull(it)) return QP_OK;
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not a finite number", file, key);
+    *out = it->valuedouble;
+    *present = true;
+    return QP_OK;
+}
+
+static qp_status get_bool(const cJSON *obj, const char *key, const char *file, bool *out,
+                          bool *present, qp_err *e) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *present = false;
+    if (!it || cJSON_IsNull(it)) return QP_OK;
+    if (!cJSON_IsBool(it)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not a boolean", file, key);
+    *out = cJSON_IsTrue(it);
+    *present = true;
+    return QP_OK;
+}
+
+static const char *get_str(const cJSON *obj, const char *key) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(it) && it->valuestring ? it->valuestring : NULL;
+}
+
+/* ---- config.json -------------------------------------------------------------------------- */
+
+static const struct {
+    const char *hf_arch;    /* architectures[0] */
+    const char *model_type; /* model_type */
+    qp_family family;
+    const char *arch_name;  /* GGUF general.architecture we would write */
+} k_families[] = {
+    {"LlamaForCausalLM", "llama", QP_FAMILY_LLAMA, "llama"},
+    {"MistralForCausalLM", "mistral", QP_FAMILY_MISTRAL, "llama"},
+    {"Qwen2ForCausalLM", "qwen2", QP_FAMILY_QWEN2, "qwen2"},
+    {"BitNetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet"},
+};
+
+#define N_FAMILIES (sizeof k_families / sizeof k_families[0])
+
+/* Every top-level config value as "hf.config.<key>": strings, booleans, integers (I64), other
+ * numbers (F64); arrays and objects as their compact JSON text. */
+static qp_status config_meta(qp_model *m, const cJSON *root, const char *file, qp_err *e) {
+    qp_arena *a = qp_model_arena(m);
+    for (const cJSON *it = root->child; it; it = it->next) {
+        if (!it->string || cJSON_IsNull(it)) continue;
+        char key[256];
+        int kn = snprintf(key, sizeof key, "hf.config.%s", it->string);
+        if (kn < 0 || (size_t)kn >= sizeof key) {
+            qp_model_add_problem(m, "%s: key '%.60s...' too long to keep as metadata", file, it->string);
+            continue;
+        }
+        qp_status s = QP_OK;
+        if (cJSON_IsString(it)) {
+            s = qp_model_meta_str(m, key, it->valuestring, strlen(it->valuestring), e);
+        } else if (cJSON_IsBool(it)) {
+            qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
+            if (!md) return e ? e->status : QP_ERR_NOMEM;
+            md->type = QP_META_BOOL;
+            md->v.b = cJSON_IsTrue(it);
+        } else if (cJSON_IsNumber(it)) {
+            qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
+            if (!md) return e ? e->status : QP_ERR_NOMEM;
+            double d = it->valuedouble;
+            if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+                md->type = QP_META_I64;
+                md->v.i = (int64_t)d;
+            } else {
+                md->type = QP_META_F64;
+                md->v.f = d;
+            }
+        } else {
+            char *txt = cJSON_PrintUnformatted(it);
+            if (!txt) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+            s = qp_model_meta_str(m, key, txt, strlen(txt), e);
+            cJSON_free(txt);
+        }
+        if (s != QP_OK) return s;
+    }
+    (void)a;
+    return QP_OK;
+}
+
+/* bos_token_id / eos_token_id: an integer or a list of integers (first one used; the list is
+ * kept as an I32 array "hf.<key>s"). */
+static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key, const char *file,
+                                int32_t *out, qp_err *e) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!it || cJSON_IsNull(it)) return QP_OK;
+    if (cJSON_IsNumber(it)) {
+        int64_t v;
+        bool present;
+        qp_status s = get_uint(root, key, INT32_MAX, file, &v, &present, e);
+        if (s != QP_OK) return s;
+        if (present) *out = (int32_t)v;
+        return QP_OK;
+    }
+    if (!cJSON_IsArray(it))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is neither an integer nor a list", file, key);
+    int n = cJSON_GetArraySize(it);
+    if (n == 0) return QP_OK;
+    uint8_t *raw = qp_arena_alloc(qp_model_arena(m), (size_t)n * 4);
+    if (!raw) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    int i = 0;
+    for (const cJSON *x = it->child; x; x = x->next, i++) {
+        double d = cJSON_IsNumber(x) ? x->valuedouble : -1;
+        if (!(d >= 0) || d != floor(d) || d > (double)INT32_MAX)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s'[%d] is not a valid token id", file, key, i);
+        qp_store_u32le(raw + 4 * i, (uint32_t)d);
+        if (i == 0) *out = (int32_t)d;
+    }
+    char mk[64];
+    snprintf(mk, sizeof mk, "hf.%ss", key);
+    qp_meta *md = qp_model_add_meta(m, mk, strlen(mk), e);
+    if (!md) return e ? e->status : QP_ERR_NOMEM;
+    md->type = QP_META_ARRAY;
+    md->arr_type = QP_META_I32;
+    md->n = (uint64_t)n;
+    md->raw = raw;
+    md->raw_size = (size_t)n * 4;
+    return QP_OK;
+}
+
+qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
+    cJSON *root = parse_json(text, len, file, e);
+    if (!root) return e ? e->status : QP_ERR_CORRUPT;
+    qp_status s = check_dup_keys(root, file, "the top-level object", e);
+    qp_arch *a = &m->arch;
+    const char *arch0 = NULL, *model_type = get_str(root, "model_type");
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (cJSON_IsArray(archs) && cJSON_IsString(archs->child)) arch0 = archs->child->valuestring;
+    else if (archs && !cJSON_IsNull(archs) && s == QP_OK)
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'architectures' is not a list of strings", file);
+
+    int fam = -1;
+    for (size_t i = 0; i < N_FAMILIES && arch0; i++)
+        if (strcmp(arch0, k_families[i].hf_arch) == 0) fam = (int)i;
+    for (size_t i = 0; i < N_FAMILIES && fam < 0 && !arch0 && model_type; i++)
+        if (strcmp(model_type, k_families[i].model_type) == 0) fam = (int)i;
+    if (s == QP_OK) {
+        if (fam >= 0) {
+            a->family = k_families[fam].family;
+            m->arch_name = k_families[fam].arch_name;
+        } else {
+            a->family = QP_FAMILY_UNKNOWN;
+            const char *nm = model_type ? model_type : arch0;
+            m->arch_name = nm ? qp_arena_strdup(qp_model_arena(m), nm) : NULL;
+            if (nm && !m->arch_name) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+            qp_model_add_problem(m, "%s: architecture '%s' is not one quantpack maps (Llama, Mistral, "
+                                    "Qwen2, BitNet); read as family unknown", file,
+                                 arch0 ? arch0 : model_type ? model_type : "(none given)");
+        }
+    }
+
+    int64_t v;
+    bool have;
+#define UINT_FIELD(KEY, MAX, DST)                                                                \
+    if (s == QP_OK) {                                                                            \
+        s = get_uint(root, KEY, MAX, file, &v, &have, e);                                        \
+        if (s == QP_OK && have) DST = v;                                                         \
+    }
+    UINT_FIELD("hidden_size", (int64_t)1 << 20, a->hidden)
+    UINT_FIELD("intermediate_size", (int64_t)1 << 22, a->intermediate)
+    UINT_FIELD("num_hidden_layers", 4096, a->n_layers)
+    UINT_FIELD("num_attention_heads", 4096, a->n_heads)
+    UINT_FIELD("vocab_size", QP_HF_MAX_TOKENS, a->vocab)
+    UINT_FIELD("max_position_embeddings", INT32_MAX, a->max_pos)
+    a->n_kv_heads = a->n_heads;
+    UINT_FIELD("num_key_value_heads", 4096, a->n_kv_heads)
+    if (a->n_heads > 0 && a->hidden % a->n_heads == 0) a->head_dim = a->hidden / a->n_heads;
+    UINT_FIELD("head_dim", (int64_t)1 << 16, a->head_dim)
+#undef UINT_FIELD
+    if (s == QP_OK && a->n_kv_heads > 0 && a->n_heads % a->n_kv_heads != 0)
+        qp_model_add_problem(m, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                             file, (long long)a->n_heads, (long long)a->n_kv_heads);
+    if (s == QP_OK && a->n_heads > 0 && a->hidden % a->n_heads != 0 &&
+        !cJSON_GetObjectItemCaseSensitive(root, "head_dim"))
+        qp_model_add_problem(m, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld",
+                             file, (long long)a->hidden, (long long)a->n_heads);
+
+    double d;
+    a->rope_theta = 10000.0f;
+    if (s == QP_OK) s = get_float(root, "rms_norm_eps", file, &d, &have, e);
+    if (s == QP_OK && have) {
+        if (d < 0) s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'rms_norm_eps' is negative", file);
+        a->norm_eps = (float)d;
+    }
+    if (s == QP_OK) s = get_float(root, "rope_theta", file, &d, &have, e);
+    if (s == QP_OK && have) {
+        if (!(d > 0)) s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'rope_theta' is not positive", file);
+        a->rope_theta = (float)d;
+    }
+    a->rope_style = QP_ROPE_NEOX;
+    bool b;
+    if (s == QP_OK) s = get_bool(root, "tie_word_embeddings", file, &b, &have, e);
+    if (s == QP_OK) a->tie_embeddings = have ? b : false;
+    a->qkv_bias = a->family == QP_FAMILY_QWEN2;
+    if (s == QP_OK) s = get_bool(root, "attention_bias", file, &b, &have, e);
+    if (s == QP_OK && have && b) a->qkv_bias = true;
+    a->sub_norms = a->family == QP_FAMILY_BITNET;
+    a->act = QP_ACT_SILU;
+    const char *act = get_str(root, "hidden_act");
+    if (!act) act = get_str(root, "hidden_activation");
+    if (act) {
+        if (strcmp(act, "relu2") == 0) a->act = QP_ACT_RELU2;
+        else if (strncmp(act, "gelu", 4) == 0) a->act = QP_ACT_GELU;
+        else if (strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
+            qp_model_add_problem(m, "%s: hidden_act '%.40s' is not handled; assuming silu", file, act);
+    } else if (a->family == QP_FAMILY_BITNET) {
+        a->act = QP_ACT_RELU2;
+    }
+    if (s == QP_OK) s = token_id_field(m, root, "bos_token_id", file, &a->bos_id, e);
+    if (s == QP_OK) s = token_id_field(m, root, "eos_token_id", file, &a->eos_id, e);
+    if (s == QP_OK) {
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+        if (rs && !cJSON_IsNull(rs))
+            qp_model_add_problem(m, "%s: rope_scaling is set; it is kept as metadata but not applied", file);
+    }
+    if (s == QP_OK) s = config_meta(m, root, file, e);
+    cJSON_Delete(root);
+    return s;
+}
+
+qp_status qp_hf_config_read(qp_model *m, const char *path, qp_err *e) {
+    char *text = NULL;
+    size_t len = 0;
+    qp_status s = qp_file_read_all(path, QP_HF_JSON_MAX_BYTES, &text, &len, e);
+    if (s != QP_OK) return s;
+    s = qp_hf_config_parse(m, text, len, path, e);
+    qp_free(text);
+    return s;
+}
+
+/* ---- tokenizer.json ----------------------------------------------------------------------- */
+
+typedef struct tok_build {
+    qp_model *m;
+    const char *file;
+    qp_arena *arena;
+    int64_t n;
+    char **tokens;
+    uint32_t *lens;
+    int32_t *types;
+    qp_strmap ids; /* token text -> id; keys are the arena copies */
+} tok_build;
+
+/* Recognised pre-tokenizer regexes (as llama.cpp names the pre-tokenizer). */
+static const struct {
+    const char *regex;
+    const char *pre;
+} k_pre_regexes[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "llama-bpe"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "qwen2"},
+    {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", "gpt-2"},
+};
+
+typedef struct tok_hints {
+    bool byte_level, metaspace, byte_fallback_decoder, use_regex_default;
+    const char *regex; /* first Split pattern.Regex found */
+} tok_hints;
+
+/* Walks a pre_tokenizer / decoder / normalizer value (single or Sequence). */
+static void scan_component(const cJSON *c, tok_hints *h, int depth) {
+    if (!cJSON_IsObject(c) || depth > 8) return;
+    const char *type = get_str(c, "type");
+    if (!type) return;
+    if (strcmp(type, "Sequence") == 0) {
+        static const char *const lists[] = {"pretokenizers", "decoders", "normalizers", "processors"};
+        for (size_t i = 0; i < 4; i++) {
+            const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, lists[i]);
+            if (!cJSON_IsArray(arr)) continue;
+            for (const cJSON *x = arr->child; x; x = x->next) scan_component(x, h, depth + 1);
+        }
+    } else if (strcmp(type, "ByteLevel") == 0) {
+        h->byte_level = true;
+        const cJSON *ur = cJSON_GetObjectItemCaseSensitive(c, "use_regex");
+        if (!ur || cJSON_IsTrue(ur)) h->use_regex_default = true;
+    } else if (strcmp(type, "Metaspace") == 0) {
+        h->metaspace = true;
+    } else if (strcmp(type, "ByteFallback") == 0) {
+        h->byte_fallback_decoder = true;
+    } else if (strcmp(type, "Split") == 0 && !h->regex) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(c, "pattern");
+        const char *re = cJSON_IsObject(pat) ? get_str(pat, "Regex") : NULL;
+        if (re) h->regex = re;
+    }
+}
+
+static bool is_byte_token(const char *s, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    return n == 6 && memcmp(s, "<0x", 3) == 0 && strchr(hex, s[3]) && s[3] && strchr(hex, s[4]) &&
+           s[4] && s[5] == '>';
+}
+
+/* Added tokens llama.cpp's converter treats as control even when not marked special. */
+static bool looks_special(const char *t) {
+    size_t n = strlen(t);
+    return (n >= 4 && memcmp(t, "<|", 2) == 0 && memcmp(t + n - 2, "|>", 2) == 0) ||
+           strcmp(t, "<pad>") == 0 || strcmp(t, "<mask>") == 0 ||
+           (n > 8 && memcmp(t, "<unused", 7) == 0 && t[n - 1] == '>');
+}
+
+static qp_status tok_id(const cJSON *idv, const char *file, const char *what, const char *tok,
+                        int64_t *out, qp_err *e) {
+    if (!cJSON_IsNumber(idv))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has no integer id", file, what, tok);
+    double d = idv->valuedouble;
+    if (!(d >= 0) || d != floor(d))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has an invalid id %g", file, what, tok, d);
+    if (d >= (double)QP_HF_MAX_TOKENS)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: %s token '%.80s' has id %.0f (limit %lld)", file, what, tok,
+                       d, (long long)QP_HF_MAX_TOKENS);
+    *out = (int64_t)d;
+    return QP_OK;
+}
+
+static qp_status set_token(tok_build *tb, int64_t id, const char *text, int32_t type, qp_err *e) {
+    size_t n = strlen(text);
+    if (n > UINT32_MAX) return qp_fail(e, QP_ERR_LIMIT, "%s: token %lld too long", tb->file, (long long)id);
+    char *c = qp_arena_strndup(tb->arena, text, n);
+    if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
+    tb->tokens[id] = c;
+    tb->lens[id] = (uint32_t)n;
+    tb->types[id] = type;
+    return QP_OK;
+}
+
+/* tokenizer_config.json special token: "text" or {"content": "text", ...}. */
+static const char *special_text(const cJSON *cfg, const char *key) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (cJSON_IsString(it)) return it->valuestring;
+    if (cJSON_IsObject(it)) return get_str(it, "content");
+    return NULL;
+}
+
+static int32_t lookup_id(const tok_build *tb, const char *text) {
+    int64_t id;
+    if (!text || !qp_strmap_get(&tb->ids, text, strlen(text), &id)) return -1;
+    return (int32_t)id;
+}
+
+/* TemplateProcessing whose "single" template starts with a special token: the tokenizer adds a
+ * BOS. Returns that token's text or NULL. */
+static const char *template_bos(const cJSON *pp, int depth) {
+    if (!cJSON_IsObject(pp) || depth > 4) return NULL;
+    const char *type = get_str(pp, "type");
+    if (!type) return NULL;
+    if (strcmp(type, "Sequence") == 0) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(pp, "processors");
+        for (const cJSON *x = cJSON_IsArray(arr) ? arr->child : NULL; x; x = x->next) {
+            const char *r = template_bos(x, depth + 1);
+            if (r) return r;
+        }
+        return NULL;
+    }
+    if (strcmp(type, "TemplateProcessing") != 0) return NULL;
+    const cJSON *single = cJSON_GetObjectItemCaseSensitive(pp, "single");
+    const cJSON *first = cJSON_IsArray(single) ? single->child : NULL;
+    const cJSON *sp = cJSON_IsObject(first) ? cJSON_GetObjectItemCaseSensitive(first, "SpecialToken") : NULL;
+    return cJSON_IsObject(sp) ? get_str(sp, "id") : NULL;
+}
+
+static qp_status read_merges(tok_build *tb, const cJSON *merges, bool spm, float *scores, qp_err *e) {
+    qp_model *m = tb->m;
+    qp_vocab *v = &m->vocab;
+    if (!merges || cJSON_IsNull(merges)) return QP_OK;
+    if (!cJSON_IsArray(merges)) return qp_fail(e, QP_ERR_CORRUPT, "%s: model.merges is not a list", tb->file);
+    int64_t n = cJSON_GetArraySize(merges);
+    if (n > QP_HF_MAX_MERGES)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: %lld merges (limit %lld)", tb->file, (long long)n,
+                       (long long)QP_HF_MAX_MERGES);
+    v->merges = qp_arena_alloc(tb->arena, (size_t)(n ? n : 1) * sizeof(char *));
+    if (!v->merges) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
+    int64_t r = 0, not_in_vocab = 0;
+    char *joined = NULL;
+    size_t joined_cap = 0;
+    qp_status s = QP_OK;
+    for (const cJSON *x = merges->child; x; x = x->next, r++) {
+        const char *left, *right;
+        size_t ll, rl;
+        if (cJSON_IsString(x)) {
+            const char *sp = strchr(x->valuestring, ' ');
+            if (!sp || sp == x->valuestring || !sp[1] || strchr(sp + 1, ' ')) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: merge %lld ('%.80s') is not \"left right\"",
+                            tb->file, (long long)r, x->valuestring);
+                break;
+            }
+            left = x->valuestring;
+            ll = (size_t)(sp - left);
+            right = sp + 1;
+            rl = strlen(right);
+        } else if (cJSON_IsArray(x) && cJSON_GetArraySize(x) == 2 && cJSON_IsString(x->child) &&
+                   cJSON_IsString(x->child->next)) {
+            left = x->child->valuestring;
+            ll = strlen(left);
+            right = x->child->next->valuestring;
+            rl = strlen(right);
+        } else {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: merge %lld is neither \"left right\" nor [left, right]",
+                        tb->file, (long long)r);
+            break;
+        }
+        size_t need = ll + rl + 2;
+        if (need > joined_cap) {
+            char *nb = qp_realloc(joined, need * 2);
+            if (!nb) {
+                s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
+                break;
+            }
+            joined = nb;
+            joined_cap = need * 2;
+        }
+        memcpy(joined, left, ll);
+        joined[ll] = ' ';
+        memcpy(joined + ll + 1, right, rl);
+        joined[ll + 1 + rl] = '\0';
+        v->merges[r] = qp_arena_strndup(tb->arena, joined, ll + 1 + rl);
+        if (!v->merges[r]) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
+            break;
+        }
+        /* the token this merge produces: left + right */
+        memmove(joined + ll, joined + ll + 1, rl + 1);
+        int64_t id;
+        if (qp_strmap_get(&tb->ids, joined, ll + rl, &id)) {
+            if (spm && scores && scores[id] == 1.0f) scores[id] = -(float)r;
+        } else {
+            not_in_vocab++;
+        }
+    }
+    qp_free(joined);
+    if (s != QP_OK) return s;
+    v->n_merges = n;
+    if (not_in_vocab)
+        qp_model_add_problem(m, "%s: %lld merges produce a token missing from the vocabulary", tb->file,
+                             (long long)not_in_vocab);
+    return QP_OK;
+}
+
+qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
+                                const char *config_text, size_t config_len, qp_err *e) {
+    qp_vocab *v = &m->vocab;
+    cJSON *root = parse_json(text, len, file, e), *cfg = NULL;
+    if (!root) return e ? e->status : QP_ERR_CORRUPT;
+    tok_build tb = {.m = m, .file = file, .arena = qp_model_arena(m)};
+    qp_status s = check_dup_keys(root, file, "the top-level object", e);
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (s == QP_OK && !cJSON_IsObject(model))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'model' is missing or not an object", file);
+    if (s == QP_OK) s = check_dup_keys(model, file, "'model'", e);
+    const char *type = s == QP_OK ? get_str(model, "type") : NULL;
+    const cJSON *vocab = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(model, "vocab") : NULL;
+    const cJSON *merges = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(model, "merges") : NULL;
+    if (s == QP_OK && !type) type = merges ? "BPE" : "(none)";
+    bool wordpiece = type && strcmp(type, "WordPiece") == 0;
+    if (s == QP_OK && strcmp(type, "BPE") != 0 && !wordpiece)
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tokenizer model type '%.40s' is not handled (BPE and "
+                                           "WordPiece are)", file, type);
+    if (s == QP_OK && !cJSON_IsObject(vocab))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab is missing or not an object", file);
+    if (s == QP_OK) s = check_dup_keys(vocab, file, "model.vocab", e);
+    const cJSON *added = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(root, "added_tokens") : NULL;
+    if (s == QP_OK && added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'added_tokens' is not a list", file);
+
+    /* the tokenizer kind */
+    tok_hints h = {0};
+    bool byte_fallback = false, have;
+    if (s == QP_OK) s = get_bool(model, "byte_fallback", file, &byte_fallback, &have, e);
+    if (s == QP_OK) {
+        scan_component(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &h, 0);
+        scan_component(cJSON_GetObjectItemCaseSensitive(root, "decoder"), &h, 0);
+    }
+    bool spm = !wordpiece && (byte_fallback || h.metaspace || h.byte_fallback_decoder);
+    if (s == QP_OK) {
+        v->model = wordpiece ? QP_TOK_WPM : spm ? QP_TOK_SPM : QP_TOK_BPE;
+        snprintf(v->pre, sizeof v->pre, "default");
+        if (!wordpiece && !spm && !h.byte_level)
+            qp_model_add_problem(m, "%s: BPE without a ByteLevel or Metaspace component; read as "
+                                    "byte-level BPE", file);
+        if (!spm && !wordpiece) {
+            const char *re = h.regex;
+            if (!re && h.use_regex_default) re = k_pre_regexes[2].regex;
+            for (size_t i = 0; re && i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++)
+                if (strcmp(re, k_pre_regexes[i].regex) == 0)
+                    snprintf(v->pre, sizeof v->pre, "%s", k_pre_regexes[i].pre);
+        }
+        if (h.regex) s = qp_model_meta_str(m, "tokenizer.hf.pre_regex", h.regex, strlen(h.regex), e);
+    }
+
+    /* ids: the largest id decides the table size */
+    int64_t max_id = -1, id;
+    for (const cJSON *x = s == QP_OK ? vocab->child : NULL; x && s == QP_OK; x = x->next) {
+        s = tok_id(x, file, "vocab", x->string ? x->string : "", &id, e);
+        if (s == QP_OK && id > max_id) max_id = id;
+    }
+    for (const cJSON *x = s == QP_OK && added ? added->child : NULL; x && s == QP_OK; x = x->next) {
+        const char *content = cJSON_IsObject(x) ? get_str(x, "content") : NULL;
+        if (!content) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: an added_tokens entry has no string 'content'", file);
+            break;
+        }
+        s = tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), file, "added", content, &id, e);
+        if (s == QP_OK && id > max_id) max_id = id;
+    }
+    if (s == QP_OK && max_id < 0) s = qp_fail(e, QP_ERR_CORRUPT, "%s: the vocabulary is empty", file);
+
+    float *scores = NULL;
+    if (s == QP_OK) {
+        tb.n = max_id + 1;
+        size_t n = (size_t)tb.n;
+        tb.tokens = qp_arena_alloc(tb.arena, n * sizeof(char *));
+        tb.lens = qp_arena_alloc(tb.arena, n * sizeof(uint32_t));
+        tb.types = qp_arena_alloc(tb.arena, n * sizeof(int32_t));
+        if (spm) scores = qp_arena_alloc(tb.arena, n * sizeof(float));
+        if (!tb.tokens || !tb.lens || !tb.types || (spm && !scores))
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for %lld tokens", file, (long long)tb.n);
+    }
+    const char *unk_text = s == QP_OK ? get_str(model, "unk_token") : NULL;
+    for (const cJSON *x = s == QP_OK ? vocab->child : NULL; x && s == QP_OK; x = x->next) {
+        tok_id(x, file, "vocab", x->string, &id, NULL);
+        if (tb.tokens[id]) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: tokens '%.80s' and '%.80s' share id %lld in model.vocab",
+                        file, tb.tokens[id], x->string, (long long)id);
+            break;
+        }
+        int32_t ty = QP_TOKTYPE_NORMAL;
+        size_t kl = strlen(x->string);
+        if (spm && is_byte_token(x->string, kl)) ty = QP_TOKTYPE_BYTE;
+        if (unk_text && strcmp(unk_text, x->string) == 0) ty = QP_TOKTYPE_UNKNOWN;
+        s = set_token(&tb, id, x->string, ty, e);
+    }
+    int64_t replaced = 0;
+    for (const cJSON *x = s == QP_OK && added ? added->child : NULL; x && s == QP_OK; x = x->next) {
+        const char *content = get_str(x, "content");
+        tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), file, "added", content, &id, NULL);
+        bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "special")) ||
+                       looks_special(content);
+        int32_t ty = special ? QP_TOKTYPE_CONTROL : QP_TOKTYPE_USER_DEFINED;
+        if (tb.tokens[id] && strcmp(tb.tokens[id], content) == 0) {
+            tb.types[id] = ty; /* as llama.cpp: added_tokens decide the type, even of <unk> */
+            continue;
+        }
+        if (tb.tokens[id]) replaced++;
+        s = set_token(&tb, id, content, ty, e);
+    }
+    if (s == QP_OK && replaced)
+        qp_model_add_problem(m, "%s: %lld added_tokens replace a different model.vocab entry with the "
+                                "same id", file, (long long)replaced);
+    int64_t gaps = 0;
+    for (int64_t i = 0; s == QP_OK && i < tb.n; i++) {
+        if (tb.tokens[i]) continue;
+        char pad[32];
+        snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i);
+        s = set_token(&tb, i, pad, QP_TOKTYPE_UNUSED, e);
+        gaps++;
+    }
+    if (s == QP_OK && gaps)
+        qp_model_add_problem(m, "%s: %lld token ids have no token; filled with [PADn] placeholders", file,
+                             (long long)gaps);
+    /* text -> id (the first id wins when an added token repeats a text) */
+    for (int64_t i = 0; s == QP_OK && i < tb.n; i++)
+        if (qp_strmap_put(&tb.ids, tb.tokens[i], tb.lens[i], i) < 0)
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    if (s == QP_OK && scores) {
+        /* 1.0 marks "not produced by a merge yet" (never a real -rank value) */
+        for (int64_t i = 0; i < tb.n; i++) scores[i] = 1.0f;
+    }
+    if (s == QP_OK && !wordpiece) s = read_merges(&tb, merges, spm, scores, e);
+    if (s == QP_OK && scores) {
+        float floor_score = -(float)(v->n_merges > 0 ? v->n_merges : 0);
+        for (int64_t i = 0; i < tb.n; i++) {
+            if (scores[i] != 1.0f) continue;
+            /* single characters, bytes and specials never come from a merge: 0; other tokens no
+             * merge can produce rank below every merge */
+            unsigned lead = (unsigned char)tb.tokens[i][0];
+            unsigned char_len = 1u + (lead >= 0xC0) + (lead >= 0xE0) + (lead >= 0xF0);
+            bool one_char = tb.lens[i] > 0 && tb.lens[i] == char_len;
+            scores[i] = one_char || tb.types[i] != QP_TOKTYPE_NORMAL ? 0.0f : floor_score;
+        }
+    }
+    if (s == QP_OK) {
+        v->n_tokens = tb.n;
+        v->tokens = tb.tokens;
+        v->token_lens = tb.lens;
+        v->types = tb.types;
+        v->scores = scores;
+        v->unk_id = lookup_id(&tb, unk_text);
+        v->add_bos = spm;
+        v->add_eos = false;
+        const char *bos = template_bos(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), 0);
+        if (bos) {
+            v->add_bos = true;
+            v->bos_id = lookup_id(&tb, bos);
+        }
+    }
+
+    /* tokenizer_config.json */
+    if (s == QP_OK && config_text) {
+        static const char k_cfg_name[] = "tokenizer_config.json";
+        cfg = parse_json(config_text, config_len, k_cfg_name, e);
+        if (!cfg) s = e ? e->status : QP_ERR_CORRUPT;
+        if (s == QP_OK) s = check_dup_keys(cfg, k_cfg_name, "the top-level object", e);
+        static const char *const keys[4] = {"bos_token", "eos_token", "unk_token", "pad_token"};
+        int32_t *dst[4] = {&v->bos_id, &v->eos_id, &v->unk_id, &v->pad_id};
+        for (int k = 0; k < 4 && s == QP_OK; k++) {
+            const char *t = special_text(cfg, keys[k]);
+            if (!t) continue;
+            int32_t tid = lookup_id(&tb, t);
+            if (tid < 0) {
+                qp_model_add_problem(m, "%s: %s '%.60s' is not in the vocabulary", k_cfg_name, keys[k], t);
+                continue;
+            }
+            *dst[k] = tid;
+            if (tb.types[tid] == QP_TOKTYPE_NORMAL)
+                tb.types[tid] = k == 2 ? QP_TOKTYPE_UNKNOWN : QP_TOKTYPE_CONTROL;
+        }
+        bool b;
+        if (s == QP_OK) s = get_bool(cfg, "add_bos_token", k_cfg_name, &b, &have, e);
+        if (s == QP_OK && have) v->add_bos = b;
+        if (s == QP_OK) s = get_bool(cfg, "add_eos_token", k_cfg_name, &b, &have, e);
+        if (s == QP_OK && have) v->add_eos = b;
+    }
+    if (s == QP_OK && v->unk_id >= 0 && tb.types[v->unk_id] == QP_TOKTYPE_NORMAL)
+        tb.types[v->unk_id] = QP_TOKTYPE_UNKNOWN;
+    if (s == QP_OK) {
+        v->hf_json = qp_arena_strndup(tb.arena, text, len);
+        v->hf_json_len = len;
+        if (!v->hf_json) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    }
+    if (s != QP_OK) {
+        /* leave no half-built vocabulary behind (arrays stay in the arena until close) */
+        int32_t keep_bos = -1;
+        memset(v, 0, sizeof *v);
+        v->bos_id = v->eos_id = v->unk_id = v->pad_id = keep_bos;
+    }
+    qp_strmap_free(&tb.ids);
+    cJSON_Delete(cfg);
+    cJSON_Delete(root);
+    return s;
+}
+
+qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, const char *config_path, qp_err *e) {
+    char *text = NULL, *cfg = NULL;
+    size_t len = 0, cfg_len = 0;
+    qp_status s = qp_file_read_all(json_path, QP_HF_JSON_MAX_BYTES, &text, &len, e);
+    if (s == QP_OK && config_path && qp_path_exists(config_path))
+        s = qp_file_read_all(config_path, QP_HF_JSON_MAX_BYTES, &cfg, &cfg_len, e);
+    if (s == QP_OK) s = qp_hf_tokenizer_parse(m, text, len, json_path, cfg, cfg_len, e);
+    qp_free(text);
+    qp_free(cfg);
+    return s;
+}

@@ -1,0 +1,28 @@
+/* Hugging Face model-directory side files: config.json -> qp_arch, tokenizer.json (+
+ * tokenizer_config.json) -> qp_vocab. Used by the safetensors reader and by any reader of an
+ * HF-style directory. Mapping tables: readers/hf_config.md. */
+#ifndef QP_HF_CONFIG_H
+#define QP_HF_CONFIG_H
+
+#include <stddef.h>
+
+#include "core/model_internal.h"
+
+/* Limits (exceeding one returns QP_ERR_LIMIT). */
+#define QP_HF_JSON_MAX_BYTES ((size_t)512 << 20) /* tokenizer.json / config.json file size */
+#define QP_HF_MAX_TOKENS ((int64_t)1 << 22)       /* token ids must be below this */
+#define QP_HF_MAX_MERGES ((int64_t)1 << 24)
+
+/* Parses config.json text into m->arch, m->arch_name and "hf.config.*" metadata. `file` names
+ * the source in messages. Unknown architectures are kept (family UNKNOWN) with a problem. */
+qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e);
+qp_status qp_hf_config_read(qp_model *m, const char *path, qp_err *e);
+
+/* Parses tokenizer.json (and, when config_path is non-NULL and exists, tokenizer_config.json)
+ * into m->vocab; keeps the tokenizer.json text in m->vocab.hf_json. A tokenizer model we do not
+ * handle (Unigram, WordLevel) returns QP_ERR_UNSUPPORTED and leaves m->vocab empty. */
+qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, const char *config_path, qp_err *e);
+qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
+                                const char *config_text, size_t config_len, qp_err *e);
+
+#endif
