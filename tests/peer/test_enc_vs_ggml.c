@@ -121,6 +121,9 @@ int main(void) {
                 float *x = malloc((size_t)n * 4), *y1 = malloc((size_t)n * 4), *y2 = malloc((size_t)n * 4);
                 uint8_t *a = malloc(rb), *b = malloc(rb);
                 fill(x, n, (int)(next_u64() % 4) == 0 ? (int)(next_u64() % 14) : -1);
+                /* ggml's quantize_row_q8_K_ref leaves bsums of an all-zero block untouched (stale
+                 * memory); we write zeros, so start ggml's buffer zeroed too. */
+                memset(a, 0, rb);
                 if (gref) gref(x, a, n);
                 else qchunk(pc->ggml_type, x, a, 0, nrows, cols, NULL);
                 /* ours, row by row, through the fast path (the level forced above) */
