@@ -1,0 +1,96 @@
+/* Private to runtime/tokenizer*.c: the tokenizer object, the token-text index, the merge heap
+ * and the growable id buffer shared by the SentencePiece, byte-level BPE and WordPiece code. */
+#ifndef QP_TOKENIZER_INTERNAL_H
+#define QP_TOKENIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/core.h"
+#include "quantpack/tokenizer.h"
+
+/* Token text -> id (open addressing over ids; the texts stay in the vocab). */
+typedef struct qp_tok_index {
+    int32_t *slots; /* id + 1; 0 = empty */
+    size_t mask;
+} qp_tok_index;
+
+/* (left id, right id) -> merge rank, for byte-level BPE. */
+typedef struct qp_pair_index {
+    uint64_t *keys; /* (left << 32 | right) + 1; 0 = empty */
+    int32_t *ranks;
+    int32_t *merged; /* id of left+right, -1 when that text is not a token */
+    size_t mask;
+} qp_pair_index;
+
+typedef enum qp_pre_kind {
+    QP_PRE_GPT2 = 0,    /* 's|'t|... ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+    QP_PRE_LLAMA3,      /* llama-bpe: case-insensitive contractions, \p{N}{1,3}, newline runs */
+    QP_PRE_QWEN2,       /* as LLAMA3 with single digits */
+    QP_PRE_DEEPSEEK_CODER, /* [\r\n] / \s?\p{L}+ / \s?\p{P}+ / CJK runs / \p{N}, in sequence */
+} qp_pre_kind;
+
+struct qp_tokenizer {
+    const qp_vocab *v;
+    qp_tok_model model;
+    int32_t n_tokens;
+    int32_t *types;      /* effective QP_TOKTYPE_* (the vocab's, or inferred) */
+    qp_tok_index index;
+    /* Tokens recognised in raw text before the model runs (CONTROL, USER_DEFINED, UNKNOWN),
+     * bucketed by first byte and sorted longest first inside a bucket. */
+    int32_t *special;
+    uint32_t special_start[257];
+    /* SentencePiece */
+    bool add_space_prefix;
+    int32_t byte_ids[256]; /* id of "<0xNN>" or -1 */
+    /* byte-level BPE */
+    qp_pre_kind pre;
+    qp_pair_index pairs;
+    uint32_t byte_cp[256];  /* GPT-2 bytes_to_unicode */
+    int16_t cp_byte[324];   /* inverse of byte_cp (-1 where none) */
+    int32_t byte_char_id[256]; /* id of the one-character token byte_cp[b], or -1 */
+    /* WordPiece */
+    uint32_t max_token_len;
+};
+
+/* Growable id output. */
+typedef struct qp_ids {
+    int32_t *p;
+    size_t n, cap;
+} qp_ids;
+
+bool qp_ids_push(qp_ids *o, int32_t id);
+
+/* Looks a token text up; -1 when absent. */
+int32_t qp_tok_lookup(const qp_tokenizer *t, const char *s, size_t len);
+
+/* Min-heap of merge candidates ordered by prio, then by left position. */
+typedef struct qp_merge_cand {
+    double prio;
+    int32_t left, right;
+    uint32_t size; /* bytes of left+right when queued; stale entries no longer match */
+} qp_merge_cand;
+
+typedef struct qp_merge_heap {
+    qp_merge_cand *a;
+    size_t n, cap;
+} qp_merge_heap;
+
+bool qp_heap_push(qp_merge_heap *h, qp_merge_cand c);
+bool qp_heap_pop(qp_merge_heap *h, qp_merge_cand *out);
+void qp_heap_free(qp_merge_heap *h);
+
+/* Model-specific setup and encoders over one raw-text fragment (well-formed UTF-8). */
+qp_status qp_tok_spm_init(qp_tokenizer *t, qp_err *e);
+qp_status qp_tok_spm_encode(const qp_tokenizer *t, const char *text, size_t len, bool prefix_space,
+                            qp_ids *out, qp_err *e);
+qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e);
+void qp_tok_bpe_free(qp_tokenizer *t);
+qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
+                            qp_err *e);
+qp_status qp_tok_wpm_init(qp_tokenizer *t, qp_err *e);
+qp_status qp_tok_wpm_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
+                            qp_err *e);
+
+#endif
