@@ -299,8 +299,8 @@ static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work
     while (ok && qp_heap_pop(&wk->heap, &c)) {
         bpe_sym *l = &sym[c.left], *r = &sym[c.right];
         if (l->len == 0 || r->len == 0 || l->len + r->len != c.size) continue; /* stale */
-        int32_t rank, merged;
-        pair_get(&t->pairs, l->id, r->id, &rank, &merged);
+        int32_t rank = 0, merged = -1;
+        if (!pair_get(&t->pairs, l->id, r->id, &rank, &merged)) continue; /* cannot happen */
         l->id = merged;
         l->len += r->len;
         r->len = 0;
