@@ -23,17 +23,69 @@ static const char *enc_name(qp_encoding e) {
     return t ? t->upper_name : "UNKNOWN";
 }
 
+/* A double printed with 17 significant digits so it parses back to the same bits (cJSON's own
+ * printer keeps 15 when they compare equal within an epsilon); non-finite values become null. */
+static cJSON *json_number_exact(double d) {
+    if (d != d || d - d != 0) return cJSON_CreateNull();
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", d);
+    return cJSON_CreateRaw(buf);
+}
+
 static cJSON *meta_value_json(const qp_meta *m) {
     switch (m->type) {
     case QP_META_U8: case QP_META_U16: case QP_META_U32: case QP_META_U64:
         return cJSON_CreateNumber((double)m->v.u);
     case QP_META_I8: case QP_META_I16: case QP_META_I32: case QP_META_I64:
         return cJSON_CreateNumber((double)m->v.i);
-    case QP_META_F32: case QP_META_F64: return cJSON_CreateNumber(m->v.f);
+    case QP_META_F32: case QP_META_F64: return json_number_exact(m->v.f);
     case QP_META_BOOL: return cJSON_CreateBool(m->v.b);
     case QP_META_STRING: return cJSON_CreateString(m->str ? m->str : "");
     default: return cJSON_CreateNull();
     }
+}
+
+/* The first elements of an array value, decoded from the GGUF element bytes in md->raw (at most
+ * `max`); strings as JSON strings, 64-bit integers as numbers (exact below 2^53). */
+static cJSON *meta_array_head_json(const qp_meta *md, uint64_t max) {
+    static const size_t k_elem_size[QP_META_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    cJSON *arr = cJSON_CreateArray();
+    size_t pos = 0;
+    for (uint64_t i = 0; arr && md->raw && i < md->n && i < max; i++) {
+        const uint8_t *p = md->raw + pos;
+        size_t left = md->raw_size - pos, es = (unsigned)md->arr_type < QP_META_TYPE_COUNT ? k_elem_size[md->arr_type] : 0;
+        cJSON *v = NULL;
+        if (md->arr_type == QP_META_STRING) {
+            if (left < 8 || qp_load_u64le(p) > left - 8) break;
+            size_t len = (size_t)qp_load_u64le(p);
+            char *s = qp_strndup((const char *)p + 8, len);
+            if (!s) break;
+            v = cJSON_CreateString(s);
+            qp_free(s);
+            es = 8 + len;
+        } else if (es == 0 || left < es) {
+            break;
+        } else {
+            switch (md->arr_type) {
+            case QP_META_U8: v = cJSON_CreateNumber(p[0]); break;
+            case QP_META_I8: v = cJSON_CreateNumber((int8_t)p[0]); break;
+            case QP_META_U16: v = cJSON_CreateNumber(qp_load_u16le(p)); break;
+            case QP_META_I16: v = cJSON_CreateNumber((int16_t)qp_load_u16le(p)); break;
+            case QP_META_U32: v = cJSON_CreateNumber(qp_load_u32le(p)); break;
+            case QP_META_I32: v = cJSON_CreateNumber((int32_t)qp_load_u32le(p)); break;
+            case QP_META_F32: v = json_number_exact(qp_load_f32le(p)); break;
+            case QP_META_BOOL: v = cJSON_CreateBool(p[0] != 0); break;
+            case QP_META_U64: v = cJSON_CreateNumber((double)qp_load_u64le(p)); break;
+            case QP_META_I64: v = cJSON_CreateNumber((double)(int64_t)qp_load_u64le(p)); break;
+            case QP_META_F64: v = json_number_exact(qp_load_f64le(p)); break;
+            default: break;
+            }
+        }
+        if (!v) break;
+        cJSON_AddItemToArray(arr, v);
+        pos += es;
+    }
+    return arr;
 }
 
 static void print_meta_value(const qp_meta *m) {
@@ -170,6 +222,7 @@ static int print_json(const qp_model *m) {
         if (md->type == QP_META_ARRAY) {
             cJSON_AddStringToObject(o, "elem_type", meta_type_name(md->arr_type));
             cJSON_AddNumberToObject(o, "count", (double)md->n);
+            cJSON_AddItemToObject(o, "head", meta_array_head_json(md, 8));
         } else {
             cJSON_AddItemToObject(o, "value", meta_value_json(md));
         }
