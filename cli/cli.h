@@ -28,5 +28,6 @@ bool qp_cli_is_help(const char *arg);
 
 /* Commands: argv[0] is the command name. */
 int qp_cmd_inspect(int argc, char **argv);
+int qp_cmd_tokenize(int argc, char **argv);
 
 #endif

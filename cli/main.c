@@ -12,6 +12,7 @@ static const struct {
     const char *summary;
 } k_commands[] = {
     {"inspect", qp_cmd_inspect, "describe any supported model file or directory"},
+    {"tokenize", qp_cmd_tokenize, "print the token ids of a text"},
 };
 
 /* Companion executables: argv[0] basename -> handler (added by the format issues). */

@@ -1,0 +1,172 @@
+/* quantpack tokenize MODEL [--tokenizer FILE] [--no-bos] [--special] (--stdin | TEXT):
+ * prints the token ids of TEXT (or of all of standard input, byte for byte) on one line. MODEL is
+ * any model qp_model_open reads (a vocab-only GGUF works), or a bare tokenizer.json (with its
+ * tokenizer_config.json beside it when present). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/model_internal.h"
+#include "quantpack/tokenizer.h"
+#include "readers/hf_config.h"
+
+#define TOKENIZE_MAX_INPUT ((size_t)1 << 30)
+
+static void tokenize_help(FILE *f) {
+    fprintf(f, "usage: quantpack tokenize MODEL [--tokenizer FILE] [--no-bos] [--special] "
+               "(--stdin | TEXT)\n\n"
+               "Prints the token ids of TEXT, space-separated on one line. MODEL is a model file or\n"
+               "directory (a vocab-only GGUF is fine) or a tokenizer.json.\n\n"
+               "  --tokenizer FILE  tokenizer for sources without one (llama2.c tokenizer.bin)\n"
+               "  --no-bos          do not prepend BOS (it is added when the vocabulary says so)\n"
+               "  --special         recognise control tokens such as <s> written in the text\n"
+               "  --stdin           read the text from standard input, verbatim (no newline is\n"
+               "                    stripped)\n\n"
+               "Invalid UTF-8 is tokenized as if each ill-formed sequence were U+FFFD.\n");
+}
+
+static bool has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* A bare tokenizer.json: a model holding only its vocabulary. */
+static qp_status open_tokenizer_json(const char *path, qp_model **out, qp_err *e) {
+    qp_model *m = NULL;
+    qp_status s = qp_model_new(QP_FORMAT_UNKNOWN, path, &m, e);
+    if (s != QP_OK) return s;
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) : 1;
+    char *dir = qp_strndup(slash ? path : ".", dir_len);
+    char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
+    if (!dir || !cfg) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    if (s == QP_OK) s = qp_hf_tokenizer_read(m, path, qp_path_exists(cfg) ? cfg : NULL, e);
+    qp_free(dir);
+    qp_free(cfg);
+    if (s != QP_OK) {
+        qp_model_close(m);
+        return s;
+    }
+    *out = m;
+    return QP_OK;
+}
+
+static qp_status read_stdin(char **out, size_t *out_len, qp_err *e) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = qp_malloc(cap);
+    if (!buf) return qp_fail(e, QP_ERR_NOMEM, "out of memory reading standard input");
+    for (;;) {
+        if (len == cap) {
+            if (cap >= TOKENIZE_MAX_INPUT) {
+                qp_free(buf);
+                return qp_fail(e, QP_ERR_LIMIT, "standard input is over %zu bytes",
+                               TOKENIZE_MAX_INPUT);
+            }
+            char *nb = qp_realloc(buf, cap * 2);
+            if (!nb) {
+                qp_free(buf);
+                return qp_fail(e, QP_ERR_NOMEM, "out of memory reading standard input");
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - len, stdin);
+        len += n;
+        if (n == 0) break;
+    }
+    if (ferror(stdin)) {
+        qp_free(buf);
+        return qp_fail(e, QP_ERR_IO, "cannot read standard input");
+    }
+    *out = buf;
+    *out_len = len;
+    return QP_OK;
+}
+
+int qp_cmd_tokenize(int argc, char **argv) {
+    const char *path = NULL, *text = NULL;
+    bool use_stdin = false, no_bos = false, special = false;
+    qp_open_opts opts = {0};
+    for (int i = 1; i < argc; i++) {
+        if (qp_cli_is_help(argv[i])) {
+            tokenize_help(stdout);
+            return QP_EXIT_OK;
+        } else if (strcmp(argv[i], "--tokenizer") == 0) {
+            if (++i >= argc) return qp_cli_usage_error("tokenize: --tokenizer needs a file");
+            opts.tokenizer_path = argv[i];
+        } else if (strcmp(argv[i], "--no-bos") == 0) {
+            no_bos = true;
+        } else if (strcmp(argv[i], "--special") == 0) {
+            special = true;
+        } else if (strcmp(argv[i], "--stdin") == 0) {
+            use_stdin = true;
+        } else if (strcmp(argv[i], "--") == 0) { /* TEXT starting with '-' */
+            if (!path || text || i + 2 != argc)
+                return qp_cli_usage_error("tokenize: MODEL, then -- and one TEXT");
+            text = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return qp_cli_usage_error("tokenize: unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else if (!text) {
+            text = argv[i];
+        } else {
+            return qp_cli_usage_error("tokenize: more than one TEXT given (quote it)");
+        }
+    }
+    if (!path) {
+        tokenize_help(stderr);
+        return QP_EXIT_USAGE;
+    }
+    if (use_stdin == (text != NULL))
+        return qp_cli_usage_error("tokenize: give either TEXT or --stdin");
+
+    qp_err e = {0};
+    qp_model *m = NULL;
+    qp_status s = has_suffix(path, ".json") && !qp_path_is_dir(path)
+                      ? open_tokenizer_json(path, &m, &e)
+                      : qp_model_open(path, &opts, &m, &e);
+    if (s != QP_OK) return qp_cli_fail(&e);
+    if (m->vocab.model == QP_TOK_NONE || m->vocab.n_tokens <= 0) {
+        qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer in this model%s", path,
+                opts.tokenizer_path ? "" : " (pass --tokenizer FILE)");
+        qp_model_close(m);
+        return qp_cli_fail(&e);
+    }
+    qp_tokenizer *t = NULL;
+    s = qp_tokenizer_new(&m->vocab, &t, &e);
+    if (s != QP_OK) {
+        qp_err_prefix(&e, "%s: ", path);
+        qp_model_close(m);
+        return qp_cli_fail(&e);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    if (use_stdin) s = read_stdin(&buf, &len, &e);
+    else len = strlen(text);
+    /* BOS: as the vocabulary says; a GGUF "llama" vocab without the key defaults to BOS, as in
+     * llama.cpp. */
+    bool add_bos = m->vocab.add_bos;
+    if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
+        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
+        add_bos = true;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    if (s == QP_OK)
+        s = qp_tokenizer_encode(t, use_stdin ? buf : text, len, add_bos && !no_bos, special, &ids,
+                                &n, &e);
+    int rc = QP_EXIT_OK;
+    if (s != QP_OK) {
+        rc = qp_cli_fail(&e);
+    } else {
+        for (int64_t i = 0; i < n; i++) printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
+        putchar('\n');
+        if (fflush(stdout) != 0) rc = QP_EXIT_IO;
+    }
+    qp_free(ids);
+    qp_free(buf);
+    qp_tokenizer_free(t);
+    qp_model_close(m);
+    return rc;
+}
