@@ -1,0 +1,87 @@
+// phi-3's tokenizer.json through `quantpack tokenize` (no BOS, no special-token parsing) must give
+// the same ids as @huggingface/tokenizers 0.2.0 (encode with add_special_tokens:false) on every
+// string of llama.cpp's ggml-vocab-phi-3 test file and on extra strings (emoji, CJK, tabs, long
+// runs, invalid UTF-8: quantpack gets the raw bytes, the peer the string Node decodes from them
+// with U+FFFD replacement, which is quantpack's documented handling). Prints "N passed, N failed".
+// Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES. Exit 77 when something is missing.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const SKIP = 77;
+const binDir = process.env.QP_BIN_DIR;
+const peerDir = process.env.QP_PEER_DIR;
+const realDir = process.env.QP_REAL_FIXTURES;
+if (!binDir || !peerDir || !realDir) {
+  console.error('skipped: QP_BIN_DIR, QP_PEER_DIR and QP_REAL_FIXTURES must be set');
+  process.exit(SKIP);
+}
+const quantpack = path.join(binDir, 'quantpack');
+const peerPkg = path.join(peerDir, '@huggingface/tokenizers/package.json');
+const tokJson = path.join(realDir, 'hf-tokenizers/phi-3/tokenizer.json');
+const tokCfg = path.join(realDir, 'hf-tokenizers/phi-3/tokenizer_config.json');
+const inpPath = path.join(realDir, 'vocab/ggml-vocab-phi-3.gguf.inp');
+for (const f of [quantpack, peerPkg, tokJson, tokCfg, inpPath]) {
+  if (!existsSync(f)) {
+    console.error(`skipped: ${f} is missing`);
+    process.exit(SKIP);
+  }
+}
+const pkg = JSON.parse(readFileSync(peerPkg, 'utf8'));
+const entry = path.join(peerDir, '@huggingface/tokenizers', pkg.exports['.'].node.import);
+const { Tokenizer } = await import(pathToFileURL(entry).href);
+const hf = new Tokenizer(JSON.parse(readFileSync(tokJson, 'utf8')), JSON.parse(readFileSync(tokCfg, 'utf8')));
+
+// inputs as raw bytes
+const inputs = [];
+const sep = '\n__ggml_vocab_test__\n';
+const parts = readFileSync(inpPath, 'utf8').split(sep);
+parts.pop(); // the file ends with the separator
+for (const s of parts) inputs.push({ name: 'vocab', bytes: Buffer.from(s, 'utf8') });
+const extra = [
+  'Emoji: 👍🏽 👨‍👩‍👧‍👦 🇯🇵 ❤️ and 🦙 llamas',
+  '中文分词测试：我爱北京天安门。日本語のテキスト、한국어 텍스트',
+  '\tTabs\tand\t\ttabs\n\tindented\r\nCRLF line\r\n',
+  'Mixed    spaces   and\u00a0no-break\u2003em space\u3000ideographic',
+  'code: for (int i = 0; i < n; i++) { x[i] += y[i] * 2; } // done',
+  'Ünïcödé àccents, ß, Ω, Ж, ع, ह, ไทย',
+  'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+  'Numbers 1234567890 3.14159 -42 1e10 0x1F',
+  ' leading and trailing spaces ',
+  'Once upon a time, there was a little girl named Lily.',
+];
+for (const s of extra) inputs.push({ name: 'extra', bytes: Buffer.from(s, 'utf8') });
+const invalid = [
+  Buffer.from([0x61, 0xff, 0x62]), // a, invalid byte, b
+  Buffer.from([0x48, 0x69, 0x20, 0xe2, 0x82, 0x20, 0x6f, 0x6b]), // truncated 3-byte sequence
+  Buffer.from([0xc0, 0xaf, 0x20, 0xed, 0xa0, 0x80, 0x20, 0xf4, 0x90, 0x80, 0x80]), // overlong, surrogate, > U+10FFFF
+  Buffer.concat([Buffer.from('tail '), Buffer.from([0xf0, 0x9f, 0xa6])]), // cut emoji at the end
+];
+for (const b of invalid) inputs.push({ name: 'invalid-utf8', bytes: b });
+
+let passed = 0, failed = 0;
+for (const [i, inp] of inputs.entries()) {
+  const text = inp.bytes.toString('utf8'); // U+FFFD for ill-formed sequences
+  const want = Array.from(hf.encode(text, { add_special_tokens: false }).ids);
+  let got;
+  try {
+    const out = execFileSync(quantpack, ['tokenize', tokJson, '--no-bos', '--stdin'], {
+      input: inp.bytes,
+      encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    got = out.trim() === '' ? [] : out.trim().split(' ').map(Number);
+  } catch (err) {
+    got = `error: ${err.stderr || err.message}`;
+  }
+  if (Array.isArray(got) && got.length === want.length && got.every((v, k) => v === want[k])) {
+    passed++;
+  } else {
+    failed++;
+    console.error(`${inp.name} #${i} ${JSON.stringify(text).slice(0, 80)}:\n  hf        ${want.join(' ')}\n  quantpack ${Array.isArray(got) ? got.join(' ') : got}`);
+  }
+}
+console.log(`tokenizer.json (phi-3) vs @huggingface/tokenizers ${pkg.version}: ${inputs.length} strings`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed || passed !== inputs.length ? 1 : 0);
