@@ -2,10 +2,11 @@
  * bytes: f16 scale @0, i8 zero @2, pad @3 (0), nibbles @4..19 (byte i = q[2i] | q[2i+1] << 4,
  * low nibble first). value = (q - zero) * scale, exactly bullet-core's decode.
  * Encoder (sound, unlike bullet-builder's): lo = min(min, 0), hi = max(max, 0);
- * scale = f16((hi - lo) / 15); zero = clamp(round(-lo / scale), 0, 15); q = clamp(round(v / scale)
+ * scale = (hi - lo) / 15 rounded UP to an f16 (so no value clamps); zero = clamp(round(-lo / scale), 0, 15); q = clamp(round(v / scale)
  * + zero, 0, 15), computed with the f16-rounded scale; an all-zero block gets scale 0, zero 0, q 0.
- * Because 0 always lies in [lo, hi], a constant block c decodes exactly when c / scale lands on
- * an integer level: c > 0 -> scale = f16(c/15), zero 0, q = 15 (exact when f16(c/15)*15 == c). */
+ * Blocks holding only 0 and one value c (constant blocks, e.g. all-ones norm weights) are
+ * special-cased so they decode exactly: scale = f16(|c|), zero 0 (c > 0: q 1 for c, 0 for 0) or
+ * zero 1 (c < 0: q 0 for c, 1 for 0); exact whenever c is an f16 value. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,29 @@ void qp_bq4_quantize_ref(const float *x, void *vy, int64_t n) {
             if (x[k] > hi) hi = x[k];
         }
         memset(y, 0, 20);
-        const uint16_t sh = qp_fp32_to_fp16((hi - lo) / 15.0f);
+        /* blocks whose non-zero values all equal one c: scale = f16(|c|), exact whenever c is an
+         * f16 value (every bf16 value in the f16 normal range is) */
+        float c = 0.0f;
+        bool two_level = true;
+        for (int k = 0; k < 32 && two_level; k++) {
+            if (x[k] == 0.0f) continue;
+            if (c == 0.0f) c = x[k];
+            else if (x[k] != c) two_level = false;
+        }
+        if (c == 0.0f && two_level) continue; /* all zero: scale 0, zero 0, q 0 */
+        if (two_level && isfinite(c) && qp_fp16_to_fp32(qp_fp32_to_fp16(fabsf(c))) == fabsf(c)) {
+            qp_store_u16le(y, qp_fp32_to_fp16(fabsf(c)));
+            y[2] = c < 0.0f ? 1 : 0;
+            for (int k = 0; k < 32; k++) {
+                const int q = c < 0.0f ? (x[k] == 0.0f ? 1 : 0) : (x[k] == 0.0f ? 0 : 1);
+                y[4 + k / 2] |= (uint8_t)(q << (4 * (k & 1)));
+            }
+            continue;
+        }
+        /* f16 scale rounded up, so the 16 levels always span [lo, hi] and no value clamps */
+        const float want = (hi - lo) / 15.0f;
+        uint16_t sh = qp_fp32_to_fp16(want);
+        if (qp_fp16_to_fp32(sh) < want && sh < 0x7bffu) sh++;
         const float scale = qp_fp16_to_fp32(sh);
         if (!(scale > 0.0f) || !isfinite(scale)) continue; /* all zero (or unrepresentable) */
         const int zero = round_clamp(-lo / scale, 0, 15);

@@ -44,21 +44,21 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
     /* llama.cpp block types: bytes of quantize_ref equal llama.cpp's quantize_row_*_ref */
     [QP_ENC_Q4_0] = {QP_ENC_Q4_0, "q4_0", "Q4_0", 32, 18, 2, NULL, B, 0, qp_q4_0_quantize_ref,
                      qp_q4_0_dequantize, qp_q4_0_vec_dot_ref, qp_q4_0_validate,
-                     "per 32-block: |err| <= amax/8 * (1 + 2^-7)", qp_q4_0_quantize_ref, NULL, NULL, NULL},
+                     "per 32-block: |err| <= amax/8 * (1 + 2^-7) + 2^-21 (f16 d)", qp_q4_0_quantize_ref, NULL, NULL, NULL},
     [QP_ENC_Q4_1] = {QP_ENC_Q4_1, "q4_1", "Q4_1", 32, 20, 3, NULL, B, 0, qp_q4_1_quantize_ref,
                      qp_q4_1_dequantize, qp_q4_1_vec_dot_ref, qp_q4_1_validate,
                      "per 32-block: |err| <= (max-min)/30 + f16 rounding of d and m", qp_q4_1_quantize_ref,
                      NULL, NULL, NULL},
     [QP_ENC_Q5_0] = {QP_ENC_Q5_0, "q5_0", "Q5_0", 32, 22, 6, NULL, B, 0, qp_q5_0_quantize_ref,
                      qp_q5_0_dequantize, qp_q5_0_vec_dot_ref, qp_q5_0_validate,
-                     "per 32-block: |err| <= amax/16 * (1 + 2^-6)", qp_q5_0_quantize_ref, NULL, NULL, NULL},
+                     "per 32-block: |err| <= amax/16 * (1 + 2^-6) + 2^-20 (f16 d)", qp_q5_0_quantize_ref, NULL, NULL, NULL},
     [QP_ENC_Q5_1] = {QP_ENC_Q5_1, "q5_1", "Q5_1", 32, 24, 7, NULL, B, 0, qp_q5_1_quantize_ref,
                      qp_q5_1_dequantize, qp_q5_1_vec_dot_ref, qp_q5_1_validate,
                      "per 32-block: |err| <= (max-min)/62 + f16 rounding of d and m", qp_q5_1_quantize_ref,
                      NULL, NULL, NULL},
     [QP_ENC_Q8_0] = {QP_ENC_Q8_0, "q8_0", "Q8_0", 32, 34, 8, NULL, B, 0, qp_q8_0_quantize_ref,
                      qp_q8_0_dequantize, qp_q8_0_vec_dot_ref, qp_q8_0_validate,
-                     "per 32-block: |err| <= amax/254 * 1.13", qp_q8_0_quantize_ref, NULL, NULL, NULL},
+                     "per 32-block: |err| <= amax/254 * 1.13 + 2^-18 (f16 d)", qp_q8_0_quantize_ref, NULL, NULL, NULL},
     [QP_ENC_Q8_1] = {QP_ENC_Q8_1, "q8_1", "Q8_1", 32, 36, 9, NULL, B, 0, NULL, NULL, NULL, NULL, NULL,
                      NULL, NULL, NULL, NULL},
     [QP_ENC_Q2_K] = {QP_ENC_Q2_K, "q2_k", "Q2_K", 256, 84, 10, NULL, B, 0, NULL, NULL, NULL, NULL, NULL,
@@ -122,7 +122,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
     /* bullet-core (enc_bq4.c, enc_bq4.md) */
     [QP_ENC_BQ4] = {QP_ENC_BQ4, "bq4", "BQ4", 32, 20, -1, NULL, B, 0, qp_bq4_quantize_ref,
                     qp_bq4_dequantize, qp_bq4_vec_dot, qp_bq4_validate,
-                    "per 32-block: |err| <= scale/2 (scale = f16((max(hi,0)-min(lo,0))/15)); all-zero exact",
+                    "per 32-block: |err| <= scale/2, scale = (max(hi,0)-min(lo,0))/15 rounded up to f16; constant and all-zero blocks exact",
                     qp_bq4_quantize_ref, NULL, NULL, NULL},
 };
 
