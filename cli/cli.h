@@ -29,5 +29,7 @@ bool qp_cli_is_help(const char *arg);
 /* Commands: argv[0] is the command name. */
 int qp_cmd_inspect(int argc, char **argv);
 int qp_cmd_tokenize(int argc, char **argv);
+int qp_cmd_encode(int argc, char **argv);
+int qp_cmd_decode(int argc, char **argv);
 
 #endif

@@ -13,6 +13,8 @@ static const struct {
 } k_commands[] = {
     {"inspect", qp_cmd_inspect, "describe any supported model file or directory"},
     {"tokenize", qp_cmd_tokenize, "print the token ids of a text"},
+    {"encode", qp_cmd_encode, "f32 rows -> encoded rows (encode --list: every encoding)"},
+    {"decode", qp_cmd_decode, "encoded rows -> f32 rows"},
 };
 
 /* Companion executables: argv[0] basename -> handler (added by the format issues). */
