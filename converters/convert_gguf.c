@@ -1,0 +1,347 @@
+/* Conversion driver to GGUF (converters/convert_gguf.h, converters/recipes.md). */
+#define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): posix_madvise's DONTNEED is a no-op in glibc */
+#include <math.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "converters/convert_gguf.h"
+#include "readers/gguf_meta.h"
+#include "writers/gguf_writer.h"
+
+const char *qp_convert_gguf_arch(const qp_model *m) {
+    if (m->format == QP_FORMAT_GGUF && m->arch_name) return m->arch_name;
+    switch (m->arch.family) {
+    case QP_FAMILY_LLAMA:
+    case QP_FAMILY_MISTRAL: return "llama";
+    case QP_FAMILY_QWEN2: return "qwen2";
+    case QP_FAMILY_BITNET: return "bitnet";
+    default: return m->arch_name;
+    }
+}
+
+void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_recipe_opts *ro) {
+    memset(ro, 0, sizeof *ro);
+    ro->quant = o->quant;
+    ro->allow_requantize = o->allow_requantize;
+    ro->sort_llama = true;
+    const char *arch = qp_convert_gguf_arch(m);
+    /* HF checkpoints rotate halves; GGUF "llama" rotates adjacent pairs (spec "HF -> GGUF") */
+    ro->permute_qk = m->format != QP_FORMAT_GGUF && m->arch.rope_style == QP_ROPE_NEOX && arch &&
+                     strcmp(arch, "llama") == 0;
+    ro->n_head = m->arch.n_heads;
+    ro->n_head_kv = m->arch.n_kv_heads > 0 ? m->arch.n_kv_heads : m->arch.n_heads;
+    int64_t nl = m->arch.n_layers;
+    if (m->format == QP_FORMAT_GGUF && arch) {
+        char key[96];
+        int64_t v;
+        snprintf(key, sizeof key, "%s.block_count", arch);
+        if (qp_gguf_meta_int(m, key, &v)) nl = v;
+    }
+    ro->n_layer = nl;
+    ro->is_70b = arch && strcmp(arch, "llama") == 0 && nl == 80 && m->arch.n_heads > 0 &&
+                 m->arch.n_heads != ro->n_head_kv;
+}
+
+qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e) {
+    qp_recipe_opts ro;
+    qp_convert_recipe_opts(m, o, &ro);
+    if (ro.permute_qk && (ro.n_head <= 0 || ro.n_head_kv <= 0))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the q/k permutation needs the head counts, which "
+                       "the source does not give", m->path);
+    return qp_recipe_plan(m, &ro, plan, e);
+}
+
+/* ---- row sources ------------------------------------------------------------------------------ */
+
+/* Output row r -> source row under the HF -> GGUF q/k permutation with nh heads over rows rows:
+ * out[h, i, j] = in[h, j, i] for shape (nh, head_dim/2, 2). */
+static int64_t permuted_row(int64_t r, int64_t nh, int64_t rows) {
+    int64_t hd = rows / nh, half = hd / 2;
+    int64_t h = r / hd, k = r % hd;
+    return h * hd + (k % 2) * half + k / 2;
+}
+
+typedef struct job {
+    const qp_plan_entry *pe;
+    int64_t row_len;       /* elements per row */
+    int64_t n_rows;
+    size_t src_row_bytes;
+    size_t dst_row_bytes;
+    float weight_scale;    /* QP_SRC_BITNET_U8 */
+    /* per chunk */
+    int64_t r0, r1;
+    uint8_t *out;          /* rows r0..r1 */
+    float *f32_out;        /* when non-NULL: decode only, into floats (whole-tensor path) */
+    bool bad;              /* a packed code 3 was found */
+    int64_t bad_row;
+} job;
+
+static void decode_row(const job *j, int64_t r, float *row) {
+    const qp_plan_entry *pe = j->pe;
+    int64_t rin = pe->permute_heads > 0 ? permuted_row(r, pe->permute_heads, j->n_rows) : r;
+    if (pe->src_kind == QP_SRC_BITNET_U8) {
+        int64_t q = j->n_rows / 4, in = j->row_len;
+        int64_t pr = rin % q, shift = 2 * (rin / q);
+        const uint8_t *p = pe->src->data + (size_t)pr * (size_t)in;
+        for (int64_t c = 0; c < in; c++) {
+            int code = (p[c] >> shift) & 3;
+            row[c] = code == 3 ? NAN : (float)(code - 1) * j->weight_scale;
+        }
+        return;
+    }
+    const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
+    st->dequantize(pe->src->data + (size_t)rin * j->src_row_bytes, row, j->row_len);
+}
+
+typedef struct worker {
+    job *j;
+    int64_t a, b; /* rows of the chunk */
+    float *row;
+    bool bad;
+    int64_t bad_row;
+} worker;
+
+static void *work_rows(void *arg) {
+    worker *w = arg;
+    job *j = w->j;
+    const qp_encoding_traits *dt = qp_encoding_get(j->pe->dst_enc);
+    qp_quantize_fn q = dt->quantize ? dt->quantize : dt->quantize_ref;
+    for (int64_t r = w->a; r < w->b; r++) {
+        float *row = j->f32_out ? j->f32_out + (size_t)r * (size_t)j->row_len : w->row;
+        decode_row(j, r, row);
+        if (j->pe->src_kind == QP_SRC_BITNET_U8)
+            for (int64_t c = 0; c < j->row_len; c++)
+                if (isnan(row[c]) && !w->bad) {
+                    w->bad = true;
+                    w->bad_row = r;
+                }
+        if (!j->f32_out) q(row, j->out + (size_t)(r - j->r0) * j->dst_row_bytes, j->row_len);
+    }
+    return NULL;
+}
+
+/* Runs rows j->r0..j->r1 on n threads (static split: bytes do not depend on n). */
+static qp_status run_rows(job *j, int n_threads, float *rows_scratch, qp_err *e) {
+    int64_t n = j->r1 - j->r0;
+    int nt = n_threads;
+    if (nt < 1) nt = 1;
+    if (nt > 64) nt = 64;
+    if ((int64_t)nt > n) nt = (int)(n > 0 ? n : 1);
+    worker ws[64];
+    pthread_t th[64];
+    for (int t = 0; t < nt; t++) {
+        ws[t] = (worker){j, j->r0 + n * t / nt, j->r0 + n * (t + 1) / nt,
+                         rows_scratch + (size_t)t * (size_t)j->row_len, false, 0};
+    }
+    int started = 0;
+    for (int t = 1; t < nt; t++) {
+        if (pthread_create(&th[t], NULL, work_rows, &ws[t]) != 0) break;
+        started = t;
+    }
+    /* rows of threads that could not start run here */
+    work_rows(&ws[0]);
+    for (int t = started + 1; t < nt; t++) work_rows(&ws[t]);
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < nt; t++)
+        if (ws[t].bad) {
+            j->bad = true;
+            j->bad_row = ws[t].bad_row;
+            return qp_fail(e, QP_ERR_CORRUPT, "tensor '%s': packed ternary code 3 (invalid) in row "
+                           "%lld", j->pe->src->name, (long long)ws[t].bad_row);
+        }
+    return QP_OK;
+}
+
+/* Drops the mapped pages of a source tensor from memory (they are re-read if needed). */
+static void release_source(const qp_tensor *t) {
+    if (!t || !t->data || t->nbytes == 0) return;
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0) return;
+    uintptr_t a = (uintptr_t)t->data, b = a + t->nbytes;
+    uintptr_t a0 = a & ~(uintptr_t)(ps - 1);
+    (void)madvise((void *)a0, b - a0, MADV_DONTNEED);
+}
+
+/* True when every value is 0 or +-s for one s > 0 (or all are 0). */
+static bool exactly_ternary(const float *x, int64_t n, float *s_out) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        if (a == 0.0f) continue;
+        if (!(a == a)) return false;
+        if (s == 0.0f) s = a;
+        else if (a != s) return false;
+    }
+    *s_out = s;
+    return true;
+}
+
+static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const qp_convert_opts *o,
+                             qp_gguf_writer *w, qp_err *e) {
+    const qp_tensor *t = pe->src;
+    if (!pe->convert) {
+        size_t done = 0;
+        while (done < t->nbytes) {
+            size_t k = t->nbytes - done;
+            if (k > QP_CONVERT_CHUNK_BYTES) k = QP_CONVERT_CHUNK_BYTES;
+            if (qp_gguf_writer_write(w, t->data + done, k, e) != QP_OK) return e ? e->status : QP_ERR_IO;
+            done += k;
+        }
+        release_source(t);
+        return qp_gguf_writer_end_tensor(w, e);
+    }
+    job j = {0};
+    j.pe = pe;
+    int64_t total = 1;
+    for (int d = 0; d < QP_MAX_DIMS; d++) total *= pe->ne[d];
+    j.row_len = pe->n_dims == 1 && pe->permute_heads > 0 ? 1 : pe->ne[0];
+    j.n_rows = j.row_len ? total / j.row_len : 0;
+    if (pe->src_kind == QP_SRC_PLAIN) {
+        if (!qp_encoding_row_bytes(pe->src_enc, j.row_len, &j.src_row_bytes))
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': rows of %lld elements do not fit "
+                           "%s blocks", m->path, t->name, (long long)j.row_len,
+                           qp_encoding_get(pe->src_enc)->upper_name);
+        size_t need;
+        if (!qp_size_mul(j.src_row_bytes, (size_t)j.n_rows, &need) || need > t->nbytes)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %zu bytes, fewer than its shape needs",
+                           m->path, t->name, t->nbytes);
+    } else {
+        const qp_tensor *sc = pe->src_scale;
+        float f[1];
+        qp_encoding_get(sc->enc)->dequantize(sc->data, f, 1);
+        j.weight_scale = f[0];
+        if ((size_t)(j.n_rows / 4) * (size_t)j.row_len > t->nbytes)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': too few bytes", m->path, t->name);
+    }
+    int nt = o->threads > 0 ? o->threads : 1;
+    if (nt > 64) nt = 64;
+    float *scratch = qp_calloc((size_t)nt, (size_t)j.row_len * sizeof(float));
+    if (!scratch) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    qp_status s = QP_OK;
+    const qp_encoding_traits *dt = qp_encoding_get(pe->dst_enc);
+    bool whole = pe->ternary || dt->tensor_trailer_bytes || !(dt->quantize || dt->quantize_ref);
+    if (whole) {
+        /* the whole tensor as floats: a per-tensor scale needs every value first */
+        float *x = qp_malloc((size_t)total * sizeof(float));
+        uint8_t *y = qp_malloc(pe->dst_bytes ? pe->dst_bytes : 1);
+        if (!x || !y) s = qp_fail(e, QP_ERR_NOMEM, "%s: tensor '%s': out of memory for %lld floats",
+                                  m->path, pe->name, (long long)total);
+        if (s == QP_OK) {
+            j.f32_out = x;
+            j.r0 = 0;
+            j.r1 = j.n_rows;
+            s = run_rows(&j, nt, scratch, e);
+        }
+        if (s == QP_OK && pe->ternary) {
+            float sc;
+            if (!exactly_ternary(x, total, &sc)) {
+                /* BitNet b1.58 weight quantization: absmean scale, round, clamp to {-1,0,1} */
+                int8_t *q = qp_malloc((size_t)total);
+                if (!q) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+                else {
+                    qp_ternary_absmean(x, total, q, &sc);
+                    for (int64_t i = 0; i < total; i++) x[i] = (float)q[i] * sc;
+                    qp_free(q);
+                }
+            }
+        }
+        if (s == QP_OK && !qp_encoding_quantize_tensor(pe->dst_enc, x, y, total))
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': cannot encode as %s", m->path,
+                        pe->name, dt->upper_name);
+        if (s == QP_OK) s = qp_gguf_writer_write(w, y, pe->dst_bytes, e);
+        qp_free(x);
+        qp_free(y);
+    } else {
+        if (!qp_encoding_row_bytes(pe->dst_enc, j.row_len, &j.dst_row_bytes) || j.dst_row_bytes == 0)
+            s = qp_fail(e, QP_ERR_INTERNAL, "tensor '%s': bad row size", pe->name);
+        int64_t rows_per_chunk = 1;
+        if (s == QP_OK) {
+            rows_per_chunk = (int64_t)(QP_CONVERT_CHUNK_BYTES / j.dst_row_bytes);
+            if (rows_per_chunk < 1) rows_per_chunk = 1;
+            if (rows_per_chunk > j.n_rows) rows_per_chunk = j.n_rows > 0 ? j.n_rows : 1;
+        }
+        uint8_t *buf = s == QP_OK ? qp_malloc((size_t)rows_per_chunk * j.dst_row_bytes) : NULL;
+        if (s == QP_OK && !buf) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        for (int64_t r0 = 0; s == QP_OK && r0 < j.n_rows; r0 += rows_per_chunk) {
+            j.r0 = r0;
+            j.r1 = r0 + rows_per_chunk < j.n_rows ? r0 + rows_per_chunk : j.n_rows;
+            j.out = buf;
+            s = run_rows(&j, nt, scratch, e);
+            if (s == QP_OK)
+                s = qp_gguf_writer_write(w, buf, (size_t)(j.r1 - j.r0) * j.dst_row_bytes, e);
+        }
+        qp_free(buf);
+    }
+    qp_free(scratch);
+    if (s != QP_OK) return s;
+    release_source(t);
+    return qp_gguf_writer_end_tensor(w, e);
+}
+
+static bool is_split_key(const char *k) { return strncmp(k, "split.", 6) == 0; }
+
+static qp_status gguf_source_metadata(const qp_model *m, uint32_t file_type, qp_gguf_writer *w,
+                                      qp_err *e) {
+    for (int64_t i = 0; i < m->n_meta; i++) {
+        const qp_meta *md = &m->meta[i];
+        if (is_split_key(md->key) || strcmp(md->key, "general.quantization_version") == 0 ||
+            strcmp(md->key, "general.file_type") == 0)
+            continue;
+        qp_status s = qp_gguf_writer_add_meta(w, md, e);
+        if (s != QP_OK) return s;
+    }
+    qp_status s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", file_type, e);
+    return s;
+}
+
+qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp_convert_opts *o,
+                                const char *out_path, qp_err *e) {
+    if (!m || !plan || !o || !out_path) return qp_fail(e, QP_ERR_ARG, "qp_convert_gguf_write: NULL argument");
+    qp_gguf_writer *w;
+    qp_status s = qp_gguf_writer_new(out_path, &w, e);
+    if (s != QP_OK) return s;
+    if (m->format == QP_FORMAT_GGUF) {
+        s = gguf_source_metadata(m, plan->file_type, w, e);
+    } else {
+        const char *arch = qp_convert_gguf_arch(m);
+        if (!arch)
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' has no GGUF mapping", m->path,
+                        m->arch_name ? m->arch_name : "unknown");
+        else
+            s = qp_hf_gguf_metadata(m, arch, plan->file_type, w, e);
+    }
+    for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
+        const qp_plan_entry *pe = &plan->t[i];
+        s = qp_gguf_writer_add_tensor_sized(w, pe->name, pe->ggml_type, pe->n_dims, pe->ne,
+                                            pe->dst_bytes, e);
+    }
+    if (s == QP_OK) s = qp_gguf_writer_begin(w, e);
+    uint64_t done = 0;
+    for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
+        s = write_entry(m, &plan->t[i], o, w, e);
+        if (s != QP_OK) {
+            qp_err_prefix(e, "while writing %s: ", out_path);
+            break;
+        }
+        done += plan->t[i].dst_bytes;
+        if (o->progress) o->progress(o->progress_ud, i + 1, plan->n, &plan->t[i], done, plan->dst_bytes);
+    }
+    if (s != QP_OK) {
+        qp_gguf_writer_abort(w);
+        return s;
+    }
+    return qp_gguf_writer_finish(w, e);
+}
+
+qp_status qp_convert_gguf(const qp_model *m, const qp_convert_opts *o, const char *out_path, qp_err *e) {
+    qp_plan plan;
+    qp_status s = qp_convert_gguf_plan(m, o, &plan, e);
+    if (s != QP_OK) return s;
+    s = qp_convert_gguf_write(m, &plan, o, out_path, e);
+    qp_plan_free(&plan);
+    return s;
+}

@@ -1,0 +1,52 @@
+/* Conversion driver: source qp_model -> plan (converters/recipe.h) -> rows encoded on worker
+ * threads -> one tensor at a time streamed to the GGUF writer (writers/gguf_writer.h).
+ *
+ * Memory: the output of at most QP_CONVERT_CHUNK_BYTES of rows (or one whole tensor for the
+ * ternary recipes, which need a per-tensor scale) plus one row of floats per thread; source bytes
+ * are read from the mapping and released (madvise) after each tensor. Bytes never depend on the
+ * thread count. */
+#ifndef QP_CONVERT_GGUF_H
+#define QP_CONVERT_GGUF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "converters/recipe.h"
+#include "quantpack/model.h"
+
+#define QP_CONVERT_CHUNK_BYTES ((size_t)16 << 20)
+
+/* Called after each tensor (from the calling thread). */
+typedef void (*qp_convert_progress_fn)(void *ud, int64_t k, int64_t n, const qp_plan_entry *pe,
+                                       uint64_t bytes_done, uint64_t bytes_total);
+
+typedef struct qp_convert_opts {
+    qp_quant quant;
+    int threads;                 /* <= 0: one */
+    bool allow_requantize;
+    qp_convert_progress_fn progress;
+    void *progress_ud;
+} qp_convert_opts;
+
+/* Fills the recipe options the source implies (q/k permutation, sort, layer count, 70B). */
+void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_recipe_opts *ro);
+/* The plan of converting m with o. */
+qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e);
+/* Converts m to a GGUF file at out_path following plan (from qp_convert_gguf_plan). Nothing
+ * appears at out_path unless everything succeeded. */
+qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp_convert_opts *o,
+                                const char *out_path, qp_err *e);
+/* Plan + write. */
+qp_status qp_convert_gguf(const qp_model *m, const qp_convert_opts *o, const char *out_path, qp_err *e);
+
+/* The GGUF architecture name written for m ("llama", "qwen2", "bitnet"); NULL when unknown. */
+const char *qp_convert_gguf_arch(const qp_model *m);
+
+/* converters/hf_to_gguf.c: key/values for a source that is not a GGUF file (HF directory,
+ * llama2.c): general.*, <arch>.* with llama.cpp's exact types and tokenizer.ggml.* from
+ * m->vocab; general.quantization_version and general.file_type last. */
+struct qp_gguf_writer;
+qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
+                              struct qp_gguf_writer *w, qp_err *e);
+
+#endif

@@ -1,0 +1,113 @@
+/* GGUF key/values for sources that are not GGUF files (HF directories, llama2.c checkpoints):
+ * the keys llama.cpp reads for the architecture, with its exact types (u32 counts and token ids,
+ * f32 epsilon and theta, bool add_bos), and the tokenizer from m->vocab
+ * (converters/recipes.md, "Metadata of HF sources"). */
+#include <stdio.h>
+#include <string.h>
+
+#include "converters/convert_gguf.h"
+#include "writers/gguf_writer.h"
+
+static qp_status add_u32_opt(qp_gguf_writer *w, const char *arch, const char *suffix, int64_t v,
+                             qp_err *e) {
+    if (v <= 0) return QP_OK;
+    if (v > (int64_t)UINT32_MAX)
+        return qp_fail(e, QP_ERR_LIMIT, "%s.%s = %lld does not fit the u32 llama.cpp reads", arch,
+                       suffix, (long long)v);
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return qp_gguf_writer_add_u32(w, key, (uint32_t)v, e);
+}
+
+static qp_status add_f32_key(qp_gguf_writer *w, const char *arch, const char *suffix, float v,
+                             qp_err *e) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return qp_gguf_writer_add_f32(w, key, v, e);
+}
+
+static const char *base_name(const char *path) {
+    if (!path) return "model";
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    const char *s = path + n;
+    while (s > path && s[-1] != '/') s--;
+    return s;
+}
+
+static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) {
+    const qp_vocab *v = &m->vocab;
+    if (v->model == QP_TOK_NONE || v->n_tokens <= 0 || !v->tokens) return QP_OK;
+    const char *model = v->model == QP_TOK_SPM ? "llama" : v->model == QP_TOK_BPE ? "gpt2" : "bert";
+    qp_status s = qp_gguf_writer_add_str(w, "tokenizer.ggml.model", model, strlen(model), e);
+    if (s == QP_OK && v->model == QP_TOK_BPE) {
+        const char *pre = v->pre[0] ? v->pre : "default";
+        s = qp_gguf_writer_add_str(w, "tokenizer.ggml.pre", pre, strlen(pre), e);
+    }
+    if (s == QP_OK)
+        s = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", v->tokens, v->token_lens,
+                                         (uint64_t)v->n_tokens, e);
+    uint8_t *buf = NULL;
+    if (s == QP_OK && (v->scores || v->types)) {
+        buf = qp_malloc((size_t)v->n_tokens * 4);
+        if (!buf) s = qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory");
+    }
+    if (s == QP_OK && v->scores) {
+        for (int64_t i = 0; i < v->n_tokens; i++) qp_store_f32le(buf + 4 * i, v->scores[i]);
+        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.scores", QP_META_F32, (uint64_t)v->n_tokens,
+                                     buf, e);
+    }
+    if (s == QP_OK && v->types) {
+        for (int64_t i = 0; i < v->n_tokens; i++) qp_store_u32le(buf + 4 * i, (uint32_t)v->types[i]);
+        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.token_type", QP_META_I32,
+                                     (uint64_t)v->n_tokens, buf, e);
+    }
+    qp_free(buf);
+    if (s == QP_OK && v->model == QP_TOK_BPE && v->n_merges > 0 && v->merges)
+        s = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.merges", v->merges, NULL,
+                                         (uint64_t)v->n_merges, e);
+    static const char *const k_ids[4] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                         "tokenizer.ggml.unknown_token_id",
+                                         "tokenizer.ggml.padding_token_id"};
+    int32_t ids[4] = {v->bos_id, v->eos_id, v->unk_id, v->pad_id};
+    for (int i = 0; i < 4 && s == QP_OK; i++)
+        if (ids[i] >= 0) s = qp_gguf_writer_add_u32(w, k_ids[i], (uint32_t)ids[i], e);
+    if (s == QP_OK) s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_eos_token", v->add_eos, e);
+    return s;
+}
+
+qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
+                              qp_gguf_writer *w, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    if (a->hidden <= 0 || a->n_layers <= 0 || a->n_heads <= 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the source gives no architecture (hidden %lld, "
+                       "layers %lld, heads %lld)", m->path, (long long)a->hidden,
+                       (long long)a->n_layers, (long long)a->n_heads);
+    qp_status s = qp_gguf_writer_add_str(w, "general.architecture", arch, strlen(arch), e);
+    const char *name = base_name(m->path);
+    if (s == QP_OK) s = qp_gguf_writer_add_str(w, "general.name", name, strlen(name), e);
+    int64_t head_dim = a->head_dim > 0 ? a->head_dim : a->hidden / a->n_heads;
+    int64_t n_kv = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
+    if (s == QP_OK) s = add_u32_opt(w, arch, "vocab_size", a->vocab, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "context_length", a->max_pos > 0 ? a->max_pos : 2048, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "embedding_length", a->hidden, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "block_count", a->n_layers, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "feed_forward_length", a->intermediate, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "attention.head_count", a->n_heads, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "attention.head_count_kv", n_kv, e);
+    if (s == QP_OK && head_dim * a->n_heads != a->hidden) {
+        s = add_u32_opt(w, arch, "attention.key_length", head_dim, e);
+        if (s == QP_OK) s = add_u32_opt(w, arch, "attention.value_length", head_dim, e);
+    }
+    if (s == QP_OK) s = add_u32_opt(w, arch, "rope.dimension_count", head_dim, e);
+    if (s == QP_OK)
+        s = add_f32_key(w, arch, "rope.freq_base", a->rope_theta > 0 ? a->rope_theta : 10000.0f, e);
+    if (s == QP_OK)
+        s = add_f32_key(w, arch, "attention.layer_norm_rms_epsilon",
+                        a->norm_eps > 0 ? a->norm_eps : 1e-5f, e);
+    if (s == QP_OK) s = tokenizer_kvs(m, w, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", file_type, e);
+    return s;
+}

@@ -1,0 +1,423 @@
+/* Recipes -> per-tensor plans (converters/recipes.md). The llama.cpp recipes follow
+ * src/llama-quant.cpp (llama_tensor_get_type without imatrix, overrides or --pure): the same
+ * categories matched by substring, the same counters advanced in the same (sorted) order, the
+ * same shape fallbacks. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "converters/recipe.h"
+
+static const struct {
+    const char *name;
+    uint32_t file_type;
+} k_quants[QP_QUANT_COUNT] = {
+    [QP_QUANT_F32] = {"F32", 0},      [QP_QUANT_F16] = {"F16", 1},
+    [QP_QUANT_BF16] = {"BF16", 32},   [QP_QUANT_Q8_0] = {"Q8_0", 7},
+    [QP_QUANT_Q6_K] = {"Q6_K", 18},   [QP_QUANT_Q4_K_M] = {"Q4_K_M", 15},
+    [QP_QUANT_I2_S] = {"I2_S", 40},   [QP_QUANT_TQ1_0] = {"TQ1_0", 36},
+    [QP_QUANT_TQ2_0] = {"TQ2_0", 37}, [QP_QUANT_QK256] = {"QK256", 40},
+};
+
+const char *qp_quant_name(qp_quant q) {
+    return (unsigned)q < QP_QUANT_COUNT ? k_quants[q].name : "?";
+}
+
+qp_quant qp_quant_from_name(const char *name) {
+    if (!name) return QP_QUANT_COUNT;
+    for (int i = 0; i < QP_QUANT_COUNT; i++)
+        if (strcasecmp(name, k_quants[i].name) == 0) return (qp_quant)i;
+    return QP_QUANT_COUNT;
+}
+
+uint32_t qp_quant_file_type(qp_quant q) {
+    return (unsigned)q < QP_QUANT_COUNT ? k_quants[q].file_type : 0;
+}
+
+bool qp_quant_is_ternary(qp_quant q) {
+    return q == QP_QUANT_I2_S || q == QP_QUANT_TQ1_0 || q == QP_QUANT_TQ2_0 || q == QP_QUANT_QK256;
+}
+
+bool qp_recipe_use_more_bits(int i, int n) {
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* sscanf(name, "blk.%d.", &layer) == 1: "blk." then an optionally signed decimal integer
+ * (leading white space allowed, as %d). */
+int qp_recipe_layer_of(const char *name) {
+    if (strncmp(name, "blk.", 4) != 0) return -1;
+    const char *p = name + 4;
+    while (isspace((unsigned char)*p)) p++;
+    int sign = 1;
+    if (*p == '+' || *p == '-') sign = *p++ == '-' ? -1 : 1;
+    if (!isdigit((unsigned char)*p)) return -1;
+    long v = 0;
+    while (isdigit((unsigned char)*p)) {
+        if (v < 100000000) v = v * 10 + (*p - '0');
+        p++;
+    }
+    return (int)(sign * v);
+}
+
+/* ---- llama.cpp tensor categories ------------------------------------------------------------ */
+typedef enum cat {
+    CAT_TOKEN_EMBD, CAT_ATTN_Q, CAT_ATTN_V, CAT_ATTN_K, CAT_ATTN_QKV, CAT_ATTN_KV_B,
+    CAT_ATTN_OUTPUT, CAT_FFN_UP, CAT_FFN_GATE, CAT_FFN_DOWN, CAT_OUTPUT, CAT_OTHER
+} cat;
+
+static cat category_of(const char *n) {
+    if (strcmp(n, "output.weight") == 0) return CAT_OUTPUT;
+    if (strcmp(n, "token_embd.weight") == 0 || strcmp(n, "per_layer_token_embd.weight") == 0)
+        return CAT_TOKEN_EMBD;
+    if (strstr(n, "attn_qkv.weight")) return CAT_ATTN_QKV;
+    if (strstr(n, "attn_kv_b.weight")) return CAT_ATTN_KV_B;
+    if (strstr(n, "attn_v.weight")) return CAT_ATTN_V;
+    if (strstr(n, "attn_k.weight")) return CAT_ATTN_K;
+    if (strstr(n, "attn_q.weight")) return CAT_ATTN_Q;
+    if (strstr(n, "attn_output.weight")) return CAT_ATTN_OUTPUT;
+    if (strstr(n, "ffn_up")) return CAT_FFN_UP;
+    if (strstr(n, "ffn_gate")) return CAT_FFN_GATE;
+    if (strstr(n, "ffn_down")) return CAT_FFN_DOWN;
+    return CAT_OTHER;
+}
+
+static bool cat_is_attn_v(cat c) { return c == CAT_ATTN_V || c == CAT_ATTN_QKV || c == CAT_ATTN_KV_B; }
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* ggml_n_dims: trailing 1s do not count (at least 1). */
+static int effective_dims(const int64_t *ne, int n_dims) {
+    while (n_dims > 1 && ne[n_dims - 1] == 1) n_dims--;
+    return n_dims < 1 ? 1 : n_dims;
+}
+
+/* llama.cpp tensor_allows_quantization (the checks that can apply to the names we write). */
+static bool allows_quantization(const char *name, int n_dims) {
+    static const char *const k_never[] = {
+        "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
+        "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+        "indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight",
+        "time_mix_w1.weight", "time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight",
+        "time_mix_v2.weight", "time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight",
+        "time_mix_g1.weight", "time_mix_g2.weight", "time_mix_decay_w1.weight",
+        "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight",
+        ".position_embd", "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd",
+        ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+    };
+    if (n_dims < 2) return false;
+    if (!ends_with(name, "weight")) return false;
+    for (size_t i = 0; i < sizeof k_never / sizeof k_never[0]; i++)
+        if (strstr(name, k_never[i])) return false;
+    if (strcmp(name, "position_embd.weight") == 0 || strcmp(name, "token_types.weight") == 0)
+        return false;
+    return true;
+}
+
+static bool enc_is_quantized(qp_encoding enc) {
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    return t && (t->flags & QP_ENC_FLAG_BLOCK);
+}
+
+static int64_t blck(qp_encoding enc) {
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    return t ? t->block_elems : 1;
+}
+
+typedef struct qstate {
+    const qp_recipe_opts *o;
+    const char *arch;
+    bool tied;
+    int n_attention_wv, i_attention_wv, n_ffn_down, i_ffn_down;
+    int64_t n_fallback;
+} qstate;
+
+/* llama_tensor_get_type_impl restricted to the ftypes we write. */
+static qp_encoding llama_type_impl(qstate *qs, qp_encoding new_type, const qp_plan_entry *pe, cat c) {
+    bool q4km = qs->o->quant == QP_QUANT_Q4_K_M;
+    bool falcon = qs->arch && strcmp(qs->arch, "falcon") == 0;
+    if (c == CAT_OUTPUT || (qs->tied && c == CAT_TOKEN_EMBD)) {
+        if (falcon || pe->ne[0] % blck(new_type) != 0) new_type = QP_ENC_Q8_0;
+        else if (new_type != QP_ENC_Q8_0) new_type = QP_ENC_Q6_K;
+    } else if (c == CAT_TOKEN_EMBD) {
+        /* only IQ / TQ ftypes change token_embd */
+    } else if (cat_is_attn_v(c)) {
+        if (q4km && qp_recipe_use_more_bits(qs->i_attention_wv, qs->n_attention_wv))
+            new_type = QP_ENC_Q6_K;
+        if (qs->o->is_70b && (new_type == QP_ENC_Q3_K || new_type == QP_ENC_Q4_K))
+            new_type = QP_ENC_Q5_K;
+        ++qs->i_attention_wv;
+    } else if (c == CAT_FFN_DOWN) {
+        int i_layer = qs->i_ffn_down, n_layer = qs->n_ffn_down;
+        if (q4km) {
+            if (falcon)
+                new_type = i_layer < n_layer / 16 ? QP_ENC_Q6_K
+                           : qp_recipe_use_more_bits(i_layer, n_layer) ? QP_ENC_Q5_K : QP_ENC_Q4_K;
+            else if (qp_recipe_use_more_bits(i_layer, n_layer))
+                new_type = QP_ENC_Q6_K;
+        }
+        ++qs->i_ffn_down;
+    } else if (c == CAT_ATTN_QKV) {
+        if (q4km) new_type = QP_ENC_Q5_K;
+    }
+    return new_type;
+}
+
+/* tensor_type_fallback. */
+static qp_status llama_fallback(qstate *qs, qp_plan_entry *pe, qp_encoding *type, qp_err *e) {
+    qp_encoding t = *type;
+    if (pe->ne[0] % blck(t) == 0) return QP_OK;
+    ++qs->n_fallback;
+    pe->fallback = true;
+    qp_encoding r;
+    switch (t) {
+    case QP_ENC_Q2_K: case QP_ENC_Q3_K: case QP_ENC_TQ1_0: case QP_ENC_TQ2_0: r = QP_ENC_Q4_0; break;
+    case QP_ENC_Q4_K: r = QP_ENC_Q5_0; break;
+    case QP_ENC_Q5_K: r = QP_ENC_Q5_1; break;
+    case QP_ENC_Q6_K: r = QP_ENC_Q8_0; break;
+    default:
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "tensor '%s': row length %lld is not a multiple of "
+                       "the %s block size %lld and llama.cpp defines no fallback for %s", pe->name,
+                       (long long)pe->ne[0], qp_encoding_get(t)->upper_name, (long long)blck(t),
+                       qp_encoding_get(t)->upper_name);
+    }
+    if (pe->ne[0] % blck(r) != 0) r = QP_ENC_F16;
+    *type = r;
+    return QP_OK;
+}
+
+static qp_encoding default_type(qp_quant q) {
+    switch (q) {
+    case QP_QUANT_F32: return QP_ENC_F32;
+    case QP_QUANT_F16: return QP_ENC_F16;
+    case QP_QUANT_BF16: return QP_ENC_BF16;
+    case QP_QUANT_Q8_0: return QP_ENC_Q8_0;
+    case QP_QUANT_Q6_K: return QP_ENC_Q6_K;
+    case QP_QUANT_Q4_K_M: return QP_ENC_Q4_K;
+    case QP_QUANT_I2_S: return QP_ENC_I2_S;
+    case QP_QUANT_TQ1_0: return QP_ENC_TQ1_0;
+    case QP_QUANT_TQ2_0: return QP_ENC_TQ2_0;
+    case QP_QUANT_QK256: return QP_ENC_QK256;
+    default: return QP_ENC_COUNT;
+    }
+}
+
+/* The seven ternary projections of a BitNet block. */
+static bool is_bitnet_projection(const char *n) {
+    static const char *const k_proj[] = {".attn_q.weight", ".attn_k.weight", ".attn_v.weight",
+                                         ".attn_output.weight", ".ffn_gate.weight",
+                                         ".ffn_up.weight", ".ffn_down.weight"};
+    if (qp_recipe_layer_of(n) < 0) return false;
+    for (size_t i = 0; i < sizeof k_proj / sizeof k_proj[0]; i++)
+        if (ends_with(n, k_proj[i])) return true;
+    return false;
+}
+
+static int cmp_llama(const void *a, const void *b) {
+    const qp_plan_entry *x = a, *y = b;
+    int la = qp_recipe_layer_of(x->name), lb = qp_recipe_layer_of(y->name);
+    if (la != lb) return la < lb ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+void qp_plan_free(qp_plan *p) {
+    if (!p) return;
+    if (p->names)
+        for (int64_t i = 0; i < p->n; i++) qp_free(p->names[i]);
+    qp_free(p->names);
+    qp_free(p->t);
+    memset(p, 0, sizeof *p);
+}
+
+/* Output name of a source tensor: canon when mapped (HF), else the source name for GGUF /
+ * llama2.c sources. NULL: dropped. */
+static const char *out_name(const qp_model *m, const qp_tensor *t) {
+    if (t->canon) return t->canon;
+    return m->format == QP_FORMAT_GGUF ? t->name : NULL;
+}
+
+static bool is_weight_scale(const char *name) { return ends_with(name, ".weight_scale"); }
+
+/* Finds "<base>.weight_scale" for the output name "<base>.weight". */
+static const qp_tensor *find_scale(const qp_model *m, const char *name) {
+    char buf[160];
+    size_t n = strlen(name);
+    if (n < 7 || n + 7 >= sizeof buf || !ends_with(name, ".weight")) return NULL;
+    snprintf(buf, sizeof buf, "%s_scale", name);
+    return qp_model_find(m, buf);
+}
+
+static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry *pe, qp_err *e) {
+    const qp_recipe_opts *o = qs->o;
+    cat c = category_of(pe->name);
+    int nd = effective_dims(pe->ne, pe->n_dims);
+    qp_encoding src = pe->src_enc;
+    qp_encoding dst = src;
+    if (pe->src_kind == QP_SRC_BITNET_U8) src = QP_ENC_F32; /* decoded as floats */
+    if (qp_quant_is_ternary(o->quant)) {
+        if (is_bitnet_projection(pe->name) && nd == 2) {
+            qp_encoding t = default_type(o->quant);
+            int64_t need = t == QP_ENC_I2_S ? 128 : 256;
+            if (pe->ne[0] % need != 0) {
+                dst = QP_ENC_F32;
+                pe->fallback = true;
+                qs->n_fallback++;
+            } else {
+                dst = t;
+                pe->ternary = true;
+            }
+        } else if (src == QP_ENC_F32 || src == QP_ENC_F16) {
+            dst = src;
+        } else if (src == QP_ENC_BF16) {
+            dst = QP_ENC_F32; /* exact */
+        } else {
+            dst = src;
+        }
+    } else if (allows_quantization(pe->name, nd)) {
+        qp_encoding def = default_type(o->quant);
+        dst = def;
+        if (enc_is_quantized(def)) {
+            dst = llama_type_impl(qs, def, pe, c);
+            qp_status s = llama_fallback(qs, pe, &dst, e);
+            if (s != QP_OK) return s;
+        }
+    }
+    if (pe->src_kind == QP_SRC_BITNET_U8 && dst == src && !pe->ternary) dst = QP_ENC_F32;
+    pe->dst_enc = dst;
+    pe->convert = pe->src_kind != QP_SRC_PLAIN || dst != pe->src_enc || pe->permute_heads > 0;
+    if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))
+        pe->convert = true; /* rows are moved, bytes kept */
+    const qp_encoding_traits *tr = qp_encoding_get(dst);
+    if (!tr || tr->ggml_type < 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s cannot be stored in GGUF",
+                       m->path, pe->name, tr ? tr->upper_name : "?");
+    pe->ggml_type = tr->ggml_type;
+    if (pe->convert) {
+        const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
+        if (pe->src_kind == QP_SRC_PLAIN && enc_is_quantized(pe->src_enc) && !o->allow_requantize)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is already quantized (%s); "
+                           "converting it to %s would requantize it: pass --allow-requantize to "
+                           "accept the extra loss", m->path, pe->name, st->upper_name,
+                           tr->upper_name);
+        if (pe->src_kind == QP_SRC_PLAIN && (!st || !st->dequantize))
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': cannot decode source encoding %s",
+                           m->path, pe->name, st ? st->upper_name : "?");
+        if (!(tr->quantize_ref || tr->quantize || tr->quantize_tensor))
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': no quantizer for %s", m->path,
+                           pe->name, tr->upper_name);
+        if (pe->src_kind == QP_SRC_PLAIN && (st->flags & QP_ENC_FLAG_EXT_SCALE) && !st->dequantize_tensor)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': cannot decode source encoding %s",
+                           m->path, pe->name, st->upper_name);
+    }
+    int64_t total = 1;
+    for (int d = 0; d < pe->n_dims; d++) total *= pe->ne[d];
+    if (!qp_encoding_tensor_bytes(dst, total, &pe->dst_bytes))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %lld elements do not fit %s blocks",
+                       m->path, pe->name, (long long)total, tr->upper_name);
+    if (!tr->tensor_trailer_bytes && pe->ne[0] % tr->block_elems != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': row length %lld is not a multiple of "
+                       "the %s block size %lld", m->path, pe->name, (long long)pe->ne[0],
+                       tr->upper_name, (long long)tr->block_elems);
+    if (!pe->convert && pe->dst_bytes != pe->src->nbytes)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %zu bytes where %zu were expected",
+                       m->path, pe->name, pe->src->nbytes, pe->dst_bytes);
+    return QP_OK;
+}
+
+qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e) {
+    if (!m || !o || !out) return qp_fail(e, QP_ERR_ARG, "qp_recipe_plan: NULL argument");
+    if ((unsigned)o->quant >= QP_QUANT_COUNT)
+        return qp_fail(e, QP_ERR_ARG, "qp_recipe_plan: unknown recipe %d", (int)o->quant);
+    qp_plan p = {0};
+    p.quant = o->quant;
+    p.file_type = qp_quant_file_type(o->quant);
+    p.t = qp_calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *p.t);
+    p.names = qp_calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *p.names);
+    if (!p.t || !p.names) {
+        qp_plan_free(&p);
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    }
+    qp_status s = QP_OK;
+    for (int64_t i = 0; i < m->n_tensors && s == QP_OK; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        const char *name = out_name(m, t);
+        if (!name || (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name))) {
+            p.n_dropped++;
+            continue;
+        }
+        char *copy = qp_strdup(name);
+        if (!copy) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+            break;
+        }
+        qp_plan_entry *pe = &p.t[p.n];
+        p.names[p.n++] = copy;
+        pe->src = t;
+        pe->name = copy;
+        pe->src_enc = t->enc;
+        pe->n_dims = effective_dims(t->ne, t->n_dims);
+        for (int d = 0; d < QP_MAX_DIMS; d++) pe->ne[d] = d < t->n_dims ? t->ne[d] : 1;
+        if (m->format != QP_FORMAT_GGUF && t->enc == QP_ENC_U8 && m->arch.family == QP_FAMILY_BITNET) {
+            const qp_tensor *sc = find_scale(m, t->name);
+            if (!sc) sc = find_scale(m, name);
+            if (!sc || t->n_dims != 2 || qp_tensor_nelements(sc) != 1)
+                s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': packed U8 BitNet weight without "
+                            "a one-element '%s_scale'", m->path, t->name, t->name);
+            else if (!qp_encoding_get(sc->enc) || !qp_encoding_get(sc->enc)->dequantize ||
+                     (qp_encoding_get(sc->enc)->flags & QP_ENC_FLAG_BLOCK))
+                s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': weight_scale of type %s",
+                            m->path, sc->name, qp_encoding_get(sc->enc) ?
+                            qp_encoding_get(sc->enc)->upper_name : "?");
+            pe->src_kind = QP_SRC_BITNET_U8;
+            pe->src_scale = sc;
+            pe->ne[1] = t->ne[1] * 4;
+        }
+        if (o->permute_qk && pe->n_dims == 2 &&
+            (ends_with(name, "attn_q.weight") || ends_with(name, "attn_k.weight") ||
+             ends_with(name, "attn_q.bias") || ends_with(name, "attn_k.bias"))) {
+            bool is_q = strstr(name, "attn_q.") != NULL;
+            pe->permute_heads = is_q ? o->n_head : o->n_head_kv;
+        } else if (o->permute_qk && pe->n_dims == 1 &&
+                   (ends_with(name, "attn_q.bias") || ends_with(name, "attn_k.bias"))) {
+            pe->permute_heads = strstr(name, "attn_q.") ? o->n_head : o->n_head_kv;
+        }
+        if (pe->permute_heads > 0) {
+            int64_t rows = pe->n_dims == 1 ? pe->ne[0] : pe->ne[1];
+            if (rows % (2 * pe->permute_heads) != 0)
+                s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %lld rows cannot be split into "
+                            "%lld heads of even size for the q/k permutation", m->path, name,
+                            (long long)rows, (long long)pe->permute_heads);
+        }
+    }
+    if (s == QP_OK && o->sort_llama && p.n > 1) qsort(p.t, (size_t)p.n, sizeof *p.t, cmp_llama);
+    qstate qs = {o, m->arch_name, true, 0, 0, 0, 0, 0};
+    for (int64_t i = 0; i < p.n && s == QP_OK; i++) {
+        cat c = category_of(p.t[i].name);
+        if (cat_is_attn_v(c)) qs.n_attention_wv++;
+        if (c == CAT_OUTPUT) qs.tied = false;
+    }
+    if (s == QP_OK) {
+        qs.n_ffn_down = (int)o->n_layer;
+        if (qs.n_ffn_down <= 0)
+            for (int64_t i = 0; i < p.n; i++)
+                if (category_of(p.t[i].name) == CAT_FFN_DOWN) qs.n_ffn_down++;
+    }
+    for (int64_t i = 0; i < p.n && s == QP_OK; i++) {
+        s = plan_entry_target(&qs, m, &p.t[i], e);
+        if (s == QP_OK) {
+            p.src_bytes += p.t[i].src->nbytes;
+            p.dst_bytes += p.t[i].dst_bytes;
+        }
+    }
+    if (s != QP_OK) {
+        qp_plan_free(&p);
+        return s;
+    }
+    p.n_fallback = qs.n_fallback;
+    *out = p;
+    return QP_OK;
+}

@@ -1,0 +1,96 @@
+/* Recipes: the per-tensor plan of a conversion (which output name, which target encoding, copy or
+ * convert, q/k row permutation). Rules and their upstream sources: converters/recipes.md.
+ *
+ * The Q4_K_M / Q6_K / Q8_0 / F16 / BF16 / F32 recipes reproduce llama.cpp's llama_model_quantize
+ * (llama_tensor_get_type, no imatrix) so that a GGUF -> GGUF conversion is byte-identical to it.
+ * The BitNet recipes (I2_S, TQ1_0, TQ2_0, QK256) make the seven projections of every block
+ * ternary and keep every other tensor in a float type. */
+#ifndef QP_RECIPE_H
+#define QP_RECIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/model.h"
+
+typedef enum qp_quant {
+    QP_QUANT_F32 = 0,
+    QP_QUANT_F16,
+    QP_QUANT_BF16,
+    QP_QUANT_Q8_0,
+    QP_QUANT_Q6_K,
+    QP_QUANT_Q4_K_M,
+    QP_QUANT_I2_S,
+    QP_QUANT_TQ1_0,
+    QP_QUANT_TQ2_0,
+    QP_QUANT_QK256,
+    QP_QUANT_COUNT
+} qp_quant;
+
+/* "Q4_K_M", ... */
+const char *qp_quant_name(qp_quant q);
+/* Case-insensitive; QP_QUANT_COUNT when unknown. */
+qp_quant qp_quant_from_name(const char *name);
+/* llama_ftype written as general.file_type (F32 0, F16 1, Q8_0 7, Q4_K_M 15, Q6_K 18, BF16 32,
+ * TQ1_0 36, TQ2_0 37, I2_S 40 as microsoft/BitNet; QK256 40 as well: it is stored as I2_S). */
+uint32_t qp_quant_file_type(qp_quant q);
+/* True for the BitNet recipes. */
+bool qp_quant_is_ternary(qp_quant q);
+
+/* How a source tensor becomes rows of floats. */
+typedef enum qp_src_kind {
+    QP_SRC_PLAIN = 0,  /* rows of src->enc, decoded with the traits' dequantize */
+    QP_SRC_BITNET_U8,  /* microsoft/bitnet-b1.58 packed U8 [out/4, in] times a weight_scale */
+} qp_src_kind;
+
+typedef struct qp_plan_entry {
+    const qp_tensor *src;
+    const char *name;        /* output name (owned by the plan) */
+    qp_src_kind src_kind;
+    const qp_tensor *src_scale; /* QP_SRC_BITNET_U8: the [1] weight_scale tensor */
+    qp_encoding src_enc;     /* the source bytes' encoding */
+    qp_encoding dst_enc;
+    int ggml_type;           /* output GGUF type id */
+    int n_dims;              /* output shape (trailing 1s dropped) */
+    int64_t ne[QP_MAX_DIMS];
+    size_t dst_bytes;
+    bool convert;            /* false: source bytes are copied as they are */
+    bool fallback;           /* ne[0] forced a fallback type */
+    bool ternary;            /* quantized with a per-tensor ternary scale (BitNet recipes) */
+    int64_t permute_heads;   /* > 0: HF -> GGUF q/k row permutation with this many heads */
+} qp_plan_entry;
+
+typedef struct qp_plan {
+    qp_quant quant;
+    uint32_t file_type;
+    qp_plan_entry *t;        /* in output order */
+    int64_t n;
+    int64_t n_fallback;
+    int64_t n_dropped;       /* source tensors without an output name (e.g. rotary inv_freq) */
+    uint64_t src_bytes, dst_bytes;
+    char **names;            /* owned name strings */
+} qp_plan;
+
+typedef struct qp_recipe_opts {
+    qp_quant quant;
+    bool allow_requantize;  /* quantized sources may be dequantized and quantized again */
+    bool permute_qk;        /* apply the HF -> GGUF q/k permutation (llama-style RoPE output) */
+    bool sort_llama;        /* output order as llama.cpp: by "blk.N." layer, then strcmp */
+    int64_t n_head, n_head_kv; /* for permute_qk */
+    int64_t n_layer;        /* for use_more_bits on ffn_down (block_count) */
+    bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
+} qp_recipe_opts;
+
+/* Builds the plan for m. Fails with QP_ERR_UNSUPPORTED naming the tensor when a quantized
+ * source tensor would have to be requantized without allow_requantize, or when a source encoding
+ * cannot be decoded. */
+qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e);
+void qp_plan_free(qp_plan *p);
+
+/* llama.cpp's use_more_bits(i, n). */
+bool qp_recipe_use_more_bits(int i, int n);
+/* Layer of "blk.N...." as llama.cpp's sscanf("blk.%d."), -1 otherwise. */
+int qp_recipe_layer_of(const char *name);
+
+#endif
