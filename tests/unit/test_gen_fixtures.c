@@ -1,0 +1,341 @@
+/* qp-gen-fixtures: two runs give the same bytes in every file; every model directory is complete
+ * and self-consistent (config vocab = tokenizer size = embedding rows, bos/eos ids); the
+ * bitnet-packed tensors unpack, by the formula of shared/specs/ternary.md implemented here
+ * independently, to exactly the bitnet-float weights; llama-sharded holds exactly the tensors of
+ * llama-gqa-untied. Safetensors files are parsed here with a minimal independent parser. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qp_test.h"
+#include "quantpack/core.h"
+
+static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
+                                       "qwen2", "bitnet-float", "bitnet-packed"};
+#define N_MODELS 6
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+/* ---- minimal safetensors parse ---------------------------------------------------------------- */
+typedef struct st_file {
+    char *bytes;
+    size_t len;
+    size_t data_start;
+    cJSON *header;
+} st_file;
+
+static bool st_load(st_file *f, const char *path) {
+    memset(f, 0, sizeof *f);
+    f->bytes = slurp(path, &f->len);
+    if (!f->bytes || f->len < 8) return false;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | (uint8_t)f->bytes[i];
+    if (n > f->len - 8) return false;
+    f->data_start = 8 + (size_t)n;
+    f->header = cJSON_ParseWithLength(f->bytes + 8, (size_t)n);
+    return f->header != NULL;
+}
+
+static void st_free(st_file *f) {
+    cJSON_Delete(f->header);
+    free(f->bytes);
+}
+
+typedef struct st_view {
+    const char *dtype;
+    int n_dims;
+    int64_t shape[4];
+    const uint8_t *data;
+    size_t nbytes;
+} st_view;
+
+static bool st_get(const st_file *f, const char *name, st_view *v) {
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(f->header, name);
+    if (!t) return false;
+    cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+    cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
+    cJSON *off = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+    if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || cJSON_GetArraySize(off) != 2) return false;
+    v->dtype = dt->valuestring;
+    v->n_dims = cJSON_GetArraySize(sh);
+    if (v->n_dims > 4) return false;
+    for (int i = 0; i < v->n_dims; i++) v->shape[i] = (int64_t)cJSON_GetArrayItem(sh, i)->valuedouble;
+    size_t b = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+    size_t en = (size_t)cJSON_GetArrayItem(off, 1)->valuedouble;
+    if (en < b || f->data_start + en > f->len) return false;
+    v->data = (const uint8_t *)f->bytes + f->data_start + b;
+    v->nbytes = en - b;
+    return true;
+}
+
+static float bf16_value(const uint8_t *p) {
+    uint32_t u = ((uint32_t)p[0] | ((uint32_t)p[1] << 8)) << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* ---- determinism -------------------------------------------------------------------------------- */
+static bool run_gen(const char *bin, const char *out) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/qp-gen-fixtures' '%s' > /dev/null", bin, out);
+    return system(cmd) == 0;
+}
+
+static int compare_dirs(const char *a, const char *b) {
+    DIR *d = opendir(a);
+    if (!d) return -1;
+    int files = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (ent->d_name[0] == '.') continue;
+        char pa[2048], pb[2048];
+        snprintf(pa, sizeof pa, "%s/%s", a, ent->d_name);
+        snprintf(pb, sizeof pb, "%s/%s", b, ent->d_name);
+        size_t la = 0, lb = 0;
+        char *x = slurp(pa, &la), *y = slurp(pb, &lb);
+        QP_CHECK_MSG(x && y && la == lb && memcmp(x, y, la) == 0, "%s differs between runs", pa);
+        free(x);
+        free(y);
+        files++;
+    }
+    closedir(d);
+    /* and b has no extra files */
+    int nb = 0;
+    d = opendir(b);
+    while (d && (ent = readdir(d)) != NULL)
+        if (ent->d_name[0] != '.') nb++;
+    if (d) closedir(d);
+    QP_CHECK_EQ_INT(nb, files);
+    return files;
+}
+
+/* ---- per-model checks ------------------------------------------------------------------------- */
+static cJSON *load_json(const char *dir, const char *name) {
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    size_t len = 0;
+    char *t = slurp(p, &len);
+    QP_CHECK_MSG(t != NULL, "missing %s", p);
+    if (!t) return NULL;
+    cJSON *j = cJSON_ParseWithLength(t, len);
+    QP_CHECK_MSG(j != NULL, "%s is not JSON", p);
+    free(t);
+    return j;
+}
+
+static int json_int(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsNumber(v) ? v->valueint : -12345;
+}
+
+static void check_consistency(const char *dir, const char *model) {
+    char md[2048];
+    snprintf(md, sizeof md, "%s/%s", dir, model);
+    cJSON *cfg = load_json(md, "config.json");
+    cJSON *tok = load_json(md, "tokenizer.json");
+    cJSON *tcfg = load_json(md, "tokenizer_config.json");
+    if (!cfg || !tok || !tcfg) goto done;
+    int vocab = json_int(cfg, "vocab_size");
+    cJSON *mv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tok, "model"), "vocab");
+    cJSON *added = cJSON_GetObjectItemCaseSensitive(tok, "added_tokens");
+    int n_tok = cJSON_GetArraySize(mv) + cJSON_GetArraySize(added);
+    QP_CHECK_MSG(vocab == n_tok, "%s: vocab_size %d, tokenizer has %d", model, vocab, n_tok);
+    QP_CHECK(vocab > 400 && vocab < 420);
+    cJSON *merges = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tok, "model"), "merges");
+    QP_CHECK_EQ_INT(cJSON_GetArraySize(merges), vocab - 258);
+    /* ids are 0..n-1 exactly once */
+    char *seen = calloc((size_t)n_tok + 1, 1);
+    for (cJSON *x = mv ? mv->child : NULL; x; x = x->next)
+        if (x->valueint >= 0 && x->valueint < n_tok) seen[x->valueint]++;
+    int bos = -1, eos = -1;
+    const char *bos_text = cJSON_GetObjectItemCaseSensitive(tcfg, "bos_token")->valuestring;
+    const char *eos_text = cJSON_GetObjectItemCaseSensitive(tcfg, "eos_token")->valuestring;
+    for (cJSON *x = added ? added->child : NULL; x; x = x->next) {
+        int id = json_int(x, "id");
+        const char *content = cJSON_GetObjectItemCaseSensitive(x, "content")->valuestring;
+        QP_CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "special")));
+        if (id >= 0 && id < n_tok) seen[id]++;
+        if (strcmp(content, bos_text) == 0) bos = id;
+        if (strcmp(content, eos_text) == 0) eos = id;
+    }
+    int dup_or_missing = 0;
+    for (int i = 0; i < n_tok; i++) dup_or_missing += seen[i] != 1;
+    QP_CHECK_EQ_INT(dup_or_missing, 0);
+    free(seen);
+    QP_CHECK_EQ_INT(json_int(cfg, "bos_token_id"), bos);
+    QP_CHECK_EQ_INT(json_int(cfg, "eos_token_id"), eos);
+    QP_CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tcfg, "add_bos_token")));
+    /* embedding rows = vocab; tied models have no lm_head */
+    char p[2300];
+    snprintf(p, sizeof p, "%s/model.safetensors", md);
+    if (strcmp(model, "llama-sharded") == 0) snprintf(p, sizeof p, "%s/model-00001-of-00002.safetensors", md);
+    st_file f;
+    if (st_load(&f, p)) {
+        st_view v;
+        bool tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings"));
+        if (st_get(&f, "model.embed_tokens.weight", &v)) {
+            QP_CHECK_EQ_INT(v.shape[0], vocab);
+            QP_CHECK_EQ_INT(v.shape[1], json_int(cfg, "hidden_size"));
+        } else {
+            QP_CHECK_MSG(strcmp(model, "llama-sharded") == 0, "%s: no embeddings", model);
+        }
+        if (tied) QP_CHECK(!st_get(&f, "lm_head.weight", &v));
+        /* the official 8-byte header padding */
+        QP_CHECK((f.data_start - 8) % 8 == 0);
+        st_free(&f);
+    } else {
+        QP_CHECK_MSG(0, "%s: cannot parse", p);
+    }
+done:
+    cJSON_Delete(cfg);
+    cJSON_Delete(tok);
+    cJSON_Delete(tcfg);
+}
+
+/* packed U8 [out/4, in]: bits 2i+1:2i of packed[r, c] = q[r + i*out/4, c] + 1; W = q * scale. */
+static void check_bitnet(const char *dir) {
+    char pf[2048], pp[2048];
+    snprintf(pf, sizeof pf, "%s/bitnet-float/model.safetensors", dir);
+    snprintf(pp, sizeof pp, "%s/bitnet-packed/model.safetensors", dir);
+    st_file ff, fp;
+    bool okf = st_load(&ff, pf), okp = st_load(&fp, pp);
+    QP_CHECK(okf && okp);
+    if (!okf || !okp) return;
+    int n_proj = 0;
+    long zeros = 0, total = 0;
+    for (cJSON *t = ff.header->child; t; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) continue;
+        st_view vf, vp, vs;
+        QP_CHECK(st_get(&ff, t->string, &vf));
+        bool proj = strstr(t->string, "_proj.weight") != NULL;
+        if (!proj) { /* everything else is identical in both files */
+            QP_CHECK_MSG(st_get(&fp, t->string, &vp) && vp.nbytes == vf.nbytes &&
+                             memcmp(vp.data, vf.data, vf.nbytes) == 0 && strcmp(vp.dtype, vf.dtype) == 0,
+                         "%s differs", t->string);
+            continue;
+        }
+        n_proj++;
+        char sname[256];
+        snprintf(sname, sizeof sname, "%s_scale", t->string);
+        QP_CHECK_MSG(st_get(&fp, t->string, &vp) && st_get(&fp, sname, &vs), "%s missing", t->string);
+        QP_CHECK(strcmp(vf.dtype, "BF16") == 0 && strcmp(vp.dtype, "U8") == 0);
+        QP_CHECK(strcmp(vs.dtype, "BF16") == 0 && vs.n_dims == 1 && vs.shape[0] == 1);
+        int64_t out = vf.shape[0], in = vf.shape[1], rows = out / 4;
+        QP_CHECK(out % 4 == 0 && vp.n_dims == 2 && vp.shape[0] == rows && vp.shape[1] == in);
+        if (vp.shape[0] != rows || vp.shape[1] != in) continue;
+        float scale = bf16_value(vs.data);
+        int ex;
+        QP_CHECK(frexp(scale, &ex) == 0.5 && scale > 0.0f); /* a power of two */
+        int bad = 0, bad_code = 0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < in; c++) {
+                unsigned byte = vp.data[r * in + c];
+                for (int i = 0; i < 4; i++) {
+                    int code = (int)((byte >> (2 * i)) & 3u);
+                    bad_code += code == 3;
+                    float w = (float)(code - 1) * scale;
+                    float want = bf16_value(vf.data + 2 * ((r + i * rows) * in + c));
+                    bad += w != want;
+                    zeros += code == 1;
+                    total++;
+                }
+            }
+        QP_CHECK_MSG(bad == 0 && bad_code == 0, "%s: %d mismatches, %d codes 3", t->string, bad, bad_code);
+    }
+    QP_CHECK_EQ_INT(n_proj, 2 * 7);
+    QP_CHECK_MSG(zeros * 100 > total * 28 && zeros * 100 < total * 39, "zeros %ld of %ld", zeros, total);
+    /* sub-norms present, shaped [hidden] / [intermediate] */
+    st_view v;
+    QP_CHECK(st_get(&ff, "model.layers.1.self_attn.attn_sub_norm.weight", &v) && v.shape[0] == 128);
+    QP_CHECK(st_get(&ff, "model.layers.1.mlp.ffn_sub_norm.weight", &v) && v.shape[0] == 256);
+    st_free(&ff);
+    st_free(&fp);
+}
+
+static void check_sharded(const char *dir) {
+    char p[2048];
+    snprintf(p, sizeof p, "%s/llama-gqa-untied/model.safetensors", dir);
+    st_file one;
+    QP_CHECK(st_load(&one, p));
+    st_file sh[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/llama-sharded/model-%05d-of-00002.safetensors", dir, k + 1);
+        QP_CHECK(st_load(&sh[k], p));
+    }
+    cJSON *idx = NULL;
+    snprintf(p, sizeof p, "%s/llama-sharded", dir);
+    idx = load_json(p, "model.safetensors.index.json");
+    cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
+    double total = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(idx, "metadata"), "total_size")->valuedouble;
+    size_t sum = 0;
+    int n = 0;
+    for (cJSON *t = one.header->child; t; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) continue;
+        st_view a, b;
+        st_get(&one, t->string, &a);
+        cJSON *file = cJSON_GetObjectItemCaseSensitive(wm, t->string);
+        QP_CHECK_MSG(cJSON_IsString(file), "%s not in weight_map", t->string);
+        if (!cJSON_IsString(file)) continue;
+        int k = strstr(file->valuestring, "00001-of") ? 0 : 1;
+        QP_CHECK_MSG(st_get(&sh[k], t->string, &b) && a.nbytes == b.nbytes && memcmp(a.data, b.data, a.nbytes) == 0,
+                     "%s differs in the sharded copy", t->string);
+        sum += a.nbytes;
+        n++;
+    }
+    QP_CHECK_EQ_INT(cJSON_GetArraySize(wm), n);
+    QP_CHECK_EQ_INT((long long)total, (long long)sum);
+    QP_CHECK(n == 2 + 3 * 9 + 1);
+    cJSON_Delete(idx);
+    st_free(&one);
+    st_free(&sh[0]);
+    st_free(&sh[1]);
+}
+
+int main(void) {
+    const char *bin = qp_test_env("QP_BIN_DIR", "bin");
+    const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
+    mkdir(tmp, 0777);
+    char a[1024], b[1024];
+    snprintf(a, sizeof a, "%s/gen-fixtures-a.%ld", tmp, (long)getpid());
+    snprintf(b, sizeof b, "%s/gen-fixtures-b.%ld", tmp, (long)getpid());
+    QP_CHECK(run_gen(bin, a));
+    QP_CHECK(run_gen(bin, b));
+    /* a second run over an existing output replaces it cleanly */
+    QP_CHECK(run_gen(bin, b));
+    for (int i = 0; i < N_MODELS; i++) {
+        char da[1100], db[1100];
+        snprintf(da, sizeof da, "%s/%s", a, k_models[i]);
+        snprintf(db, sizeof db, "%s/%s", b, k_models[i]);
+        int files = compare_dirs(da, db);
+        QP_CHECK_MSG(files >= 5, "%s: %d files", k_models[i], files);
+        check_consistency(a, k_models[i]);
+    }
+    /* nothing but the six model folders (no staging debris) */
+    int entries = 0;
+    DIR *d = opendir(b);
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL)
+        if (ent->d_name[0] != '.') entries++;
+    if (d) closedir(d);
+    QP_CHECK_EQ_INT(entries, N_MODELS);
+    check_bitnet(a);
+    check_sharded(a);
+    qp_path_remove_tree(a, NULL);
+    qp_path_remove_tree(b, NULL);
+    return qp_test_finish();
+}
