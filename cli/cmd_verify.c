@@ -1,0 +1,320 @@
+/* quantpack verify OUT --against SRC [--prompts FILE] [--receipt FILE.json] [-n N]
+ * [--tokenizer FILE] [--threads N] [--min-cosine X] [--max-kl X] [--min-top1 X]
+ * [--min-greedy X]: runs the same prompts through both models with the reference runtime and
+ * compares the logits at every position (runtime/runtime.md "verify"). Exit 0 pass, 1 fail,
+ * 2 usage, 3/4/5 as for every command. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "quantpack/runtime.h"
+#include "quantpack/tokenizer.h"
+
+#define VERIFY_MAX_PROMPTS 1024
+
+static void verify_help(FILE *f) {
+    fprintf(f,
+            "usage: quantpack verify OUT --against SRC [options]\n\n"
+            "Runs the same prompts through SRC and OUT (teacher-forced on SRC's greedy\n"
+            "continuation) and compares the logits at every position: cosine similarity, max\n"
+            "|diff|, KL(softmax(SRC) || softmax(OUT)), top-1 agreement, and the greedy tokens\n"
+            "(exact match, first divergence). Exit 0 when every threshold holds, 1 when not.\n\n"
+            "  --against SRC      the model OUT was made from (required)\n"
+            "  --prompts FILE     one prompt per line: text, or \"ids: 1 403 407\"; lines that\n"
+            "                     are empty or start with # are skipped. Default: \"Once upon\n"
+            "                     a time\" when there is a tokenizer, else BOS + 4 fixed ids\n"
+            "  --receipt FILE     write the receipt JSON (schema in runtime/runtime.md)\n"
+            "  -n N               greedy tokens generated after each prompt (default 32)\n"
+            "  --tokenizer FILE   tokenizer for sources without one (llama2.c tokenizer.bin)\n"
+            "  --threads N        threads (default: all cores)\n"
+            "  --min-cosine X     mean cosine over positions must be >= X\n"
+            "  --max-kl X         mean KL over positions must be <= X\n"
+            "  --min-top1 X       top-1 agreement rate must be >= X\n"
+            "  --min-greedy X     matched greedy prefix / N must be >= X\n"
+            "Thresholds default by OUT's lowest-precision matrix encoding (runtime.md).\n");
+}
+
+static bool parse_d(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v != v) return false;
+    *out = v;
+    return true;
+}
+
+typedef struct prompt_list {
+    qp_verify_prompt p[VERIFY_MAX_PROMPTS];
+    int32_t *ids[VERIFY_MAX_PROMPTS];
+    char *text[VERIFY_MAX_PROMPTS];
+    int64_t n;
+} prompt_list;
+
+static void prompts_free(prompt_list *pl) {
+    for (int64_t i = 0; i < pl->n; i++) {
+        qp_free(pl->ids[i]);
+        qp_free(pl->text[i]);
+    }
+    pl->n = 0;
+}
+
+static bool parse_id_list(const char *s, int32_t **out, int64_t *n_out) {
+    int64_t cap = 16, n = 0;
+    int32_t *ids = qp_malloc((size_t)cap * sizeof *ids);
+    if (!ids) return false;
+    for (const char *p = s;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v > INT32_MAX) {
+            qp_free(ids);
+            return false;
+        }
+        if (n == cap) {
+            int32_t *ni = qp_realloc(ids, (size_t)cap * 2 * sizeof *ni);
+            if (!ni) {
+                qp_free(ids);
+                return false;
+            }
+            ids = ni;
+            cap *= 2;
+        }
+        ids[n++] = (int32_t)v;
+        p = end;
+    }
+    *out = ids;
+    *n_out = n;
+    return true;
+}
+
+static bool vocab_add_bos(const qp_model *m) {
+    if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
+        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
+        return true; /* as llama.cpp */
+    return m->vocab.add_bos;
+}
+
+/* Adds a text prompt (tokenized) or an "ids:" prompt. Returns an exit code or -1 on success. */
+static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok,
+                      const qp_model *tm, int64_t lineno) {
+    if (pl->n == VERIFY_MAX_PROMPTS)
+        return qp_cli_usage_error("verify: more than %d prompts", VERIFY_MAX_PROMPTS);
+    int64_t i = pl->n;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    if (strncmp(line, "ids:", 4) == 0) {
+        if (!parse_id_list(line + 4, &ids, &n) || n == 0) {
+            qp_free(ids);
+            return qp_cli_usage_error("verify: prompts line %lld: bad id list", (long long)lineno);
+        }
+    } else {
+        if (!tok)
+            return qp_cli_usage_error("verify: prompts line %lld is text but neither model has a "
+                                      "tokenizer (use \"ids: ...\" or --tokenizer)",
+                                      (long long)lineno);
+        qp_err e = {0};
+        if (qp_tokenizer_encode(tok, line, strlen(line), vocab_add_bos(tm), false, &ids, &n, &e) !=
+            QP_OK)
+            return qp_cli_fail(&e);
+        if (n == 0) {
+            qp_free(ids);
+            return qp_cli_usage_error("verify: prompts line %lld has no tokens", (long long)lineno);
+        }
+        if (!(pl->text[i] = qp_strdup(line))) {
+            qp_free(ids);
+            return QP_EXIT_IO;
+        }
+    }
+    pl->ids[i] = ids;
+    pl->p[i].ids = ids;
+    pl->p[i].n_ids = n;
+    pl->p[i].text = pl->text[i];
+    pl->n++;
+    return -1;
+}
+
+static int read_prompts(prompt_list *pl, const char *file, const qp_tokenizer *tok,
+                        const qp_model *tm) {
+    char *buf = NULL;
+    size_t len = 0;
+    qp_err e = {0};
+    if (qp_file_read_all(file, (size_t)64 << 20, &buf, &len, &e) != QP_OK) return qp_cli_fail(&e);
+    int rc = -1;
+    int64_t lineno = 0;
+    for (char *p = buf; rc < 0 && p < buf + len;) {
+        char *nl = memchr(p, '\n', (size_t)(buf + len - p));
+        char *end = nl ? nl : buf + len;
+        lineno++;
+        *end = '\0';
+        if (end > p && end[-1] == '\r') end[-1] = '\0';
+        if (*p && *p != '#') rc = add_prompt(pl, p, tok, tm, lineno);
+        p = end + 1;
+    }
+    qp_free(buf);
+    if (rc < 0 && pl->n == 0) rc = qp_cli_usage_error("verify: %s has no prompts", file);
+    return rc;
+}
+
+static void print_summary(const qp_verify_report *r, const qp_verify_thresholds *th,
+                          const prompt_list *pl) {
+    printf("verify: class %s (min mean cosine %.9g, max mean KL %.3g, min top-1 %.3g, min greedy "
+           "%.3g)\n", th->class_name ? th->class_name : "custom", th->min_cosine, th->max_kl,
+           th->min_top1, th->min_greedy_match);
+    for (int64_t i = 0; i < qp_verify_report_n_prompts(r); i++) {
+        const qp_verify_prompt_result *p = qp_verify_report_prompt(r, i);
+        printf("prompt %lld (%lld tokens): %lld positions, cosine min %.9f mean %.9f, max |diff| "
+               "%.3g, KL mean %.3g max %.3g, top-1 %.4f, greedy %lld/%lld",
+               (long long)i + 1, (long long)pl->p[i].n_ids, (long long)p->n_positions,
+               p->min_cosine, p->mean_cosine, p->max_abs_diff, p->mean_kl, p->max_kl,
+               p->top1_agreement, (long long)p->matched,
+               (long long)(p->n_positions - pl->p[i].n_ids + 1));
+        if (p->first_divergence >= 0) printf(" (first divergence at token %lld)",
+                                             (long long)p->first_divergence);
+        putchar('\n');
+    }
+    if (qp_verify_report_passed(r)) printf("verdict: PASS\n");
+    else printf("verdict: FAIL\n%s", qp_verify_report_reasons(r));
+}
+
+int qp_cmd_verify(int argc, char **argv) {
+    const char *out_path = NULL, *src_path = NULL, *prompts_file = NULL, *receipt = NULL;
+    qp_open_opts oo = {0};
+    int64_t n_gen = 32, threads = 0;
+    double min_cos = -1, max_kl = -1, min_top1 = -1, min_greedy = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (qp_cli_is_help(a)) {
+            verify_help(stdout);
+            return QP_EXIT_OK;
+        }
+        bool takes = strcmp(a, "--against") == 0 || strcmp(a, "--prompts") == 0 ||
+                     strcmp(a, "--receipt") == 0 || strcmp(a, "-n") == 0 ||
+                     strcmp(a, "--tokenizer") == 0 || strcmp(a, "--threads") == 0 ||
+                     strcmp(a, "--min-cosine") == 0 || strcmp(a, "--max-kl") == 0 ||
+                     strcmp(a, "--min-top1") == 0 || strcmp(a, "--min-greedy") == 0;
+        if (takes) {
+            if (!v) return qp_cli_usage_error("verify: %s needs a value", a);
+            i++;
+        }
+        char *end;
+        if (strcmp(a, "--against") == 0) src_path = v;
+        else if (strcmp(a, "--prompts") == 0) prompts_file = v;
+        else if (strcmp(a, "--receipt") == 0) receipt = v;
+        else if (strcmp(a, "--tokenizer") == 0) oo.tokenizer_path = v;
+        else if (strcmp(a, "-n") == 0) {
+            errno = 0;
+            n_gen = strtoll(v, &end, 10);
+            if (errno || *end || n_gen < 1 || n_gen > 65536)
+                return qp_cli_usage_error("verify: -n must be 1..65536");
+        } else if (strcmp(a, "--threads") == 0) {
+            errno = 0;
+            threads = strtoll(v, &end, 10);
+            if (errno || *end || threads < 1 || threads > 1024)
+                return qp_cli_usage_error("verify: --threads must be 1..1024");
+        } else if (strcmp(a, "--min-cosine") == 0) {
+            if (!parse_d(v, &min_cos)) return qp_cli_usage_error("verify: bad --min-cosine");
+        } else if (strcmp(a, "--max-kl") == 0) {
+            if (!parse_d(v, &max_kl) || max_kl < 0) return qp_cli_usage_error("verify: bad --max-kl");
+        } else if (strcmp(a, "--min-top1") == 0) {
+            if (!parse_d(v, &min_top1)) return qp_cli_usage_error("verify: bad --min-top1");
+        } else if (strcmp(a, "--min-greedy") == 0) {
+            if (!parse_d(v, &min_greedy)) return qp_cli_usage_error("verify: bad --min-greedy");
+        } else if (a[0] == '-' && a[1]) {
+            return qp_cli_usage_error("verify: unknown option '%s'", a);
+        } else if (!out_path) {
+            out_path = a;
+        } else {
+            return qp_cli_usage_error("verify: unexpected argument '%s'", a);
+        }
+    }
+    if (!out_path) {
+        verify_help(stderr);
+        return QP_EXIT_USAGE;
+    }
+    if (!src_path) return qp_cli_usage_error("verify: --against SRC is required");
+
+    qp_err e = {0};
+    qp_model *out = NULL, *src = NULL;
+    qp_tokenizer *tok = NULL;
+    qp_verify_report *rep = NULL;
+    prompt_list *pl = qp_calloc(1, sizeof *pl);
+    char *json = NULL;
+    int rc = QP_EXIT_OK;
+    if (!pl) return QP_EXIT_IO;
+    if (qp_model_open(out_path, &oo, &out, &e) != QP_OK ||
+        qp_model_open(src_path, &oo, &src, &e) != QP_OK) {
+        rc = qp_cli_fail(&e);
+        goto done;
+    }
+    /* the tokenizer of SRC, else of OUT */
+    const qp_model *tm = src->vocab.n_tokens > 0 && src->vocab.model != QP_TOK_NONE ? src
+                         : out->vocab.n_tokens > 0 && out->vocab.model != QP_TOK_NONE ? out
+                                                                                     : NULL;
+    if (tm && qp_tokenizer_new(&tm->vocab, &tok, &e) != QP_OK) {
+        rc = qp_cli_fail(&e);
+        goto done;
+    }
+    if (prompts_file) {
+        int r = read_prompts(pl, prompts_file, tok, tm);
+        if (r >= 0) {
+            rc = r;
+            goto done;
+        }
+    } else if (tok) {
+        int r = add_prompt(pl, "Once upon a time", tok, tm, 0);
+        if (r >= 0) {
+            rc = r;
+            goto done;
+        }
+    } else {
+        /* no tokenizer: BOS (or 1) and four ids spread over the vocabulary */
+        int64_t v = src->arch.vocab > 0 ? src->arch.vocab : out->arch.vocab;
+        int32_t bos = src->arch.bos_id >= 0 ? src->arch.bos_id : 1;
+        char line[128];
+        snprintf(line, sizeof line, "ids: %d %lld %lld %lld %lld", bos, (long long)(v / 2),
+                 (long long)(v / 3), (long long)(v / 5), (long long)(v / 7));
+        int r = add_prompt(pl, line, NULL, NULL, 0);
+        if (r >= 0) {
+            rc = r;
+            goto done;
+        }
+    }
+    qp_verify_opts vo;
+    memset(&vo, 0, sizeof vo);
+    vo.n_threads = (int)threads;
+    vo.n_generate = n_gen;
+    qp_verify_default_thresholds(out, src, &vo.th);
+    if (min_cos >= 0 || max_kl >= 0 || min_top1 >= 0 || min_greedy >= 0) vo.th.class_name = "custom";
+    if (min_cos >= 0) vo.th.min_cosine = min_cos;
+    if (max_kl >= 0) vo.th.max_kl = max_kl;
+    if (min_top1 >= 0) vo.th.min_top1 = min_top1;
+    if (min_greedy >= 0) vo.th.min_greedy_match = min_greedy;
+    if (qp_verify_run(out, src, pl->p, pl->n, &vo, &rep, &e) != QP_OK) {
+        rc = qp_cli_fail(&e);
+        goto done;
+    }
+    print_summary(rep, &vo.th, pl);
+    if (receipt) {
+        if (qp_verify_report_json(rep, &json, &e) != QP_OK ||
+            qp_file_write_atomic(receipt, json, strlen(json), &e) != QP_OK) {
+            rc = qp_cli_fail(&e);
+            goto done;
+        }
+        printf("receipt: %s\n", receipt);
+    }
+    rc = qp_verify_report_passed(rep) ? QP_EXIT_OK : QP_EXIT_VERIFY_FAILED;
+    if (fflush(stdout) != 0 && rc == QP_EXIT_OK) rc = QP_EXIT_IO;
+done:
+    qp_free(json);
+    qp_verify_report_free(rep);
+    if (pl) prompts_free(pl);
+    qp_free(pl);
+    qp_tokenizer_free(tok);
+    qp_model_close(out);
+    qp_model_close(src);
+    return rc;
+}

@@ -1,0 +1,127 @@
+/* The reference CPU runtime: a llama2.c-plain forward pass over any qp_model (Llama, Mistral,
+ * Qwen2 with q/k/v bias, BitNet b1.58), weights used in place through the encodings traits
+ * table, an F32 KV cache, threads over matrix rows; and the parity checks behind
+ * `quantpack verify` (per-position logit metrics, greedy match, receipt JSON).
+ * Conventions: runtime/runtime.md. */
+#ifndef QUANTPACK_RUNTIME_H
+#define QUANTPACK_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/model.h"
+#include "quantpack/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- forward pass ------------------------------------------------------------------------ */
+
+typedef struct qp_runtime qp_runtime;
+
+typedef struct qp_runtime_opts {
+    int n_threads;    /* <= 0: the number of online cores */
+    int64_t n_ctx;    /* KV cache positions; <= 0: min(arch.max_pos, 4096), 2048 if unknown */
+} qp_runtime_opts;
+
+/* The configuration the runtime resolved from the model's qp_arch and tensor shapes. */
+typedef struct qp_runtime_config {
+    qp_family family;
+    int64_t dim, ffn_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab, n_ctx;
+    float norm_eps, rope_theta;
+    qp_rope_style rope_style;
+    qp_act act;
+    bool qkv_bias, sub_norms, tied_output;
+    int n_threads;
+} qp_runtime_config;
+
+/* Binds every tensor the forward pass needs (by canonical GGUF-style name), checking shape,
+ * byte size and that the encoding is readable (vec_dot_f32 or dequantize). Fails with a message
+ * naming the missing or malformed tensor. m is borrowed and must outlive the runtime. */
+qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime **out,
+                         qp_err *e);
+void qp_runtime_free(qp_runtime *rt); /* NULL is fine */
+
+/* Runs one token at position pos (0 <= pos <= number of positions already run since the last
+ * reset, pos < n_ctx) and points *logits at vocab floats owned by the runtime, valid until the
+ * next call. Positions >= pos are overwritten, so a caller may rewind by passing an earlier pos. */
+qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
+                             qp_err *e);
+/* Forgets the KV cache (next forward must be at pos 0). */
+void qp_runtime_reset(qp_runtime *rt);
+
+const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt);
+
+/* ---- parity metrics (runtime/receipt.c) -------------------------------------------------- */
+
+typedef struct qp_logit_stats {
+    double cosine;       /* cos(ref, test); 1 when both are all-zero */
+    double max_abs_diff; /* max_i |ref_i - test_i| */
+    double kl;           /* KL(softmax(ref) || softmax(test)), natural log */
+    int32_t top1_ref, top1_test; /* argmax, lowest id on ties */
+} qp_logit_stats;
+
+void qp_logits_compare(const float *ref, const float *test, int64_t n, qp_logit_stats *out);
+
+/* Argmax of n logits, lowest id on ties (NaN never wins). -1 when n <= 0. */
+int32_t qp_logits_argmax(const float *logits, int64_t n);
+
+/* SHA-256 of a file as 64 lower-case hex digits + NUL (OpenSSL libcrypto). */
+qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e);
+
+/* ---- verify: run the same prompts through SRC and OUT ------------------------------------ */
+
+typedef struct qp_verify_thresholds {
+    double min_cosine;       /* mean cosine over positions must be >= this */
+    double max_kl;           /* mean KL over positions must be <= this */
+    double min_top1;         /* top-1 agreement rate over positions must be >= this */
+    double min_greedy_match; /* matched greedy prefix / n_generate must be >= this (0 = report) */
+    const char *class_name;  /* "identical", "f32", "16-bit", "8-bit", "4-bit", "low-bit" */
+} qp_verify_thresholds;
+
+/* Default thresholds for OUT against SRC from the OUT weight encodings (runtime/runtime.md). */
+void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
+                                  qp_verify_thresholds *t);
+
+typedef struct qp_verify_prompt {
+    const int32_t *ids;
+    int64_t n_ids;
+    const char *text; /* optional, recorded in the receipt */
+} qp_verify_prompt;
+
+typedef struct qp_verify_opts {
+    int n_threads;
+    int64_t n_generate; /* greedy tokens after each prompt (>= 1) */
+    qp_verify_thresholds th;
+} qp_verify_opts;
+
+typedef struct qp_verify_prompt_result {
+    int64_t n_positions;
+    double min_cosine, mean_cosine, max_abs_diff, max_kl, mean_kl, top1_agreement;
+    int64_t first_divergence; /* index of the first generated token where OUT's greedy choice
+                                 differs from SRC's; -1 when all n_generate match */
+    int64_t matched;          /* greedy tokens matched before the first divergence */
+} qp_verify_prompt_result;
+
+typedef struct qp_verify_report qp_verify_report;
+
+/* Runs every prompt through both models (teacher-forced on SRC's greedy continuation, then OUT
+ * free-runs from its first divergence). Fails only on errors; thresholds decide the verdict. */
+qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verify_prompt *prompts,
+                        int64_t n_prompts, const qp_verify_opts *o, qp_verify_report **rep,
+                        qp_err *e);
+void qp_verify_report_free(qp_verify_report *r);
+bool qp_verify_report_passed(const qp_verify_report *r);
+int64_t qp_verify_report_n_prompts(const qp_verify_report *r);
+const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r, int64_t i);
+/* Why the verdict is "fail": one line per failed threshold, "" when passed. Borrowed. */
+const char *qp_verify_report_reasons(const qp_verify_report *r);
+/* The receipt (schema in runtime/runtime.md), hashing both inputs. *json is qp_malloc'd. */
+qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,546 @@
+/* Parity metrics, verify runs and the versioned receipt JSON (runtime/runtime.md "verify"). */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "quantpack/quantpack.h"
+#include "runtime/runtime_internal.h"
+
+/* ---- metrics ------------------------------------------------------------------------------- */
+
+int32_t qp_logits_argmax(const float *logits, int64_t n) {
+    if (n <= 0) return -1;
+    int64_t best = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(logits[i])) continue;
+        if (best < 0 || logits[i] > logits[best]) best = i;
+    }
+    return (int32_t)(best < 0 ? 0 : best);
+}
+
+void qp_logits_compare(const float *ref, const float *test, int64_t n, qp_logit_stats *out) {
+    double dot = 0.0, na = 0.0, nb = 0.0, mad = 0.0;
+    double ma = -INFINITY, mb = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double a = ref[i], b = test[i];
+        dot += a * b;
+        na += a * a;
+        nb += b * b;
+        double d = fabs(a - b);
+        if (d > mad || isnan(d)) mad = d;
+        if (a > ma) ma = a;
+        if (b > mb) mb = b;
+    }
+    if (na == 0.0 && nb == 0.0) out->cosine = 1.0;
+    else if (na == 0.0 || nb == 0.0) out->cosine = 0.0;
+    else out->cosine = dot / (sqrt(na) * sqrt(nb));
+    /* KL(P || Q) = sum p (log p - log q), with log-softmax in double */
+    double sa = 0.0, sb = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        sa += exp((double)ref[i] - ma);
+        sb += exp((double)test[i] - mb);
+    }
+    double lza = ma + log(sa), lzb = mb + log(sb), kl = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double lpa = (double)ref[i] - lza, lpb = (double)test[i] - lzb;
+        double pa = exp(lpa);
+        if (pa > 0.0) kl += pa * (lpa - lpb);
+    }
+    out->kl = kl < 0.0 ? 0.0 : kl; /* rounding can give -1e-17 */
+    out->max_abs_diff = mad;
+    out->top1_ref = qp_logits_argmax(ref, n);
+    out->top1_test = qp_logits_argmax(test, n);
+}
+
+qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return qp_fail(e, QP_ERR_IO, "%s: cannot open for hashing", path);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned char *buf = qp_malloc(1 << 20);
+    qp_status s = QP_OK;
+    if (!ctx || !buf || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: cannot set up SHA-256", path);
+        goto done;
+    }
+    for (;;) {
+        size_t n = fread(buf, 1, 1 << 20, f);
+        if (n > 0 && EVP_DigestUpdate(ctx, buf, n) != 1) {
+            s = qp_fail(e, QP_ERR_INTERNAL, "%s: SHA-256 update failed", path);
+            goto done;
+        }
+        if (n < (1 << 20)) {
+            if (ferror(f)) s = qp_fail(e, QP_ERR_IO, "%s: read error while hashing", path);
+            break;
+        }
+    }
+    if (s == QP_OK) {
+        unsigned char md[32];
+        unsigned int len = 0;
+        if (EVP_DigestFinal_ex(ctx, md, &len) != 1 || len != 32) {
+            s = qp_fail(e, QP_ERR_INTERNAL, "%s: SHA-256 final failed", path);
+            goto done;
+        }
+        for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    }
+done:
+    EVP_MD_CTX_free(ctx);
+    qp_free(buf);
+    fclose(f);
+    return s;
+}
+
+/* ---- thresholds ---------------------------------------------------------------------------- */
+
+void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
+                                  qp_verify_thresholds *t) {
+    double min_bpw = 64.0;
+    bool ternary = false, identical = src != NULL, any = false;
+    for (int64_t i = 0; out && i < out->n_tensors; i++) {
+        const qp_tensor *x = &out->tensors[i];
+        if (x->n_dims < 2 || x->ne[1] < 2) continue;
+        const qp_encoding_traits *tr = qp_encoding_get(x->enc);
+        if (!tr || tr->block_elems <= 0) continue;
+        any = true;
+        double bpw = (double)tr->block_bytes * 8.0 / (double)tr->block_elems;
+        if (bpw < min_bpw) min_bpw = bpw;
+        if (tr->flags & QP_ENC_FLAG_TERNARY) ternary = true;
+        if (src) {
+            const qp_tensor *y = qp_model_find(src, x->canon ? x->canon : x->name);
+            if (!y || y->enc != x->enc) identical = false;
+        }
+    }
+    if (!any) identical = false;
+    if (identical || min_bpw >= 32.0) {
+        *t = (qp_verify_thresholds){0.99999, 1e-5, 1.0, 1.0, identical ? "identical" : "f32"};
+    } else if (ternary || min_bpw < 4.0) {
+        *t = (qp_verify_thresholds){0.95, 0.5, 0.8, 0.0, "low-bit"};
+    } else if (min_bpw >= 16.0) {
+        *t = (qp_verify_thresholds){0.9999, 1e-3, 0.95, 0.0, "16-bit"};
+    } else if (min_bpw >= 8.0) {
+        *t = (qp_verify_thresholds){0.999, 1e-2, 0.9, 0.0, "8-bit"};
+    } else {
+        *t = (qp_verify_thresholds){0.99, 0.1, 0.9, 0.0, "4-bit"};
+    }
+}
+
+/* ---- verify run ---------------------------------------------------------------------------- */
+
+typedef struct prompt_rec {
+    int32_t *ids;
+    int64_t n_ids;
+    char *text;
+    int32_t *src_gen, *out_gen; /* n_generate each */
+    qp_logit_stats *pos;        /* n_positions */
+    int32_t *pos_token;         /* input token at each position */
+    qp_verify_prompt_result res;
+} prompt_rec;
+
+struct qp_verify_report {
+    char *out_path, *src_path;
+    qp_format out_fmt, src_fmt;
+    char out_arch[64], src_arch[64];
+    qp_verify_thresholds th;
+    char class_name[32];
+    int n_threads;
+    int64_t n_generate;
+    prompt_rec *prompts;
+    int64_t n_prompts;
+    /* summary */
+    int64_t positions;
+    double min_cosine, mean_cosine, max_abs_diff, mean_kl, max_kl, top1, greedy_match;
+    bool passed;
+    char reasons[2048];
+};
+
+void qp_verify_report_free(qp_verify_report *r) {
+    if (!r) return;
+    for (int64_t i = 0; i < r->n_prompts; i++) {
+        prompt_rec *p = &r->prompts[i];
+        qp_free(p->ids);
+        qp_free(p->text);
+        qp_free(p->src_gen);
+        qp_free(p->out_gen);
+        qp_free(p->pos);
+        qp_free(p->pos_token);
+    }
+    qp_free(r->prompts);
+    qp_free(r->out_path);
+    qp_free(r->src_path);
+    qp_free(r);
+}
+
+bool qp_verify_report_passed(const qp_verify_report *r) { return r && r->passed; }
+int64_t qp_verify_report_n_prompts(const qp_verify_report *r) { return r ? r->n_prompts : 0; }
+const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r, int64_t i) {
+    return r && i >= 0 && i < r->n_prompts ? &r->prompts[i].res : NULL;
+}
+const char *qp_verify_report_reasons(const qp_verify_report *r) { return r ? r->reasons : ""; }
+
+static qp_status run_prompt(qp_runtime *rs, qp_runtime *ro, int64_t vocab, prompt_rec *p,
+                            int64_t n_gen, qp_err *e) {
+    int64_t P = p->n_ids, npos = P + n_gen - 1;
+    p->src_gen = qp_calloc((size_t)n_gen, sizeof(int32_t));
+    p->out_gen = qp_calloc((size_t)n_gen, sizeof(int32_t));
+    p->pos = qp_calloc((size_t)npos, sizeof(qp_logit_stats));
+    p->pos_token = qp_calloc((size_t)npos, sizeof(int32_t));
+    if (!p->src_gen || !p->out_gen || !p->pos || !p->pos_token)
+        return qp_fail(e, QP_ERR_NOMEM, "verify: out of memory");
+    qp_runtime_reset(rs);
+    qp_runtime_reset(ro);
+    int64_t first_div = -1;
+    qp_status s;
+    for (int64_t pos = 0; pos < npos; pos++) {
+        int32_t tok = pos < P ? p->ids[pos] : p->src_gen[pos - P];
+        float *ls, *lo;
+        if ((s = qp_runtime_forward(rs, tok, pos, &ls, e)) != QP_OK)
+            return qp_err_prefix(e, "verify (against model): ");
+        if ((s = qp_runtime_forward(ro, tok, pos, &lo, e)) != QP_OK)
+            return qp_err_prefix(e, "verify (output model): ");
+        p->pos_token[pos] = tok;
+        qp_logits_compare(ls, lo, vocab, &p->pos[pos]);
+        if (pos >= P - 1) {
+            int64_t j = pos - (P - 1);
+            p->src_gen[j] = p->pos[pos].top1_ref;
+            p->out_gen[j] = p->pos[pos].top1_test;
+            if (first_div < 0 && p->out_gen[j] != p->src_gen[j]) first_div = j;
+        }
+    }
+    /* OUT free-runs from its first divergence: its own greedy continuation */
+    if (first_div >= 0) {
+        for (int64_t j = first_div + 1; j < n_gen; j++) {
+            float *lo;
+            if ((s = qp_runtime_forward(ro, p->out_gen[j - 1], P + j - 1, &lo, e)) != QP_OK)
+                return qp_err_prefix(e, "verify (output model): ");
+            p->out_gen[j] = qp_logits_argmax(lo, vocab);
+        }
+    }
+    qp_verify_prompt_result *r = &p->res;
+    r->n_positions = npos;
+    r->min_cosine = INFINITY;
+    double sc = 0.0, sk = 0.0;
+    int64_t agree = 0;
+    for (int64_t i = 0; i < npos; i++) {
+        const qp_logit_stats *st = &p->pos[i];
+        if (!(st->cosine >= r->min_cosine)) r->min_cosine = st->cosine;
+        sc += st->cosine;
+        sk += st->kl;
+        if (!(st->kl <= r->max_kl)) r->max_kl = st->kl;
+        if (!(st->max_abs_diff <= r->max_abs_diff)) r->max_abs_diff = st->max_abs_diff;
+        if (st->top1_ref == st->top1_test) agree++;
+    }
+    r->mean_cosine = sc / (double)npos;
+    r->mean_kl = sk / (double)npos;
+    r->top1_agreement = (double)agree / (double)npos;
+    r->first_divergence = first_div;
+    r->matched = first_div < 0 ? n_gen : first_div;
+    return QP_OK;
+}
+
+static void add_reason(qp_verify_report *r, const char *fmt, double v, double th) {
+    size_t k = strlen(r->reasons);
+    if (k + 1 >= sizeof r->reasons) return;
+    snprintf(r->reasons + k, sizeof r->reasons - k, fmt, v, th);
+}
+
+qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verify_prompt *prompts,
+                        int64_t n_prompts, const qp_verify_opts *o, qp_verify_report **rep,
+                        qp_err *e) {
+    if (!out || !src || !prompts || !o || !rep || n_prompts <= 0)
+        return qp_fail(e, QP_ERR_ARG, "qp_verify_run: missing argument or no prompts");
+    if (o->n_generate < 1 || o->n_generate > (1 << 20))
+        return qp_fail(e, QP_ERR_ARG, "verify: n_generate %lld must be in 1..%d",
+                       (long long)o->n_generate, 1 << 20);
+    int64_t need_ctx = 0;
+    for (int64_t i = 0; i < n_prompts; i++) {
+        if (prompts[i].n_ids < 1 || !prompts[i].ids)
+            return qp_fail(e, QP_ERR_ARG, "verify: prompt %lld is empty", (long long)i + 1);
+        if (prompts[i].n_ids > (1 << 20))
+            return qp_fail(e, QP_ERR_LIMIT, "verify: prompt %lld is too long", (long long)i + 1);
+        int64_t n = prompts[i].n_ids + o->n_generate;
+        if (n > need_ctx) need_ctx = n;
+    }
+    qp_runtime_opts ro_opts = {o->n_threads, need_ctx};
+    qp_runtime *rs = NULL, *ro = NULL;
+    qp_verify_report *r = NULL;
+    qp_status s = qp_runtime_new(src, &ro_opts, &rs, e);
+    if (s != QP_OK) return qp_err_prefix(e, "verify (against model): ");
+    if ((s = qp_runtime_new(out, &ro_opts, &ro, e)) != QP_OK) {
+        qp_err_prefix(e, "verify (output model): ");
+        goto fail;
+    }
+    const qp_runtime_config *cs = qp_runtime_get_config(rs), *co = qp_runtime_get_config(ro);
+    if (cs->vocab != co->vocab) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED,
+                    "verify: vocabularies differ (%s: %lld tokens, %s: %lld tokens)", out->path,
+                    (long long)co->vocab, src->path, (long long)cs->vocab);
+        goto fail;
+    }
+    for (int64_t i = 0; i < n_prompts; i++)
+        for (int64_t k = 0; k < prompts[i].n_ids; k++)
+            if (prompts[i].ids[k] < 0 || prompts[i].ids[k] >= cs->vocab) {
+                s = qp_fail(e, QP_ERR_ARG, "verify: prompt %lld: token id %d outside 0..%lld",
+                            (long long)i + 1, prompts[i].ids[k], (long long)cs->vocab - 1);
+                goto fail;
+            }
+    r = qp_calloc(1, sizeof *r);
+    if (!r || !(r->prompts = qp_calloc((size_t)n_prompts, sizeof *r->prompts)) ||
+        !(r->out_path = qp_strdup(out->path ? out->path : "")) ||
+        !(r->src_path = qp_strdup(src->path ? src->path : ""))) {
+        s = qp_fail(e, QP_ERR_NOMEM, "verify: out of memory");
+        goto fail;
+    }
+    r->n_prompts = n_prompts;
+    r->out_fmt = out->format;
+    r->src_fmt = src->format;
+    snprintf(r->out_arch, sizeof r->out_arch, "%s", out->arch_name ? out->arch_name : "");
+    snprintf(r->src_arch, sizeof r->src_arch, "%s", src->arch_name ? src->arch_name : "");
+    r->th = o->th;
+    snprintf(r->class_name, sizeof r->class_name, "%s", o->th.class_name ? o->th.class_name : "custom");
+    r->th.class_name = r->class_name;
+    r->n_threads = co->n_threads;
+    r->n_generate = o->n_generate;
+    for (int64_t i = 0; i < n_prompts; i++) {
+        prompt_rec *p = &r->prompts[i];
+        p->n_ids = prompts[i].n_ids;
+        p->ids = qp_malloc((size_t)p->n_ids * sizeof(int32_t));
+        if (!p->ids || (prompts[i].text && !(p->text = qp_strdup(prompts[i].text)))) {
+            s = qp_fail(e, QP_ERR_NOMEM, "verify: out of memory");
+            goto fail;
+        }
+        memcpy(p->ids, prompts[i].ids, (size_t)p->n_ids * sizeof(int32_t));
+        if ((s = run_prompt(rs, ro, cs->vocab, p, o->n_generate, e)) != QP_OK) goto fail;
+    }
+    /* summary over every position of every prompt */
+    r->min_cosine = INFINITY;
+    double sc = 0.0, sk = 0.0;
+    int64_t agree = 0, matched = 0;
+    for (int64_t i = 0; i < n_prompts; i++) {
+        const prompt_rec *p = &r->prompts[i];
+        for (int64_t k = 0; k < p->res.n_positions; k++) {
+            const qp_logit_stats *st = &p->pos[k];
+            if (!(st->cosine >= r->min_cosine)) r->min_cosine = st->cosine;
+            if (!(st->max_abs_diff <= r->max_abs_diff)) r->max_abs_diff = st->max_abs_diff;
+            if (!(st->kl <= r->max_kl)) r->max_kl = st->kl;
+            sc += st->cosine;
+            sk += st->kl;
+            if (st->top1_ref == st->top1_test) agree++;
+            r->positions++;
+        }
+        matched += p->res.matched;
+    }
+    r->mean_cosine = sc / (double)r->positions;
+    r->mean_kl = sk / (double)r->positions;
+    r->top1 = (double)agree / (double)r->positions;
+    r->greedy_match = (double)matched / (double)(o->n_generate * n_prompts);
+    r->passed = true;
+    if (!(r->mean_cosine >= r->th.min_cosine)) {
+        r->passed = false;
+        add_reason(r, "mean cosine %.9g < %.9g\n", r->mean_cosine, r->th.min_cosine);
+    }
+    if (!(r->mean_kl <= r->th.max_kl)) {
+        r->passed = false;
+        add_reason(r, "mean KL %.6g > %.6g\n", r->mean_kl, r->th.max_kl);
+    }
+    if (!(r->top1 >= r->th.min_top1)) {
+        r->passed = false;
+        add_reason(r, "top-1 agreement %.6g < %.6g\n", r->top1, r->th.min_top1);
+    }
+    if (!(r->greedy_match >= r->th.min_greedy_match)) {
+        r->passed = false;
+        add_reason(r, "greedy match %.6g < %.6g\n", r->greedy_match, r->th.min_greedy_match);
+    }
+    qp_runtime_free(rs);
+    qp_runtime_free(ro);
+    *rep = r;
+    return QP_OK;
+fail:
+    qp_verify_report_free(r);
+    qp_runtime_free(rs);
+    qp_runtime_free(ro);
+    return s;
+}
+
+/* ---- receipt JSON -------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* {"path", "format", "arch", "bytes", "sha256"} for a file; {"path", ..., "files": [{"name",
+ * "bytes", "sha256"}]} for a directory (regular files at its top level, sorted by name). */
+static cJSON *input_json(const char *path, qp_format fmt, const char *arch, qp_err *e) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "path", path);
+    cJSON_AddStringToObject(o, "format", qp_format_name(fmt));
+    cJSON_AddStringToObject(o, "arch", arch);
+    char hex[65];
+    struct stat st;
+    if (!qp_path_is_dir(path)) {
+        if (qp_sha256_file(path, hex, e) != QP_OK) goto fail;
+        if (stat(path, &st) == 0) cJSON_AddNumberToObject(o, "bytes", (double)st.st_size);
+        cJSON_AddStringToObject(o, "sha256", hex);
+        return o;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        qp_fail(e, QP_ERR_IO, "%s: cannot list directory for hashing", path);
+        goto fail;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    bool oom = false;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char **nn = qp_realloc(names, nc * sizeof *nn);
+            if (!nn) { oom = true; break; }
+            names = nn;
+            cap = nc;
+        }
+        if (!(names[n] = qp_strdup(de->d_name))) { oom = true; break; }
+        n++;
+    }
+    closedir(d);
+    cJSON *files = oom ? NULL : cJSON_AddArrayToObject(o, "files");
+    qp_status s = oom || !files ? qp_fail(e, QP_ERR_NOMEM, "out of memory") : QP_OK;
+    if (s == QP_OK) qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; s == QP_OK && i < n; i++) {
+        char *full = qp_path_join(path, names[i]);
+        if (!full) { s = qp_fail(e, QP_ERR_NOMEM, "out of memory"); break; }
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            s = qp_sha256_file(full, hex, e);
+            if (s == QP_OK) {
+                cJSON *f = cJSON_CreateObject();
+                cJSON_AddStringToObject(f, "name", names[i]);
+                cJSON_AddNumberToObject(f, "bytes", (double)st.st_size);
+                cJSON_AddStringToObject(f, "sha256", hex);
+                cJSON_AddItemToArray(files, f);
+            }
+        }
+        qp_free(full);
+    }
+    for (size_t i = 0; i < n; i++) qp_free(names[i]);
+    qp_free(names);
+    if (s != QP_OK) goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *ids_json(const int32_t *ids, int64_t n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int64_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    return a;
+}
+
+qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e) {
+    if (!r || !json) return qp_fail(e, QP_ERR_ARG, "qp_verify_report_json: NULL argument");
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
+    cJSON_AddStringToObject(root, "schema", "quantpack.verify.receipt");
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    cJSON_AddStringToObject(tool, "name", "quantpack");
+    cJSON_AddStringToObject(tool, "version", QP_VERSION_STRING);
+    cJSON *inputs = cJSON_AddObjectToObject(root, "inputs");
+    cJSON *in_out = input_json(r->out_path, r->out_fmt, r->out_arch, e);
+    cJSON *in_src = in_out ? input_json(r->src_path, r->src_fmt, r->src_arch, e) : NULL;
+    if (!in_out || !in_src) {
+        cJSON_Delete(in_out);
+        cJSON_Delete(root);
+        if (e && e->status == QP_OK) qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
+        return e ? e->status : QP_ERR_NOMEM;
+    }
+    cJSON_AddItemToObject(inputs, "out", in_out);
+    cJSON_AddItemToObject(inputs, "against", in_src);
+    cJSON *rt = cJSON_AddObjectToObject(root, "runtime");
+    cJSON_AddStringToObject(rt, "name", "quantpack reference CPU runtime");
+    cJSON_AddStringToObject(rt, "kv_cache", "f32");
+    cJSON_AddNumberToObject(rt, "threads", r->n_threads);
+    cJSON_AddNumberToObject(rt, "n_generate", (double)r->n_generate);
+    cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
+    cJSON_AddStringToObject(th, "class", r->class_name);
+    cJSON_AddNumberToObject(th, "min_mean_cosine", r->th.min_cosine);
+    cJSON_AddNumberToObject(th, "max_mean_kl", r->th.max_kl);
+    cJSON_AddNumberToObject(th, "min_top1", r->th.min_top1);
+    cJSON_AddNumberToObject(th, "min_greedy_match", r->th.min_greedy_match);
+    cJSON *ps = cJSON_AddArrayToObject(root, "prompts");
+    for (int64_t i = 0; i < r->n_prompts; i++) {
+        const prompt_rec *p = &r->prompts[i];
+        cJSON *pj = cJSON_CreateObject();
+        cJSON_AddItemToArray(ps, pj);
+        if (p->text) cJSON_AddStringToObject(pj, "text", p->text);
+        cJSON_AddItemToObject(pj, "ids", ids_json(p->ids, p->n_ids));
+        cJSON_AddNumberToObject(pj, "n_positions", (double)p->res.n_positions);
+        cJSON_AddNumberToObject(pj, "min_cosine", p->res.min_cosine);
+        cJSON_AddNumberToObject(pj, "mean_cosine", p->res.mean_cosine);
+        cJSON_AddNumberToObject(pj, "max_abs_diff", p->res.max_abs_diff);
+        cJSON_AddNumberToObject(pj, "mean_kl", p->res.mean_kl);
+        cJSON_AddNumberToObject(pj, "max_kl", p->res.max_kl);
+        cJSON_AddNumberToObject(pj, "top1_agreement", p->res.top1_agreement);
+        cJSON *g = cJSON_AddObjectToObject(pj, "greedy");
+        cJSON_AddNumberToObject(g, "n", (double)r->n_generate);
+        cJSON_AddNumberToObject(g, "matched", (double)p->res.matched);
+        cJSON_AddBoolToObject(g, "exact", p->res.first_divergence < 0);
+        cJSON_AddNumberToObject(g, "first_divergence", (double)p->res.first_divergence);
+        cJSON_AddItemToObject(g, "against_ids", ids_json(p->src_gen, r->n_generate));
+        cJSON_AddItemToObject(g, "out_ids", ids_json(p->out_gen, r->n_generate));
+        cJSON *rows = cJSON_AddArrayToObject(pj, "positions");
+        for (int64_t k = 0; k < p->res.n_positions; k++) {
+            const qp_logit_stats *st = &p->pos[k];
+            cJSON *row = cJSON_CreateObject();
+            cJSON_AddNumberToObject(row, "pos", (double)k);
+            cJSON_AddNumberToObject(row, "token", p->pos_token[k]);
+            cJSON_AddNumberToObject(row, "cosine", st->cosine);
+            cJSON_AddNumberToObject(row, "max_abs_diff", st->max_abs_diff);
+            cJSON_AddNumberToObject(row, "kl", st->kl);
+            cJSON_AddNumberToObject(row, "top1_against", st->top1_ref);
+            cJSON_AddNumberToObject(row, "top1_out", st->top1_test);
+            cJSON_AddItemToArray(rows, row);
+        }
+    }
+    cJSON *sm = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(sm, "positions", (double)r->positions);
+    cJSON_AddNumberToObject(sm, "min_cosine", r->min_cosine);
+    cJSON_AddNumberToObject(sm, "mean_cosine", r->mean_cosine);
+    cJSON_AddNumberToObject(sm, "max_abs_diff", r->max_abs_diff);
+    cJSON_AddNumberToObject(sm, "mean_kl", r->mean_kl);
+    cJSON_AddNumberToObject(sm, "max_kl", r->max_kl);
+    cJSON_AddNumberToObject(sm, "top1_agreement", r->top1);
+    cJSON_AddNumberToObject(sm, "greedy_match", r->greedy_match);
+    cJSON_AddStringToObject(root, "verdict", r->passed ? "pass" : "fail");
+    cJSON *reasons = cJSON_AddArrayToObject(root, "reasons");
+    const char *p = r->reasons;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", (int)(len < 255 ? len : 255), p);
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(line));
+        p += len + (nl ? 1 : 0);
+    }
+    char *txt = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!txt) return qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
+    size_t n = strlen(txt);
+    char *copy = qp_malloc(n + 2);
+    if (!copy) {
+        cJSON_free(txt);
+        return qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
+    }
+    memcpy(copy, txt, n);
+    copy[n] = '\n';
+    copy[n + 1] = '\0';
+    cJSON_free(txt);
+    *json = copy;
+    return QP_OK;
+}

@@ -1,0 +1,72 @@
+/* Internals of the reference runtime shared by forward.c, weights.c, matvec.c and receipt.c. */
+#ifndef QP_RUNTIME_INTERNAL_H
+#define QP_RUNTIME_INTERNAL_H
+
+#include "quantpack/core.h"
+#include "quantpack/encoding.h"
+#include "quantpack/runtime.h"
+
+/* ---- thread pool (matvec.c) ----------------------------------------------------------------
+ * qp_pool_run splits [0, n) into n_threads contiguous chunks, one per thread (the caller is
+ * thread 0), and returns when all are done. Which thread computes an item never changes what
+ * the item computes, so results do not depend on the thread count. */
+typedef struct qp_pool qp_pool;
+typedef void (*qp_par_fn)(void *ctx, int64_t begin, int64_t end, int tid);
+
+qp_status qp_pool_new(int n_threads, qp_pool **out, qp_err *e);
+void qp_pool_free(qp_pool *p);
+int qp_pool_threads(const qp_pool *p);
+/* Runs fn over [0, n); with work < min_items_per_thread * threads fewer threads are used. */
+void qp_pool_run(qp_pool *p, int64_t n, int64_t min_items_per_thread, qp_par_fn fn, void *ctx);
+
+/* ---- weight views (weights.c) -------------------------------------------------------------- */
+/* A matrix of `rows` rows of `cols` elements each, row r at data + r * row_bytes. */
+typedef struct qp_wmat {
+    const char *name;
+    const uint8_t *data;
+    const qp_encoding_traits *tr;
+    int64_t rows, cols;
+    size_t row_bytes;
+    float scale;  /* per-tensor scale outside the rows (I2_S trailer); 1 otherwise */
+    bool ternary; /* tr->flags & QP_ENC_FLAG_TERNARY: activations are int8-quantized first */
+    bool use_i8;  /* ternary and tr->vec_dot_i8 present: integer dot with int8 activations */
+} qp_wmat;
+
+typedef struct qp_layer_weights {
+    qp_wmat wq, wk, wv, wo, w_gate, w_up, w_down;
+    float *attn_norm, *ffn_norm;          /* [dim] */
+    float *attn_sub_norm, *ffn_sub_norm;  /* [n_heads*head_dim], [ffn_dim]; NULL when absent */
+    float *bq, *bk, *bv;                  /* NULL when absent */
+} qp_layer_weights;
+
+typedef struct qp_weights {
+    qp_wmat tok_embd; /* rows = vocab, cols = dim */
+    qp_wmat output;   /* rows = vocab, cols = dim (== tok_embd when tied) */
+    float *output_norm;
+    qp_layer_weights *layers;
+    int64_t n_layers;
+} qp_weights;
+
+/* Resolves cfg (fields 0 in the arch are taken from tensor shapes) and binds every tensor. */
+qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e);
+void qp_weights_free(qp_weights *w);
+/* Dequantizes row r of w into out (w->cols floats). */
+void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);
+
+/* ---- matrix-vector products (matvec.c) ----------------------------------------------------
+ * y[r] = dot(row r of w, x) for every row. Rows of several matrices are dispatched together
+ * (q/k/v, gate/up) so one pool round covers them. Per row: tr->vec_dot_f32 when present, else
+ * dequantize the row into scratch (threads * max_cols floats) and dot in F32 in index order. */
+typedef struct qp_matvec_task {
+    const qp_wmat *w;
+    const float *x;    /* F32 activations (for ternary weights without vec_dot_i8: already
+                          int8 quantize-dequantized) */
+    const int8_t *xa;  /* int8 activations when w->use_i8, with x ~= xa / xa_scale */
+    float xa_scale;
+    float *y;
+} qp_matvec_task;
+
+void qp_matvec_multi(qp_pool *pool, const qp_matvec_task *tasks, int n_tasks, float *scratch,
+                     int64_t scratch_cols);
+
+#endif

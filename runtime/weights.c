@@ -1,0 +1,255 @@
+/* Binds a qp_model's tensors, by canonical GGUF-style name, into per-layer weight views.
+ * Matrices stay in place (borrowed from the model's mapping) and are read through the encodings
+ * traits table; 1-D tensors (norms, biases) are dequantized once into owned F32 arrays. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/runtime_internal.h"
+
+static const char *enc_label(const qp_tensor *t) {
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    return tr ? tr->upper_name : "?";
+}
+
+/* Finds a tensor; NULL (without error) when absent. */
+static const qp_tensor *find(const qp_model *m, const char *name) { return qp_model_find(m, name); }
+
+static qp_status need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
+    const qp_tensor *t = find(m, name);
+    if (!t)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
+                       m->path, name);
+    *out = t;
+    return QP_OK;
+}
+
+/* Checks the traits and the byte size of a tensor of rows x cols elements. */
+static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows, int64_t cols,
+                             size_t *row_bytes, qp_err *e) {
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (!tr)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' has an unknown encoding", m->path,
+                       t->name);
+    if (!tr->dequantize && !tr->vec_dot_f32)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s': encoding %s cannot be read by the runtime (no dequantize "
+                       "or vec_dot_f32 in the traits table)", m->path, t->name, tr->upper_name);
+    if ((tr->flags & QP_ENC_FLAG_EXT_SCALE) && tr->tensor_trailer_bytes == 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s': encoding %s keeps its scales in a sibling tensor, which "
+                       "the runtime does not bind", m->path, t->name, tr->upper_name);
+    size_t rb, total;
+    if (!qp_encoding_row_bytes(t->enc, cols, &rb))
+        return qp_fail(e, QP_ERR_CORRUPT,
+                       "%s: tensor '%s': row of %lld elements is not a whole number of %s blocks",
+                       m->path, t->name, (long long)cols, tr->upper_name);
+    if (!qp_size_mul(rb, (size_t)rows, &total) ||
+        !qp_size_add(total, tr->tensor_trailer_bytes, &total) || !t->data || t->nbytes < total)
+        return qp_fail(e, QP_ERR_CORRUPT,
+                       "%s: tensor '%s' at offset %llu: %zu bytes, %lld rows of %zu bytes needed",
+                       m->path, t->name, (unsigned long long)t->offset, t->nbytes,
+                       (long long)rows, rb);
+    *row_bytes = rb;
+    return QP_OK;
+}
+
+static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
+                          bool need_dequant, qp_wmat *w, qp_err *e) {
+    const qp_tensor *t = NULL;
+    qp_status s = need(m, name, &t, e);
+    if (s != QP_OK) return s;
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' has shape ne=[%lld, %lld, %lld, %lld] (%s); the runtime "
+                       "expects ne=[%lld, %lld] (ggml order: row length first)",
+                       m->path, name, (long long)t->ne[0], (long long)t->ne[1],
+                       (long long)t->ne[2], (long long)t->ne[3], enc_label(t), (long long)cols,
+                       (long long)rows);
+    size_t rb;
+    if ((s = check_bytes(m, t, rows, cols, &rb, e)) != QP_OK) return s;
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (need_dequant && !tr->dequantize)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s': encoding %s has no dequantize (needed for row lookups)",
+                       m->path, name, tr->upper_name);
+    w->name = t->canon ? t->canon : t->name;
+    w->data = t->data;
+    w->tr = tr;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = rb;
+    w->scale = 1.0f;
+    if ((tr->flags & QP_ENC_FLAG_EXT_SCALE) &&
+        !qp_encoding_tensor_scale(t->enc, t->data, t->nbytes, rows * cols, &w->scale))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %llu: cannot read its %s "
+                       "tensor scale", m->path, name, (unsigned long long)t->offset,
+                       tr->upper_name);
+    w->ternary = (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
+    w->use_i8 = w->ternary && tr->vec_dot_i8 != NULL;
+    return QP_OK;
+}
+
+/* A 1-D tensor of n elements into a new F32 array. Absent and optional: *out = NULL. */
+static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool optional,
+                          float **out, qp_err *e) {
+    *out = NULL;
+    const qp_tensor *t = find(m, name);
+    if (!t) {
+        if (optional) return QP_OK;
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
+                       m->path, name);
+    }
+    if (qp_tensor_nelements(t) != n || t->ne[0] != n)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' has %lld elements (ne[0]=%lld); the runtime expects %lld",
+                       m->path, name, (long long)qp_tensor_nelements(t), (long long)t->ne[0],
+                       (long long)n);
+    size_t rb;
+    qp_status s = check_bytes(m, t, 1, n, &rb, e);
+    if (s != QP_OK) return s;
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (!tr->dequantize)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s has no dequantize",
+                       m->path, name, tr->upper_name);
+    float *v = qp_malloc((size_t)n * sizeof *v);
+    if (!v) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor '%s'", m->path, name);
+    tr->dequantize(t->data, v, n);
+    float sc = 1.0f;
+    if ((tr->flags & QP_ENC_FLAG_EXT_SCALE) &&
+        qp_encoding_tensor_scale(t->enc, t->data, t->nbytes, n, &sc) && sc != 1.0f)
+        for (int64_t i = 0; i < n; i++) v[i] *= sc;
+    *out = v;
+    return QP_OK;
+}
+
+void qp_wmat_row(const qp_wmat *w, int64_t r, float *out) {
+    w->tr->dequantize(w->data + (size_t)r * w->row_bytes, out, w->cols);
+    if (w->scale != 1.0f)
+        for (int64_t i = 0; i < w->cols; i++) out[i] *= w->scale;
+}
+
+static int64_t pick(int64_t from_arch, int64_t from_shape) {
+    return from_arch > 0 ? from_arch : from_shape;
+}
+
+qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
+    memset(w, 0, sizeof *w);
+    const qp_arch *a = &m->arch;
+    const qp_tensor *emb = NULL, *q0 = NULL, *k0 = NULL, *g0 = NULL;
+    qp_status s;
+    if ((s = need(m, "token_embd.weight", &emb, e)) != QP_OK) return s;
+    if ((s = need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK) return s;
+    if ((s = need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK) return s;
+    if ((s = need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK) return s;
+
+    cfg->family = a->family;
+    cfg->dim = pick(a->hidden, emb->ne[0]);
+    cfg->vocab = pick(a->vocab, emb->ne[1]);
+    cfg->ffn_dim = pick(a->intermediate, g0->ne[1]);
+    cfg->n_layers = a->n_layers;
+    if (cfg->n_layers <= 0) {
+        char nm[64];
+        int64_t l = 0;
+        for (;; l++) {
+            snprintf(nm, sizeof nm, "blk.%lld.attn_q.weight", (long long)l);
+            if (!find(m, nm) || l > 100000) break;
+        }
+        cfg->n_layers = l;
+    }
+    cfg->n_heads = a->n_heads;
+    if (cfg->n_heads <= 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the architecture does not give the head count",
+                       m->path);
+    cfg->head_dim = pick(a->head_dim, q0->ne[1] / cfg->n_heads);
+    cfg->n_kv_heads = pick(a->n_kv_heads, cfg->head_dim > 0 ? k0->ne[1] / cfg->head_dim : 0);
+    cfg->norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-5f;
+    cfg->rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
+    cfg->rope_style = a->rope_style;
+    cfg->act = a->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : a->act;
+    if (cfg->act != QP_ACT_SILU && cfg->act != QP_ACT_RELU2)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN activation %d is not supported by the runtime",
+                       m->path, (int)cfg->act);
+    cfg->sub_norms = a->sub_norms || a->family == QP_FAMILY_BITNET ||
+                     find(m, "blk.0.attn_sub_norm.weight") != NULL;
+    cfg->qkv_bias = a->qkv_bias || find(m, "blk.0.attn_q.bias") != NULL;
+
+    int64_t dim = cfg->dim, hd = cfg->head_dim, nh = cfg->n_heads, nkv = cfg->n_kv_heads;
+    if (dim <= 0 || hd <= 0 || nkv <= 0 || cfg->vocab <= 0 || cfg->ffn_dim <= 0 ||
+        cfg->n_layers <= 0 || nh % nkv != 0 || hd % 2 != 0 || dim > (1 << 20) ||
+        hd > 65536 || nh > 65536 || cfg->ffn_dim > (1 << 22) || cfg->vocab > (1 << 24) ||
+        cfg->n_layers > 4096)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: inconsistent or out-of-range configuration: dim %lld, heads %lld, kv "
+                       "heads %lld, head_dim %lld, ffn %lld, vocab %lld, layers %lld", m->path,
+                       (long long)dim, (long long)nh, (long long)nkv, (long long)hd,
+                       (long long)cfg->ffn_dim, (long long)cfg->vocab, (long long)cfg->n_layers);
+    int64_t qdim = nh * hd, kvdim = nkv * hd;
+
+    if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, &w->tok_embd, e)) != QP_OK)
+        goto fail;
+    if (find(m, "output.weight")) {
+        if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, &w->output, e)) != QP_OK)
+            goto fail;
+        cfg->tied_output = false;
+    } else {
+        w->output = w->tok_embd; /* tied (llama.cpp also falls back to token_embd) */
+        cfg->tied_output = true;
+    }
+    if ((s = bind_vec(m, "output_norm.weight", dim, false, &w->output_norm, e)) != QP_OK) goto fail;
+    w->layers = qp_calloc((size_t)cfg->n_layers, sizeof *w->layers);
+    if (!w->layers) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        goto fail;
+    }
+    w->n_layers = cfg->n_layers;
+    for (int64_t l = 0; l < cfg->n_layers; l++) {
+        qp_layer_weights *L = &w->layers[l];
+        char nm[96];
+#define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
+        if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, &L->wq, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, &L->wk, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, &L->wv, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, &L->wo, e)) != QP_OK ||
+            (s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, &L->w_gate, e)) !=
+                QP_OK ||
+            (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, &L->w_up, e)) != QP_OK ||
+            (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, &L->w_down, e)) !=
+                QP_OK ||
+            (s = bind_vec(m, NM("attn_norm.weight"), dim, false, &L->attn_norm, e)) != QP_OK ||
+            (s = bind_vec(m, NM("ffn_norm.weight"), dim, false, &L->ffn_norm, e)) != QP_OK)
+            goto fail;
+        if (cfg->sub_norms &&
+            ((s = bind_vec(m, NM("attn_sub_norm.weight"), qdim, false, &L->attn_sub_norm, e)) !=
+                 QP_OK ||
+             (s = bind_vec(m, NM("ffn_sub_norm.weight"), cfg->ffn_dim, false, &L->ffn_sub_norm,
+                           e)) != QP_OK))
+            goto fail;
+        if (cfg->qkv_bias &&
+            ((s = bind_vec(m, NM("attn_q.bias"), qdim, !a->qkv_bias, &L->bq, e)) != QP_OK ||
+             (s = bind_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, &L->bk, e)) != QP_OK ||
+             (s = bind_vec(m, NM("attn_v.bias"), kvdim, !a->qkv_bias, &L->bv, e)) != QP_OK))
+            goto fail;
+#undef NM
+    }
+    return QP_OK;
+fail:
+    qp_weights_free(w);
+    return s;
+}
+
+void qp_weights_free(qp_weights *w) {
+    if (!w) return;
+    for (int64_t l = 0; l < w->n_layers; l++) {
+        qp_layer_weights *L = &w->layers[l];
+        qp_free(L->attn_norm);
+        qp_free(L->ffn_norm);
+        qp_free(L->attn_sub_norm);
+        qp_free(L->ffn_sub_norm);
+        qp_free(L->bq);
+        qp_free(L->bk);
+        qp_free(L->bv);
+    }
+    qp_free(w->layers);
+    qp_free(w->output_norm);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,454 @@
+/* The forward pass on models built in memory, against a plain double-precision reference written
+ * here from the formulas (runtime/runtime.md): Llama GQA with both RoPE conventions (an HF-style
+ * twin built by permuting q/k rows must give the same logits), Qwen2 q/k/v bias, a
+ * dequantize-only encoding, BitNet b1.58 (ReLU^2, sub-norms, int8 activations on TQ2_0 ternary
+ * weights), thread-count independence, and the errors for missing or misshapen tensors. */
+#include <math.h>
+#include <stdint.h>
+
+#include "core/model_internal.h"
+#include "qp_test.h"
+#include "quantpack/quantpack.h"
+#include "quantpack/runtime.h"
+
+typedef struct cfg {
+    int dim, ffn, layers, heads, kv, vocab;
+    qp_family family;
+    qp_rope_style rope;
+    bool bias, sub_norms, tied;
+    qp_encoding mat_enc; /* encoding of the 2-D projection matrices */
+} cfg;
+
+#define MAXT 64
+typedef struct built {
+    qp_model *m;
+    int nt;
+    char names[MAXT][64];
+    float *vals[MAXT];   /* values the reference uses (dequantized from the stored bytes) */
+    int64_t rows[MAXT], cols[MAXT];
+    uint8_t *bytes[MAXT];
+} built;
+
+static uint64_t g_rng = 88172645463325252ull;
+static const char *g_skip; /* a tensor build() leaves out */
+static float frand(void) { /* uniform in [-1, 1) */
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (float)((double)(g_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static const float *get(const built *b, const char *name) {
+    for (int i = 0; i < b->nt; i++)
+        if (strcmp(b->names[i], name) == 0) return b->vals[i];
+    return NULL;
+}
+
+/* Adds a tensor of rows x cols (1-D when rows == 0) with values from gen (scaled). */
+static void add(built *b, const char *name, int64_t rows, int64_t cols, qp_encoding enc,
+                float scale, float offset, bool ternary_vals) {
+    if (g_skip && strcmp(name, g_skip) == 0) return;
+    int i = b->nt++;
+    snprintf(b->names[i], sizeof b->names[i], "%s", name);
+    int64_t r = rows ? rows : 1, n = r * cols;
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t k = 0; k < n; k++) {
+        float x = frand();
+        if (ternary_vals) x = x < -0.33f ? -1.0f : (x > 0.33f ? 1.0f : 0.0f);
+        v[k] = offset + scale * x;
+    }
+    const qp_encoding_traits *tr = qp_encoding_get(enc);
+    size_t nb = 0;
+    qp_encoding_tensor_bytes(enc, n, &nb);
+    uint8_t *bytes = calloc(1, nb + 1);
+    if (tr->quantize_ref) {
+        tr->quantize_ref(v, bytes, n);
+    } else { /* integer encodings (I8): store the rounded values */
+        for (int64_t k = 0; k < n; k++) bytes[k] = (uint8_t)(int8_t)lrintf(v[k]);
+    }
+    tr->dequantize(bytes, v, n); /* the reference sees exactly the stored values */
+    b->vals[i] = v;
+    b->bytes[i] = bytes;
+    b->rows[i] = r;
+    b->cols[i] = cols;
+    qp_tensor *t = qp_model_add_tensor(b->m, name, strlen(name), NULL);
+    t->canon = qp_arena_strdup(qp_model_arena(b->m), name);
+    t->enc = enc;
+    t->n_dims = rows ? 2 : 1;
+    t->ne[0] = cols;
+    t->ne[1] = r;
+    t->data = bytes;
+    t->nbytes = nb;
+}
+
+static void build(built *b, const cfg *c, uint64_t seed) {
+    memset(b, 0, sizeof *b);
+    g_rng = seed;
+    qp_model_new(QP_FORMAT_GGUF, "mem-model", &b->m, NULL);
+    qp_arch *a = &b->m->arch;
+    a->family = c->family;
+    a->hidden = c->dim;
+    a->intermediate = c->ffn;
+    a->n_layers = c->layers;
+    a->n_heads = c->heads;
+    a->n_kv_heads = c->kv;
+    a->head_dim = c->dim / c->heads;
+    a->vocab = c->vocab;
+    a->max_pos = 64;
+    a->norm_eps = 1e-5f;
+    a->rope_theta = 10000.0f;
+    a->rope_style = c->rope;
+    a->tie_embeddings = c->tied;
+    a->qkv_bias = c->bias;
+    a->sub_norms = c->sub_norms;
+    a->act = c->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : QP_ACT_SILU;
+    int hd = c->dim / c->heads, kvd = c->kv * hd;
+    bool tern = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
+    bool ints = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_INT) != 0;
+    float ms = ints || tern ? 1.0f : 0.3f; /* int / ternary codes stay small */
+    add(b, "token_embd.weight", c->vocab, c->dim, QP_ENC_F32, 1.0f, 0.0f, false);
+    if (!c->tied) add(b, "output.weight", c->vocab, c->dim, QP_ENC_F16, 0.5f, 0.0f, false);
+    add(b, "output_norm.weight", 0, c->dim, QP_ENC_F32, 0.2f, 1.0f, false);
+    char nm[64];
+    for (int l = 0; l < c->layers; l++) {
+#define N(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
+        add(b, N("attn_norm.weight"), 0, c->dim, QP_ENC_F32, 0.2f, 1.0f, false);
+        add(b, N("attn_q.weight"), c->dim, c->dim, c->mat_enc, ms, 0.0f, tern || ints);
+        add(b, N("attn_k.weight"), kvd, c->dim, c->mat_enc, ms, 0.0f, tern || ints);
+        add(b, N("attn_v.weight"), kvd, c->dim, c->mat_enc, ms, 0.0f, tern || ints);
+        add(b, N("attn_output.weight"), c->dim, c->dim, c->mat_enc, ms, 0.0f, tern || ints);
+        add(b, N("ffn_norm.weight"), 0, c->dim, QP_ENC_F32, 0.2f, 1.0f, false);
+        add(b, N("ffn_gate.weight"), c->ffn, c->dim, c->mat_enc, ms, 0.0f, tern || ints);
+        add(b, N("ffn_up.weight"), c->ffn, c->dim, c->mat_enc, ms, 0.0f, tern || ints);
+        add(b, N("ffn_down.weight"), c->dim, c->ffn, c->mat_enc, ms, 0.0f, tern || ints);
+        if (c->bias) {
+            add(b, N("attn_q.bias"), 0, c->dim, QP_ENC_F32, 0.5f, 0.0f, false);
+            add(b, N("attn_k.bias"), 0, kvd, QP_ENC_F32, 0.5f, 0.0f, false);
+            add(b, N("attn_v.bias"), 0, kvd, QP_ENC_F32, 0.5f, 0.0f, false);
+        }
+        if (c->sub_norms) {
+            add(b, N("attn_sub_norm.weight"), 0, c->dim, QP_ENC_F32, 0.2f, 1.0f, false);
+            add(b, N("ffn_sub_norm.weight"), 0, c->ffn, QP_ENC_F32, 0.2f, 1.0f, false);
+        }
+#undef N
+    }
+    qp_model_finish(b->m, NULL);
+}
+
+static void unbuild(built *b) {
+    for (int i = 0; i < b->nt; i++) {
+        free(b->vals[i]);
+        free(b->bytes[i]);
+    }
+    qp_model_close(b->m);
+}
+
+/* ---- reference, in double ----------------------------------------------------------------- */
+
+static void ref_matvec(const float *w, int64_t rows, int64_t cols, const double *x, double *y) {
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int64_t c = 0; c < cols; c++) s += (double)w[r * cols + c] * x[c];
+        y[r] = s;
+    }
+}
+static void ref_rmsnorm(const double *x, const float *w, int64_t n, double *o) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += x[i] * x[i];
+    double k = 1.0 / sqrt(ss / (double)n + 1e-5);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] * k * w[i];
+}
+/* BitNet activation quantization as ternary.md states it (float scale, round half to even). */
+static void ref_actq(const double *x, int64_t n, double *o) {
+    float amax = 0;
+    for (int64_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf((float)x[i]));
+    float s = 127.0f / fmaxf(amax, 1e-5f);
+    for (int64_t i = 0; i < n; i++) {
+        float q = nearbyintf((float)x[i] * s);
+        q = fminf(fmaxf(q, -128.0f), 127.0f);
+        o[i] = (double)q / (double)s;
+    }
+}
+static void ref_proj(const built *b, const char *name, int64_t rows, int64_t cols, bool actq,
+                     const double *x, double *y) {
+    double xq[4096];
+    const double *in = x;
+    if (actq) {
+        ref_actq(x, cols, xq);
+        in = xq;
+    }
+    ref_matvec(get(b, name), rows, cols, in, y);
+}
+
+/* Logits after feeding toks[0..n) (last position). */
+static void ref_forward(const built *b, const cfg *c, const int32_t *toks, int n, double *logits) {
+    int dim = c->dim, hd = dim / c->heads, kvd = c->kv * hd, ffn = c->ffn;
+    bool aq = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
+    static double kc[8][64][512], vc[8][64][512];
+    double x[1024], h[1024], q[1024], k[1024], v[1024], att[1024], o[1024], g[1024], u[1024];
+    char nm[64];
+    for (int p = 0; p < n; p++) {
+        const float *emb = get(b, "token_embd.weight") + (size_t)toks[p] * (size_t)dim;
+        for (int i = 0; i < dim; i++) x[i] = emb[i];
+        for (int l = 0; l < c->layers; l++) {
+#define N(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
+            ref_rmsnorm(x, get(b, N("attn_norm.weight")), dim, h);
+            ref_proj(b, N("attn_q.weight"), dim, dim, aq, h, q);
+            ref_proj(b, N("attn_k.weight"), kvd, dim, aq, h, k);
+            ref_proj(b, N("attn_v.weight"), kvd, dim, aq, h, v);
+            if (c->bias) {
+                const float *bq = get(b, N("attn_q.bias")), *bk = get(b, N("attn_k.bias")),
+                            *bv = get(b, N("attn_v.bias"));
+                for (int i = 0; i < dim; i++) q[i] += bq[i];
+                for (int i = 0; i < kvd; i++) k[i] += bk[i], v[i] += bv[i];
+            }
+            /* RoPE: pairs (2i, 2i+1) for NORM, (i, i + hd/2) for NEOX; angle p * theta^(-2i/hd) */
+            for (int pass = 0; pass < 2; pass++) {
+                double *vec = pass ? k : q;
+                int nh = pass ? c->kv : c->heads;
+                for (int hh = 0; hh < nh; hh++)
+                    for (int i = 0; i < hd / 2; i++) {
+                        double ang = p * pow(10000.0, -2.0 * i / hd);
+                        int a0 = c->rope == QP_ROPE_NEOX ? i : 2 * i;
+                        int a1 = c->rope == QP_ROPE_NEOX ? i + hd / 2 : 2 * i + 1;
+                        double *w = vec + hh * hd, x0 = w[a0], x1 = w[a1];
+                        w[a0] = x0 * cos(ang) - x1 * sin(ang);
+                        w[a1] = x0 * sin(ang) + x1 * cos(ang);
+                    }
+            }
+            for (int i = 0; i < kvd; i++) kc[l][p][i] = k[i], vc[l][p][i] = v[i];
+            for (int hh = 0; hh < c->heads; hh++) {
+                int kh = hh / (c->heads / c->kv);
+                double mx = -1e300, sum = 0;
+                for (int t = 0; t <= p; t++) {
+                    double s = 0;
+                    for (int i = 0; i < hd; i++) s += q[hh * hd + i] * kc[l][t][kh * hd + i];
+                    att[t] = s / sqrt((double)hd);
+                    if (att[t] > mx) mx = att[t];
+                }
+                for (int t = 0; t <= p; t++) sum += (att[t] = exp(att[t] - mx));
+                for (int i = 0; i < hd; i++) {
+                    double s = 0;
+                    for (int t = 0; t <= p; t++) s += att[t] / sum * vc[l][t][kh * hd + i];
+                    o[hh * hd + i] = s;
+                }
+            }
+            if (c->sub_norms) {
+                double tmp[1024];
+                ref_rmsnorm(o, get(b, N("attn_sub_norm.weight")), dim, tmp);
+                memcpy(o, tmp, sizeof(double) * (size_t)dim);
+            }
+            ref_proj(b, N("attn_output.weight"), dim, dim, aq, o, h);
+            for (int i = 0; i < dim; i++) x[i] += h[i];
+            ref_rmsnorm(x, get(b, N("ffn_norm.weight")), dim, h);
+            ref_proj(b, N("ffn_gate.weight"), ffn, dim, aq, h, g);
+            ref_proj(b, N("ffn_up.weight"), ffn, dim, aq, h, u);
+            for (int i = 0; i < ffn; i++) {
+                double a = c->family == QP_FAMILY_BITNET ? (g[i] > 0 ? g[i] * g[i] : 0.0)
+                                                         : g[i] / (1.0 + exp(-g[i]));
+                g[i] = a * u[i];
+            }
+            if (c->sub_norms) {
+                double tmp[1024];
+                ref_rmsnorm(g, get(b, N("ffn_sub_norm.weight")), ffn, tmp);
+                memcpy(g, tmp, sizeof(double) * (size_t)ffn);
+            }
+            ref_proj(b, N("ffn_down.weight"), dim, ffn, aq, g, h);
+            for (int i = 0; i < dim; i++) x[i] += h[i];
+#undef N
+        }
+    }
+    ref_rmsnorm(x, get(b, "output_norm.weight"), dim, h);
+    ref_matvec(get(b, c->tied ? "token_embd.weight" : "output.weight"), c->vocab, dim, h, logits);
+}
+
+/* Runs toks through the runtime; returns the max |runtime - reference| over every position. */
+static double run_vs_ref(const built *b, const cfg *c, const int32_t *toks, int n, int threads,
+                         float *last_logits) {
+    qp_runtime *rt = NULL;
+    qp_err e = {0};
+    qp_runtime_opts o = {threads, 32};
+    if (qp_runtime_new(b->m, &o, &rt, &e) != QP_OK) {
+        fprintf(stderr, "runtime_new: %s\n", e.msg);
+        return INFINITY;
+    }
+    double worst = 0;
+    for (int p = 0; p < n; p++) {
+        float *lg = NULL;
+        if (qp_runtime_forward(rt, toks[p], p, &lg, &e) != QP_OK) {
+            fprintf(stderr, "forward: %s\n", e.msg);
+            worst = INFINITY;
+            break;
+        }
+        double ref[512];
+        ref_forward(b, c, toks, p + 1, ref);
+        for (int i = 0; i < c->vocab; i++) {
+            double d = fabs(ref[i] - lg[i]);
+            if (!(d <= worst)) worst = d;
+        }
+        if (last_logits) memcpy(last_logits, lg, sizeof(float) * (size_t)c->vocab);
+    }
+    qp_runtime_free(rt);
+    return worst;
+}
+
+static const int32_t k_toks[] = {1, 7, 3, 22, 9, 0, 31, 5};
+#define NTOK 8
+
+static void test_llama(void) {
+    cfg c = {16, 24, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32};
+    built b;
+    build(&b, &c, 12345);
+    double d = run_vs_ref(&b, &c, k_toks, NTOK, 1, NULL);
+    QP_CHECK_MSG(d < 1e-4, "llama NORM: max |diff| %g", d);
+    /* thread counts give bit-identical logits */
+    float l1[64], l2[64], l3[64];
+    run_vs_ref(&b, &c, k_toks, NTOK, 1, l1);
+    run_vs_ref(&b, &c, k_toks, NTOK, 2, l2);
+    run_vs_ref(&b, &c, k_toks, NTOK, 3, l3);
+    QP_CHECK(memcmp(l1, l2, sizeof(float) * 40) == 0 && memcmp(l1, l3, sizeof(float) * 40) == 0);
+
+    /* HF twin: rows of q/k permuted within each head so NEOX rotation of the twin equals NORM
+       rotation of the original (HF row h*hd + p*hd/2 + i = GGUF row h*hd + 2i + p). */
+    cfg cn = c;
+    cn.rope = QP_ROPE_NEOX;
+    built t;
+    build(&t, &cn, 12345);
+    int hd = c.dim / c.heads;
+    for (int l = 0; l < c.layers; l++) {
+        const char *which[2] = {"attn_q.weight", "attn_k.weight"};
+        for (int wi = 0; wi < 2; wi++) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "blk.%d.%s", l, which[wi]);
+            const qp_tensor *src = qp_model_find(b.m, nm);
+            const qp_tensor *dst = qp_model_find(t.m, nm);
+            int nh = wi ? c.kv : c.heads;
+            for (int h = 0; h < nh; h++)
+                for (int p = 0; p < 2; p++)
+                    for (int i = 0; i < hd / 2; i++)
+                        memcpy((uint8_t *)dst->data + (size_t)(h * hd + p * hd / 2 + i) * 4 * c.dim,
+                               src->data + (size_t)(h * hd + 2 * i + p) * 4 * c.dim,
+                               (size_t)4 * c.dim);
+        }
+    }
+    float ln[64];
+    run_vs_ref(&t, &cn, k_toks, NTOK, 2, ln); /* reference of the twin is not used here */
+    double md = 0;
+    for (int i = 0; i < 40; i++) md = fmax(md, fabs((double)ln[i] - l1[i]));
+    QP_CHECK_MSG(md < 1e-5, "HF twin (NEOX, permuted q/k) differs from NORM model by %g", md);
+    /* and the NEOX runtime against the NEOX reference on unpermuted weights */
+    built t2;
+    build(&t2, &cn, 999);
+    d = run_vs_ref(&t2, &cn, k_toks, NTOK, 2, NULL);
+    QP_CHECK_MSG(d < 1e-4, "llama NEOX: max |diff| %g", d);
+    unbuild(&t2);
+    unbuild(&t);
+    unbuild(&b);
+}
+
+static void test_variants(void) {
+    /* Qwen2-style bias, untied F16 output */
+    cfg c = {16, 24, 2, 4, 1, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, false, QP_ENC_F32};
+    built b;
+    build(&b, &c, 777);
+    double d = run_vs_ref(&b, &c, k_toks, NTOK, 2, NULL);
+    QP_CHECK_MSG(d < 1e-4, "qwen2 bias: max |diff| %g", d);
+    unbuild(&b);
+    /* F16 and BF16 matrices (vec_dot_f32) */
+    qp_encoding encs[] = {QP_ENC_F16, QP_ENC_BF16, QP_ENC_Q8_0};
+    for (int i = 0; i < 3; i++) {
+        cfg cf = {32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, encs[i]};
+        build(&b, &cf, 4242);
+        d = run_vs_ref(&b, &cf, k_toks, NTOK, 2, NULL);
+        QP_CHECK_MSG(d < 1e-3, "%s matrices: max |diff| %g", qp_encoding_get(encs[i])->name, d);
+        unbuild(&b);
+    }
+    /* I8 matrices: no vec_dot_f32, so rows are dequantized into scratch */
+    QP_CHECK(qp_encoding_get(QP_ENC_I8)->vec_dot_f32 == NULL);
+    cfg ci = {16, 24, 1, 2, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_I8};
+    build(&b, &ci, 31337);
+    d = run_vs_ref(&b, &ci, k_toks, NTOK, 3, NULL);
+    QP_CHECK_MSG(d < 1e-3, "i8 matrices: max |diff| %g", d);
+    unbuild(&b);
+}
+
+static void test_bitnet(void) {
+    /* TQ2_0 needs rows of 256 */
+    cfg c = {256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0};
+    built b;
+    build(&b, &c, 2024);
+    double d = run_vs_ref(&b, &c, k_toks, 4, 2, NULL);
+    QP_CHECK_MSG(d < 2e-3, "bitnet TQ2_0: max |diff| %g", d);
+    /* the reference without activation quantization must be measurably different, or the
+       check above proves nothing about it */
+    cfg cf = c;
+    cf.mat_enc = QP_ENC_F32;
+    built bf;
+    build(&bf, &cf, 2024); /* same values: ternary codes times 1.0 */
+    double dq = 0;
+    {
+        float a[64], f[64];
+        run_vs_ref(&b, &c, k_toks, 4, 1, a);
+        run_vs_ref(&bf, &cf, k_toks, 4, 1, f);
+        for (int i = 0; i < 40; i++) dq = fmax(dq, fabs((double)a[i] - f[i]));
+    }
+    QP_CHECK_MSG(dq > 10 * 2e-3, "int8 activations change logits by only %g", dq);
+    unbuild(&bf);
+    unbuild(&b);
+}
+
+static void test_errors(void) {
+    cfg c = {16, 24, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32};
+    built b;
+    build(&b, &c, 5);
+    qp_err e = {0};
+    qp_runtime *rt = NULL;
+    /* a missing tensor is named */
+    built miss;
+    g_skip = "blk.1.ffn_down.weight";
+    build(&miss, &c, 5);
+    g_skip = NULL;
+    qp_status s = qp_runtime_new(miss.m, NULL, &rt, &e);
+    QP_CHECK(s == QP_ERR_UNSUPPORTED && rt == NULL);
+    QP_CHECK_MSG(strstr(e.msg, "blk.1.ffn_down.weight") != NULL, "message: %s", e.msg);
+    unbuild(&miss);
+    /* wrong shape */
+    qp_tensor *t = (qp_tensor *)qp_model_find(b.m, "blk.0.attn_k.weight");
+    t->ne[1] = 12;
+    qp_err_clear(&e);
+    s = qp_runtime_new(b.m, NULL, &rt, &e);
+    QP_CHECK(s == QP_ERR_UNSUPPORTED && strstr(e.msg, "blk.0.attn_k.weight") != NULL);
+    t->ne[1] = 8;
+    /* truncated data */
+    t->nbytes -= 4;
+    qp_err_clear(&e);
+    s = qp_runtime_new(b.m, NULL, &rt, &e);
+    QP_CHECK(s == QP_ERR_CORRUPT && strstr(e.msg, "blk.0.attn_k.weight") != NULL);
+    t->nbytes += 4;
+    /* forward argument checks */
+    qp_err_clear(&e);
+    qp_runtime_opts o = {2, 8};
+    QP_CHECK(qp_runtime_new(b.m, &o, &rt, &e) == QP_OK);
+    float *lg;
+    QP_CHECK(qp_runtime_forward(rt, 40, 0, &lg, &e) == QP_ERR_ARG);
+    QP_CHECK(qp_runtime_forward(rt, -1, 0, &lg, &e) == QP_ERR_ARG);
+    QP_CHECK(qp_runtime_forward(rt, 1, 1, &lg, &e) == QP_ERR_ARG); /* nothing at 0 yet */
+    QP_CHECK(qp_runtime_forward(rt, 1, 0, &lg, &e) == QP_OK);
+    QP_CHECK(qp_runtime_forward(rt, 1, 1, &lg, &e) == QP_OK);
+    for (int p = 2; p < 8; p++) qp_runtime_forward(rt, 2, p, &lg, &e);
+    QP_CHECK(qp_runtime_forward(rt, 1, 8, &lg, &e) == QP_ERR_ARG); /* past n_ctx */
+    qp_runtime_reset(rt);
+    QP_CHECK(qp_runtime_forward(rt, 1, 3, &lg, &e) == QP_ERR_ARG);
+    const qp_runtime_config *rc = qp_runtime_get_config(rt);
+    QP_CHECK(rc->tied_output && rc->n_kv_heads == 2 && rc->head_dim == 4 && rc->n_ctx == 8);
+    qp_runtime_free(rt);
+    unbuild(&b);
+}
+
+int main(void) {
+    test_llama();
+    test_variants();
+    test_bitnet();
+    test_errors();
+    return qp_test_finish();
+}
