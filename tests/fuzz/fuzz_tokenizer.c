@@ -1,0 +1,147 @@
+/* Fuzz target: the tokenizers on arbitrary text. Byte 0 selects options (bit 0 parse_special,
+ * bit 1 add_bos, bits 2-3 the byte-level pre-tokenizer); the rest is the text, encoded with a small
+ * in-memory vocabulary of each kind (SentencePiece, byte-level BPE, WordPiece) and decoded again.
+ * Checked: encode succeeds, every id is in range, every piece decodes, and for well-formed UTF-8
+ * (without special-token parsing) SentencePiece and byte-level BPE give back the exact text. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quantpack/quantpack.h"
+#include "quantpack/tokenizer.h"
+#include "runtime/unicode.h"
+
+#define MAXT 400
+typedef struct fvocab {
+    qp_vocab v;
+    char *tok[MAXT];
+    uint32_t len[MAXT];
+    float sc[MAXT];
+    int32_t ty[MAXT];
+    char store[MAXT][24];
+    char *merge[32];
+    char merge_store[32][24];
+} fvocab;
+
+static int32_t add(fvocab *f, const char *s, float score, int32_t type) {
+    int32_t id = (int32_t)f->v.n_tokens++;
+    snprintf(f->store[id], sizeof f->store[id], "%s", s);
+    f->tok[id] = f->store[id];
+    f->len[id] = (uint32_t)strlen(s);
+    f->sc[id] = score;
+    f->ty[id] = type;
+    return id;
+}
+
+static void base(fvocab *f, qp_tok_model model) {
+    memset(f, 0, sizeof *f);
+    f->v.model = model;
+    f->v.tokens = f->tok;
+    f->v.token_lens = f->len;
+    f->v.scores = f->sc;
+    f->v.types = f->ty;
+    f->v.merges = f->merge;
+    f->v.bos_id = f->v.eos_id = f->v.unk_id = f->v.pad_id = -1;
+}
+
+static fvocab g_spm, g_bpe, g_wpm;
+
+static void build(void) {
+    /* SentencePiece: <unk> <s> </s>, byte pieces, U+2581, letters and a few merges */
+    base(&g_spm, QP_TOK_SPM);
+    g_spm.v.unk_id = add(&g_spm, "<unk>", 0, QP_TOKTYPE_UNKNOWN);
+    g_spm.v.bos_id = add(&g_spm, "<s>", 0, QP_TOKTYPE_CONTROL);
+    g_spm.v.eos_id = add(&g_spm, "</s>", 0, QP_TOKTYPE_CONTROL);
+    for (int b = 0; b < 256; b++) {
+        char s[8];
+        snprintf(s, sizeof s, "<0x%02X>", b);
+        add(&g_spm, s, 0, QP_TOKTYPE_BYTE);
+    }
+    static const char *const pieces[] = {
+        "\xE2\x96\x81", "a", "e", "h", "i", "n", "o", "s", "t", "th", "he", "in", "\xE2\x96\x81t",
+        "\xE2\x96\x81th", "\xE2\x96\x81the", "\xC3\xA9", "\xE2\x96\x81\xE2\x96\x81", "on", "\xE4\xB8\xAD"};
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++)
+        add(&g_spm, pieces[i], -(float)i, QP_TOKTYPE_NORMAL);
+
+    /* byte-level BPE: the 256 byte characters, merges, an end-of-text token and a user token */
+    base(&g_bpe, QP_TOK_BPE);
+    g_bpe.v.scores = NULL;
+    uint32_t next = 256;
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? (uint32_t)b : next++;
+        char s[5] = {0};
+        qp_utf8_encode(cp, s);
+        add(&g_bpe, s, 0, QP_TOKTYPE_NORMAL);
+    }
+    static const char *const merges[][2] = {
+        {"\xC4\xA0", "t"}, {"h", "e"}, {"\xC4\xA0t", "he"}, {"i", "n"}, {"\xC4\xA0", "\xC4\xA0"},
+        {"1", "2"}, {"12", "3"}, {"'", "s"}, {"\xC4\x8A", "\xC4\x8A"}, {"\xC3", "\xA9"}};
+    for (size_t i = 0; i < sizeof merges / sizeof merges[0]; i++) {
+        snprintf(g_bpe.merge_store[i], sizeof g_bpe.merge_store[i], "%s %s", merges[i][0], merges[i][1]);
+        g_bpe.merge[i] = g_bpe.merge_store[i];
+        char both[24];
+        snprintf(both, sizeof both, "%s%s", merges[i][0], merges[i][1]);
+        add(&g_bpe, both, 0, QP_TOKTYPE_NORMAL);
+    }
+    g_bpe.v.n_merges = (int64_t)(sizeof merges / sizeof merges[0]);
+    g_bpe.v.bos_id = g_bpe.v.eos_id = add(&g_bpe, "<|endoftext|>", 0, QP_TOKTYPE_CONTROL);
+    add(&g_bpe, "<|user|>", 0, QP_TOKTYPE_USER_DEFINED);
+
+    /* WordPiece (GGUF style: word starts carry U+2581) */
+    base(&g_wpm, QP_TOK_WPM);
+    g_wpm.v.scores = NULL;
+    add(&g_wpm, "[PAD]", 0, QP_TOKTYPE_CONTROL);
+    g_wpm.v.unk_id = add(&g_wpm, "[UNK]", 0, QP_TOKTYPE_CONTROL);
+    g_wpm.v.bos_id = add(&g_wpm, "[CLS]", 0, QP_TOKTYPE_CONTROL);
+    static const char *const words[] = {"\xE2\x96\x81the", "\xE2\x96\x81" "a", "\xE2\x96\x81hel", "lo",
+                                        "\xE2\x96\x81,", "\xE2\x96\x81!", "s", "\xE2\x96\x81\xE4\xB8\xAD"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) add(&g_wpm, words[i], 0, QP_TOKTYPE_NORMAL);
+}
+
+static const char *const k_pre[4] = {"gpt-2", "llama-bpe", "qwen2", "deepseek-coder"};
+
+static void run(const fvocab *f, const char *text, size_t len, bool add_bos, bool special) {
+    qp_tokenizer *t = NULL;
+    qp_err e = {0};
+    if (qp_tokenizer_new(&f->v, &t, &e) != QP_OK) abort();
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    if (qp_tokenizer_encode(t, text, len, add_bos, special, &ids, &n, &e) != QP_OK) abort();
+    char *dec = malloc(len * 4 + 64);
+    if (!dec) abort();
+    size_t dl = 0;
+    bool lossless = f->v.model != QP_TOK_WPM && !special && qp_utf8_valid(text, len);
+    int32_t prev = f->v.model == QP_TOK_SPM ? f->v.bos_id : -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= f->v.n_tokens) abort();
+        char piece[64];
+        int64_t k = qp_tokenizer_decode_piece(t, prev, ids[i], piece, sizeof piece);
+        if (k < 0 || k > (int64_t)sizeof piece) abort();
+        if (dl + (size_t)k <= len * 4 + 64) memcpy(dec + dl, piece, (size_t)k);
+        dl += (size_t)k;
+        prev = ids[i];
+    }
+    if (lossless && (dl != len || memcmp(dec, text, len) != 0)) abort();
+    free(dec);
+    qp_free(ids);
+    qp_tokenizer_free(t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static bool built;
+    if (!built) {
+        build();
+        built = true;
+    }
+    if (size == 0 || size > (1 << 16)) return 0;
+    uint8_t opt = data[0];
+    const char *text = (const char *)data + 1;
+    size_t len = size - 1;
+    bool special = opt & 1, add_bos = (opt & 2) != 0;
+    snprintf(g_bpe.v.pre, sizeof g_bpe.v.pre, "%s", k_pre[(opt >> 2) & 3]);
+    run(&g_spm, text, len, add_bos, special);
+    run(&g_bpe, text, len, add_bos, special);
+    run(&g_wpm, text, len, add_bos, special);
+    return 0;
+}
