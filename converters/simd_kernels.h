@@ -1,4 +1,4 @@
-/* Kernels in converters/kquants_avx2.c and kquants_avx512.c; called only through converters/simd.c after
+/* Kernels in converters/kquants_avx2.c; called only through converters/simd.c after
  * cpuid says the CPU has them. Quantizers: same bytes as the _ref functions. Dots: same
  * dequantized values, summed in a different order (tolerance in encodings.md). */
 #ifndef QP_SIMD_KERNELS_H
@@ -9,7 +9,5 @@ void qp_q4k_quantize_avx2(const float *x, void *y, int64_t n);
 void qp_q6k_quantize_avx2(const float *x, void *y, int64_t n);
 float qp_q4k_vec_dot_avx2(const void *w, const float *x, int64_t n);
 float qp_q6k_vec_dot_avx2(const void *w, const float *x, int64_t n);
-void qp_q4k_quantize_avx512(const float *x, void *y, int64_t n);
-void qp_q6k_quantize_avx512(const float *x, void *y, int64_t n);
 
 #endif
