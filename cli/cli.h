@@ -28,6 +28,7 @@ bool qp_cli_is_help(const char *arg);
 
 /* Commands: argv[0] is the command name. */
 int qp_cmd_inspect(int argc, char **argv);
+int qp_cmd_convert(int argc, char **argv);
 int qp_cmd_tokenize(int argc, char **argv);
 int qp_cmd_run(int argc, char **argv);
 int qp_cmd_verify(int argc, char **argv);

@@ -12,6 +12,7 @@ static const struct {
     const char *summary;
 } k_commands[] = {
     {"inspect", qp_cmd_inspect, "describe any supported model file or directory"},
+    {"convert", qp_cmd_convert, "convert a model to GGUF (Q4_K_M, Q8_0, F16, I2_S, TQ2_0, ...)"},
     {"tokenize", qp_cmd_tokenize, "print the token ids of a text"},
     {"run", qp_cmd_run, "generate text with the reference runtime"},
     {"verify", qp_cmd_verify, "compare an output model with its source (parity receipt)"},
