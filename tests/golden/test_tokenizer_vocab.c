@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/model_internal.h"
 #include "qp_test.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/tokenizer.h"
@@ -45,16 +46,39 @@ static bool decode_all(const qp_tokenizer *t, const qp_vocab *v, const int32_t *
     return true;
 }
 
-static void run_vocab(const char *dir, const char *name, bool lossless) {
-    char gguf[1024], inp_path[1100], out_path[1100];
+/* name: the ggml-vocab-NAME vectors; source: NULL for that GGUF, else a SentencePiece
+ * tokenizer.model or a llama2.c tokenizer .bin holding the same vocabulary */
+static void run_vocab(const char *dir, const char *name, const char *source, bool lossless) {
+    char gguf[1024], inp_path[1100], out_path[1100], src[1100], label[1200];
     snprintf(gguf, sizeof gguf, "%s/vocab/ggml-vocab-%s.gguf", dir, name);
     snprintf(inp_path, sizeof inp_path, "%s.inp", gguf);
     snprintf(out_path, sizeof out_path, "%s.out", gguf);
     qp_err e = {0};
     qp_model *m = NULL;
-    qp_status s = qp_model_open(gguf, NULL, &m, &e);
-    QP_CHECK_MSG(s == QP_OK, "%s: %s", gguf, e.msg);
-    if (s != QP_OK) return;
+    qp_status s;
+    if (!source) {
+        snprintf(label, sizeof label, "%s", name);
+        s = qp_model_open(gguf, NULL, &m, &e);
+        QP_CHECK_MSG(s == QP_OK, "%s: %s", gguf, e.msg);
+    } else {
+        snprintf(src, sizeof src, "%s/%s", dir, source);
+        snprintf(label, sizeof label, "%s (%s)", name, source);
+        if (!qp_path_exists(src)) {
+            printf("%s: not found, not run\n", src);
+            return;
+        }
+        s = qp_model_new(QP_FORMAT_UNKNOWN, src, &m, &e);
+        size_t sl = strlen(src);
+        if (s == QP_OK)
+            s = sl > 6 && strcmp(src + sl - 6, ".model") == 0 ? qp_vocab_read_spm_model(m, src, &e)
+                                                              : qp_vocab_read_llama2c_bin(m, src, &e);
+        QP_CHECK_MSG(s == QP_OK, "%s: %s", src, e.msg);
+    }
+    if (s != QP_OK) {
+        qp_model_close(m);
+        return;
+    }
+    name = label;
     qp_tokenizer *t = NULL;
     s = qp_tokenizer_new(&m->vocab, &t, &e);
     QP_CHECK_MSG(s == QP_OK, "%s: %s", name, e.msg);
@@ -127,10 +151,13 @@ int main(void) {
     char probe[1024];
     snprintf(probe, sizeof probe, "%s/vocab/ggml-vocab-llama-spm.gguf", dir);
     if (!qp_path_exists(probe)) QP_SKIP("real fixtures not found at %s", dir);
-    run_vocab(dir, "llama-spm", true);
-    run_vocab(dir, "phi-3", true);
-    run_vocab(dir, "gpt-2", true);
-    run_vocab(dir, "deepseek-coder", true);
-    run_vocab(dir, "bert-bge", false);
+    run_vocab(dir, "llama-spm", NULL, true);
+    run_vocab(dir, "phi-3", NULL, true);
+    run_vocab(dir, "gpt-2", NULL, true);
+    run_vocab(dir, "deepseek-coder", NULL, true);
+    run_vocab(dir, "bert-bge", NULL, false);
+    /* the Llama 2 vocabulary through the other two readers gives llama-spm's ids too */
+    run_vocab(dir, "llama-spm", "tokenizer.model", true);
+    run_vocab(dir, "llama-spm", "tokenizer.bin", true);
     return qp_test_finish();
 }
