@@ -94,7 +94,7 @@ static void build(void) {
     add(&g_wpm, "[PAD]", 0, QP_TOKTYPE_CONTROL);
     g_wpm.v.unk_id = add(&g_wpm, "[UNK]", 0, QP_TOKTYPE_CONTROL);
     g_wpm.v.bos_id = add(&g_wpm, "[CLS]", 0, QP_TOKTYPE_CONTROL);
-    static const char *const words[] = {"\xE2\x96\x81the", "\xE2\x96\x81" "a", "\xE2\x96\x81hel", "lo",
+    static const char *const words[] = {"\xE2\x96\x81the", "\xE2\x96\x81\x61", "\xE2\x96\x81hel", "lo",
                                         "\xE2\x96\x81,", "\xE2\x96\x81!", "s", "\xE2\x96\x81\xE4\xB8\xAD"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) add(&g_wpm, words[i], 0, QP_TOKTYPE_NORMAL);
 }
