@@ -13,13 +13,21 @@
 
 static char g_dir[1024];
 
-/* A path under the temp folder; kept for the whole run (a test, so never freed). */
+/* A path under the temp folder, valid until free_paths() at the end of the run. */
+static char *g_paths[256];
+static int g_n_paths;
+
 static const char *tmp_path(const char *name) {
     size_t n = strlen(g_dir) + strlen(name) + 2;
     char *p = malloc(n);
-    if (!p) exit(1);
+    if (!p || g_n_paths == 256) exit(1);
     snprintf(p, n, "%s/%s", g_dir, name);
+    g_paths[g_n_paths++] = p;
     return p;
+}
+
+static void free_paths(void) {
+    while (g_n_paths > 0) free(g_paths[--g_n_paths]);
 }
 
 static void write_file(const char *path, const void *data, size_t n) {
@@ -535,5 +543,6 @@ int main(void) {
         free(b.p);
     }
     free(mb.p);
+    free_paths();
     return qp_test_finish();
 }
