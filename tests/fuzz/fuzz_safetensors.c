@@ -23,6 +23,19 @@ static int write_file(const char *path, const uint8_t *data, size_t size) {
     return n == size ? 0 : -1;
 }
 
+static void cleanup(void) {
+    static const char *const names[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
+                                        "model.safetensors"};
+    for (int i = 0; i < 4; i++) {
+        char p[400];
+        snprintf(p, sizeof p, "%s/%s", g_hfdir, names[i]);
+        unlink(p);
+    }
+    unlink(g_file);
+    rmdir(g_hfdir);
+    rmdir(g_dir);
+}
+
 static void setup(void) {
     if (g_dir[0]) return;
     const char *tmp = getenv("TMPDIR");
@@ -31,6 +44,7 @@ static void setup(void) {
     snprintf(g_file, sizeof g_file, "%s/in.safetensors", g_dir);
     snprintf(g_hfdir, sizeof g_hfdir, "%s/hf", g_dir);
     mkdir(g_hfdir, 0700);
+    atexit(cleanup);
     /* a fixed valid model: token_embd [4, 2] F32 and a norm */
     static const char hdr[] = "{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[4,2],"
                               "\"data_offsets\":[0,32]},\"model.norm.weight\":{\"dtype\":\"F32\","
