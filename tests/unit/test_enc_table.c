@@ -131,7 +131,7 @@ static void test_bounds(void) {
 static void test_dots_and_levels(void) {
     enum { N = 4096 };
     static float x[N], a[N], y[N];
-    static uint8_t q[N * 2], q2[N * 2];
+    static uint8_t q[N * 4], q2[N * 4];
     for (int i = 0; i < N; i++) x[i] = gauss(), a[i] = gauss();
     for (int e = 0; e < QP_ENC_COUNT; e++) {
         const qp_encoding_traits *t = qp_encoding_get((qp_encoding)e);
