@@ -36,7 +36,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int64_t i = 0; i < m->vocab.n_tokens; i++) {
             const char *tok = m->vocab.tokens[i];
             sink ^= (uint8_t)tok[m->vocab.token_lens[i]]; /* the NUL */
-            if (m->vocab.scores) sink ^= (uint8_t)m->vocab.scores[i];
+            if (m->vocab.scores) {
+                uint32_t bits;
+                memcpy(&bits, &m->vocab.scores[i], 4);
+                sink ^= (uint8_t)bits;
+            }
             if (m->vocab.types) sink ^= (uint8_t)m->vocab.types[i];
         }
         for (int64_t i = 0; i < m->vocab.n_merges; i++) sink ^= (uint8_t)m->vocab.merges[i][0];
