@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/model_internal.h"
+#include "readers/hf_config.h"
 
 #define L2C_MAGIC 0x616b3432u /* "ak42" read as a little-endian uint32 */
 #define L2C_V0_HEADER 28u
@@ -175,10 +176,15 @@ static qp_status read_tokenizer(qp_model *m, const qp_open_opts *o, int64_t voca
     }
     qp_status s;
     if (has_suffix(tp, ".json")) {
-        qp_model_add_problem(m, "%s: tokenizer.json for llama2.c not supported", tp);
-        return QP_OK;
-    }
-    if (has_suffix(tp, ".model")) s = qp_vocab_read_spm_model(m, tp, e);
+        /* an HF tokenizer.json, with the tokenizer_config.json beside it when there is one */
+        const char *slash = strrchr(tp, '/');
+        char *dir = slash ? qp_strndup(tp, (size_t)(slash - tp)) : qp_strdup(".");
+        char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
+        qp_free(dir);
+        if (!cfg) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tp);
+        s = qp_hf_tokenizer_read(m, tp, qp_path_exists(cfg) ? cfg : NULL, e);
+        qp_free(cfg);
+    } else if (has_suffix(tp, ".model")) s = qp_vocab_read_spm_model(m, tp, e);
     else s = qp_vocab_read_llama2c_bin(m, tp, e);
     if (s != QP_OK) return s;
     if (m->vocab.n_tokens != vocab)

@@ -543,6 +543,28 @@ int main(void) {
         free(b.p);
     }
     free(mb.p);
+
+    /* an HF tokenizer.json (real phi-3 file: 32000 Llama 2 pieces + 11 added tokens) goes to the
+     * HF tokenizer reader; its token count must match the checkpoint's vocab_size */
+    {
+        char tj[1200];
+        snprintf(tj, sizeof tj, "%s/hf-tokenizers/phi-3/tokenizer.json", qp_test_real_dir());
+        if (qp_path_exists(tj)) {
+            int32_t hv[7] = {2, 2, 1, 1, 1, 32011, 1};
+            const char *cv = write_v0("vocab32011.bin", hv, v0_floats(hv));
+            s = read_ckpt(cv, tj, &m, &e);
+            QP_CHECK_MSG(s == QP_OK, "%s", e.msg);
+            if (m) {
+                QP_CHECK_EQ_INT(m->vocab.n_tokens, 32011);
+                QP_CHECK(m->vocab.n_tokens > 1 && strcmp(m->vocab.tokens[1], "<s>") == 0);
+                qp_model_close(m);
+                m = NULL;
+            }
+            EXPECT_CKPT(ok, tj, QP_ERR_CORRUPT);
+        } else {
+            fprintf(stderr, "note: %s absent; tokenizer.json case not run\n", tj);
+        }
+    }
     free_paths();
     return qp_test_finish();
 }
