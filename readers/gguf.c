@@ -259,6 +259,10 @@ static qp_status place_tensors(gguf_reader *r, size_t infos_end, size_t alignmen
     if (n_unordered > 1)
         qp_model_add_problem(m, "%lld tensors in all are not at llama.cpp's running-sum offsets",
                              (long long)n_unordered);
+    if (n_unordered == 0 && expect > size - data_start)
+        qp_model_add_problem(m, "the file ends %llu bytes before the padded end of its data section "
+                             "(llama.cpp reads the padding too and refuses the file)",
+                             (unsigned long long)(expect - (size - data_start)));
     span *sp = qp_calloc((size_t)m->n_tensors, sizeof *sp);
     if (!sp) return qp_fail(r->e, QP_ERR_NOMEM, "%s: out of memory", r->path);
     int64_t n = 0;

@@ -22,6 +22,7 @@ typedef enum bad_kind {
     GOOD_I2_S,
     PROB_UNORDERED,   /* offsets not llama.cpp's running sum: accepted with a problem */
     PROB_CTX_U64,     /* llama.context_length as u64: accepted with a problem */
+    PROB_PAD_TRUNCATED, /* file ends inside the last tensor's padding: accepted with a problem */
     BAD_MAGIC,
     BAD_VERSION_0,
     BAD_VERSION_1,
@@ -80,6 +81,7 @@ static const struct {
     [GOOD_I2_S] = {"I2_S tensor (id 36)", QP_OK, -1}, /* upstream has no type 36 */
     [PROB_UNORDERED] = {"offsets out of order", QP_OK, 1},  /* deviation: a problem, not an error */
     [PROB_CTX_U64] = {"u64 context_length", QP_OK, 0},     /* gguf accepts; llama_model refuses */
+    [PROB_PAD_TRUNCATED] = {"last padding cut off", QP_OK, 1}, /* deviation: a problem */
     [BAD_MAGIC] = {"wrong magic", QP_ERR_FORMAT, 1},
     [BAD_VERSION_0] = {"version 0", QP_ERR_FORMAT, 1},
     [BAD_VERSION_1] = {"version 1", QP_ERR_FORMAT, 1},
@@ -247,7 +249,7 @@ static int build(bad_kind k, buf *b) {
 
     put_str(b, k == BAD_DUP_TENSOR ? name0 : "token_embd.weight");
     put_u32(b, 2);
-    put_u64(b, k == BAD_NE_OVERFLOW ? 1ull << 62 : k == BAD_BYTES_OVERFLOW ? 1ull << 61 : 8);
+    put_u64(b, k == BAD_NE_OVERFLOW ? 1ull << 62 : k == BAD_BYTES_OVERFLOW ? 1ull << 61 : k == PROB_PAD_TRUNCATED ? 3 : 8);
     put_u64(b, k == BAD_NE_NEG ? (uint64_t)-2 : k == BAD_NE_OVERFLOW ? 4 : k == BAD_BYTES_OVERFLOW ? 2 : 2);
     put_u32(b, 0);
     uint64_t off1 = 64;
@@ -263,7 +265,7 @@ static int build(bad_kind k, buf *b) {
         put_u32(b, 36), put_u64(b, 128);
     }
     while (b->n % align) put_u8(b, 0);
-    size_t data_bytes = k == GOOD_I2_S ? 224 : k == PROB_UNORDERED ? 192 : 128;
+    size_t data_bytes = k == GOOD_I2_S ? 224 : k == PROB_UNORDERED ? 192 : k == PROB_PAD_TRUNCATED ? 88 : 128;
     for (size_t i = 0; i < data_bytes; i++) put_u8(b, (uint8_t)(i * 7 + 1));
     if (k == BAD_DATA_TRUNCATED) b->n--;
     return 0;
@@ -389,6 +391,8 @@ int main(void) {
             if (k == GOOD_V2) QP_CHECK_EQ_INT(m->format_version, 2);
             if (k == PROB_UNORDERED)
                 QP_CHECK(m->n_problems >= 1 && strstr(m->problems[0], "running sum"));
+            if (k == PROB_PAD_TRUNCATED)
+                QP_CHECK(m->n_problems == 1 && strstr(m->problems[0], "ends 8 bytes before"));
             if (k == PROB_CTX_U64)
                 QP_CHECK(m->n_problems == 1 && strstr(m->problems[0], "llama.context_length"));
             if (k == GOOD_I2_S) {
