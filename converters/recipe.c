@@ -286,6 +286,11 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
         }
     }
     if (pe->src_kind == QP_SRC_BITNET_U8 && dst == src && !pe->ternary) dst = QP_ENC_F32;
+    /* HF sources: as convert_hf_to_gguf.py, 1-D tensors and norms are stored F32 (widened exactly
+     * from F16 / BF16); llama.cpp's CPU kernels expect F32 norms. */
+    if (m->format != QP_FORMAT_GGUF && dst == pe->src_enc && pe->src_kind == QP_SRC_PLAIN &&
+        (dst == QP_ENC_F16 || dst == QP_ENC_BF16) && (nd == 1 || strstr(pe->name, "_norm.weight")))
+        dst = QP_ENC_F32;
     pe->dst_enc = dst;
     pe->convert = pe->src_kind != QP_SRC_PLAIN || dst != pe->src_enc || pe->permute_heads > 0;
     if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))

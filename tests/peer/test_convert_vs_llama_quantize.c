@@ -37,7 +37,17 @@ typedef struct llama_model_quantize_params {
 } llama_model_quantize_params;
 _Static_assert(sizeof(llama_model_quantize_params) == 64, "v0.5.0 layout is 64 bytes");
 
+/* llama_model_params: 80 bytes in this build (llama_model_default_params stores 0x00..0x4d);
+ * only passed through from llama_model_default_params, so it is kept opaque. */
+typedef struct llama_model_params {
+    uint64_t opaque[10];
+} llama_model_params;
+
 typedef llama_model_quantize_params (*default_params_fn)(void);
+typedef llama_model_params (*model_default_params_fn)(void);
+typedef void *(*model_load_fn)(const char *, llama_model_params);
+typedef void (*model_free_fn)(void *);
+typedef void (*load_all_from_path_fn)(const char *);
 typedef uint32_t (*quantize_fn)(const char *, const char *, const llama_model_quantize_params *);
 typedef void (*log_cb)(int level, const char *text, void *ud);
 typedef void (*log_set_fn)(log_cb cb, void *ud);
@@ -185,6 +195,68 @@ static bool files_equal(const char *a, const char *b, size_t *diff_at) {
     return ok;
 }
 
+/* HF fixtures (qp-gen-fixtures): our one-step HF -> Q4_K_M must equal llama.cpp's
+ * llama_model_quantize of our HF -> F32 GGUF (the usual convert_hf_to_gguf + llama-quantize path),
+ * and llama.cpp must load the result (llama_model_load_from_file). */
+static void check_hf(void *h, default_params_fn dflt, quantize_fn quantize, const char *tmp) {
+    model_default_params_fn mdp = (model_default_params_fn)(uintptr_t)dlsym(h, "llama_model_default_params");
+    model_load_fn load = (model_load_fn)(uintptr_t)dlsym(h, "llama_model_load_from_file");
+    model_free_fn mfree = (model_free_fn)(uintptr_t)dlsym(h, "llama_model_free");
+    load_all_from_path_fn load_all = (load_all_from_path_fn)(uintptr_t)dlsym(h, "ggml_backend_load_all_from_path");
+    const char *fx = qp_test_env("QP_FIXTURES_DIR", "fixtures");
+    static const char *const k_hf[] = {"llama-tied", "llama-gqa-untied", "llama-sharded", "qwen2"};
+    if (load_all) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/@node-llama-cpp/linux-x64/bins/linux-x64",
+                 qp_test_env("QP_PEER_DIR", "tests/peer/node_modules"));
+        load_all(dir);
+    }
+    for (size_t i = 0; i < sizeof k_hf / sizeof k_hf[0]; i++) {
+        char src[4300], f32[4300], ours[4300], theirs[4300];
+        snprintf(src, sizeof src, "%s/%s", fx, k_hf[i]);
+        if (!qp_path_is_dir(src)) {
+            fprintf(stderr, "note: fixture %s missing; HF checks skipped\n", src);
+            continue;
+        }
+        snprintf(f32, sizeof f32, "%s/peer-hf-%s-f32.gguf", tmp, k_hf[i]);
+        snprintf(ours, sizeof ours, "%s/peer-hf-%s-q4km.gguf", tmp, k_hf[i]);
+        snprintf(theirs, sizeof theirs, "%s/peer-hf-%s-q4km-llama.gguf", tmp, k_hf[i]);
+        qp_err e = {0};
+        qp_model *m = NULL;
+        QP_CHECK_MSG(qp_model_open(src, NULL, &m, &e) == QP_OK, "%s: %s", src, e.msg);
+        if (!m) continue;
+        qp_convert_opts o = {0};
+        o.threads = 2;
+        o.quant = QP_QUANT_F32;
+        QP_CHECK_MSG(qp_convert_gguf(m, &o, f32, &e) == QP_OK, "%s F32: %s", k_hf[i], e.msg);
+        o.quant = QP_QUANT_Q4_K_M;
+        QP_CHECK_MSG(qp_convert_gguf(m, &o, ours, &e) == QP_OK, "%s Q4_K_M: %s", k_hf[i], e.msg);
+        qp_model_close(m);
+        llama_model_quantize_params p = dflt();
+        p.nthread = 2;
+        p.ftype = 15;
+        QP_CHECK_MSG(quantize(f32, theirs, &p) == 0, "%s: llama_model_quantize failed", k_hf[i]);
+        size_t at = 0;
+        bool same = files_equal(ours, theirs, &at);
+        QP_CHECK_MSG(same, "%s: HF -> Q4_K_M differs from llama_model_quantize(HF -> F32) at byte %zu",
+                     k_hf[i], at);
+        if (same) printf("%-22s HF -> Q4_K_M byte-identical to llama_model_quantize of HF -> F32\n", k_hf[i]);
+        if (mdp && load && mfree) {
+            void *model = load(ours, mdp());
+            QP_CHECK_MSG(model != NULL, "%s: llama_model_load_from_file refused our Q4_K_M", k_hf[i]);
+            if (model) {
+                printf("%-22s llama_model_load_from_file accepts our Q4_K_M\n", k_hf[i]);
+                mfree(model);
+            }
+        }
+        if (same) {
+            remove(f32);
+            remove(ours);
+            remove(theirs);
+        }
+    }
+}
+
 int main(void) {
     char lib[4096];
     snprintf(lib, sizeof lib, "%s/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v0.5.0.so",
@@ -265,5 +337,6 @@ int main(void) {
         qp_model_close(m);
         if (qp_test_failed == 0) remove(src);
     }
+    check_hf(h, dflt, quantize, tmp);
     return qp_test_finish();
 }
