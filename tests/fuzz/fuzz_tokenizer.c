@@ -99,6 +99,12 @@ static void build(void) {
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) add(&g_wpm, words[i], 0, QP_TOKTYPE_NORMAL);
 }
 
+static bool has_u2581(const char *s, size_t len) {
+    for (size_t i = 0; i + 3 <= len; i++)
+        if (memcmp(s + i, "\xE2\x96\x81", 3) == 0) return true;
+    return false;
+}
+
 static const char *const k_pre[4] = {"gpt-2", "llama-bpe", "qwen2", "deepseek-coder"};
 
 static void run(const fvocab *f, const char *text, size_t len, bool add_bos, bool special) {
@@ -111,7 +117,9 @@ static void run(const fvocab *f, const char *text, size_t len, bool add_bos, boo
     char *dec = malloc(len * 4 + 64);
     if (!dec) abort();
     size_t dl = 0;
-    bool lossless = f->v.model != QP_TOK_WPM && !special && qp_utf8_valid(text, len);
+    /* SentencePiece cannot round-trip a literal U+2581: it decodes as a space (as everywhere) */
+    bool lossless = f->v.model != QP_TOK_WPM && !special && qp_utf8_valid(text, len) &&
+                    !(f->v.model == QP_TOK_SPM && has_u2581(text, len));
     int32_t prev = f->v.model == QP_TOK_SPM ? f->v.bos_id : -1;
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= f->v.n_tokens) abort();
