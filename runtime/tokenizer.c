@@ -200,6 +200,20 @@ static qp_status build_special(qp_tokenizer *t, qp_err *e) {
         while (j < n && (uint8_t)t->v->tokens[t->special[j]][0] == b) j++;
     }
     t->special_start[256] = (uint32_t)n;
+    /* distinct lengths, longest first (the list is sorted by first byte, so sort lengths here) */
+    t->special_lens = qp_malloc((n ? n : 1) * sizeof *t->special_lens);
+    if (!t->special_lens) return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (special tokens)");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = t->v->token_lens ? t->v->token_lens[t->special[i]]
+                                      : (uint32_t)strlen(t->v->tokens[t->special[i]]);
+        uint32_t at = 0;
+        while (at < t->n_special_lens && t->special_lens[at] > l) at++;
+        if (at < t->n_special_lens && t->special_lens[at] == l) continue;
+        memmove(t->special_lens + at + 1, t->special_lens + at,
+                (t->n_special_lens - at) * sizeof *t->special_lens);
+        t->special_lens[at] = l;
+        t->n_special_lens++;
+    }
     return QP_OK;
 }
 
@@ -229,6 +243,7 @@ void qp_tokenizer_free(qp_tokenizer *t) {
     qp_free(t->types);
     qp_free(t->index.slots);
     qp_free(t->special);
+    qp_free(t->special_lens);
     qp_free(t);
 }
 
@@ -302,10 +317,25 @@ static qp_status sanitize_utf8(const char *text, size_t len, char **out, size_t 
     return QP_OK;
 }
 
-/* Special token starting at text[i] (longest first), or -1. */
+/* Special token starting at text[i] (longest first), or -1. Scans the tokens of text[i]'s
+ * first-byte bucket, or, when that bucket is larger than the number of distinct special-token
+ * lengths, looks each length up in the token index instead (vocabularies with thousands of
+ * "<unusedN>" tokens stay fast on text full of '<'). */
 static int32_t special_at(const qp_tokenizer *t, const char *text, size_t len, size_t i,
                           bool parse_special, size_t *tok_len) {
     uint8_t b = (uint8_t)text[i];
+    if (t->special_start[b + 1] - t->special_start[b] > t->n_special_lens) {
+        for (uint32_t k = 0; k < t->n_special_lens; k++) {
+            size_t l = t->special_lens[k];
+            if (l > len - i) continue;
+            int32_t id = qp_tok_lookup(t, text + i, l);
+            if (id < 0 || !is_special_type(t->types[id])) continue;
+            if (!parse_special && t->types[id] != QP_TOKTYPE_USER_DEFINED) continue;
+            *tok_len = l;
+            return id;
+        }
+        return -1;
+    }
     for (uint32_t k = t->special_start[b]; k < t->special_start[b + 1]; k++) {
         int32_t id = t->special[k];
         if (!parse_special && t->types[id] != QP_TOKTYPE_USER_DEFINED) continue;

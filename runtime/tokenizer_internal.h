@@ -41,6 +41,8 @@ struct qp_tokenizer {
      * bucketed by first byte and sorted longest first inside a bucket. */
     int32_t *special;
     uint32_t special_start[257];
+    uint32_t *special_lens; /* distinct special-token lengths, longest first */
+    uint32_t n_special_lens;
     /* SentencePiece */
     bool add_space_prefix;
     int32_t byte_ids[256]; /* id of "<0xNN>" or -1 */

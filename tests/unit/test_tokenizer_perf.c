@@ -17,11 +17,12 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static char *tok[600];
-static uint32_t lens[600];
-static float scores[600];
-static int32_t types[600];
-static char store[600][24];
+#define MAXT 4000
+static char *tok[MAXT];
+static uint32_t lens[MAXT];
+static float scores[MAXT];
+static int32_t types[MAXT];
+static char store[MAXT][24];
 static char *merges[8];
 
 static int32_t add(qp_vocab *v, const char *s, float score, int32_t type) {
@@ -79,6 +80,18 @@ int main(void) {
     time_encode("spm: 1 MB of '<' with specials", &v, text, MB, true, MB + 1, MB + 1);
     for (size_t i = 0; i < MB; i++) text[i] = (char)(0x80 | (i & 0x3F)); /* all invalid */
     time_encode("spm: 1 MB of invalid UTF-8", &v, text, MB, false, MB + 1, MB + 1);
+    /* thousands of user-defined "<uN>" tokens (as Gemma's <unusedN>) against text full of '<' */
+    int64_t before = v.n_tokens;
+    for (int k = 0; k < 3000; k++) {
+        char u[16];
+        snprintf(u, sizeof u, "<u%d>", k);
+        add(&v, u, 0, QP_TOKTYPE_USER_DEFINED);
+    }
+    for (size_t i = 0; i < MB; i++) text[i] = "<u1"[i % 3];
+    time_encode("spm: 1 MB of '<u1' vs 3000 user tokens", &v, text, MB, false, MB / 3, MB + 1);
+    for (size_t i = 0; i < MB; i++) text[i] = "<u12>"[i % 5];
+    time_encode("spm: 1 MB of '<u12>' vs 3000 user tokens", &v, text, MB, false, MB / 5, MB / 5 + 3);
+    v.n_tokens = before;
 
     /* byte-level BPE: every byte a token, merges build runs of spaces */
     memset(&v, 0, sizeof v);
