@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "converters/encodings_internal.h"
+#include "converters/simd_kernels.h"
 
 #define QK_K 256
 
@@ -49,6 +50,46 @@ static float dot_blocks(qp_dequantize_fn deq, int be, size_t bb, const void *w, 
         for (int k = 0; k < be; k++) s += tmp[k] * x[i * be + k];
     }
     return s;
+}
+
+/* The absmean sum: |x[i]| as double added into lane i % 16 in index order, the 16 lanes then
+ * added pairwise ((l0+l1)+(l2+l3))+... (a fixed order, so SIMD kernels reproduce it bit for bit).
+ * mean = (float)(sum / n), at least 1e-5 (also for n = 0 and NaN). */
+static float lanes_mean(double *l, int64_t n) {
+    for (int w = 16; w > 1; w /= 2)
+        for (int k = 0; k < w / 2; k++) l[k] = l[2 * k] + l[2 * k + 1];
+    float mean = n > 0 ? (float)(l[0] / (double)n) : 0.0f;
+    if (!(mean >= 1e-5f)) mean = 1e-5f;
+    return mean;
+}
+static float absmean_ref(const float *x, int64_t n) {
+    double l[16] = {0};
+    for (int64_t i = 0; i < n; i++) l[i % 16] += fabs((double)x[i]);
+    return lanes_mean(l, n);
+}
+
+/* AVX2 pass over a whole tensor: lanes, max |x|, ternary flag (see qp_tern_stats_avx2). Returns
+ * false when x holds a NaN (callers then run the scalar reference). */
+static bool stats_fast(const float *x, int64_t n, double *l, float *amax, bool *ternary) {
+    float f = 0.0f;
+    for (int64_t i = 0; i < n && f == 0.0f; i++) f = fabsf(x[i]);
+    const int64_t n16 = n / 16 * 16;
+    int nonter = 0;
+    float m = 0.0f;
+    memset(l, 0, 16 * sizeof *l);
+    const int64_t chunk = 1 << 20;
+    for (int64_t i = 0; i < n16; i += chunk)
+        if (qp_tern_stats_avx2(x + i, QP_MIN(chunk, n16 - i), l, &m, f, &nonter)) return false;
+    for (int64_t i = n16; i < n; i++) {
+        const float a = fabsf(x[i]);
+        if (a != a) return false;
+        l[i % 16] += (double)a;
+        m = QP_MAX(m, a);
+        if (!(x[i] == 0.0f || a == f)) nonter = 1;
+    }
+    *amax = m;
+    *ternary = !nonter; /* all nonzero |x| equal f, hence equal max |x| */
+    return true;
 }
 
 /* ---- TQ2_0: u8 qs[64] @0, f16 d @64 (66 bytes); element 128h+32n+m = (qs[32h+m] >> 2n) & 3 ---- */
@@ -252,6 +293,18 @@ static bool i2s_valid(const void *vx, int64_t n, char *why, size_t len) {
  * ternarized with the absmean rule (scale = max(mean|x|, 1e-5)). */
 static void i2s_quantize_tensor(const float *x, void *vy, int64_t n, int be) {
     uint8_t *y = vy;
+    if (qp_simd_level() >= 1) {
+        double l[16];
+        float m;
+        bool ter;
+        if (stats_fast(x, n, l, &m, &ter)) {
+            const float scale = ter ? m : lanes_mean(l, n);
+            qp_i2s_codes_avx2(x, n / be, be, ter ? 1 : 0, ter ? 0.0f : 1.0f / scale, y);
+            memset(y + n / 4, 0, 32);
+            qp_store_f32le(y + n / 4, scale);
+            return;
+        }
+    }
     float m = 0.0f;
     bool ternary = true;
     for (int64_t i = 0; i < n; i++) m = QP_MAX(m, fabsf(x[i]));
@@ -261,10 +314,7 @@ static void i2s_quantize_tensor(const float *x, void *vy, int64_t n, int be) {
     float scale = m;
     float inv = 0.0f;
     if (!ternary) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < n; i++) sum += fabs((double)x[i]);
-        float mean = n > 0 ? (float)(sum / (double)n) : 0.0f;
-        if (!(mean >= 1e-5f)) mean = 1e-5f;
+        const float mean = absmean_ref(x, n);
         scale = mean;
         inv = 1.0f / mean;
     }
@@ -407,10 +457,18 @@ double qp_split32_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
 
 /* ---- BitNet b1.58 quantizers ------------------------------------------------------------------ */
 void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += fabs((double)w[i]);
-    float mean = n > 0 ? (float)(sum / (double)n) : 0.0f;
-    if (!(mean >= 1e-5f)) mean = 1e-5f;
+    if (qp_simd_level() >= 1) {
+        double l[16];
+        float m;
+        bool ter;
+        if (stats_fast(w, n, l, &m, &ter)) {
+            const float mean = lanes_mean(l, n);
+            qp_tern_levels_avx2(w, n, 1.0f / mean, q);
+            *scale = mean;
+            return;
+        }
+    }
+    const float mean = absmean_ref(w, n);
     const float s = 1.0f / mean;
     for (int64_t i = 0; i < n; i++) q[i] = (int8_t)round_even_clamp(w[i] * s, -1, 1);
     *scale = mean;

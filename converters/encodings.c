@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "converters/encodings_internal.h"
+#include "converters/simd_kernels.h"
 
 #define F QP_ENC_FLAG_FLOAT
 #define I QP_ENC_FLAG_INT
@@ -44,21 +45,21 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
     /* llama.cpp block types: bytes of quantize_ref equal llama.cpp's quantize_row_*_ref */
     [QP_ENC_Q4_0] = {QP_ENC_Q4_0, "q4_0", "Q4_0", 32, 18, 2, NULL, B, 0, qp_q4_0_quantize_ref,
                      qp_q4_0_dequantize, qp_q4_0_vec_dot_ref, qp_q4_0_validate,
-                     "per 32-block: |err| <= amax/8 * (1 + 2^-7) + 2^-21 (f16 d)", qp_q4_0_quantize_ref, NULL, NULL, NULL},
+                     "per 32-block: |err| <= amax/8 * (1 + 2^-7) + 2^-21 (f16 d)", qp_q4_0_quantize, NULL, NULL, NULL},
     [QP_ENC_Q4_1] = {QP_ENC_Q4_1, "q4_1", "Q4_1", 32, 20, 3, NULL, B, 0, qp_q4_1_quantize_ref,
                      qp_q4_1_dequantize, qp_q4_1_vec_dot_ref, qp_q4_1_validate,
                      "per 32-block: |err| <= (max-min)/30 + f16 rounding of d and m", qp_q4_1_quantize_ref,
                      NULL, NULL, NULL},
     [QP_ENC_Q5_0] = {QP_ENC_Q5_0, "q5_0", "Q5_0", 32, 22, 6, NULL, B, 0, qp_q5_0_quantize_ref,
                      qp_q5_0_dequantize, qp_q5_0_vec_dot_ref, qp_q5_0_validate,
-                     "per 32-block: |err| <= amax/16 * (1 + 2^-6) + 2^-20 (f16 d)", qp_q5_0_quantize_ref, NULL, NULL, NULL},
+                     "per 32-block: |err| <= amax/16 * (1 + 2^-6) + 2^-20 (f16 d)", qp_q5_0_quantize, NULL, NULL, NULL},
     [QP_ENC_Q5_1] = {QP_ENC_Q5_1, "q5_1", "Q5_1", 32, 24, 7, NULL, B, 0, qp_q5_1_quantize_ref,
                      qp_q5_1_dequantize, qp_q5_1_vec_dot_ref, qp_q5_1_validate,
                      "per 32-block: |err| <= (max-min)/62 + f16 rounding of d and m", qp_q5_1_quantize_ref,
                      NULL, NULL, NULL},
     [QP_ENC_Q8_0] = {QP_ENC_Q8_0, "q8_0", "Q8_0", 32, 34, 8, NULL, B, 0, qp_q8_0_quantize_ref,
                      qp_q8_0_dequantize, qp_q8_0_vec_dot_ref, qp_q8_0_validate,
-                     "per 32-block: |err| <= amax/254 * 1.13 + 2^-18 (f16 d)", qp_q8_0_quantize_ref, NULL, NULL, NULL},
+                     "per 32-block: |err| <= amax/254 * 1.13 + 2^-18 (f16 d)", qp_q8_0_quantize, NULL, NULL, NULL},
     [QP_ENC_Q8_1] = {QP_ENC_Q8_1, "q8_1", "Q8_1", 32, 36, 9, NULL, B, 0, NULL, NULL, NULL, NULL, NULL,
                      NULL, NULL, NULL, NULL},
     [QP_ENC_Q2_K] = {QP_ENC_Q2_K, "q2_k", "Q2_K", 256, 84, 10, NULL, B, 0, NULL, NULL, NULL, NULL, NULL,
@@ -92,38 +93,43 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
     [QP_ENC_TQ1_0] = {QP_ENC_TQ1_0, "tq1_0", "TQ1_0", 256, 54, 34, NULL, B | T, 0, qp_tq1_0_quantize_ref,
                       qp_tq1_0_dequantize, qp_tq1_0_vec_dot_ref, qp_tq1_0_validate,
                       "exact for ternary blocks {-a,0,+a} (a an f16); else |err| <= amax/2 + f16(amax) rounding",
-                      qp_tq1_0_quantize_ref, qp_tq1_0_vec_dot_i8, NULL, NULL},
+                      qp_tq1_0_quantize, qp_tq1_0_vec_dot_i8_fast, NULL, NULL},
     [QP_ENC_TQ2_0] = {QP_ENC_TQ2_0, "tq2_0", "TQ2_0", 256, 66, 35, NULL, B | T, 0, qp_tq2_0_quantize_ref,
                       qp_tq2_0_dequantize, qp_tq2_0_vec_dot_ref, qp_tq2_0_validate,
                       "exact for ternary blocks {-a,0,+a} (a an f16); else |err| <= amax/2 + f16(amax) rounding",
-                      qp_tq2_0_quantize_ref, qp_tq2_0_vec_dot_i8, NULL, NULL},
+                      qp_tq2_0_quantize, qp_tq2_0_vec_dot_i8_fast, NULL, NULL},
     [QP_ENC_MXFP4] = {QP_ENC_MXFP4, "mxfp4", "MXFP4", 32, 17, 39, NULL, B, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     [QP_ENC_I2_S] = {QP_ENC_I2_S, "i2_s", "I2_S", 128, 32, 36, NULL, B | T | X, 32, NULL,
                      qp_i2s_dequantize, qp_i2s_vec_dot, qp_i2s_validate,
                      "exact for ternary tensors {-s,0,+s}; else absmean ternarization (lossy)", NULL,
-                     qp_i2s_vec_dot_i8, qp_i2s_quantize_tensor, qp_i2s_dequantize_tensor},
+                     qp_i2s_vec_dot_i8_fast, qp_i2s_quantize_tensor, qp_i2s_dequantize_tensor},
     [QP_ENC_I2_S_ARM] = {QP_ENC_I2_S_ARM, "i2_s_arm", "I2_S_ARM", 64, 16, -1, NULL, B | T | X, 32, NULL,
                          qp_i2s_arm_dequantize, qp_i2s_arm_vec_dot, qp_i2s_arm_validate,
                          "exact for ternary tensors {-s,0,+s}; else absmean ternarization (lossy)", NULL,
-                         qp_i2s_arm_vec_dot_i8, qp_i2s_arm_quantize_tensor, qp_i2s_arm_dequantize_tensor},
+                         qp_i2s_arm_vec_dot_i8_fast, qp_i2s_arm_quantize_tensor, qp_i2s_arm_dequantize_tensor},
     [QP_ENC_QK256] = {QP_ENC_QK256, "qk256", "QK256", 256, 64, -1, NULL, B, 0, qp_qk256_quantize_ref,
                       qp_qk256_dequantize, qp_qk256_vec_dot, NULL,
                       "exact for values in {-2,-1,+1,+2}; nearest level otherwise (ternary 0 -> +1)",
-                      qp_qk256_quantize_ref, qp_qk256_vec_dot_i8, NULL, NULL},
+                      qp_qk256_quantize, qp_qk256_vec_dot_i8_fast, NULL, NULL},
     [QP_ENC_BITNET32F16] = {QP_ENC_BITNET32F16, "bitnet32f16", "BitNet32F16", 32, 10, -1, NULL, B | T, 0,
                             qp_bitnet32f16_quantize_ref, qp_bitnet32f16_dequantize,
                             qp_bitnet32f16_vec_dot, qp_bitnet32f16_validate,
                             "exact for ternary blocks {-a,0,+a} (a an f16); else |err| <= amax/2 + f16 rounding",
-                            qp_bitnet32f16_quantize_ref, qp_bitnet32f16_vec_dot_i8, NULL, NULL},
+                            qp_bitnet32f16_quantize, qp_bitnet32f16_vec_dot_i8_fast, NULL, NULL},
     [QP_ENC_SPLIT32] = {QP_ENC_SPLIT32, "split32", "Split32", 32, 8, -1, NULL, B | T | X, 0, NULL,
                         qp_split32_dequantize_unit, qp_split32_vec_dot_unit, NULL,
                         "codes only; scales in a sibling tensor (qp_split32_quantize)", NULL,
-                        qp_split32_vec_dot_i8, NULL, NULL},
+                        qp_split32_vec_dot_i8_fast, NULL, NULL},
     /* bullet-core (enc_bq4.c, enc_bq4.md) */
     [QP_ENC_BQ4] = {QP_ENC_BQ4, "bq4", "BQ4", 32, 20, -1, NULL, B, 0, qp_bq4_quantize_ref,
                     qp_bq4_dequantize, qp_bq4_vec_dot, qp_bq4_validate,
                     "per 32-block: |err| <= scale/2, scale = (max(hi,0)-min(lo,0))/15 rounded up to f16; constant and all-zero blocks exact",
                     qp_bq4_quantize_ref, NULL, NULL, NULL},
+    /* TRLM v1 ternary (enc_trlm.c, writers/trlm.md); not flagged T: the runtime keeps F32 activations */
+    [QP_ENC_TRLM_T2] = {QP_ENC_TRLM_T2, "trlm_t2", "TRLM_T2", 4, 1, -1, NULL, B | X, 4, qp_trlm_t2_quantize_ref,
+                        qp_trlm_t2_dequantize, qp_trlm_t2_vec_dot, qp_trlm_t2_validate,
+                        "exact for ternary tensors {-s,0,+s}; else ternarization with s = mean |w| over nonzero w (lossy)",
+                        qp_trlm_t2_quantize_ref, NULL, qp_trlm_t2_quantize_tensor, qp_trlm_t2_dequantize_tensor},
 };
 
 const qp_encoding_traits *qp_encoding_get(qp_encoding enc) {
