@@ -70,7 +70,7 @@ typedef struct job {
     int64_t n_rows;
     size_t src_row_bytes;
     size_t dst_row_bytes;
-    float weight_scale;    /* QP_SRC_BITNET_U8 */
+    float weight_scale;    /* QP_SRC_BITNET_U8; per-tensor scale of EXT_SCALE sources (I2_S) */
     /* per chunk */
     int64_t r0, r1;
     uint8_t *out;          /* rows r0..r1 */
@@ -94,6 +94,8 @@ static void decode_row(const job *j, int64_t r, float *row) {
     }
     const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
     st->dequantize(pe->src->data + (size_t)rin * j->src_row_bytes, row, j->row_len);
+    if (st->flags & QP_ENC_FLAG_EXT_SCALE) /* rows decode at unit scale (encoding.h) */
+        for (int64_t c = 0; c < j->row_len; c++) row[c] *= j->weight_scale;
 }
 
 typedef struct worker {
@@ -208,6 +210,12 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
         if (!qp_size_mul(j.src_row_bytes, (size_t)j.n_rows, &need) || need > t->nbytes)
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %zu bytes, fewer than its shape needs",
                            m->path, t->name, t->nbytes);
+        const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
+        j.weight_scale = 1.0f;
+        if ((st->flags & QP_ENC_FLAG_EXT_SCALE) &&
+            !qp_encoding_tensor_scale(pe->src_enc, t->data, t->nbytes, total, &j.weight_scale))
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %s without a per-tensor scale "
+                           "cannot be decoded", m->path, t->name, st->upper_name);
     } else {
         const qp_tensor *sc = pe->src_scale;
         float f[1];

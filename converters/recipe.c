@@ -313,9 +313,9 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
         if (!(tr->quantize_ref || tr->quantize || tr->quantize_tensor))
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': no quantizer for %s", m->path,
                            pe->name, tr->upper_name);
-        if (pe->src_kind == QP_SRC_PLAIN && (st->flags & QP_ENC_FLAG_EXT_SCALE) && !st->dequantize_tensor)
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': cannot decode source encoding %s",
-                           m->path, pe->name, st->upper_name);
+        if (pe->src_kind == QP_SRC_PLAIN && (st->flags & QP_ENC_FLAG_EXT_SCALE) && !st->tensor_trailer_bytes)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %s keeps its scales in another "
+                           "tensor and cannot be decoded here", m->path, pe->name, st->upper_name);
     }
     int64_t total = 1;
     for (int d = 0; d < pe->n_dims; d++) total *= pe->ne[d];

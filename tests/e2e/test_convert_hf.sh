@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# quantpack convert on the generated HF fixtures (qp-gen-fixtures: llama-tied, llama-gqa-untied,
+# llama-sharded, qwen2):
+# - F32 and F16 outputs verify against the HF source with the runtime's default thresholds: names,
+#   the q/k permutation (llama), shapes and metadata are right (max |diff| ~1e-5 for F32);
+# - the GGUF key/values have llama.cpp's types (u32 counts, f32 eps/theta, bool add_bos, ...);
+# - Q4_K_M verifies against the source with thresholds loosened for these tiny random models
+#   (their near-flat logits make top-1 flip easily; measured cosine >= 0.92, see the log).
+#   That the Q4_K_M bytes are llama.cpp's is proved in tests/peer/test_convert_vs_llama_quantize.c.
+set -u
+BIN="${QP_BIN_DIR:?}"; FX="${QP_FIXTURES_DIR:?}"; TMP="${QP_TMP_DIR:-/tmp}/convert-hf.$$"
+QP="$BIN/quantpack"
+[ -d "$FX/llama-tied" ] || { echo "skipped: generated fixtures missing in $FX"; exit 77; }
+mkdir -p "$TMP"; trap 'rm -rf "$TMP"' EXIT
+fail=0; pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+for m in llama-tied llama-gqa-untied llama-sharded qwen2; do
+  for q in F32 F16; do
+    "$QP" convert "$FX/$m" --quant $q -o "$TMP/$m-$q.gguf" 2>"$TMP/err" || { bad "$m $q: $(cat "$TMP/err")"; continue; }
+    "$QP" verify "$TMP/$m-$q.gguf" --against "$FX/$m" -n 8 >"$TMP/v" 2>&1 && ok || bad "verify $m $q: $(tail -4 "$TMP/v")"
+    echo "$m $q: $(grep prompt "$TMP/v")"
+  done
+  "$QP" convert "$FX/$m" --quant Q4_K_M -o "$TMP/$m-q4.gguf" 2>"$TMP/err" || { bad "$m Q4_K_M: $(cat "$TMP/err")"; continue; }
+  "$QP" verify "$TMP/$m-q4.gguf" --against "$FX/$m" -n 8 --min-cosine 0.9 --max-kl 0.5 --min-top1 0.3 >"$TMP/v" 2>&1 && ok || bad "verify $m Q4_K_M: $(tail -4 "$TMP/v")"
+  echo "$m Q4_K_M: $(grep prompt "$TMP/v")"
+  "$QP" run "$TMP/$m-q4.gguf" -p "Once upon a time" -n 4 >/dev/null 2>&1 && ok || bad "run $m Q4_K_M"
+done
+
+# metadata types as llama.cpp reads them
+"$QP" inspect "$TMP/llama-gqa-untied-q4.gguf" >"$TMP/inspect" 2>&1
+for kv in "general.architecture string" "llama.context_length u32" "llama.embedding_length u32" \
+          "llama.block_count u32" "llama.feed_forward_length u32" "llama.attention.head_count u32" \
+          "llama.attention.head_count_kv u32" "llama.rope.dimension_count u32" "llama.rope.freq_base f32" \
+          "llama.attention.layer_norm_rms_epsilon f32" "tokenizer.ggml.model string" \
+          "tokenizer.ggml.pre string" "tokenizer.ggml.bos_token_id u32" "tokenizer.ggml.eos_token_id u32" \
+          "tokenizer.ggml.add_bos_token bool" "general.quantization_version u32" "general.file_type u32"; do
+  set -- $kv
+  grep -Eq "^ +$1 +$2 " "$TMP/inspect" && ok || bad "key $1 is not $2: $(grep " $1 " "$TMP/inspect")"
+done
+grep -Eq "tokenizer.ggml.merges +array +\[string" "$TMP/inspect" && ok || bad "no merges array"
+grep -Eq "general.file_type +u32 +15" "$TMP/inspect" && ok || bad "file type 15"
+grep -E "^  [a-z]" "$TMP/inspect" | tail -1 | grep -q "general.file_type" && ok || bad "general.file_type is not the last key"
+# norms are F32 (llama.cpp's kernels expect F32 norms), qwen2 keeps its q/k/v biases
+grep -Eq "^blk.0.attn_norm.weight +F32" "$TMP/inspect" && ok || bad "attn_norm not F32"
+"$QP" inspect "$TMP/qwen2-q4.gguf" | grep -Eq "^blk.0.attn_q.bias +F32" && ok || bad "qwen2 attn_q.bias"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
