@@ -1,0 +1,1203 @@
+/* Trillim SDK v1 quantize manifest: parse/validate, serialize, build from safetensors.
+ * Rules: shared/specs/trillim.md and writers/trlm.md ("The manifest"). */
+#include "converters/trillim_manifest.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quantpack/core.h"
+
+size_t qp_trillim_dtype_size(uint8_t dtype) {
+    static const size_t k[QP_TRILLIM_DTYPE_COUNT] = {4, 2, 2, 1, 1};
+    return dtype < QP_TRILLIM_DTYPE_COUNT ? k[dtype] : 0;
+}
+
+const char *qp_trillim_action_name(uint8_t action) {
+    static const char *const k[QP_TRILLIM_ACTION_COUNT] = {"BF16_RAW", "TERNARY_QUANTIZE",
+                                                           "EMBEDDING_I8", "REPACK_TERNARY"};
+    return action < QP_TRILLIM_ACTION_COUNT ? k[action] : "?";
+}
+
+const char *qp_trillim_dtype_name(uint8_t dtype) {
+    static const char *const k[QP_TRILLIM_DTYPE_COUNT] = {"F32", "F16", "BF16", "I8", "U8"};
+    return dtype < QP_TRILLIM_DTYPE_COUNT ? k[dtype] : "?";
+}
+
+void qp_trillim_manifest_free(qp_trillim_manifest *m) {
+    if (!m) return;
+    for (uint32_t i = 0; i < m->n_shards; i++) qp_free(m->shards[i]);
+    qp_free(m->shards);
+    qp_free(m->entries);
+    qp_free(m->lora);
+    qp_free(m);
+}
+
+/* ---- parse ------------------------------------------------------------------------------------ */
+
+static bool valid_utf8(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        size_t k;
+        if (c < 0x80) k = 0;
+        else if (c >= 0xC2 && c <= 0xDF) k = 1;
+        else if ((c & 0xF0) == 0xE0) k = 2;
+        else if (c >= 0xF0 && c <= 0xF4) k = 3;
+        else return false;
+        if (k > n - i - 1) return false;
+        for (size_t j = 1; j <= k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static bool is_float_dtype(uint8_t d) {
+    return d == QP_TRILLIM_F32 || d == QP_TRILLIM_F16 || d == QP_TRILLIM_BF16;
+}
+
+static qp_status parse_mat(qp_cursor *c, const qp_trillim_manifest *m, const char *file,
+                           const char *what, uint32_t layer, uint32_t target,
+                           qp_trillim_lora_mat *x, qp_err *e) {
+    size_t at = c->pos;
+    if (!qp_cursor_u8(c, &x->dtype) || !qp_cursor_u32(c, &x->rows) || !qp_cursor_u32(c, &x->cols) ||
+        !qp_cursor_u16(c, &x->shard) || !qp_cursor_u64(c, &x->offset) || !qp_cursor_u64(c, &x->size))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u %s at offset %zu: truncated "
+                       "(27 bytes needed)", file, layer, target, what, at);
+    if (!is_float_dtype(x->dtype))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: LoRA layer %u target %u %s at offset %zu: dtype "
+                       "%u (%s) is not F32/F16/BF16", file, layer, target, what, at, x->dtype,
+                       qp_trillim_dtype_name(x->dtype));
+    if (x->shard >= m->n_shards)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u %s at offset %zu: shard "
+                       "index %u out of range (%u shards)", file, layer, target, what, at,
+                       x->shard, m->n_shards);
+    uint64_t need = (uint64_t)x->rows * x->cols * qp_trillim_dtype_size(x->dtype);
+    if (x->rows == 0 || x->cols == 0 || x->size != need)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u %s at offset %zu: size %llu "
+                       "does not match %u x %u x %zu bytes", file, layer, target, what, at,
+                       (unsigned long long)x->size, x->rows, x->cols,
+                       qp_trillim_dtype_size(x->dtype));
+    return QP_OK;
+}
+
+static qp_status parse_entry(qp_cursor *c, const qp_trillim_manifest *m, const char *file,
+                             uint32_t i, qp_trillim_entry *t, qp_err *e) {
+    size_t at = c->pos;
+    if (!qp_cursor_u8(c, &t->action) || !qp_cursor_u8(c, &t->dtype) || !qp_cursor_u32(c, &t->rows) ||
+        !qp_cursor_u32(c, &t->cols) || !qp_cursor_u32(c, &t->padded_rows) ||
+        !qp_cursor_u32(c, &t->padded_cols) || !qp_cursor_u16(c, &t->shard) ||
+        !qp_cursor_u64(c, &t->data_offset) || !qp_cursor_u64(c, &t->data_size) ||
+        !qp_cursor_u8(c, &t->has_scale) || !qp_cursor_u16(c, &t->scale_shard) ||
+        !qp_cursor_u64(c, &t->scale_offset) || !qp_cursor_u64(c, &t->scale_size))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: truncated (55 bytes "
+                       "needed, %zu left)", file, i, at, c->size - at);
+    if (t->action >= QP_TRILLIM_ACTION_COUNT)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u at offset %zu: unknown action %u",
+                       file, i, at, t->action);
+    if (t->dtype >= QP_TRILLIM_DTYPE_COUNT)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u at offset %zu: unknown dtype %u",
+                       file, i, at + 1, t->dtype);
+    if (t->shard >= m->n_shards)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: shard index %u out of "
+                       "range (%u shards)", file, i, at + 18, t->shard, m->n_shards);
+    if (t->rows == 0 || t->cols == 0 || t->rows > (1u << 24) || t->cols > (1u << 24))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: bad shape %u x %u",
+                       file, i, at + 2, t->rows, t->cols);
+    if (t->padded_rows < t->rows || t->padded_cols < t->cols || t->padded_rows > (1u << 24) ||
+        t->padded_cols > (1u << 24))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: padded shape %u x %u "
+                       "smaller than %u x %u", file, i, at + 10, t->padded_rows, t->padded_cols,
+                       t->rows, t->cols);
+    uint64_t need = (uint64_t)t->rows * t->cols * qp_trillim_dtype_size(t->dtype);
+    if (t->data_size != need)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: data_size %llu does "
+                       "not match rows x cols x dtype (%u x %u x %zu = %llu)", file, i, at + 28,
+                       (unsigned long long)t->data_size, t->rows, t->cols,
+                       qp_trillim_dtype_size(t->dtype), (unsigned long long)need);
+    if (t->has_scale > 1)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: has_scale %u (0 or 1)",
+                       file, i, at + 36, t->has_scale);
+    bool int_src = t->dtype == QP_TRILLIM_I8 || t->dtype == QP_TRILLIM_U8;
+    if (t->action == QP_TRILLIM_REPACK_TERNARY) {
+        if (!int_src)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u at offset %zu: REPACK_TERNARY "
+                           "needs an I8 or U8 source, not %s", file, i, at,
+                           qp_trillim_dtype_name(t->dtype));
+        if (!t->has_scale)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: REPACK_TERNARY "
+                           "without a scale tensor", file, i, at);
+    } else if (int_src) {
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u at offset %zu: action %s needs "
+                       "a float source, not %s", file, i, at, qp_trillim_action_name(t->action),
+                       qp_trillim_dtype_name(t->dtype));
+    }
+    if (t->has_scale) {
+        if (t->scale_shard >= m->n_shards)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at offset %zu: scale shard index "
+                           "%u out of range (%u shards)", file, i, at + 37, t->scale_shard,
+                           m->n_shards);
+        if (t->scale_size != 2 && t->scale_size != 4)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u at offset %zu: scale_size "
+                           "%llu (a BF16 or F32 scalar, 2 or 4 bytes)", file, i, at + 47,
+                           (unsigned long long)t->scale_size);
+    }
+    return QP_OK;
+}
+
+qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *file,
+                                    qp_trillim_manifest **out, qp_err *e) {
+    if (!file) file = "manifest";
+    qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
+    if (!m) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    qp_cursor c;
+    qp_cursor_init(&c, buf, len, 0);
+    qp_status s = QP_OK;
+    uint16_t ns;
+    if (!qp_cursor_u16(&c, &ns)) {
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: truncated at offset 0: no shard count", file);
+        goto fail;
+    }
+    if (ns > QP_TRILLIM_MAX_SHARDS) {
+        s = qp_fail(e, QP_ERR_LIMIT, "%s: %u shards (at most %d)", file, ns, QP_TRILLIM_MAX_SHARDS);
+        goto fail;
+    }
+    m->shards = qp_calloc(ns ? ns : 1, sizeof *m->shards);
+    if (!m->shards) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+        goto fail;
+    }
+    for (uint16_t i = 0; i < ns; i++) {
+        size_t at = c.pos;
+        uint16_t pl;
+        const uint8_t *p;
+        if (!qp_cursor_u16(&c, &pl) || !qp_cursor_take(&c, pl, &p)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard path %u at offset %zu: truncated", file, i, at);
+            goto fail;
+        }
+        if (pl == 0 || memchr(p, 0, pl) || !valid_utf8(p, pl)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard path %u at offset %zu: %s", file, i, at,
+                        pl == 0 ? "empty path" : memchr(p, 0, pl) ? "contains a NUL byte"
+                                                                 : "not valid UTF-8");
+            goto fail;
+        }
+        if (!(m->shards[i] = qp_strndup((const char *)p, pl))) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+            goto fail;
+        }
+        m->n_shards = (uint16_t)(i + 1);
+    }
+    size_t at = c.pos;
+    uint32_t nt;
+    if (!qp_cursor_u32(&c, &nt)) {
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: truncated at offset %zu: no tensor count", file, at);
+        goto fail;
+    }
+    if (nt > QP_TRILLIM_MAX_ENTRIES || (uint64_t)nt * QP_TRILLIM_ENTRY_BYTES > qp_cursor_left(&c)) {
+        s = qp_fail(e, nt > QP_TRILLIM_MAX_ENTRIES ? QP_ERR_LIMIT : QP_ERR_CORRUPT,
+                    "%s: tensor count %u at offset %zu: needs %llu bytes of 55-byte entries, %zu "
+                    "left", file, nt, at, (unsigned long long)nt * QP_TRILLIM_ENTRY_BYTES,
+                    qp_cursor_left(&c));
+        goto fail;
+    }
+    m->entries = qp_calloc(nt ? nt : 1, sizeof *m->entries);
+    if (!m->entries) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+        goto fail;
+    }
+    for (uint32_t i = 0; i < nt; i++) {
+        if ((s = parse_entry(&c, m, file, i, &m->entries[i], e)) != QP_OK) goto fail;
+        m->n_entries = i + 1;
+    }
+    if (qp_cursor_left(&c) > 0) {
+        at = c.pos;
+        uint32_t nl, ntg;
+        double sc;
+        if (!qp_cursor_u32(&c, &nl) || !qp_cursor_u32(&c, &ntg) || !qp_cursor_f64(&c, &sc)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: truncated (16-byte header)",
+                        file, at);
+            goto fail;
+        }
+        if (ntg != QP_TRILLIM_LORA_TARGETS) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: LoRA block at offset %zu: %u targets per layer "
+                        "(v1 has 7)", file, at + 4, ntg);
+            goto fail;
+        }
+        if (nl == 0 || nl > QP_TRILLIM_MAX_LORA_LAYERS || (uint64_t)nl * ntg > qp_cursor_left(&c)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: bad layer count %u", file,
+                        at, nl);
+            goto fail;
+        }
+        if (!isfinite(sc)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: scale is not finite", file,
+                        at + 8);
+            goto fail;
+        }
+        m->has_lora = true;
+        m->lora_layers = nl;
+        m->lora_targets = ntg;
+        m->lora_scale = sc;
+        m->lora = qp_calloc((size_t)nl * ntg, sizeof *m->lora);
+        if (!m->lora) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+            goto fail;
+        }
+        for (uint32_t l = 0; l < nl; l++) {
+            for (uint32_t t = 0; t < ntg; t++) {
+                qp_trillim_lora_slot *sl = &m->lora[(size_t)l * ntg + t];
+                uint8_t pr;
+                at = c.pos;
+                if (!qp_cursor_u8(&c, &pr)) {
+                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u at offset %zu: "
+                                "truncated", file, l, t, at);
+                    goto fail;
+                }
+                if (pr > 1) {
+                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u at offset %zu: "
+                                "present flag %u (0 or 1)", file, l, t, at, pr);
+                    goto fail;
+                }
+                sl->present = pr == 1;
+                if (!sl->present) continue;
+                if ((s = parse_mat(&c, m, file, "A", l, t, &sl->a, e)) != QP_OK ||
+                    (s = parse_mat(&c, m, file, "B", l, t, &sl->b, e)) != QP_OK)
+                    goto fail;
+                if (sl->a.rows != sl->b.cols) {
+                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u: A has rank %u rows "
+                                "but B has %u columns", file, l, t, sl->a.rows, sl->b.cols);
+                    goto fail;
+                }
+            }
+        }
+        if (qp_cursor_left(&c) > 0) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: %zu unexpected bytes after the LoRA block at offset "
+                        "%zu", file, qp_cursor_left(&c), c.pos);
+            goto fail;
+        }
+    }
+    *out = m;
+    return QP_OK;
+fail:
+    qp_trillim_manifest_free(m);
+    return s;
+}
+
+qp_status qp_trillim_manifest_read(const char *path, qp_trillim_manifest **out, qp_err *e) {
+    char *buf = NULL;
+    size_t len = 0;
+    qp_status s = qp_file_read_all(path, (size_t)1 << 30, &buf, &len, e);
+    if (s != QP_OK) return s;
+    s = qp_trillim_manifest_parse((const uint8_t *)buf, len, path, out, e);
+    qp_free(buf);
+    return s;
+}
+
+static qp_status check_range(const char *file, const char *what, uint32_t i, uint16_t shard,
+                             uint64_t off, uint64_t size, const qp_trillim_manifest *m,
+                             const uint64_t *sizes, qp_err *e) {
+    if (off > sizes[shard] || size > sizes[shard] - off)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: %s %u: bytes [%llu, %llu) lie outside shard %u '%s' "
+                       "(%llu bytes)", file, what, i, (unsigned long long)off,
+                       (unsigned long long)off + size, shard, m->shards[shard],
+                       (unsigned long long)sizes[shard]);
+    return QP_OK;
+}
+
+qp_status qp_trillim_manifest_check_shards(const qp_trillim_manifest *m, const uint64_t *sizes,
+                                           const char *file, qp_err *e) {
+    qp_status s;
+    for (uint32_t i = 0; i < m->n_entries; i++) {
+        const qp_trillim_entry *t = &m->entries[i];
+        if ((s = check_range(file, "tensor entry", i, t->shard, t->data_offset, t->data_size, m,
+                             sizes, e)) != QP_OK)
+            return s;
+        if (t->has_scale && (s = check_range(file, "scale of tensor entry", i, t->scale_shard,
+                                             t->scale_offset, t->scale_size, m, sizes, e)) != QP_OK)
+            return s;
+    }
+    if (m->has_lora)
+        for (uint32_t i = 0; i < m->lora_layers * m->lora_targets; i++) {
+            const qp_trillim_lora_slot *sl = &m->lora[i];
+            if (!sl->present) continue;
+            if ((s = check_range(file, "LoRA A of slot", i, sl->a.shard, sl->a.offset, sl->a.size,
+                                 m, sizes, e)) != QP_OK ||
+                (s = check_range(file, "LoRA B of slot", i, sl->b.shard, sl->b.offset, sl->b.size,
+                                 m, sizes, e)) != QP_OK)
+                return s;
+        }
+    return QP_OK;
+}
+
+/* ---- serialize --------------------------------------------------------------------------------- */
+
+typedef struct bbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} bbuf;
+
+static uint8_t *bb_grow(bbuf *b, size_t k) {
+    if (b->oom) return NULL;
+    if (b->n + k > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 1024;
+        while (nc < b->n + k) nc *= 2;
+        uint8_t *q = qp_realloc(b->p, nc);
+        if (!q) {
+            b->oom = true;
+            return NULL;
+        }
+        b->p = q;
+        b->cap = nc;
+    }
+    uint8_t *r = b->p + b->n;
+    b->n += k;
+    return r;
+}
+static void bb_u8(bbuf *b, uint8_t v) { uint8_t *p = bb_grow(b, 1); if (p) p[0] = v; }
+static void bb_u16(bbuf *b, uint16_t v) { uint8_t *p = bb_grow(b, 2); if (p) qp_store_u16le(p, v); }
+static void bb_u32(bbuf *b, uint32_t v) { uint8_t *p = bb_grow(b, 4); if (p) qp_store_u32le(p, v); }
+static void bb_u64(bbuf *b, uint64_t v) { uint8_t *p = bb_grow(b, 8); if (p) qp_store_u64le(p, v); }
+static void bb_mat(bbuf *b, const qp_trillim_lora_mat *x) {
+    bb_u8(b, x->dtype);
+    bb_u32(b, x->rows);
+    bb_u32(b, x->cols);
+    bb_u16(b, x->shard);
+    bb_u64(b, x->offset);
+    bb_u64(b, x->size);
+}
+
+qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
+                                        qp_err *e) {
+    bbuf b = {0};
+    bb_u16(&b, m->n_shards);
+    for (uint32_t i = 0; i < m->n_shards; i++) {
+        size_t pl = strlen(m->shards[i]);
+        if (pl > 65535) {
+            qp_free(b.p);
+            return qp_fail(e, QP_ERR_LIMIT, "shard path %u is %zu bytes (at most 65535)", i, pl);
+        }
+        bb_u16(&b, (uint16_t)pl);
+        uint8_t *p = bb_grow(&b, pl);
+        if (p) memcpy(p, m->shards[i], pl);
+    }
+    bb_u32(&b, m->n_entries);
+    for (uint32_t i = 0; i < m->n_entries; i++) {
+        const qp_trillim_entry *t = &m->entries[i];
+        bb_u8(&b, t->action);
+        bb_u8(&b, t->dtype);
+        bb_u32(&b, t->rows);
+        bb_u32(&b, t->cols);
+        bb_u32(&b, t->padded_rows);
+        bb_u32(&b, t->padded_cols);
+        bb_u16(&b, t->shard);
+        bb_u64(&b, t->data_offset);
+        bb_u64(&b, t->data_size);
+        bb_u8(&b, t->has_scale);
+        bb_u16(&b, t->scale_shard);
+        bb_u64(&b, t->scale_offset);
+        bb_u64(&b, t->scale_size);
+    }
+    if (m->has_lora) {
+        bb_u32(&b, m->lora_layers);
+        bb_u32(&b, m->lora_targets);
+        uint64_t u;
+        memcpy(&u, &m->lora_scale, 8);
+        bb_u64(&b, u);
+        for (uint32_t i = 0; i < m->lora_layers * m->lora_targets; i++) {
+            const qp_trillim_lora_slot *sl = &m->lora[i];
+            bb_u8(&b, sl->present ? 1 : 0);
+            if (sl->present) {
+                bb_mat(&b, &sl->a);
+                bb_mat(&b, &sl->b);
+            }
+        }
+    }
+    if (b.oom) {
+        qp_free(b.p);
+        return qp_fail(e, QP_ERR_NOMEM, "out of memory serializing the manifest");
+    }
+    *out = b.p;
+    *len = b.n;
+    return QP_OK;
+}
+
+/* ---- Python float text ------------------------------------------------------------------------ */
+
+void qp_trillim_py_float(double v, char *buf, size_t cap) {
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return;
+    }
+    char tmp[64];
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    /* digits and exponent of the shortest form */
+    char digits[32];
+    size_t nd = 0;
+    const char *p = tmp;
+    bool neg = false;
+    if (*p == '-') neg = true, p++;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9') digits[nd++] = *p;
+    int exp10 = *p == 'e' ? atoi(p + 1) : 0;
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = '\0';
+    size_t o = 0;
+    char res[80];
+    if (neg) res[o++] = '-';
+    if (exp10 < -4 || exp10 >= 16) {
+        res[o++] = digits[0];
+        if (nd > 1) {
+            res[o++] = '.';
+            for (size_t i = 1; i < nd; i++) res[o++] = digits[i];
+        }
+        o += (size_t)snprintf(res + o, sizeof res - o, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
+    } else if (exp10 < 0) {
+        res[o++] = '0';
+        res[o++] = '.';
+        for (int i = 0; i < -exp10 - 1; i++) res[o++] = '0';
+        for (size_t i = 0; i < nd; i++) res[o++] = digits[i];
+    } else {
+        for (int i = 0; i <= exp10; i++) res[o++] = (size_t)i < nd ? digits[i] : '0';
+        res[o++] = '.';
+        if ((size_t)exp10 + 1 < nd)
+            for (size_t i = (size_t)exp10 + 1; i < nd; i++) res[o++] = digits[i];
+        else
+            res[o++] = '0';
+    }
+    res[o] = '\0';
+    snprintf(buf, cap, "%s", res);
+}
+
+/* ---- build from a safetensors directory ------------------------------------------------------- */
+
+typedef struct st_shard {
+    char *path;
+    cJSON *header;
+    uint64_t data_start;
+} st_shard;
+
+typedef struct st_list {
+    st_shard *v;
+    int n, cap;
+} st_list;
+
+static void st_list_free(st_list *l) {
+    for (int i = 0; i < l->n; i++) {
+        qp_free(l->v[i].path);
+        cJSON_Delete(l->v[i].header);
+    }
+    qp_free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static qp_status read_st_header(const char *path, cJSON **out, uint64_t *data_start, qp_err *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return qp_fail(e, QP_ERR_IO, "%s: cannot open", path);
+    uint8_t h8[8];
+    if (fread(h8, 1, 8, f) != 8) {
+        fclose(f);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: shorter than 8 bytes", path);
+    }
+    uint64_t hl = qp_load_u64le(h8);
+    if (hl == 0 || hl > 100000000u) {
+        fclose(f);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: header length %llu out of range", path,
+                       (unsigned long long)hl);
+    }
+    char *js = qp_malloc((size_t)hl + 1);
+    if (!js) {
+        fclose(f);
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    size_t got = fread(js, 1, (size_t)hl, f);
+    fclose(f);
+    if (got != hl) {
+        qp_free(js);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated header", path);
+    }
+    js[hl] = '\0';
+    cJSON *j = cJSON_ParseWithLength(js, (size_t)hl);
+    qp_free(js);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: header is not a JSON object", path);
+    }
+    *out = j;
+    *data_start = 8 + hl;
+    return QP_OK;
+}
+
+static int st_list_find(const st_list *l, const char *path) {
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].path, path) == 0) return i;
+    return -1;
+}
+
+static qp_status st_list_add(st_list *l, const char *path, int *idx, qp_err *e) {
+    int f = st_list_find(l, path);
+    if (f >= 0) {
+        *idx = f;
+        return QP_OK;
+    }
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 8;
+        st_shard *nv = qp_realloc(l->v, (size_t)nc * sizeof *nv);
+        if (!nv) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        l->v = nv;
+        l->cap = nc;
+    }
+    st_shard *s = &l->v[l->n];
+    memset(s, 0, sizeof *s);
+    if (!(s->path = qp_strdup(path))) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    qp_status st = read_st_header(path, &s->header, &s->data_start, e);
+    if (st != QP_OK) {
+        qp_free(s->path);
+        return st;
+    }
+    *idx = l->n++;
+    return QP_OK;
+}
+
+static qp_status dtype_code(const char *file, const char *key, const char *dt, uint8_t *code,
+                            qp_err *e) {
+    static const char *const k[QP_TRILLIM_DTYPE_COUNT] = {"F32", "F16", "BF16", "I8", "U8"};
+    for (uint8_t i = 0; i < QP_TRILLIM_DTYPE_COUNT; i++)
+        if (dt && strcmp(dt, k[i]) == 0) {
+            *code = i;
+            return QP_OK;
+        }
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': unknown safetensors dtype %s", file,
+                   key, dt ? dt : "(none)");
+}
+
+/* One tensor of a header: dtype, shape (up to 2 dims read), begin/end. */
+static qp_status tensor_info(const st_shard *sh, const char *key, uint8_t *dt, int64_t *shape,
+                             int *nd, uint64_t *begin, uint64_t *end, qp_err *e) {
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(sh->header, key);
+    cJSON *d = t ? cJSON_GetObjectItemCaseSensitive(t, "dtype") : NULL;
+    cJSON *s = t ? cJSON_GetObjectItemCaseSensitive(t, "shape") : NULL;
+    cJSON *o = t ? cJSON_GetObjectItemCaseSensitive(t, "data_offsets") : NULL;
+    if (!t || !cJSON_IsString(d) || !cJSON_IsArray(s) || !cJSON_IsArray(o) ||
+        cJSON_GetArraySize(o) != 2 || cJSON_GetArraySize(s) > 8)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': malformed header entry", sh->path, key);
+    qp_status st = dtype_code(sh->path, key, d->valuestring, dt, e);
+    if (st != QP_OK) return st;
+    *nd = cJSON_GetArraySize(s);
+    for (int i = 0; i < *nd; i++) {
+        cJSON *v = cJSON_GetArrayItem(s, i);
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad shape", sh->path, key);
+        shape[i] = (int64_t)v->valuedouble;
+    }
+    double b = cJSON_GetArrayItem(o, 0)->valuedouble, en = cJSON_GetArrayItem(o, 1)->valuedouble;
+    if (!(b >= 0 && en >= b && en < 9.0e15))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad data_offsets", sh->path, key);
+    *begin = (uint64_t)b;
+    *end = (uint64_t)en;
+    return QP_OK;
+}
+
+/* Architecture registry of SDK v1 (plus Mistral / Qwen2 as LLAMA, a documented extension). */
+static int arch_of(const char *name) {
+    static const struct { const char *n; int a; } k[] = {
+        {"bitnetforcausallm", 1}, {"bitnetbpeforcausallm", 1}, {"llamaforcausallm", 2},
+        {"mistralforcausallm", 2}, {"qwen2forcausallm", 2}};
+    char low[128];
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    low[i] = '\0';
+    for (size_t j = 0; j < sizeof k / sizeof k[0]; j++)
+        if (strcmp(low, k[j].n) == 0) return k[j].a;
+    return 0;
+}
+
+/* All tensor names of a model dir (index weight_map keys, or the single file's header). */
+typedef struct name_list {
+    char **v;
+    int n;
+} name_list;
+
+static void names_free(name_list *l) {
+    for (int i = 0; i < l->n; i++) qp_free(l->v[i]);
+    qp_free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static qp_status names_from_object(cJSON *obj, name_list *l, qp_err *e) {
+    int n = cJSON_GetArraySize(obj);
+    l->v = qp_calloc((size_t)(n ? n : 1), sizeof *l->v);
+    if (!l->v) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    cJSON *it;
+    cJSON_ArrayForEach(it, obj) {
+        if (!it->string || strcmp(it->string, "__metadata__") == 0) continue;
+        if (!(l->v[l->n] = qp_strdup(it->string))) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        l->n++;
+    }
+    return QP_OK;
+}
+
+static cJSON *read_json(const char *path, qp_err *e) {
+    char *txt = NULL;
+    size_t len = 0;
+    if (qp_file_read_all(path, (size_t)512 << 20, &txt, &len, e) != QP_OK) return NULL;
+    cJSON *j = cJSON_ParseWithLength(txt, len);
+    qp_free(txt);
+    if (!j) qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", path);
+    return j;
+}
+
+static qp_status model_names(const char *dir, name_list *l, qp_err *e) {
+    char *single = qp_path_join(dir, "model.safetensors");
+    char *index = qp_path_join(dir, "model.safetensors.index.json");
+    qp_status s = QP_OK;
+    if (!single || !index) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    else if (qp_path_exists(index)) {
+        /* the SDK's _get_all_tensor_names prefers the index */
+        cJSON *j = read_json(index, e);
+        cJSON *wm = j ? cJSON_GetObjectItemCaseSensitive(j, "weight_map") : NULL;
+        if (!j) s = e ? e->status : QP_ERR_CORRUPT;
+        else if (!cJSON_IsObject(wm)) s = qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map", index);
+        else s = names_from_object(wm, l, e);
+        cJSON_Delete(j);
+    } else if (qp_path_exists(single)) {
+        cJSON *h = NULL;
+        uint64_t ds;
+        s = read_st_header(single, &h, &ds, e);
+        if (s == QP_OK) s = names_from_object(h, l, e);
+        cJSON_Delete(h);
+    } else {
+        s = qp_fail(e, QP_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
+    }
+    qp_free(single);
+    qp_free(index);
+    return s;
+}
+
+static bool any_contains(const name_list *l, const char *sub) {
+    for (int i = 0; i < l->n; i++)
+        if (strstr(l->v[i], sub)) return true;
+    return false;
+}
+
+static int64_t jint(cJSON *cfg, const char *key, int64_t dflt) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
+qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e) {
+    memset(c, 0, sizeof *c);
+    char *cfg_path = qp_path_join(model_dir, "config.json");
+    if (!cfg_path) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    cJSON *cfg = read_json(cfg_path, e);
+    name_list names = {0};
+    qp_status s = QP_OK;
+    if (!cfg) {
+        s = e ? e->status : QP_ERR_IO;
+        goto done;
+    }
+    cJSON *archs = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
+    cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    const char *aname = cJSON_IsString(a0) ? a0->valuestring : "Unknown";
+    c->arch_type = arch_of(aname);
+    if (!c->arch_type) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (BitNetForCausalLM, "
+                    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)", cfg_path, aname);
+        goto done;
+    }
+    if ((s = model_names(model_dir, &names, e)) != QP_OK) goto done;
+    bool bitnet = c->arch_type == 1;
+    c->activation = bitnet ? 0 : 1;
+    c->attn_sub_norm = bitnet && (any_contains(&names, "attn_sub_norm") || any_contains(&names, "inner_attn_ln"));
+    c->ffn_sub_norm = bitnet && (any_contains(&names, "ffn_sub_norm") || any_contains(&names, "ffn_layernorm"));
+    c->hidden_orig = jint(cfg, "hidden_size", 2560);
+    c->intermediate_orig = jint(cfg, "intermediate_size", 6912);
+    c->n_layers = jint(cfg, "num_hidden_layers", 30);
+    c->n_heads = jint(cfg, "num_attention_heads", 20);
+    c->n_kv_heads = jint(cfg, "num_key_value_heads", c->n_heads);
+    c->vocab = jint(cfg, "vocab_size", 128256);
+    if (c->n_heads <= 0 || c->hidden_orig <= 0 || c->intermediate_orig <= 0 || c->n_layers <= 0 ||
+        c->n_kv_heads <= 0 || c->vocab <= 0 || c->hidden_orig > (1 << 24) ||
+        c->intermediate_orig > (1 << 24)) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: dimensions out of range", cfg_path);
+        goto done;
+    }
+    c->head_dim = jint(cfg, "head_dim", c->hidden_orig / c->n_heads);
+    c->max_pos = jint(cfg, "max_position_embeddings", 4096);
+    c->hidden = (c->hidden_orig + 127) / 128 * 128;
+    c->intermediate = (c->intermediate_orig + 127) / 128 * 128;
+    cJSON *eps = cJSON_GetObjectItemCaseSensitive(cfg, "rms_norm_eps");
+    if (!cJSON_IsNumber(eps)) eps = cJSON_GetObjectItemCaseSensitive(cfg, "layer_norm_epsilon");
+    c->norm_eps = cJSON_IsNumber(eps) ? eps->valuedouble : 1e-6;
+    cJSON *th = cJSON_GetObjectItemCaseSensitive(cfg, "rope_theta");
+    c->rope_theta = cJSON_IsNumber(th) ? th->valuedouble : 10000.0;
+    qp_trillim_py_float(c->norm_eps, c->norm_eps_text, sizeof c->norm_eps_text);
+    qp_trillim_py_float(c->rope_theta, c->rope_theta_text, sizeof c->rope_theta_text);
+    cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
+    if (cJSON_IsString(act) && act->valuestring[0]) {
+        const char *v = act->valuestring;
+        if (!strcmp(v, "silu") || !strcmp(v, "swish") || !strcmp(v, "SiLU")) c->activation = 1;
+        else if (!strcmp(v, "relu_squared") || !strcmp(v, "relu2")) c->activation = 0;
+        else {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unknown activation function '%s' (silu, swish, "
+                        "relu_squared, relu2)", cfg_path, v);
+            goto done;
+        }
+    }
+    cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "attention_bias");
+    c->qkv_bias = cJSON_IsBool(ab) ? cJSON_IsTrue(ab) : false;
+    if (any_contains(&names, "q_proj.bias") || any_contains(&names, "k_proj.bias") ||
+        any_contains(&names, "v_proj.bias"))
+        c->qkv_bias = true;
+    cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+    c->tie_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : false;
+    if (any_contains(&names, "lm_head.weight")) c->tie_embeddings = false;
+    /* EOS list: config.json eos_token_id (int or list; default 128009), then the stop tokens of
+     * tokenizer.json's added_tokens; deduplicated in order. */
+    int64_t eos_all[64];
+    int ne = 0;
+    cJSON *eos = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token_id");
+    if (cJSON_IsArray(eos)) {
+        cJSON *it;
+        cJSON_ArrayForEach(it, eos) if (cJSON_IsNumber(it) && ne < 64) eos_all[ne++] = (int64_t)it->valuedouble;
+    } else if (cJSON_IsNumber(eos)) {
+        eos_all[ne++] = (int64_t)eos->valuedouble;
+    } else if (!eos) {
+        eos_all[ne++] = 128009;
+    }
+    char *tok_path = qp_path_join(model_dir, "tokenizer.json");
+    if (tok_path && qp_path_exists(tok_path)) {
+        qp_err te;
+        qp_err_clear(&te);
+        cJSON *tj = read_json(tok_path, &te);
+        cJSON *added = tj ? cJSON_GetObjectItemCaseSensitive(tj, "added_tokens") : NULL;
+        static const char *const stops[] = {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>",
+                                            "<|endoftext|>", "</s>"};
+        cJSON *it;
+        if (cJSON_IsArray(added))
+            cJSON_ArrayForEach(it, added) {
+                cJSON *ct = cJSON_GetObjectItemCaseSensitive(it, "content");
+                cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+                if (!cJSON_IsString(ct) || !cJSON_IsNumber(id)) continue;
+                for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
+                    if (strcmp(ct->valuestring, stops[k]) == 0 && ne < 64)
+                        eos_all[ne++] = (int64_t)id->valuedouble;
+            }
+        cJSON_Delete(tj);
+    }
+    qp_free(tok_path);
+    for (int i = 0; i < ne; i++) {
+        bool dup = false;
+        for (int j = 0; j < c->n_eos; j++) dup |= c->eos[j] == eos_all[i];
+        if (!dup && c->n_eos < QP_TRILLIM_MAX_EOS) c->eos[c->n_eos++] = eos_all[i];
+    }
+done:
+    names_free(&names);
+    cJSON_Delete(cfg);
+    qp_free(cfg_path);
+    return s;
+}
+
+/* ---- manifest build --------------------------------------------------------------------------- */
+
+typedef struct item {
+    const char *key;
+    int shard;
+    int64_t k0, k1, k2, k3; /* the SDK's sort key */
+    int64_t seq;            /* original order (stable sort) */
+} item;
+
+static int item_cmp(const void *pa, const void *pb) {
+    const item *a = pa, *b = pb;
+    int64_t ka[5] = {a->k0, a->k1, a->k2, a->k3, a->seq}, kb[5] = {b->k0, b->k1, b->k2, b->k3, b->seq};
+    for (int i = 0; i < 5; i++)
+        if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
+    return 0;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* re.search(r"\.layers\.(\d+)\.", key) */
+static bool layer_of(const char *key, int64_t *layer) {
+    for (const char *p = strstr(key, ".layers."); p; p = strstr(p + 1, ".layers.")) {
+        const char *d = p + 8;
+        int64_t v = 0;
+        const char *q = d;
+        while (*q >= '0' && *q <= '9' && v < 100000000) v = v * 10 + (*q++ - '0');
+        if (q > d && *q == '.') {
+            *layer = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void sort_key(item *it, const qp_trillim_config *c) {
+    const char *key = it->key;
+    static const char *const llama_order[] = {"input_layernorm", "self_attn.k_proj", "self_attn.v_proj",
+                                              "self_attn.q_proj", "self_attn.o_proj",
+                                              "post_attention_layernorm", "mlp.gate_proj",
+                                              "mlp.up_proj", "mlp.down_proj"};
+    const char *order[12];
+    int n = 0;
+    if (c->arch_type == 1) {
+        order[n++] = "input_layernorm";
+        if (c->attn_sub_norm) order[n++] = "self_attn.attn_sub_norm";
+        order[n++] = "self_attn.k_proj";
+        order[n++] = "self_attn.v_proj";
+        order[n++] = "self_attn.q_proj";
+        order[n++] = "self_attn.o_proj";
+        order[n++] = "post_attention_layernorm";
+        order[n++] = "mlp.gate_proj";
+        order[n++] = "mlp.up_proj";
+        if (c->ffn_sub_norm) order[n++] = "mlp.ffn_sub_norm";
+        order[n++] = "mlp.down_proj";
+    } else {
+        for (size_t i = 0; i < sizeof llama_order / sizeof llama_order[0]; i++) order[n++] = llama_order[i];
+    }
+    int64_t layer;
+    it->k1 = it->k2 = -1;
+    it->k3 = 0;
+    if (strstr(key, "embed_tokens") && !strstr(key, "lm_head")) it->k0 = 0;
+    else if (strstr(key, "lm_head")) it->k0 = 0, it->k1 = 0;
+    else if (strcmp(key, "model.norm.weight") == 0) it->k0 = 1;
+    else if (layer_of(key, &layer)) {
+        it->k0 = 2;
+        it->k1 = layer;
+        it->k2 = 999;
+        for (int i = 0; i < n; i++)
+            if (strstr(key, order[i])) {
+                it->k2 = i;
+                break;
+            }
+        it->k3 = ends_with(key, ".bias") ? 1 : 0;
+    } else {
+        it->k0 = 3;
+    }
+}
+
+static uint32_t pad_dim(int64_t d, const qp_trillim_config *c, bool *padded) {
+    if (d == c->intermediate_orig && c->intermediate != c->intermediate_orig) {
+        *padded = true;
+        return (uint32_t)c->intermediate;
+    }
+    if (d == c->hidden_orig && c->hidden != c->hidden_orig) {
+        *padded = true;
+        return (uint32_t)c->hidden;
+    }
+    return (uint32_t)d;
+}
+
+static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c, st_list *shards,
+                            qp_trillim_manifest *m, qp_err *e) {
+    char *cfgp = qp_path_join(adapter_dir, "adapter_config.json");
+    char *stp = qp_path_join(adapter_dir, "adapter_model.safetensors");
+    cJSON *ac = NULL;
+    qp_status s = QP_OK;
+    if (!cfgp || !stp) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (!qp_path_exists(cfgp)) {
+        s = qp_fail(e, QP_ERR_IO, "No adapter_config.json found in %s", cfgp);
+        goto done;
+    }
+    if (!(ac = read_json(cfgp, e))) {
+        s = e ? e->status : QP_ERR_CORRUPT;
+        goto done;
+    }
+    cJSON *r = cJSON_GetObjectItemCaseSensitive(ac, "r");
+    if (!cJSON_IsNumber(r) || r->valuedouble < 1 || r->valuedouble > 65536) {
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", cfgp);
+        goto done;
+    }
+    double rank = (double)(int64_t)r->valuedouble;
+    cJSON *al = cJSON_GetObjectItemCaseSensitive(ac, "lora_alpha");
+    double alpha = cJSON_IsNumber(al) ? al->valuedouble : rank;
+    cJSON *rs = cJSON_GetObjectItemCaseSensitive(ac, "use_rslora");
+    m->lora_scale = cJSON_IsTrue(rs) ? alpha / sqrt(rank) : alpha / rank;
+    int idx;
+    if ((s = st_list_add(shards, stp, &idx, e)) != QP_OK) goto done;
+    const st_shard *sh = &shards->v[idx];
+    static const char *const targets[QP_TRILLIM_LORA_TARGETS] = {
+        "self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj",
+        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+    m->has_lora = true;
+    m->lora_layers = (uint32_t)c->n_layers;
+    m->lora_targets = QP_TRILLIM_LORA_TARGETS;
+    m->lora = qp_calloc((size_t)m->lora_layers * QP_TRILLIM_LORA_TARGETS, sizeof *m->lora);
+    if (!m->lora) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t l = 0; l < m->lora_layers; l++) {
+        for (int t = 0; t < QP_TRILLIM_LORA_TARGETS; t++) {
+            char keys[2][256];
+            bool found[2] = {false, false};
+            for (int ab = 0; ab < 2; ab++) {
+                const char *pf[2] = {"base_model.model.model.layers.", "model.layers."};
+                for (int k = 0; k < 2 && !found[ab]; k++) {
+                    snprintf(keys[ab], sizeof keys[ab], "%s%u.%s.lora_%c.weight", pf[k], l,
+                             targets[t], ab ? 'B' : 'A');
+                    found[ab] = cJSON_GetObjectItemCaseSensitive(sh->header, keys[ab]) != NULL;
+                }
+            }
+            if (!found[0] || !found[1]) continue;
+            qp_trillim_lora_slot *sl = &m->lora[(size_t)l * QP_TRILLIM_LORA_TARGETS + t];
+            qp_trillim_lora_mat *mats[2] = {&sl->a, &sl->b};
+            for (int ab = 0; ab < 2; ab++) {
+                uint8_t dt;
+                int64_t shape[8] = {0};
+                int nd;
+                uint64_t b, en;
+                if ((s = tensor_info(sh, keys[ab], &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
+                if (nd != 2) {
+                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' is not 2-D", stp, keys[ab]);
+                    goto done;
+                }
+                mats[ab]->dtype = dt;
+                mats[ab]->rows = (uint32_t)shape[0];
+                mats[ab]->cols = (uint32_t)shape[1];
+                mats[ab]->shard = (uint16_t)idx;
+                mats[ab]->offset = sh->data_start + b;
+                mats[ab]->size = en - b;
+            }
+            sl->present = true;
+        }
+    }
+done:
+    cJSON_Delete(ac);
+    qp_free(cfgp);
+    qp_free(stp);
+    return s;
+}
+
+static int str_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e) {
+    char *p = qp_path_join(adapter_dir, "adapter_config.json");
+    if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    cJSON *j = read_json(p, e);
+    qp_status s = QP_OK;
+    cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "r") : NULL;
+    if (!j) s = e ? e->status : QP_ERR_IO;
+    else if (!cJSON_IsNumber(r) || r->valuedouble < 1 || r->valuedouble > 65536)
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", p);
+    else *rank = (int64_t)r->valuedouble;
+    cJSON_Delete(j);
+    qp_free(p);
+    return s;
+}
+
+qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
+                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
+    st_list shards = {0};
+    cJSON *index = NULL;
+    item *items = NULL;
+    int n_items = 0, cap_items = 0;
+    char **files = NULL;
+    int n_files = 0;
+    qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
+    char *single = qp_path_join(model_dir, "model.safetensors");
+    char *index_path = qp_path_join(model_dir, "model.safetensors.index.json");
+    qp_status s = QP_OK;
+    cJSON *wm = NULL;
+    if (!m || !single || !index_path) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    /* get_sharded_files: the single file wins; else the index's sorted unique shard names */
+    if (qp_path_exists(single)) {
+        int idx;
+        if ((s = st_list_add(&shards, single, &idx, e)) != QP_OK) goto done;
+    } else if (qp_path_exists(index_path)) {
+        if (!(index = read_json(index_path, e))) {
+            s = e ? e->status : QP_ERR_CORRUPT;
+            goto done;
+        }
+        wm = cJSON_GetObjectItemCaseSensitive(index, "weight_map");
+        if (!cJSON_IsObject(wm)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map object", index_path);
+            goto done;
+        }
+        int n = cJSON_GetArraySize(wm);
+        files = qp_calloc((size_t)(n ? n : 1), sizeof *files);
+        if (!files) {
+            s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        cJSON *it;
+        cJSON_ArrayForEach(it, wm) {
+            if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%s' is not a file name in the "
+                            "model folder", index_path, it->string ? it->string : "?");
+                goto done;
+            }
+            bool dup = false;
+            for (int i = 0; i < n_files; i++) dup |= strcmp(files[i], it->valuestring) == 0;
+            if (!dup) files[n_files++] = it->valuestring;
+        }
+        qsort(files, (size_t)n_files, sizeof *files, str_cmp);
+        for (int i = 0; i < n_files; i++) {
+            char *p = qp_path_join(model_dir, files[i]);
+            int idx;
+            if (!p) {
+                s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            s = st_list_add(&shards, p, &idx, e);
+            qp_free(p);
+            if (s != QP_OK) goto done;
+        }
+    } else {
+        s = qp_fail(e, QP_ERR_IO, "No model.safetensors or model.safetensors.index.json found in %s",
+                    model_dir);
+        goto done;
+    }
+    int n_model_shards = shards.n;
+    /* tensors in header order, shard by shard */
+    for (int si = 0; si < n_model_shards; si++) {
+        cJSON *it;
+        cJSON_ArrayForEach(it, shards.v[si].header) {
+            const char *key = it->string;
+            if (!key || strcmp(key, "__metadata__") == 0) continue;
+            if (strstr(key, "rotary_emb") || strstr(key, "inv_freq")) continue;
+            if (c->tie_embeddings && strstr(key, "lm_head")) continue;
+            if (ends_with(key, "_scale")) continue;
+            if (n_items == cap_items) {
+                int nc = cap_items ? cap_items * 2 : 64;
+                item *ni = qp_realloc(items, (size_t)nc * sizeof *ni);
+                if (!ni) {
+                    s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+                    goto done;
+                }
+                items = ni;
+                cap_items = nc;
+            }
+            item *x = &items[n_items];
+            x->key = key;
+            x->shard = si;
+            x->seq = n_items;
+            sort_key(x, c);
+            n_items++;
+        }
+    }
+    qsort(items, (size_t)n_items, sizeof *items, item_cmp);
+    m->entries = qp_calloc((size_t)(n_items ? n_items : 1), sizeof *m->entries);
+    if (!m->entries) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n_items; i++) {
+        const item *x = &items[i];
+        const st_shard *sh = &shards.v[x->shard];
+        uint8_t dt;
+        int64_t shape[8] = {0};
+        int nd;
+        uint64_t b, en;
+        if ((s = tensor_info(sh, x->key, &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
+        int64_t row = nd >= 1 ? shape[0] : 1, col = nd >= 2 ? shape[1] : 1;
+        if (row <= 0 || col <= 0 || row > (1 << 24) || col > (1 << 24)) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path, x->key);
+            goto done;
+        }
+        bool is_1d = col == 1;
+        bool is_embed = strstr(x->key, "embed_tokens") && !strstr(x->key, "lm_head");
+        bool is_head = strstr(x->key, "lm_head") != NULL;
+        bool quant = !(is_1d || is_embed || is_head);
+        bool padded = false;
+        uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
+        int64_t padded_shape[8];
+        for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
+        if (padded) {
+            pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
+            pc = nd >= 2 ? (uint32_t)padded_shape[1] : 1;
+        }
+        qp_trillim_entry *t = &m->entries[i];
+        t->dtype = dt;
+        t->rows = (uint32_t)row;
+        t->cols = (uint32_t)col;
+        t->padded_rows = pr;
+        t->padded_cols = pc;
+        t->shard = (uint16_t)x->shard;
+        t->data_offset = sh->data_start + b;
+        t->data_size = en - b;
+        if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
+        else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
+        else if (quant)
+            t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
+                                                                     : QP_TRILLIM_TERNARY_QUANTIZE;
+        else t->action = QP_TRILLIM_BF16_RAW;
+        if (t->action == QP_TRILLIM_REPACK_TERNARY) {
+            char skey[512];
+            snprintf(skey, sizeof skey, "%s_scale", x->key);
+            int sidx = x->shard;
+            if (wm) {
+                cJSON *f = cJSON_GetObjectItemCaseSensitive(wm, skey);
+                if (cJSON_IsString(f)) {
+                    char *p = qp_path_join(model_dir, f->valuestring);
+                    if (!p) {
+                        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+                        goto done;
+                    }
+                    s = st_list_add(&shards, p, &sidx, e);
+                    qp_free(p);
+                    if (s != QP_OK) goto done;
+                }
+            }
+            const st_shard *ssh = &shards.v[sidx];
+            if (cJSON_GetObjectItemCaseSensitive(ssh->header, skey)) {
+                uint8_t sdt;
+                int64_t sshape[8];
+                int snd;
+                uint64_t sb, se;
+                if ((s = tensor_info(ssh, skey, &sdt, sshape, &snd, &sb, &se, e)) != QP_OK) goto done;
+                t->has_scale = 1;
+                t->scale_shard = (uint16_t)sidx;
+                t->scale_offset = ssh->data_start + sb;
+                t->scale_size = se - sb;
+            }
+        }
+        m->n_entries = (uint32_t)(i + 1);
+    }
+    if (adapter_dir && (s = build_lora(adapter_dir, c, &shards, m, e)) != QP_OK) goto done;
+    if (shards.n > QP_TRILLIM_MAX_SHARDS) {
+        s = qp_fail(e, QP_ERR_LIMIT, "%d shard files (at most %d)", shards.n, QP_TRILLIM_MAX_SHARDS);
+        goto done;
+    }
+    m->shards = qp_calloc((size_t)shards.n, sizeof *m->shards);
+    if (!m->shards) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < shards.n; i++) {
+        m->shards[i] = shards.v[i].path;
+        shards.v[i].path = NULL;
+        m->n_shards = (uint16_t)(i + 1);
+    }
+done:
+    st_list_free(&shards);
+    cJSON_Delete(index);
+    qp_free(items);
+    qp_free(files);
+    qp_free(single);
+    qp_free(index_path);
+    if (s != QP_OK) {
+        qp_trillim_manifest_free(m);
+        return s;
+    }
+    *out = m;
+    return QP_OK;
+}

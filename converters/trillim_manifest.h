@@ -1,0 +1,117 @@
+/* The Trillim SDK v1 quantize manifest (.quantize_manifest.bin): parse and validate untrusted
+ * bytes, serialize, and build one from a Hugging Face safetensors directory exactly as the SDK
+ * v1 write_manifest() does. Layout: shared/specs/trillim.md; our rules: writers/trlm.md. */
+#ifndef QP_TRILLIM_MANIFEST_H
+#define QP_TRILLIM_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/status.h"
+
+enum {
+    QP_TRILLIM_BF16_RAW = 0,
+    QP_TRILLIM_TERNARY_QUANTIZE = 1,
+    QP_TRILLIM_EMBEDDING_I8 = 2,
+    QP_TRILLIM_REPACK_TERNARY = 3,
+    QP_TRILLIM_ACTION_COUNT
+};
+enum {
+    QP_TRILLIM_F32 = 0,
+    QP_TRILLIM_F16 = 1,
+    QP_TRILLIM_BF16 = 2,
+    QP_TRILLIM_I8 = 3,
+    QP_TRILLIM_U8 = 4,
+    QP_TRILLIM_DTYPE_COUNT
+};
+
+#define QP_TRILLIM_ENTRY_BYTES 55
+#define QP_TRILLIM_LORA_MAT_BYTES 27
+#define QP_TRILLIM_LORA_TARGETS 7
+#define QP_TRILLIM_MAX_SHARDS 4096
+#define QP_TRILLIM_MAX_ENTRIES 1000000u
+#define QP_TRILLIM_MAX_LORA_LAYERS 4096u
+#define QP_TRILLIM_MAX_EOS 8
+
+typedef struct qp_trillim_entry {
+    uint8_t action, dtype;
+    uint32_t rows, cols, padded_rows, padded_cols;
+    uint16_t shard;
+    uint64_t data_offset, data_size;
+    uint8_t has_scale;
+    uint16_t scale_shard;
+    uint64_t scale_offset, scale_size;
+} qp_trillim_entry;
+
+typedef struct qp_trillim_lora_mat {
+    uint8_t dtype;
+    uint32_t rows, cols;
+    uint16_t shard;
+    uint64_t offset, size;
+} qp_trillim_lora_mat;
+
+typedef struct qp_trillim_lora_slot {
+    bool present;
+    qp_trillim_lora_mat a, b;
+} qp_trillim_lora_slot;
+
+typedef struct qp_trillim_manifest {
+    uint16_t n_shards;
+    char **shards; /* NUL-terminated copies */
+    uint32_t n_entries;
+    qp_trillim_entry *entries;
+    bool has_lora;
+    uint32_t lora_layers, lora_targets;
+    double lora_scale;
+    qp_trillim_lora_slot *lora; /* lora_layers * lora_targets, layer-major */
+} qp_trillim_manifest;
+
+/* Element size of a manifest dtype code; 0 for an unknown code. */
+size_t qp_trillim_dtype_size(uint8_t dtype);
+const char *qp_trillim_action_name(uint8_t action); /* "BF16_RAW", ...; "?" when unknown */
+const char *qp_trillim_dtype_name(uint8_t dtype);
+
+/* Parses manifest bytes (file names the source in messages). Checks the structure: counts,
+ * path bytes (non-empty, no NUL, UTF-8), action and dtype codes, shard indices, data_size ==
+ * rows x cols x element size, has_scale 0/1, LoRA block shape. Offsets against shard sizes are
+ * checked by qp_trillim_manifest_check_shards. */
+qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *file,
+                                    qp_trillim_manifest **out, qp_err *e);
+qp_status qp_trillim_manifest_read(const char *path, qp_trillim_manifest **out, qp_err *e);
+/* Every data/scale/LoRA range [offset, offset+size) must lie inside its shard (shard_sizes). */
+qp_status qp_trillim_manifest_check_shards(const qp_trillim_manifest *m, const uint64_t *shard_sizes,
+                                           const char *file, qp_err *e);
+void qp_trillim_manifest_free(qp_trillim_manifest *m);
+/* The SDK's byte layout; *out is qp_malloc'd. */
+qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
+                                        qp_err *e);
+
+/* The SDK v1 ModelConfig, as from_config_json(config.json, model_dir) computes it. */
+typedef struct qp_trillim_config {
+    int arch_type;  /* 1 BITNET, 2 LLAMA */
+    int activation; /* 0 RELU_SQR, 1 SILU */
+    int64_t hidden, intermediate;           /* rounded up to multiples of 128 */
+    int64_t hidden_orig, intermediate_orig; /* as config.json gives them */
+    int64_t n_layers, n_heads, n_kv_heads, vocab, head_dim, max_pos;
+    double norm_eps, rope_theta;
+    bool tie_embeddings, qkv_bias, attn_sub_norm, ffn_sub_norm;
+    int n_eos;
+    int64_t eos[QP_TRILLIM_MAX_EOS];
+    char norm_eps_text[40], rope_theta_text[40]; /* Python str() of the floats */
+} qp_trillim_config;
+
+qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e);
+
+/* Builds the manifest for the safetensors model in model_dir (model.safetensors or the index)
+ * and, when adapter_dir is non-NULL, the LoRA block from adapter_config.json +
+ * adapter_model.safetensors. Tensor order, actions, padding and skip rules as SDK v1. */
+qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
+                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e);
+/* LoRA rank ("r") of adapter_dir/adapter_config.json. */
+qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e);
+
+/* Python's repr/str of a float (shortest round-trip digits, "1e-05", "10000.0"). */
+void qp_trillim_py_float(double v, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,480 @@
+/* trillim-quantize: manifest -> qmodel.tensors + rope.cache + qmodel.lora.
+ * Rules (roles, padding, scales): writers/trlm.md. */
+#include "converters/trillim_quantize.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "converters/encodings_internal.h"
+#include "quantpack/core.h"
+#include "quantpack/encoding.h"
+#include "writers/trlm.h"
+
+#define R(x) QP_TRLM_ROLE_##x
+static const qp_trlm_role k_pat_llama[] = {R(ATTN_NORM), R(K), R(V), R(Q), R(O), R(FFN_NORM),
+                                           R(GATE), R(UP), R(DOWN)};
+static const qp_trlm_role k_pat_bias[] = {R(ATTN_NORM), R(K), R(K_BIAS), R(V), R(V_BIAS), R(Q),
+                                          R(Q_BIAS), R(O), R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
+static const qp_trlm_role k_pat_bitnet[] = {R(ATTN_NORM), R(ATTN_SUB_NORM), R(K), R(V), R(Q), R(O),
+                                            R(FFN_NORM), R(GATE), R(UP), R(FFN_SUB_NORM), R(DOWN)};
+#undef R
+
+typedef struct pattern {
+    const qp_trlm_role *roles;
+    uint32_t n;
+} pattern;
+
+/* Logical rows of an entry: a U8 REPACK_TERNARY source packs 4 rows per byte row. */
+static uint32_t logical_rows(const qp_trillim_entry *t) {
+    return t->action == QP_TRILLIM_REPACK_TERNARY && t->dtype == QP_TRILLIM_U8 ? t->rows * 4 : t->rows;
+}
+
+static uint32_t pad_rule(uint32_t d, const qp_trillim_quant_opts *o) {
+    if ((int64_t)d == o->intermediate_orig && o->intermediate != o->intermediate_orig)
+        return (uint32_t)o->intermediate;
+    if ((int64_t)d == o->hidden_orig && o->hidden != o->hidden_orig) return (uint32_t)o->hidden;
+    return d;
+}
+
+/* Assigns a role and layer to every entry (SDK v1 order). */
+static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
+                              qp_trlm_record *rec, uint32_t *n_layers, const char *file, qp_err *e) {
+    uint32_t n = m->n_entries, i = 0;
+    const qp_trillim_entry *t = m->entries;
+    if (n < 3 || t[0].cols == 1)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: the first tensor entry must be the 2-D token "
+                       "embedding (%u entries)", file, n);
+    rec[i].role = QP_TRLM_ROLE_EMBED, rec[i].layer = QP_TRLM_LAYER_NONE, i++;
+    if (t[i].cols != 1) {
+        if (o->tie_embeddings)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry 1 is a 2-D lm_head but "
+                           "--tie-embeddings was given (the SDK skips lm_head when tied)", file);
+        rec[i].role = QP_TRLM_ROLE_OUTPUT, rec[i].layer = QP_TRLM_LAYER_NONE, i++;
+    }
+    if (i >= n || t[i].cols != 1)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u must be the 1-D final norm", file, i);
+    rec[i].role = QP_TRLM_ROLE_OUTPUT_NORM, rec[i].layer = QP_TRLM_LAYER_NONE, i++;
+    uint32_t rest = n - i;
+    pattern pats[3];
+    if (o->arch == QP_TRLM_ARCH_BITNET) {
+        pats[0] = (pattern){k_pat_bitnet, 11};
+        pats[1] = (pattern){k_pat_llama, 9};
+        pats[2] = (pattern){k_pat_bias, 12};
+    } else {
+        pats[0] = (pattern){k_pat_llama, 9};
+        pats[1] = (pattern){k_pat_bias, 12};
+        pats[2] = (pattern){k_pat_bitnet, 11};
+    }
+    for (int p = 0; p < 3; p++) {
+        if (rest == 0 || rest % pats[p].n != 0) continue;
+        bool ok = true;
+        for (uint32_t k = 0; k < rest && ok; k++) {
+            qp_trlm_role r = pats[p].roles[k % pats[p].n];
+            ok = qp_trlm_role_is_1d(r) == (t[i + k].cols == 1);
+        }
+        if (!ok) continue;
+        for (uint32_t k = 0; k < rest; k++) {
+            rec[i + k].role = pats[p].roles[k % pats[p].n];
+            rec[i + k].layer = k / pats[p].n;
+        }
+        *n_layers = rest / pats[p].n;
+        if (*n_layers > QP_TRLM_MAX_LAYERS)
+            return qp_fail(e, QP_ERR_LIMIT, "%s: %u layers (at most %u)", file, *n_layers,
+                           QP_TRLM_MAX_LAYERS);
+        return QP_OK;
+    }
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: the %u per-layer tensor entries (after entry %u) follow "
+                   "none of the SDK v1 layer layouts (Llama: 9 per layer, Llama with q/k/v bias: "
+                   "12, BitNet with sub-norms: 11) in order and 1-D/2-D shape", file, rest, i);
+}
+
+/* Shape rules between roles (writers/trlm.md, "Roles"). */
+static qp_status check_shapes(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
+                              const qp_trlm_record *rec, uint32_t n_layers, const char *file,
+                              qp_err *e) {
+    const uint32_t H = (uint32_t)o->hidden_orig, I = (uint32_t)o->intermediate_orig;
+    /* per layer, the rows/cols of each role (from layer 0), checked against every layer */
+    uint32_t rows0[QP_TRLM_ROLE_COUNT] = {0}, cols0[QP_TRLM_ROLE_COUNT] = {0};
+    for (uint32_t i = 0; i < m->n_entries; i++) {
+        const qp_trlm_record *r = &rec[i];
+        const qp_trillim_entry *t = &m->entries[i];
+        if (qp_trlm_role_is_1d(r->role) && t->action != QP_TRILLIM_BF16_RAW)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u (1-D %s) has action %s; "
+                           "1-D tensors are BF16_RAW", file, i, qp_trlm_role_name(r->role, r->layer,
+                           (char[64]){0}, 64), qp_trillim_action_name(t->action));
+        if (r->layer == 0 || r->layer == QP_TRLM_LAYER_NONE) {
+            rows0[r->role] = r->rows;
+            cols0[r->role] = r->cols;
+        } else if (rows0[r->role] != r->rows || cols0[r->role] != r->cols) {
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u (layer %u): shape %u x %u "
+                           "differs from layer 0's %u x %u", file, i, r->layer, r->rows, r->cols,
+                           rows0[r->role], cols0[r->role]);
+        }
+    }
+    (void)n_layers;
+    struct { qp_trlm_role role; int dim; uint32_t want; const char *what; } rules[] = {
+        {QP_TRLM_ROLE_EMBED, 1, H, "hidden"},       {QP_TRLM_ROLE_OUTPUT_NORM, 0, H, "hidden"},
+        {QP_TRLM_ROLE_ATTN_NORM, 0, H, "hidden"},   {QP_TRLM_ROLE_FFN_NORM, 0, H, "hidden"},
+        {QP_TRLM_ROLE_Q, 1, H, "hidden"},           {QP_TRLM_ROLE_K, 1, H, "hidden"},
+        {QP_TRLM_ROLE_V, 1, H, "hidden"},           {QP_TRLM_ROLE_O, 0, H, "hidden"},
+        {QP_TRLM_ROLE_O, 1, rows0[QP_TRLM_ROLE_Q], "q rows"},
+        {QP_TRLM_ROLE_V, 0, rows0[QP_TRLM_ROLE_K], "k rows"},
+        {QP_TRLM_ROLE_GATE, 0, I, "intermediate"},  {QP_TRLM_ROLE_GATE, 1, H, "hidden"},
+        {QP_TRLM_ROLE_UP, 0, I, "intermediate"},    {QP_TRLM_ROLE_UP, 1, H, "hidden"},
+        {QP_TRLM_ROLE_DOWN, 0, H, "hidden"},        {QP_TRLM_ROLE_DOWN, 1, I, "intermediate"},
+        {QP_TRLM_ROLE_FFN_SUB_NORM, 0, I, "intermediate"},
+        {QP_TRLM_ROLE_ATTN_SUB_NORM, 0, rows0[QP_TRLM_ROLE_Q], "q rows"},
+        {QP_TRLM_ROLE_OUTPUT, 1, H, "hidden"},
+        {QP_TRLM_ROLE_OUTPUT, 0, rows0[QP_TRLM_ROLE_EMBED], "vocab"},
+        {QP_TRLM_ROLE_Q_BIAS, 0, rows0[QP_TRLM_ROLE_Q], "q rows"},
+        {QP_TRLM_ROLE_K_BIAS, 0, rows0[QP_TRLM_ROLE_K], "k rows"},
+        {QP_TRLM_ROLE_V_BIAS, 0, rows0[QP_TRLM_ROLE_V], "v rows"},
+    };
+    for (uint32_t i = 0; i < m->n_entries; i++) {
+        const qp_trlm_record *r = &rec[i];
+        for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
+            if (rules[k].role != r->role) continue;
+            uint32_t got = rules[k].dim == 0 ? r->rows : r->cols;
+            if (got != rules[k].want) {
+                char nm[64];
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u (%s): %s %u, expected %u "
+                               "(%s)", file, i, qp_trlm_role_name(r->role, r->layer, nm, sizeof nm),
+                               rules[k].dim == 0 ? "rows" : "cols", got, rules[k].want,
+                               rules[k].what);
+            }
+        }
+    }
+    return QP_OK;
+}
+
+/* Source element i of an entry as float. */
+static float src_float(const uint8_t *p, uint8_t dtype, size_t i) {
+    switch (dtype) {
+    case QP_TRILLIM_F32: return qp_load_f32le(p + 4 * i);
+    case QP_TRILLIM_F16: return qp_fp16_to_fp32(qp_load_u16le(p + 2 * i));
+    default: return qp_bf16_to_fp32(qp_load_u16le(p + 2 * i));
+    }
+}
+
+typedef struct shards {
+    qp_mapped_file *f;
+    int n;
+} shards;
+
+static const uint8_t *at(const shards *sh, uint16_t shard, uint64_t off) {
+    return sh->f[shard].data + off;
+}
+
+/* Builds the stored bytes of one entry into out (record size bytes). */
+static qp_status encode_entry(const qp_trillim_entry *t, const qp_trlm_record *r, const shards *sh,
+                              uint8_t *out, const char *file, uint32_t idx, qp_err *e) {
+    const uint8_t *src = at(sh, t->shard, t->data_offset);
+    uint32_t rows = r->rows, cols = r->cols, pr = r->padded_rows, pc = r->padded_cols;
+    size_t n = (size_t)rows * cols;
+    memset(out, 0, (size_t)r->size);
+    if (r->kind == QP_TRLM_KIND_BF16) {
+        for (uint32_t y = 0; y < rows; y++)
+            for (uint32_t x = 0; x < cols; x++) {
+                size_t si = (size_t)y * cols + x;
+                uint16_t v = t->dtype == QP_TRILLIM_BF16 ? qp_load_u16le(src + 2 * si)
+                                                         : qp_fp32_to_bf16(src_float(src, t->dtype, si));
+                qp_store_u16le(out + 2 * ((size_t)y * pc + x), v);
+            }
+        return QP_OK;
+    }
+    if (r->kind == QP_TRLM_KIND_I8ROWS) {
+        uint8_t *scales = out + (size_t)pr * pc;
+        for (uint32_t y = 0; y < rows; y++) {
+            float amax = 0.0f;
+            for (uint32_t x = 0; x < cols; x++) {
+                float v = src_float(src, t->dtype, (size_t)y * cols + x);
+                if (!isfinite(v))
+                    return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: element %zu is not "
+                                   "finite", file, idx, (size_t)y * cols + x);
+                if (fabsf(v) > amax) amax = fabsf(v);
+            }
+            float d = amax / 127.0f;
+            for (uint32_t x = 0; x < cols; x++) {
+                float v = src_float(src, t->dtype, (size_t)y * cols + x);
+                int q = d > 0.0f ? qp_nearest_int(v / d) : 0;
+                q = q > 127 ? 127 : q < -127 ? -127 : q;
+                out[(size_t)y * pc + x] = (uint8_t)(int8_t)q;
+            }
+            qp_store_f32le(scales + 4 * (size_t)y, d);
+        }
+        return QP_OK;
+    }
+    /* TERNARY */
+    int8_t *q = qp_malloc(n ? n : 1);
+    float *w = NULL;
+    float scale = 0.0f;
+    qp_status s = QP_OK;
+    if (!q) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor entry %u", file, idx);
+    if (t->action == QP_TRILLIM_TERNARY_QUANTIZE) {
+        w = qp_malloc(n * sizeof *w);
+        if (!w) {
+            qp_free(q);
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor entry %u", file, idx);
+        }
+        for (size_t i = 0; i < n; i++) {
+            w[i] = src_float(src, t->dtype, i);
+            if (!isfinite(w[i])) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: element %zu is not finite",
+                            file, idx, i);
+                goto out;
+            }
+        }
+        scale = qp_trlm_t2_scale(w, (int64_t)n);
+        for (size_t i = 0; i < n; i++) q[i] = scale > 0.0f ? qp_trlm_t2_level(w[i] / scale) : 0;
+    } else {
+        const uint8_t *sp = at(sh, t->scale_shard, t->scale_offset);
+        scale = t->scale_size == 4 ? qp_load_f32le(sp) : qp_bf16_to_fp32(qp_load_u16le(sp));
+        if (!isfinite(scale) || scale < 0.0f) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: scale at shard %u offset %llu is %g "
+                        "(finite and >= 0 needed)", file, idx, t->scale_shard,
+                        (unsigned long long)t->scale_offset, (double)scale);
+            goto out;
+        }
+        if (t->dtype == QP_TRILLIM_U8) {
+            int64_t bad = -1;
+            if (!qp_bitnet_u8_unpack(src, rows, cols, q, &bad)) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at shard offset %llu: packed "
+                            "element %lld has the invalid code 3", file, idx,
+                            (unsigned long long)t->data_offset, (long long)bad);
+                goto out;
+            }
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                int8_t v = (int8_t)src[i];
+                if (v < -1 || v > 1) {
+                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u at shard offset %llu: I8 "
+                                "element %zu is %d, not ternary", file, idx,
+                                (unsigned long long)(t->data_offset + i), i, v);
+                    goto out;
+                }
+                q[i] = v;
+            }
+        }
+    }
+    {
+        size_t rb = ((size_t)pc + 3) / 4;
+        int8_t *row = qp_calloc(pc, 1);
+        if (!row) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+            goto out;
+        }
+        for (uint32_t y = 0; y < pr; y++) {
+            memset(row, 0, pc);
+            if (y < rows) memcpy(row, q + (size_t)y * cols, cols);
+            qp_trlm_t2_pack(row, out + (size_t)y * rb, pc);
+        }
+        qp_free(row);
+        qp_store_f32le(out + (size_t)pr * rb, scale);
+    }
+out:
+    if (s == QP_OK) ((qp_trlm_record *)r)->scale = scale;
+    qp_free(q);
+    qp_free(w);
+    return s;
+}
+
+/* Expected (in, out) of LoRA target t (k, v, q, o, gate, up, down). */
+static void lora_dims(int t, const qp_trillim_quant_opts *o, uint32_t *in, uint32_t *out) {
+    uint32_t H = (uint32_t)o->hidden_orig, I = (uint32_t)o->intermediate_orig;
+    uint32_t qd = (uint32_t)(o->n_heads * o->head_dim), kvd = (uint32_t)(o->n_kv_heads * o->head_dim);
+    static const int k_in_hidden[7] = {1, 1, 1, 0, 1, 1, 0};
+    *in = k_in_hidden[t] ? H : t == 3 ? qd : I;
+    *out = t == 0 || t == 1 ? kvd : t == 2 ? qd : t == 3 ? H : t == 6 ? H : I;
+}
+
+static qp_status lora_to_float(const shards *sh, const qp_trillim_lora_mat *x, float **out,
+                               const char *file, qp_err *e) {
+    size_t n = (size_t)x->rows * x->cols;
+    float *v = qp_malloc(n * sizeof *v);
+    if (!v) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    const uint8_t *p = at(sh, x->shard, x->offset);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = src_float(p, x->dtype, i);
+        if (!isfinite(v[i])) {
+            qp_free(v);
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA matrix at shard %u offset %llu: element %zu "
+                           "is not finite", file, x->shard, (unsigned long long)x->offset, i);
+        }
+    }
+    *out = v;
+    return QP_OK;
+}
+
+static qp_status write_lora(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
+                            uint32_t n_layers, const shards *sh, const char *file, qp_err *e) {
+    if (!m->has_lora)
+        return qp_fail(e, QP_ERR_ARG, "%s: --lora-output given but the manifest has no LoRA block",
+                       file);
+    if (o->lora_rank <= 0 || o->n_heads <= 0 || o->n_kv_heads <= 0 || o->head_dim <= 0)
+        return qp_fail(e, QP_ERR_ARG, "--lora-output needs --lora-rank, --num-heads, --num-kv-heads "
+                       "and --head-dim (positive)");
+    if (m->n_entries > 0 && m->lora_layers != n_layers)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: the LoRA block has %u layers, the model %u", file,
+                       m->lora_layers, n_layers);
+    uint32_t ns = m->lora_layers * QP_TRLA_TARGETS;
+    qp_trla_slot *slots = qp_calloc(ns, sizeof *slots);
+    float **bufs = qp_calloc((size_t)ns * 2, sizeof *bufs);
+    qp_status s = QP_OK;
+    if (!slots || !bufs) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+        goto done;
+    }
+    for (uint32_t i = 0; i < ns; i++) {
+        const qp_trillim_lora_slot *ls = &m->lora[i];
+        if (!ls->present) continue;
+        uint32_t in, out, l = i / QP_TRLA_TARGETS;
+        int tg = (int)(i % QP_TRLA_TARGETS);
+        lora_dims(tg, o, &in, &out);
+        if (ls->a.rows != (uint32_t)o->lora_rank || ls->b.cols != (uint32_t)o->lora_rank ||
+            ls->a.cols != in || ls->b.rows != out) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %d: A %u x %u and B %u x %u do "
+                        "not match rank %lld, in %u, out %u", file, l, tg, ls->a.rows, ls->a.cols,
+                        ls->b.rows, ls->b.cols, (long long)o->lora_rank, in, out);
+            goto done;
+        }
+        if ((s = lora_to_float(sh, &ls->a, &bufs[2 * i], file, e)) != QP_OK ||
+            (s = lora_to_float(sh, &ls->b, &bufs[2 * i + 1], file, e)) != QP_OK)
+            goto done;
+        slots[i] = (qp_trla_slot){true, in, out, pad_rule(in, o), pad_rule(out, o), bufs[2 * i],
+                                  bufs[2 * i + 1]};
+    }
+    s = qp_trla_write(o->lora_output, m->lora_layers, (uint32_t)o->lora_rank, m->lora_scale, slots, e);
+done:
+    if (bufs)
+        for (uint32_t i = 0; i < 2 * ns; i++) qp_free(bufs[i]);
+    qp_free(bufs);
+    qp_free(slots);
+    return s;
+}
+
+qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
+                              qp_err *e) {
+    const char *file = o->manifest_path ? o->manifest_path : "manifest";
+    if (!o->output) return qp_fail(e, QP_ERR_ARG, "--output is required");
+    if (o->arch != QP_TRLM_ARCH_BITNET && o->arch != QP_TRLM_ARCH_LLAMA)
+        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET) or 2 (LLAMA)", o->arch);
+    if (o->hidden_orig <= 0 || o->intermediate_orig <= 0 || o->hidden < o->hidden_orig ||
+        o->intermediate < o->intermediate_orig || o->hidden > QP_TRLM_MAX_DIM ||
+        o->intermediate > QP_TRLM_MAX_DIM)
+        return qp_fail(e, QP_ERR_ARG, "dimensions: hidden %lld (orig %lld), intermediate %lld (orig "
+                       "%lld): padded dims must be >= the original ones, all positive",
+                       (long long)o->hidden, (long long)o->hidden_orig, (long long)o->intermediate,
+                       (long long)o->intermediate_orig);
+    if (!(o->norm_eps > 0.0) || !isfinite(o->norm_eps))
+        return qp_fail(e, QP_ERR_ARG, "--norm-eps %g must be positive", o->norm_eps);
+    shards sh = {qp_calloc(m->n_shards ? m->n_shards : 1, sizeof(qp_mapped_file)), 0};
+    uint64_t *sizes = qp_calloc(m->n_shards ? m->n_shards : 1, sizeof *sizes);
+    qp_trlm_record *rec = qp_calloc(m->n_entries ? m->n_entries : 1, sizeof *rec);
+    uint8_t *buf = NULL;
+    qp_trlm_writer *w = NULL;
+    bool rope_done = false, lora_done = false;
+    qp_status s = QP_OK;
+    uint32_t n_layers = 0;
+    if (!sh.f || !sizes || !rec) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (uint16_t i = 0; i < m->n_shards; i++) {
+        if (!qp_path_exists(m->shards[i]) || qp_path_is_dir(m->shards[i])) {
+            s = qp_fail(e, QP_ERR_IO, "%s: shard %u '%s' %s", file, i, m->shards[i],
+                        qp_path_is_dir(m->shards[i]) ? "is a directory" : "does not exist");
+            goto done;
+        }
+        if ((s = qp_file_map(m->shards[i], &sh.f[i], e)) != QP_OK) {
+            qp_err_prefix(e, "%s: shard %u: ", file, i);
+            goto done;
+        }
+        sh.n = i + 1;
+        sizes[i] = sh.f[i].size;
+    }
+    if ((s = qp_trillim_manifest_check_shards(m, sizes, file, e)) != QP_OK) goto done;
+    if (m->n_entries > 0) {
+        for (uint32_t i = 0; i < m->n_entries; i++) {
+            const qp_trillim_entry *t = &m->entries[i];
+            qp_trlm_record *r = &rec[i];
+            r->rows = logical_rows(t);
+            r->cols = t->cols;
+            uint32_t want_pr = pad_rule(t->rows, o), want_pc = pad_rule(t->cols, o);
+            if (t->padded_rows != want_pr || t->padded_cols != want_pc) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: padded shape %u x %u, expected "
+                            "%u x %u for %u x %u (hidden %lld->%lld, intermediate %lld->%lld)",
+                            file, i, t->padded_rows, t->padded_cols, want_pr, want_pc, t->rows,
+                            t->cols, (long long)o->hidden_orig, (long long)o->hidden,
+                            (long long)o->intermediate_orig, (long long)o->intermediate);
+                goto done;
+            }
+            r->padded_rows = r->rows == t->rows ? t->padded_rows : pad_rule(r->rows, o);
+            r->padded_cols = t->padded_cols;
+            r->kind = t->action == QP_TRILLIM_BF16_RAW ? QP_TRLM_KIND_BF16
+                      : t->action == QP_TRILLIM_EMBEDDING_I8 ? QP_TRLM_KIND_I8ROWS
+                                                             : QP_TRLM_KIND_TERNARY;
+        }
+        if ((s = assign_roles(m, o, rec, &n_layers, file, e)) != QP_OK ||
+            (s = check_shapes(m, o, rec, n_layers, file, e)) != QP_OK)
+            goto done;
+    }
+    qp_trlm_body body = {m->n_entries, (uint32_t)o->hidden, (uint32_t)o->intermediate,
+                         (uint32_t)o->hidden_orig, (uint32_t)o->intermediate_orig,
+                         (float)o->norm_eps, 0, n_layers};
+    bool has_output = false;
+    for (uint32_t i = 0; i < m->n_entries; i++) has_output |= rec[i].role == QP_TRLM_ROLE_OUTPUT;
+    if (!has_output) body.flags |= 1u;
+    for (uint32_t i = 0; i < m->n_entries; i++)
+        if (!qp_trlm_data_size(rec[i].kind, rec[i].padded_rows, rec[i].padded_cols, &rec[i].size)) {
+            s = qp_fail(e, QP_ERR_INTERNAL, "tensor entry %u: bad kind", i);
+            goto done;
+        }
+    uint64_t max_size = 1;
+    for (uint32_t i = 0; i < m->n_entries; i++)
+        if (rec[i].size > max_size) max_size = rec[i].size;
+    if (max_size > SIZE_MAX / 2 || !(buf = qp_malloc((size_t)max_size))) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory (%llu bytes for one tensor)",
+                    (unsigned long long)max_size);
+        goto done;
+    }
+    /* pass 1: ternary scales (validates every source value before anything is written) */
+    for (uint32_t i = 0; i < m->n_entries; i++)
+        if ((s = encode_entry(&m->entries[i], &rec[i], &sh, buf, file, i, e)) != QP_OK) goto done;
+    if ((s = qp_trlm_writer_open(o->output, (uint32_t)o->arch, &body, rec, &w, e)) != QP_OK) goto done;
+    for (uint32_t i = 0; i < m->n_entries; i++) {
+        if ((s = encode_entry(&m->entries[i], &rec[i], &sh, buf, file, i, e)) != QP_OK ||
+            (s = qp_trlm_writer_write(w, buf, (size_t)rec[i].size, e)) != QP_OK)
+            goto done;
+    }
+    if (o->rope_output) {
+        if (o->head_dim <= 0 || o->max_pos <= 0 || o->max_pos > QP_TRLM_MAX_POS) {
+            s = qp_fail(e, QP_ERR_ARG, "--rope-output needs --head-dim and --max-pos (1..%u)",
+                        QP_TRLM_MAX_POS);
+            goto done;
+        }
+        if ((s = qp_trrc_write(o->rope_output, (uint32_t)o->max_pos, (uint32_t)o->head_dim,
+                               o->rope_theta, e)) != QP_OK)
+            goto done;
+        rope_done = true;
+    }
+    if (o->lora_output) {
+        if ((s = write_lora(m, o, n_layers, &sh, file, e)) != QP_OK) goto done;
+        lora_done = true;
+    }
+    s = qp_trlm_writer_commit(w, e);
+    w = NULL;
+done:
+    qp_trlm_writer_abort(w);
+    if (s != QP_OK) {
+        if (rope_done) unlink(o->rope_output);
+        if (lora_done) unlink(o->lora_output);
+    }
+    for (int i = 0; i < sh.n; i++) qp_file_unmap(&sh.f[i]);
+    qp_free(sh.f);
+    qp_free(sizes);
+    qp_free(rec);
+    qp_free(buf);
+    return s;
+}

@@ -1,0 +1,139 @@
+/* TRLM v1: the Trillim/DarkNet model directory (qmodel.tensors, rope.cache, qmodel.lora).
+ * Headers are public (shared/specs/trillim.md); the bodies are defined by this project, byte by
+ * byte, in writers/trlm.md. Writer: writers/trlm_writer.c; reader: readers/trlm.c. */
+#ifndef QP_TRLM_H
+#define QP_TRLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/core.h"
+#include "quantpack/model.h"
+#include "quantpack/status.h"
+
+/* ---- constants ------------------------------------------------------------------------------ */
+#define QP_TRLM_VERSION 1u
+#define QP_TRLM_HEADER_BYTES 16   /* "TRLM", version, arch, reserved */
+#define QP_TRLM_BODY_HEADER_BYTES 48
+#define QP_TRLM_RECORD_BYTES 48
+#define QP_TRLM_ALIGN 64          /* every tensor's data starts at a multiple of this */
+#define QP_TRRC_HEADER_BYTES 12   /* "TRRC", version, reserved */
+#define QP_TRRC_BODY_HEADER_BYTES 16
+#define QP_TRLA_HEADER_BYTES 12   /* "TRLA", version, reserved */
+#define QP_TRLA_BODY_HEADER_BYTES 32
+#define QP_TRLA_SLOT_BYTES 32
+#define QP_TRLA_TARGETS 7
+#define QP_TRLM_MAX_TENSORS 1000000u
+#define QP_TRLM_MAX_DIM (1u << 24)
+#define QP_TRLM_MAX_LAYERS 4096u
+#define QP_TRLM_MAX_POS (1u << 22)
+#define QP_TRLM_LAYER_NONE 0xFFFFFFFFu
+
+enum { QP_TRLM_ARCH_UNKNOWN = 0, QP_TRLM_ARCH_BITNET = 1, QP_TRLM_ARCH_LLAMA = 2 };
+enum { QP_TRLM_ACTIVATION_RELU_SQR = 0, QP_TRLM_ACTIVATION_SILU = 1 };
+
+/* Storage kind of one tensor in qmodel.tensors. */
+typedef enum qp_trlm_kind {
+    QP_TRLM_KIND_BF16 = 0,    /* padded_rows x padded_cols bf16 */
+    QP_TRLM_KIND_TERNARY = 1, /* padded_rows x ceil(padded_cols/4) code bytes, then f32 scale */
+    QP_TRLM_KIND_I8ROWS = 2,  /* padded_rows x padded_cols int8, then padded_rows f32 row scales */
+    QP_TRLM_KIND_COUNT
+} qp_trlm_kind;
+
+/* What a tensor is in the model (one per manifest entry, in the SDK's order). */
+typedef enum qp_trlm_role {
+    QP_TRLM_ROLE_EMBED = 0,
+    QP_TRLM_ROLE_OUTPUT,
+    QP_TRLM_ROLE_OUTPUT_NORM,
+    QP_TRLM_ROLE_ATTN_NORM,
+    QP_TRLM_ROLE_ATTN_SUB_NORM,
+    QP_TRLM_ROLE_K,
+    QP_TRLM_ROLE_V,
+    QP_TRLM_ROLE_Q,
+    QP_TRLM_ROLE_O,
+    QP_TRLM_ROLE_FFN_NORM,
+    QP_TRLM_ROLE_GATE,
+    QP_TRLM_ROLE_UP,
+    QP_TRLM_ROLE_FFN_SUB_NORM,
+    QP_TRLM_ROLE_DOWN,
+    QP_TRLM_ROLE_Q_BIAS,
+    QP_TRLM_ROLE_K_BIAS,
+    QP_TRLM_ROLE_V_BIAS,
+    QP_TRLM_ROLE_COUNT
+} qp_trlm_role;
+
+/* GGUF-style name of a role ("token_embd.weight", "blk.%u.attn_q.weight", ...) into buf. */
+const char *qp_trlm_role_name(qp_trlm_role r, uint32_t layer, char *buf, size_t cap);
+bool qp_trlm_role_is_1d(qp_trlm_role r);
+
+/* The body header of qmodel.tensors (after the 16-byte TRLM header). */
+typedef struct qp_trlm_body {
+    uint32_t n_tensors;
+    uint32_t hidden, intermediate, hidden_orig, intermediate_orig;
+    float norm_eps;
+    uint32_t flags; /* bit 0: tie_embeddings */
+    uint32_t n_layers;
+} qp_trlm_body;
+
+/* One tensor record (48 bytes on disk). rows/cols: the logical (unpadded) shape; for 1-D
+ * tensors cols = 1. */
+typedef struct qp_trlm_record {
+    qp_trlm_kind kind;
+    qp_trlm_role role;
+    uint32_t layer; /* QP_TRLM_LAYER_NONE for embed/output/output_norm */
+    uint32_t rows, cols, padded_rows, padded_cols;
+    uint64_t offset, size;
+    float scale; /* TERNARY: the tensor scale (also in the trailer); else 0 */
+} qp_trlm_record;
+
+/* Bytes of a tensor's data for its kind and padded shape; false on overflow or a bad kind. */
+bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_cols, uint64_t *out);
+
+void qp_trlm_body_encode(const qp_trlm_body *b, uint8_t out[QP_TRLM_BODY_HEADER_BYTES]);
+void qp_trlm_record_encode(const qp_trlm_record *r, uint8_t out[QP_TRLM_RECORD_BYTES]);
+
+/* ---- qmodel.tensors writer (writers/trlm_writer.c) -------------------------------------------
+ * open (declares every record: offsets are laid out at once) -> for each record in order:
+ * write its data in any chunks (exactly record.size bytes) -> commit (atomic rename) or abort. */
+typedef struct qp_trlm_writer qp_trlm_writer;
+
+qp_status qp_trlm_writer_open(const char *path, uint32_t arch, const qp_trlm_body *body,
+                              qp_trlm_record *records, qp_trlm_writer **out, qp_err *e);
+qp_status qp_trlm_writer_write(qp_trlm_writer *w, const void *data, size_t n, qp_err *e);
+qp_status qp_trlm_writer_commit(qp_trlm_writer *w, qp_err *e); /* always frees w */
+void qp_trlm_writer_abort(qp_trlm_writer *w);                    /* NULL is fine */
+
+/* rope.cache: cos/sin tables for max_pos positions x head_dim/2 frequencies (writers/trlm.md). */
+qp_status qp_trrc_write(const char *path, uint32_t max_pos, uint32_t head_dim, double theta,
+                        qp_err *e);
+/* The angle table value as the writer computes it (for checks): pos * theta^(-2i/head_dim). */
+double qp_trrc_angle(uint32_t pos, uint32_t i, uint32_t head_dim, double theta);
+
+/* qmodel.lora writer: one slot per layer x target (k, v, q, o, gate, up, down). */
+typedef struct qp_trla_slot {
+    bool present;
+    uint32_t in_orig, out_orig, in_padded, out_padded;
+    const float *a; /* rank x in_orig (row-major), borrowed */
+    const float *b; /* out_orig x rank */
+} qp_trla_slot;
+
+qp_status qp_trla_write(const char *path, uint32_t n_layers, uint32_t rank, double scale,
+                        const qp_trla_slot *slots, qp_err *e);
+
+/* ---- ternary helpers (converters/enc_trlm.c) ------------------------------------------------ */
+/* The TRLM ternary scale: mean |w| over the nonzero finite w (double sum, rounded to f32);
+ * 0 when every w is 0. For exactly ternary input {-a, 0, +a} it is a, so q recovers exactly. */
+float qp_trlm_t2_scale(const float *w, int64_t n);
+/* round_half_even(v) clamped to [-1, 1]; NaN -> 0. */
+int8_t qp_trlm_t2_level(float v);
+/* q[n] in {-1,0,1} -> ceil(n/4) code bytes (unused codes in the last byte are 1 = zero). */
+void qp_trlm_t2_pack(const int8_t *q, uint8_t *y, int64_t n);
+
+/* ---- reading (readers/trlm.c) ---------------------------------------------------------------- */
+/* Merges the LoRA of a TRLA file into m: every present slot's base tensor (blk.L.attn_k.weight
+ * ...) becomes F32 W + scale * (B @ A), held in m's arena (delta summed in f32 over the rank in
+ * order, then scaled and added). Works on any model whose tensors the traits can dequantize. */
+qp_status qp_trlm_apply_lora(qp_model *m, const char *lora_path, qp_err *e);
+
+#endif
