@@ -34,5 +34,9 @@ int qp_cmd_run(int argc, char **argv);
 int qp_cmd_verify(int argc, char **argv);
 int qp_cmd_encode(int argc, char **argv);
 int qp_cmd_decode(int argc, char **argv);
+/* Trillim (cli/cmd_trillim.c) */
+int qp_cmd_trillim_quantize(int argc, char **argv);
+int qp_cmd_inference(int argc, char **argv);
+int qp_cmd_convert_trlm(int argc, char **argv);
 
 #endif

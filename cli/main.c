@@ -26,6 +26,8 @@ static const struct {
     cmd_fn fn;
 } k_companions[] = {
     {"quantpack-inspect", qp_cmd_inspect},
+    {"trillim-quantize", qp_cmd_trillim_quantize},
+    {"inference", qp_cmd_inference},
 };
 
 static void usage(FILE *f) {

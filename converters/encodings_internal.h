@@ -113,6 +113,14 @@ void qp_bq4_dequantize(const void *x, float *y, int64_t n);
 float qp_bq4_vec_dot(const void *w, const float *x, int64_t n);
 bool qp_bq4_validate(const void *x, int64_t n, char *why, size_t why_len);
 
+/* enc_trlm.c (TRLM v1 ternary rows, writers/trlm.md) */
+void qp_trlm_t2_quantize_ref(const float *x, void *y, int64_t n);
+void qp_trlm_t2_dequantize(const void *x, float *y, int64_t n);
+float qp_trlm_t2_vec_dot(const void *w, const float *x, int64_t n);
+bool qp_trlm_t2_validate(const void *x, int64_t n, char *why, size_t why_len);
+void qp_trlm_t2_quantize_tensor(const float *x, void *y, int64_t n);
+void qp_trlm_t2_dequantize_tensor(const void *x, float *y, int64_t n);
+
 /* simd.c: dispatchers (same bytes as the _ref functions; vec_dot within a stated tolerance) */
 int qp_simd_level(void); /* 0 scalar, 1 avx2, 2 avx512 */
 void qp_q4k_quantize(const float *x, void *y, int64_t n);

@@ -61,6 +61,8 @@ typedef enum qp_encoding {
     QP_ENC_BITNET32F16, /* BitNet-rs BitNet32F16: 32 elements in 8 bytes + inline f16 scale */
     QP_ENC_SPLIT32,   /* BitNet-rs Split32WithSibling: 32 elements in 8 bytes, scales elsewhere */
     QP_ENC_BQ4,       /* bullet-core BQ4: 32 elements in 20 bytes (f16 scale, i8 zero, nibbles) */
+    QP_ENC_TRLM_T2,   /* TRLM v1 ternary rows: 4 codes per byte (q+1, LSB first) + f32 tensor scale
+                         trailer; F32 activations (writers/trlm.md) */
     /* add new encodings above this line */
     QP_ENC_COUNT
 } qp_encoding;
