@@ -1,0 +1,336 @@
+/* Llama-family model -> .bullet. bullet-core's runtime (bullet-core.cpp, BulletRunner::forward)
+ * fixes several things the source may not match; each is either an exact rewrite or a refusal:
+ *   - K/V: its attention has n_heads K/V heads of width hidden/n_heads -> grouped K/V heads are
+ *     written repeated (exact: head h uses K/V head h / (n_heads / n_kv_heads));
+ *   - RoPE: adjacent pairs (2i, 2i+1), theta 10000 -> NEOX (HF) sources get their q/k rows
+ *     reordered inside each head (row 2i <- i, 2i+1 <- i + d/2; exact); other thetas refused;
+ *   - FFN width: 4 x hidden -> a narrower FFN is zero-padded (gate/up rows, down columns; exact:
+ *     silu(0) * 0 = 0), a wider one refused;
+ *   - every row is read as whole 32-element blocks -> hidden must be a multiple of 32;
+ *   - no biases, no sub-norms, SiLU only.
+ * Tensors are written in bullet-core's names with BQ4 through the encodings table, streamed one
+ * at a time (memory bounded by the largest tensor). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "converters/convert_bullet.h"
+#include "quantpack/core.h"
+#include "quantpack/encoding.h"
+
+typedef enum { K_PLAIN, K_QK, K_PAD_ROWS, K_PAD_COLS } xform;
+
+typedef struct job {
+    const qp_model *m;
+    const qp_tensor *src;
+    xform kind;
+    int64_t rows, cols;         /* output shape [rows, cols] */
+    int64_t src_rows, src_cols;
+    int64_t hd, n_heads, n_src_heads;
+    bool permute;               /* NEOX -> adjacent pairs */
+} job;
+
+static qp_status fill(void *ud, const qp_bullet_tensor *bt, float *dst, qp_err *e) {
+    const job *j = ud;
+    const qp_tensor *t = j->src;
+    int64_t n = qp_tensor_nelements(t);
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    size_t need;
+    if (!tr || !qp_encoding_tensor_bytes(t->enc, n, &need) || t->nbytes < need)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding cannot be read or size "
+                       "%zu is short", j->m->path, t->name, t->nbytes);
+    float *x = j->kind == K_PLAIN ? dst : qp_malloc((size_t)n * sizeof *x);
+    if (!x) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", j->m->path, t->name);
+    if (!qp_encoding_dequantize_tensor(t->enc, t->data, x, n)) {
+        if (x != dst) qp_free(x);
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s cannot be dequantized",
+                       j->m->path, t->name, tr->upper_name);
+    }
+    int64_t C = j->cols;
+    switch (j->kind) {
+    case K_PLAIN: break;
+    case K_QK: {
+        int64_t g = j->n_heads / j->n_src_heads, hd = j->hd;
+        for (int64_t h = 0; h < j->n_heads; h++) {
+            const float *sh = x + (h / g) * hd * C;
+            float *dh = dst + h * hd * C;
+            for (int64_t r = 0; r < hd; r++) {
+                int64_t from = j->permute ? (r % 2 == 0 ? r / 2 : r / 2 + hd / 2) : r;
+                memcpy(dh + r * C, sh + from * C, (size_t)C * sizeof *dst);
+            }
+        }
+        break;
+    }
+    case K_PAD_ROWS:
+        memcpy(dst, x, (size_t)(j->src_rows * C) * sizeof *dst);
+        memset(dst + j->src_rows * C, 0, (size_t)((j->rows - j->src_rows) * C) * sizeof *dst);
+        break;
+    case K_PAD_COLS:
+        for (int64_t r = 0; r < j->rows; r++) {
+            memcpy(dst + r * C, x + r * j->src_cols, (size_t)j->src_cols * sizeof *dst);
+            memset(dst + r * C + j->src_cols, 0, (size_t)(C - j->src_cols) * sizeof *dst);
+        }
+        break;
+    }
+    (void)bt;
+    if (x != dst) qp_free(x);
+    return QP_OK;
+}
+
+static const qp_tensor *need(const qp_model *m, const char *name, qp_err *e) {
+    const qp_tensor *t = qp_model_find(m, name);
+    if (!t) qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is missing", m->path, name);
+    return t;
+}
+
+static qp_status check_shape(const qp_model *m, const qp_tensor *t, int64_t cols, int64_t rows,
+                             qp_err *e) {
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' has ne=[%lld, %lld, %lld, %lld]; "
+                       "expected [%lld, %lld]", m->path, t->name, (long long)t->ne[0],
+                       (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                       (long long)cols, (long long)rows);
+    return QP_OK;
+}
+
+static void base_name(const char *path, char *out, size_t cap) {
+    const char *b = strrchr(path, '/');
+    b = b && b[1] ? b + 1 : path;
+    snprintf(out, cap, "%s", b);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = '\0';
+    for (char *p = out; *p; p++)
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '_';
+}
+
+static const char *tok_model_name(qp_tok_model t) {
+    switch (t) {
+    case QP_TOK_SPM: return "llama";
+    case QP_TOK_BPE: return "gpt2";
+    case QP_TOK_WPM: return "bert";
+    default: return NULL;
+    }
+}
+
+static qp_status repack_bullet(const qp_model *src, const char *out, const qp_bullet_convert_opts *o,
+                               qp_bullet_convert_stats *st, qp_err *e) {
+    qp_bullet_info info;
+    qp_bullet_head_info *heads = NULL;
+    qp_bullet_tensor *bt = NULL;
+    int64_t n = 0;
+    qp_status s = qp_bullet_info_from_model(src, &info, &heads, &bt, &n, e);
+    if (s != QP_OK) return s;
+    if (o && o->model_name) info.model_name = o->model_name;
+    if (o && o->checksum) info.checksum = true;
+    s = qp_bullet_write(out, &info, bt, n, e);
+    if (st) st->n_tensors = n;
+    qp_bullet_info_free(&info, heads, bt);
+    return s;
+}
+
+qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bullet_convert_opts *o,
+                               qp_bullet_convert_stats *st, qp_err *e) {
+    static const qp_bullet_convert_opts k_default = {0};
+    qp_bullet_convert_stats dummy;
+    if (!o) o = &k_default;
+    if (!st) st = &dummy;
+    memset(st, 0, sizeof *st);
+    if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
+    const qp_arch *a = &m->arch;
+    const qp_tensor *emb = need(m, "token_embd.weight", e);
+    if (!emb) return e ? e->status : QP_ERR_UNSUPPORTED;
+    int64_t dim = a->hidden > 0 ? a->hidden : emb->ne[0];
+    int64_t vocab = emb->ne[1];
+    int64_t nh = a->n_heads, nkv = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
+    int64_t hd = a->head_dim > 0 ? a->head_dim : (nh > 0 ? dim / nh : 0);
+    int64_t layers = a->n_layers;
+    if (a->family == QP_FAMILY_BITNET || a->sub_norms || a->qkv_bias || a->act != QP_ACT_SILU)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s models (biases, sub-norms or a non-SiLU FFN) "
+                       "cannot be written for bullet-core's runtime, which has none of these",
+                       m->path, a->family == QP_FAMILY_BITNET ? "BitNet" : qp_family_name(a->family));
+    if (nh <= 0 || nkv <= 0 || nh % nkv != 0 || hd <= 0 || nh * hd != dim || layers <= 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %lld heads of %lld (kv %lld) over hidden %lld, %lld "
+                       "layers: bullet-core needs heads x head width = hidden", m->path, (long long)nh,
+                       (long long)hd, (long long)nkv, (long long)dim, (long long)layers);
+    if (a->rope_theta > 0.0f && a->rope_theta != 10000.0f)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: RoPE theta %g; bullet-core's apply_rope fixes it "
+                       "at 10000 and would misread this model", m->path, (double)a->rope_theta);
+    if (dim % 32 != 0 || dim > QP_BULLET_MAX_DIM)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: hidden size %lld: .bullet needs a multiple of 32 up to "
+                       "65535 (bullet-core reads rows as whole 32-element BQ4 blocks)", m->path,
+                       (long long)dim);
+    if (vocab > QP_BULLET_MAX_VOCAB)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: vocabulary of %lld tokens: .bullet dims are u16, so the "
+                       "embedding holds at most 65535 rows", m->path, (long long)vocab);
+    const qp_vocab *v = &m->vocab;
+    if (v->n_tokens <= 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the source has no tokenizer (pass --tokenizer); "
+                       "bullet-core reads one from every .bullet", m->path);
+    if (v->n_tokens != vocab)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the tokenizer has %lld tokens but the embedding "
+                       "%lld rows", m->path, (long long)v->n_tokens, (long long)vocab);
+    const qp_tensor *g0 = need(m, "blk.0.ffn_gate.weight", e);
+    if (!g0) return e ? e->status : QP_ERR_UNSUPPORTED;
+    int64_t ffn = g0->ne[1], ffn_out = 4 * dim;
+    if (ffn > ffn_out)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN width %lld exceeds 4 x hidden (%lld), which "
+                       "bullet-core's runtime fixes", m->path, (long long)ffn, (long long)ffn_out);
+    bool neox = a->rope_style == QP_ROPE_NEOX;
+
+    /* plan: bullet-core's order */
+    int64_t n_extra = o->head_weights ? o->n_tasks : 0;
+    int64_t cap = 3 + 9 * layers + n_extra;
+    qp_bullet_tensor *bt = qp_calloc((size_t)cap, sizeof *bt);
+    job *jobs = qp_calloc((size_t)cap, sizeof *jobs);
+    char (*names)[64] = qp_calloc((size_t)cap, sizeof *names);
+    qp_bullet_heads heads;
+    memset(&heads, 0, sizeof heads);
+    qp_status s = QP_OK;
+    if (!bt || !jobs || !names) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    int64_t n = 0;
+#define ADD(BNAME, SRC, KIND, ROWS, COLS)                                                         \
+    do {                                                                                          \
+        snprintf(names[n], sizeof names[n], "%s", BNAME);                                         \
+        jobs[n] = (job){m, SRC, KIND, ROWS, COLS, (SRC)->ne[1], (SRC)->ne[0], hd, nh, nh, false}; \
+        bt[n].name = names[n];                                                                    \
+        bt[n].fill = fill;                                                                        \
+        bt[n].ud = &jobs[n];                                                                      \
+        if ((ROWS) == 1) {                                                                        \
+            bt[n].rank = 1;                                                                       \
+            bt[n].dims[0] = COLS;                                                                 \
+        } else {                                                                                  \
+            bt[n].rank = 2;                                                                       \
+            bt[n].dims[0] = ROWS;                                                                 \
+            bt[n].dims[1] = COLS;                                                                 \
+        }                                                                                         \
+        n++;                                                                                      \
+    } while (0)
+    if (s == QP_OK && (s = check_shape(m, emb, dim, vocab, e)) == QP_OK)
+        ADD("tok_embeddings.weight", emb, K_PLAIN, vocab, dim);
+    for (int64_t l = 0; l < layers && s == QP_OK; l++) {
+        static const char *const canon[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                              "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+        const qp_tensor *t[9];
+        for (int k = 0; k < 9 && s == QP_OK; k++) {
+            char cn[64], bn[64];
+            snprintf(cn, sizeof cn, "blk.%lld.%s.weight", (long long)l, canon[k]);
+            t[k] = need(m, cn, e);
+            if (!t[k]) s = e ? e->status : QP_ERR_UNSUPPORTED;
+            else if (!qp_bullet_name_from_canon(cn, bn, sizeof bn))
+                s = qp_fail(e, QP_ERR_INTERNAL, "no bullet name for %s", cn);
+        }
+        if (s != QP_OK) break;
+        int64_t want[9][2] = {{dim, 1},   {dim, nh * hd},  {dim, nkv * hd}, {dim, nkv * hd}, {nh * hd, dim},
+                              {dim, 1},   {dim, ffn},      {dim, ffn},      {ffn, dim}};
+        for (int k = 0; k < 9 && s == QP_OK; k++) {
+            if (k == 0 || k == 5) {
+                if (qp_tensor_nelements(t[k]) != dim || t[k]->ne[0] != dim)
+                    s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path,
+                                t[k]->name, (long long)dim);
+            } else {
+                s = check_shape(m, t[k], want[k][0], want[k][1], e);
+            }
+        }
+        if (s != QP_OK) break;
+        char bn[64];
+        snprintf(bn, sizeof bn, "layers.%lld.norm.attn.weight", (long long)l);
+        ADD(bn, t[0], K_PLAIN, 1, dim);
+        snprintf(bn, sizeof bn, "layers.%lld.attention.query.weight", (long long)l);
+        ADD(bn, t[1], neox ? K_QK : K_PLAIN, dim, dim);
+        jobs[n - 1].permute = neox;
+        snprintf(bn, sizeof bn, "layers.%lld.attention.key.weight", (long long)l);
+        ADD(bn, t[2], (neox || nkv != nh) ? K_QK : K_PLAIN, dim, dim);
+        jobs[n - 1].permute = neox;
+        jobs[n - 1].n_src_heads = nkv;
+        snprintf(bn, sizeof bn, "layers.%lld.attention.value.weight", (long long)l);
+        ADD(bn, t[3], nkv != nh ? K_QK : K_PLAIN, dim, dim);
+        jobs[n - 1].n_src_heads = nkv;
+        snprintf(bn, sizeof bn, "layers.%lld.attention.output.weight", (long long)l);
+        ADD(bn, t[4], K_PLAIN, dim, dim);
+        snprintf(bn, sizeof bn, "layers.%lld.norm.ffn.weight", (long long)l);
+        ADD(bn, t[5], K_PLAIN, 1, dim);
+        snprintf(bn, sizeof bn, "layers.%lld.ffn.w1.weight", (long long)l);
+        ADD(bn, t[6], ffn != ffn_out ? K_PAD_ROWS : K_PLAIN, ffn_out, dim);
+        snprintf(bn, sizeof bn, "layers.%lld.ffn.w3.weight", (long long)l);
+        ADD(bn, t[7], ffn != ffn_out ? K_PAD_ROWS : K_PLAIN, ffn_out, dim);
+        snprintf(bn, sizeof bn, "layers.%lld.ffn.w2.weight", (long long)l);
+        ADD(bn, t[8], ffn != ffn_out ? K_PAD_COLS : K_PLAIN, dim, ffn_out);
+    }
+    const qp_tensor *fn = s == QP_OK ? need(m, "output_norm.weight", e) : NULL;
+    if (s == QP_OK && !fn) s = e ? e->status : QP_ERR_UNSUPPORTED;
+    if (s == QP_OK) {
+        if (qp_tensor_nelements(fn) != dim)
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path, fn->name,
+                        (long long)dim);
+        else
+            ADD("final_layernorm.weight", fn, K_PLAIN, 1, dim);
+    }
+    if (s == QP_OK) {
+        const qp_tensor *outw = qp_model_find(m, "output.weight");
+        st->tied = outw == NULL;
+        if (!outw) outw = emb;
+        if ((s = check_shape(m, outw, dim, vocab, e)) == QP_OK)
+            ADD("gen_head.weight", outw, K_PLAIN, vocab, dim);
+    }
+    /* extra heads */
+    if (s == QP_OK && n_extra > 0) {
+        s = qp_bullet_heads_load(o->head_weights, o->tasks, o->n_tasks, dim, &heads, e);
+        for (int i = 0; i < heads.n && s == QP_OK; i++) {
+            char bn[64];
+            snprintf(bn, sizeof bn, "%s_head.weight", heads.info[i].task);
+            ADD(bn, heads.t[i], K_PLAIN, heads.t[i]->ne[1], dim);
+            if (heads.t[i]->ne[1] == 1) { /* a one-row head is still [1, hidden] */
+                bt[n - 1].rank = 2;
+                bt[n - 1].dims[0] = 1;
+                bt[n - 1].dims[1] = dim;
+            }
+        }
+    } else if (s == QP_OK && o->n_tasks > 0) {
+        for (int i = 0; i < o->n_tasks && s == QP_OK; i++)
+            if (strcmp(o->tasks[i], "gen") != 0)
+                s = qp_fail(e, QP_ERR_ARG, "head '%s' needs --head-weights FILE.safetensors", o->tasks[i]);
+    }
+#undef ADD
+    if (s == QP_OK) {
+        char name[128];
+        base_name(m->path, name, sizeof name);
+        qp_bullet_info info;
+        memset(&info, 0, sizeof info);
+        info.model_name = o->model_name ? o->model_name : name;
+        info.hidden = dim;
+        info.n_layers = layers;
+        info.n_heads = nh;
+        info.max_context = a->max_pos > 0 ? (a->max_pos > QP_BULLET_INT_MAX ? QP_BULLET_INT_MAX : a->max_pos) : 2048;
+        info.ff_multiplier = 4;
+        info.rope_theta = 10000;
+        info.vocab.n_tokens = v->n_tokens;
+        info.vocab.tokens = (const char *const *)v->tokens;
+        info.vocab.token_lens = v->token_lens;
+        info.vocab.scores = v->scores;
+        info.vocab.types = v->types;
+        info.vocab.n_merges = v->n_merges;
+        info.vocab.merges = (const char *const *)v->merges;
+        info.vocab.model = tok_model_name(v->model);
+        info.vocab.pre = v->model == QP_TOK_BPE && v->pre[0] ? v->pre : NULL;
+        info.vocab.bos_id = v->bos_id;
+        info.vocab.eos_id = v->eos_id;
+        info.vocab.unk_id = v->unk_id;
+        info.vocab.pad_id = v->pad_id;
+        info.vocab.add_bos = v->add_bos;
+        info.has_gen = true;
+        info.heads = heads.info;
+        info.n_heads_info = heads.n;
+        info.checksum = o->checksum;
+        s = qp_bullet_write(out, &info, bt, n, e);
+    }
+    st->n_tensors = n;
+    st->ffn_src = ffn;
+    st->ffn_out = ffn_out;
+    st->kv_heads_src = nkv;
+    st->permuted_qk = neox;
+    qp_bullet_heads_free(&heads);
+    qp_free(bt);
+    qp_free(jobs);
+    qp_free(names);
+    return s;
+}

@@ -1,0 +1,66 @@
+/* Any readable Llama-family model -> .bullet (bullet-core's container, BQ4 weights), and the
+ * multi-task heads around it. Mapping, padding and refusals: writers/bullet.md. */
+#ifndef QP_CONVERT_BULLET_H
+#define QP_CONVERT_BULLET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quantpack/model.h"
+#include "quantpack/status.h"
+#include "writers/bullet_writer.h"
+
+typedef struct qp_bullet_convert_opts {
+    const char *model_name;       /* NULL: the source file name without its extension */
+    const char *const *tasks;     /* extra heads: "sentiment", "ner", ... ("gen" is ignored: the
+                                     gen head is always written) */
+    int n_tasks;
+    const char *head_weights;     /* safetensors with "<task>_head.weight" [n_out, hidden] */
+    bool checksum;                /* CSUM record before END! */
+} qp_bullet_convert_opts;
+
+typedef struct qp_bullet_convert_stats {
+    int64_t n_tensors;
+    int64_t ffn_src, ffn_out;     /* FFN width of the source and as written (padded to 4 x hidden) */
+    int64_t kv_heads_src;         /* K/V heads in the source (written repeated to n_heads) */
+    bool permuted_qk;             /* NEOX source: q/k rows reordered to adjacent-pair RoPE */
+    bool tied;                    /* gen_head written from the token embedding */
+    uint64_t bytes;
+} qp_bullet_convert_stats;
+
+/* Writes src to out_path atomically. A .bullet source is re-packed verbatim. */
+qp_status qp_convert_to_bullet(const qp_model *src, const char *out_path,
+                               const qp_bullet_convert_opts *o, qp_bullet_convert_stats *st,
+                               qp_err *e);
+
+/* ---- heads (converters/bullet_heads.c) ----------------------------------------------------- */
+
+typedef struct qp_bullet_heads {
+    qp_model *file;               /* the opened head-weights file */
+    int n;
+    qp_bullet_head_info info[QP_BULLET_N_TASKS];
+    const qp_tensor *t[QP_BULLET_N_TASKS];
+    char **labels[QP_BULLET_N_TASKS]; /* qp_malloc'd blocks */
+} qp_bullet_heads;
+
+/* Opens the head weights and finds "<task>_head.weight" (or "<task>") for every task, each
+ * [n_out, hidden]; labels from __metadata__ "<task>_labels" (a JSON array or a comma list),
+ * else "0".."n_out-1". */
+qp_status qp_bullet_heads_load(const char *path, const char *const *tasks, int n_tasks,
+                               int64_t hidden, qp_bullet_heads *h, qp_err *e);
+void qp_bullet_heads_free(qp_bullet_heads *h);
+
+/* A task head of a .bullet model: its tensor ("<task>_head.weight") and labels. */
+typedef struct qp_bullet_task_head {
+    const qp_tensor *t;
+    int64_t n_out, hidden;
+    char **labels;                /* qp_malloc'd block; n_out entries */
+} qp_bullet_task_head;
+
+qp_status qp_bullet_task_head_get(const qp_model *m, const char *task, qp_bullet_task_head *h,
+                                  qp_err *e);
+void qp_bullet_task_head_free(qp_bullet_task_head *h);
+/* scores[k] = row k of the head . hidden (through the encodings table). */
+void qp_bullet_task_scores(const qp_bullet_task_head *h, const float *hidden, float *scores);
+
+#endif
