@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Trillim protocol v1 through pipes: `inference DIR --config ...` on a TRLM conversion of the
+# bitnet-float fixture. Several requests in one process, continue vs reset, kv_position
+# arithmetic, continuation equals one request over the whole history, EOS stop, max_tokens stop,
+# the max-positions bound with max_tokens 0, malformed lines and early EOF (non-zero exit with a
+# message, never a hang), clean EOF between requests.
+set -u
+BIN=${QP_BIN_DIR:-bin}; FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
+[ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
+mkdir -p "$TMP"
+D="$TMP/trlm_proto"
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -o "$D" >/dev/null || { echo "convert failed"; exit 1; }
+read -r -a CFG < "$D/inference.config"
+fail=0; pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+# config with field 10 (max positions) and the EOS list replaced: cfg MAXPOS N_EOS EOS...
+cfg() { local mp=$1; shift; echo "${CFG[@]:0:9} $mp ${CFG[@]:10:7} $*"; }
+run() { timeout 60 "$BIN/inference" "$D" --config $1; }
+req() { # n reset max tokens...
+  local n=$1 r=$2 m=$3; shift 3; printf '%s\n%s\n0\n0\n1\n1\n64\n%s\n' "$n" "$r" "$m"; printf '%s\n' "$@"; }
+
+P="406 11 58 149"; Q="5 17"
+# 1: two requests in one process (continue), then a reset request
+out=$( { req 4 1 5 $P; req 2 0 3 $Q; req 4 1 5 $P; echo 0; } | run "$(cfg 256 0)" ); rc=$?
+mapfile -t L <<< "$out"
+check "exit 0 after '0'" "[ $rc -eq 0 ]"
+check "16 output lines (5+1, 3+1, 5+1)" "[ ${#L[@]} -eq 16 ]"
+check "kv_position after request 1 = 4 + 5" "[ '${L[5]}' = 9 ]"
+check "kv_position after continuing = 9 + 2 + 3" "[ '${L[9]}' = 14 ]"
+check "reset reproduces request 1" "[ '${L[*]:0:6}' = '${L[*]:10:6}' ]"
+G1="${L[*]:0:5}"; G2="${L[*]:6:3}"
+# 2: the continuation equals one request over the whole history (every emitted token is cached)
+out2=$( { req 11 1 3 $P $G1 $Q; echo 0; } | run "$(cfg 256 0)" )
+mapfile -t M <<< "$out2"
+check "continuation == single request over P+gen+Q ($G2 vs ${M[*]:0:3})" "[ '${M[*]:0:3}' = '$G2' ] && [ '${M[3]}' = 14 ]"
+# 3: EOS stop (the first generated token declared EOS): it is printed, then kv_position
+first=${L[0]}
+out3=$( { req 4 1 0 $P; echo 0; } | run "$(cfg 256 2 407 $first)" )
+mapfile -t E <<< "$out3"
+check "EOS stops after the EOS token (${E[*]})" "[ ${#E[@]} -eq 2 ] && [ '${E[0]}' = '$first' ] && [ '${E[1]}' = 5 ]"
+# 4: max_tokens 0 = unlimited, bounded by max positions (16): 12 cached + 1 emitted at the end
+out4=$( { req 4 1 0 $P; echo 0; } | run "$(cfg 16 0)" )
+mapfile -t U <<< "$out4"
+check "unlimited stops at max positions (${#U[@]} lines, kv ${U[-1]})" "[ ${#U[@]} -eq 14 ] && [ '${U[-1]}' = 16 ]"
+# 5: clean EOF between requests -> exit 0; early EOF inside a request -> non-zero, message
+{ req 4 1 2 $P; } | run "$(cfg 256 0)" >/dev/null 2>&1; check "EOF between requests exits 0" "[ $? -eq 0 ]"
+printf '4\n1\n0\n' | run "$(cfg 256 0)" >/dev/null 2>"$TMP/proto_err"; rc=$?
+check "EOF mid-request: non-zero exit ($rc), not a timeout" "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'end of input' '$TMP/proto_err'"
+# 6: malformed lines
+bad() { # name, input, expected stderr fragment
+  printf -- "$2" | run "$(cfg 256 0)" >/dev/null 2>"$TMP/proto_err"; local rc=$?
+  check "$1 (exit $rc: $(head -c 120 "$TMP/proto_err"))" "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q '$3' '$TMP/proto_err'"; }
+bad "non-numeric num_tokens" 'abc\n' "not an integer"
+bad "negative num_tokens" '-3\n' "outside"
+bad "reset flag 2" '1\n2\n0\n0\n1\n1\n64\n1\n5\n' "reset_flag"
+bad "token id out of vocabulary" '1\n1\n0\n0\n1\n1\n64\n1\n99999\n' "outside the vocabulary"
+bad "non-numeric temperature" '1\n1\nhot\n0\n1\n1\n64\n1\n5\n' "temperature"
+bad "prompt past max positions" '300\n' "outside"
+bad "overlong line" "$(head -c 400 /dev/zero | tr '\0' 7)\n" "too long"
+# 7: a config that does not describe the model
+timeout 60 "$BIN/inference" "$D" --config ${CFG[0]} ${CFG[1]} 256 "${CFG[@]:3}" </dev/null >/dev/null 2>"$TMP/proto_err"
+check "wrong hidden_dim in --config is refused" "[ $? -ne 0 ] && grep -q hidden_dim '$TMP/proto_err'"
+timeout 60 "$BIN/inference" "$D" --config 1 0 128 </dev/null >/dev/null 2>&1
+check "truncated --config is a usage error" "[ $? -eq 2 ]"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
