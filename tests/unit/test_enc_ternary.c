@@ -1,7 +1,8 @@
 /* Ternary dot products with int8 activations equal exact integer arithmetic: for every ternary
  * encoding, vec_dot_i8 on the encoded row equals sum(level * a) computed here from the source
  * levels (not through our decoder), times the block scale where the encoding has one. Also: the
- * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly. */
+ * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly. All of it
+ * at every SIMD level (scalar, AVX2, AVX-512 as far as the CPU goes). */
 #include <stdint.h>
 #include <string.h>
 
@@ -58,7 +59,7 @@ static void test_encoding(qp_encoding e, const int *levels, int nlev, float bloc
     }
 }
 
-int main(void) {
+static void run_all(void) {
     static const int tern[3] = {-1, 0, 1};
     static const int qk[4] = {-2, -1, 1, 2};
     test_encoding(QP_ENC_TQ1_0, tern, 3, 0.5f);
@@ -142,5 +143,13 @@ int main(void) {
         t->quantize_tensor(w, full2, N);
         QP_CHECK(memcmp(full, full2, N / 4) == 0 && qp_load_f32le(full2 + N / 4) == ws);
     }
+}
+
+int main(void) {
+    for (int lv = 0; lv <= 2; lv++) {
+        qp_encoding_simd_force(lv);
+        run_all();
+    }
+    qp_encoding_simd_force(-1);
     return qp_test_finish();
 }
