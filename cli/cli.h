@@ -34,6 +34,12 @@ int qp_cmd_run(int argc, char **argv);
 int qp_cmd_verify(int argc, char **argv);
 int qp_cmd_encode(int argc, char **argv);
 int qp_cmd_decode(int argc, char **argv);
+/* RDRR (cli/cmd_rdrr.c, cli/cmd_serve.c) */
+int qp_cmd_gguf_to_rdrr(int argc, char **argv);
+int qp_cmd_convert_rdrr(int argc, char **argv);
+int qp_cmd_keygen(int argc, char **argv);
+int qp_cmd_verify_signature(int argc, char **argv);
+int qp_cmd_serve(int argc, char **argv);
 /* Trillim (cli/cmd_trillim.c) */
 int qp_cmd_trillim_quantize(int argc, char **argv);
 int qp_cmd_inference(int argc, char **argv);

@@ -78,6 +78,8 @@ static void print_plan(const qp_plan *p) {
 }
 
 int qp_cmd_convert(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++) /* --to rdrr: cli/cmd_rdrr.c has its own options */
+        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "rdrr") == 0) return qp_cmd_convert_rdrr(argc, argv);
     for (int i = 1; i + 1 < argc; i++) /* --to trlm: cli/cmd_trillim.c */
         if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "trlm") == 0) return qp_cmd_convert_trlm(argc, argv);
     const char *src = NULL, *to = NULL, *quant = NULL, *out = NULL, *tok = NULL;

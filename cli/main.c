@@ -18,6 +18,9 @@ static const struct {
     {"verify", qp_cmd_verify, "compare an output model with its source (parity receipt)"},
     {"encode", qp_cmd_encode, "f32 rows -> encoded rows (encode --list: every encoding)"},
     {"decode", qp_cmd_decode, "encoded rows -> f32 rows"},
+    {"serve", qp_cmd_serve, "serve an RDRR directory over HTTP (Range, CORS)"},
+    {"keygen", qp_cmd_keygen, "write an Ed25519 key pair for signing manifests"},
+    {"verify-signature", qp_cmd_verify_signature, "check an RDRR manifest signature"},
 };
 
 /* Companion executables: argv[0] basename -> handler (added by the format issues). */
@@ -26,6 +29,7 @@ static const struct {
     cmd_fn fn;
 } k_companions[] = {
     {"quantpack-inspect", qp_cmd_inspect},
+    {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr},
     {"trillim-quantize", qp_cmd_trillim_quantize},
     {"inference", qp_cmd_inference},
 };

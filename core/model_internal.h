@@ -45,6 +45,7 @@ qp_status qp_tensor_set_shape_outer_first(qp_tensor *t, const int64_t *dims, int
 qp_status qp_safetensors_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
+qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e); /* readers/trlm.c */
 qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 

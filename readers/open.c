@@ -14,6 +14,7 @@ static const struct {
     {QP_FORMAT_SAFETENSORS, qp_safetensors_read},
     {QP_FORMAT_GGUF, qp_gguf_read},
     {QP_FORMAT_LLAMA2C, qp_llama2c_read},
+    {QP_FORMAT_RDRR, qp_rdrr_read},
     {QP_FORMAT_TRLM, qp_trlm_read},
     {QP_FORMAT_BULLET, qp_bullet_read},
 };

@@ -1,0 +1,56 @@
+/* Any readable model -> an RDRR directory for DOPPLER (writers/rdrr.md).
+ *
+ * passthrough (gguf-to-rdrr): every tensor's bytes, name and type are kept exactly as the source
+ * stores them. Otherwise the llama.cpp recipe of `quant` (converters/recipe.h) chooses each
+ * tensor's encoding, names stay the source's (HF names pass through, q/k rows are never
+ * permuted), and a block-quantized tensor whose rows are not a multiple of the block uses the
+ * "row" layout: each row zero-padded to a multiple of 256 before Q4_K quantization. */
+#ifndef QP_CONVERT_RDRR_H
+#define QP_CONVERT_RDRR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "converters/recipe.h"
+#include "quantpack/model.h"
+#include "writers/rdrr_writer.h"
+
+typedef void (*qp_rdrr_progress_fn)(void *ud, int64_t k, int64_t n, uint64_t bytes_done);
+
+typedef struct qp_rdrr_convert_opts {
+    bool passthrough;            /* keep every tensor's bytes (gguf-to-rdrr) */
+    qp_quant quant;              /* !passthrough: Q4_K_M, Q6_K, Q8_0, F16, BF16, F32 */
+    bool allow_requantize;
+    const char *model_id;        /* NULL: the source file or folder name */
+    qp_rdrr_writer_opts w;       /* shard size, signing key, replace, ... */
+    qp_rdrr_progress_fn progress;
+    void *progress_ud;
+} qp_rdrr_convert_opts;
+
+typedef struct qp_rdrr_convert_result {
+    int64_t n_tensors;
+    int64_t n_padded_rows;       /* tensors written with zero-padded rows */
+    uint64_t total_bytes;        /* shard bytes */
+    int n_shards;
+    const char *tokenizer_note;  /* static text: what was done with the tokenizer */
+} qp_rdrr_convert_result;
+
+/* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.
+ * res may be NULL. */
+qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, const char *out_dir,
+                          qp_rdrr_convert_result *res, qp_err *e);
+
+/* The Llama-style inference block doppler-gpu 0.5.1 accepts, unfilled (caller owns it). */
+struct cJSON *qp_rdrr_default_inference(void);
+
+/* The manifest "architecture" block of m (for adapters: their base model). */
+struct cJSON *qp_rdrr_architecture_json(const qp_model *m);
+
+/* The DOPPLER dtype string of an encoding ("Q4_K_M" for Q4_K, else the upper-case name). */
+const char *qp_rdrr_dtype_name(qp_encoding enc);
+
+/* A SentencePiece tokenizer.model (protobuf) from an SPM vocabulary (pieces, scores, types, BPE
+ * model type, byte fallback, special ids). *out is qp_malloc'd. */
+qp_status qp_rdrr_spm_model_bytes(const qp_vocab *v, uint8_t **out, size_t *out_len, qp_err *e);
+
+#endif
