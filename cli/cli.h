@@ -45,4 +45,9 @@ int qp_cmd_trillim_quantize(int argc, char **argv);
 int qp_cmd_inference(int argc, char **argv);
 int qp_cmd_convert_trlm(int argc, char **argv);
 
+/* .bullet (cli/cmd_bullet.c) */
+int qp_cmd_bullet_pack(int argc, char **argv);
+int qp_cmd_bullet_convert(int argc, char **argv);
+int qp_cmd_run_task(int argc, char **argv);
+
 #endif

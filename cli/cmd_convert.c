@@ -78,6 +78,8 @@ static void print_plan(const qp_plan *p) {
 }
 
 int qp_cmd_convert(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++) /* --to bullet: cli/cmd_bullet.c */
+        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "bullet") == 0) return qp_cmd_bullet_convert(argc, argv);
     for (int i = 1; i + 1 < argc; i++) /* --to rdrr: cli/cmd_rdrr.c has its own options */
         if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "rdrr") == 0) return qp_cmd_convert_rdrr(argc, argv);
     for (int i = 1; i + 1 < argc; i++) /* --to trlm: cli/cmd_trillim.c */

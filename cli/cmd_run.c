@@ -108,6 +108,8 @@ static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
 }
 
 int qp_cmd_run(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; i++) /* --task: .bullet task heads, cli/cmd_bullet.c */
+        if (strcmp(argv[i], "--task") == 0) return qp_cmd_run_task(argc, argv);
     const char *path = NULL, *prompt = NULL, *ids_arg = NULL;
     qp_open_opts oo = {0};
     qp_sampler_params sp;

@@ -29,6 +29,7 @@ static const struct {
     cmd_fn fn;
 } k_companions[] = {
     {"quantpack-inspect", qp_cmd_inspect},
+    {"bullet-pack", qp_cmd_bullet_pack},
     {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr},
     {"trillim-quantize", qp_cmd_trillim_quantize},
     {"inference", qp_cmd_inference},

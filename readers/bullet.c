@@ -24,7 +24,8 @@ static const char *find_bytes(const char *hay, size_t n, const char *needle) {
     return NULL;
 }
 
-/* bullet-core's json_get_int: 0 = absent, 1 = found, -1 = present but not an int32. */
+/* bullet-core's json_get_int: 0 = absent, 1 = found, -1 = present but not an integer, -2 = out
+ * of int32 (std::stoi throws). */
 static int hdr_int(const char *json, size_t n, const char *key, int64_t *out) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":", key);
@@ -42,13 +43,13 @@ static int hdr_int(const char *json, size_t n, const char *key, int64_t *out) {
     int digits = 0;
     while (p < end && *p >= '0' && *p <= '9') {
         v = v * 10 + (*p - '0');
-        if (v > QP_BULLET_INT_MAX + 1LL) return -1;
+        if (v > QP_BULLET_INT_MAX + 1LL) return -2;
         digits++;
         p++;
     }
     if (digits == 0) return -1;
     if (neg) v = -v;
-    if (v > QP_BULLET_INT_MAX || v < -QP_BULLET_INT_MAX - 1) return -1;
+    if (v > QP_BULLET_INT_MAX || v < -QP_BULLET_INT_MAX - 1) return -2;
     *out = v;
     return 1;
 }
@@ -87,7 +88,7 @@ static qp_status need_int(rd *r, const char *json, size_t n, const char *key, in
         return qp_fail(r->e, QP_ERR_CORRUPT, "%s: header at offset 0: key \"%s\" is missing", r->path,
                        key);
     if (k < 0 || *out < lo || *out > hi)
-        return qp_fail(r->e, k < 0 ? QP_ERR_CORRUPT : QP_ERR_LIMIT,
+        return qp_fail(r->e, k == -1 ? QP_ERR_CORRUPT : QP_ERR_LIMIT,
                        "%s: header at offset 0: \"%s\" is not an integer in %" PRId64 "..%" PRId64,
                        r->path, key, lo, hi);
     return QP_OK;
@@ -447,6 +448,14 @@ static qp_status read_weights(rd *r, uint64_t start, int64_t n_layers, bool want
                                  " BQ4 bytes) but %" PRIu32 " bytes are stored (%" PRIu32
                                  " elements); the runtime cannot use it", nm, numel, want, csize,
                                  csize / 20 * 32);
+        if (qp_model_find(r->m, nm)) { /* bullet-core's map would silently keep the last */
+            uint64_t prev = 0;
+            for (uint32_t j = 0; j < i; j++)
+                if (ents[j].h == h) prev = ents[j].at;
+            s = qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor records at offsets %" PRIu64 " and %zu have "
+                        "the same name hash 0x%016" PRIx64 " ('%s')", r->path, prev, at, h, nm);
+            break;
+        }
         qp_tensor *t = qp_model_add_tensor(r->m, nm, strlen(nm), r->e);
         if (!t) {
             s = r->e ? r->e->status : QP_ERR_NOMEM;
@@ -573,9 +582,13 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
         if (sl != 3 || memcmp(sv, "1.0", 3) != 0)
             qp_model_add_problem(m, "bullet_version \"%.*s\" (this reader knows 1.0)", (int)(sl > 20 ? 20 : sl), sv);
     }
-    if (hdr_str(json, hl, "model_name", &sv, &sl) &&
-        (s = meta_str(&r, "bullet.model_name", sv, sl)) != QP_OK)
+    const char *mn = json_string(&r, "model_name"); /* with escapes decoded when it parses */
+    if (mn) {
+        if ((s = meta_str(&r, "bullet.model_name", mn, strlen(mn))) != QP_OK) goto done;
+    } else if (hdr_str(json, hl, "model_name", &sv, &sl) &&
+               (s = meta_str(&r, "bullet.model_name", sv, sl)) != QP_OK) {
         goto done;
+    }
     if (hdr_str(json, hl, "architecture", &sv, &sl) &&
         (s = meta_str(&r, "bullet.architecture", sv, sl)) != QP_OK)
         goto done;

@@ -182,6 +182,9 @@ void qp_runtime_reset(qp_runtime *rt) {
 
 const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt) { return &rt->cfg; }
 
+/* rt->xb holds rmsnorm(x) * output_norm after a forward (the output projection reads it). */
+const float *qp_runtime_hidden(const qp_runtime *rt) { return rt ? rt->xb : NULL; }
+
 /* One input vector and, made on first need, its BitNet int8 quantization (runtime.md). */
 typedef struct act_in {
     const float *x;

@@ -53,6 +53,9 @@ qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float *
 void qp_runtime_reset(qp_runtime *rt);
 
 const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt);
+/* The final hidden state of the last qp_runtime_forward: rmsnorm(x) * output_norm, dim floats
+ * owned by the runtime, valid until the next call (task heads of .bullet models read it). */
+const float *qp_runtime_hidden(const qp_runtime *rt);
 
 /* ---- parity metrics (runtime/receipt.c) -------------------------------------------------- */
 

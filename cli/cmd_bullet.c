@@ -1,0 +1,264 @@
+/* .bullet commands:
+ *   bullet-pack SRC [--tokenizer FILE] -o MODEL.bullet [--heads gen,sentiment,...]
+ *               [--head-weights FILE.safetensors] [--name NAME] [--checksum]
+ *   quantpack convert SRC --to bullet -o OUT [same options]
+ *   quantpack run MODEL --task gen|sentiment|ner|pos|classifier (-p TEXT | --ids "...")
+ * Layout, mapping and limits: writers/bullet.md. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "converters/convert_bullet.h"
+#include "quantpack/runtime.h"
+#include "quantpack/tokenizer.h"
+
+static void pack_usage(FILE *f, const char *name) {
+    fprintf(f,
+            "usage: %s SRC [--tokenizer FILE] -o MODEL.bullet [--heads gen,sentiment,...]\n"
+            "       %*s [--head-weights FILE.safetensors] [--name NAME] [--checksum]\n\n"
+            "Packs a Llama-family model (safetensors directory, GGUF, llama2.c + --tokenizer, or\n"
+            ".bullet) for bullet-core: its tensor names, BQ4 weights, BULK tokenizer, header JSON.\n"
+            "Grouped K/V heads are written repeated, a narrower FFN zero-padded to 4 x hidden and\n"
+            "NEOX q/k rows reordered (all exact); what bullet-core would misread is refused.\n"
+            "  --heads LIST         task heads: gen (always written) and any of ner, pos,\n"
+            "                       sentiment, classifier (from --head-weights)\n"
+            "  --head-weights FILE  safetensors with <task>_head.weight [n_out, hidden]; labels\n"
+            "                       from __metadata__ <task>_labels (JSON array or a,b,c)\n"
+            "  --checksum           FNV-1a 64 of the file before END! (flagged in the header)\n",
+            name, (int)strlen(name), "");
+}
+
+/* argv[0] is the command name; "--to bullet" is accepted (convert). */
+static int pack_main(int argc, char **argv, const char *name) {
+    const char *src = NULL, *out = NULL, *heads = NULL;
+    qp_open_opts oo = {0};
+    qp_bullet_convert_opts co = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (qp_cli_is_help(a)) {
+            pack_usage(stdout, name);
+            return QP_EXIT_OK;
+        }
+        if (strcmp(a, "--to") == 0 && v && strcmp(v, "bullet") == 0) i++;
+        else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && v) out = argv[++i];
+        else if (strcmp(a, "--tokenizer") == 0 && v) oo.tokenizer_path = argv[++i];
+        else if (strcmp(a, "--heads") == 0 && v) heads = argv[++i];
+        else if (strcmp(a, "--head-weights") == 0 && v) co.head_weights = argv[++i];
+        else if (strcmp(a, "--name") == 0 && v) co.model_name = argv[++i];
+        else if (strcmp(a, "--checksum") == 0) co.checksum = true;
+        else if (a[0] == '-' && a[1]) return qp_cli_usage_error("%s: unknown or incomplete option '%s'", name, a);
+        else if (!src) src = a;
+        else return qp_cli_usage_error("%s: unexpected argument '%s'", name, a);
+    }
+    if (!src || !out) {
+        pack_usage(stderr, name);
+        return QP_EXIT_USAGE;
+    }
+    char buf[256];
+    const char *tasks[QP_BULLET_N_TASKS + 1];
+    int n_tasks = 0;
+    if (heads) {
+        if (strlen(heads) >= sizeof buf) return qp_cli_usage_error("%s: --heads is too long", name);
+        strcpy(buf, heads);
+        for (char *tokp = strtok(buf, ","); tokp; tokp = strtok(NULL, ",")) {
+            if (qp_bullet_task_index(tokp) < 0)
+                return qp_cli_usage_error("%s: unknown head '%s' (gen, ner, pos, sentiment, classifier)",
+                                          name, tokp);
+            if (n_tasks == QP_BULLET_N_TASKS) return qp_cli_usage_error("%s: too many heads", name);
+            tasks[n_tasks++] = tokp;
+        }
+    }
+    co.tasks = tasks;
+    co.n_tasks = n_tasks;
+    bool extra = false;
+    for (int i = 0; i < n_tasks; i++) extra |= strcmp(tasks[i], "gen") != 0;
+    if (extra && !co.head_weights)
+        return qp_cli_usage_error("%s: heads other than gen need --head-weights FILE.safetensors", name);
+    if (!extra && co.head_weights)
+        return qp_cli_usage_error("%s: --head-weights without --heads naming a task head", name);
+    qp_err e = {0};
+    qp_model *m = NULL;
+    if (qp_model_open(src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    qp_bullet_convert_stats st;
+    qp_status s = qp_convert_to_bullet(m, out, &co, &st, &e);
+    int64_t n_heads = m->arch.n_heads;
+    qp_model_close(m);
+    if (s != QP_OK) return qp_cli_fail(&e);
+    fprintf(stderr, "%s: wrote %s: %lld tensors", name, out, (long long)st.n_tensors);
+    if (st.ffn_out && st.ffn_src != st.ffn_out)
+        fprintf(stderr, ", FFN %lld zero-padded to %lld", (long long)st.ffn_src, (long long)st.ffn_out);
+    if (st.kv_heads_src && st.kv_heads_src != n_heads)
+        fprintf(stderr, ", %lld K/V heads repeated to %lld", (long long)st.kv_heads_src, (long long)n_heads);
+    if (st.permuted_qk) fprintf(stderr, ", q/k rows reordered for adjacent-pair RoPE");
+    if (st.tied) fprintf(stderr, ", gen_head from the tied embedding");
+    fprintf(stderr, "\n");
+    return QP_EXIT_OK;
+}
+
+int qp_cmd_bullet_pack(int argc, char **argv) { return pack_main(argc, argv, "bullet-pack"); }
+
+int qp_cmd_bullet_convert(int argc, char **argv) { return pack_main(argc, argv, "convert --to bullet"); }
+
+/* ---- run --task ------------------------------------------------------------------------------ */
+
+static bool parse_ids(const char *s, int32_t **out, int64_t *n_out) {
+    int64_t cap = 16, n = 0;
+    int32_t *ids = qp_malloc((size_t)cap * sizeof *ids);
+    if (!ids) return false;
+    for (const char *p = s;;) {
+        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
+        if (!*p) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 0 || v > INT32_MAX) {
+            qp_free(ids);
+            return false;
+        }
+        if (n == cap) {
+            int32_t *ni = qp_realloc(ids, (size_t)cap * 2 * sizeof *ni);
+            if (!ni) {
+                qp_free(ids);
+                return false;
+            }
+            ids = ni;
+            cap *= 2;
+        }
+        ids[n++] = (int32_t)v;
+        p = end;
+    }
+    *out = ids;
+    *n_out = n;
+    return true;
+}
+
+int qp_cmd_run_task(int argc, char **argv) {
+    const char *task = NULL, *path = NULL, *prompt = NULL, *ids_arg = NULL;
+    qp_open_opts oo = {0};
+    int threads = 0;
+    bool no_bos = false;
+    /* gen: plain generation; hand everything else to `run` */
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--task") == 0) task = argv[i + 1];
+    if (!task) return qp_cli_usage_error("run: --task needs a value");
+    if (strcmp(task, "gen") == 0) {
+        char **av = qp_malloc((size_t)argc * sizeof *av);
+        if (!av) return QP_EXIT_IO;
+        int n = 0;
+        for (int i = 0; i < argc; i++) {
+            if (i > 0 && strcmp(argv[i], "--task") == 0) {
+                i++;
+                continue;
+            }
+            av[n++] = argv[i];
+        }
+        int rc = qp_cmd_run(n, av);
+        qp_free(av);
+        return rc;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--task") == 0 && v) i++;
+        else if ((strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) && v) prompt = argv[++i];
+        else if (strcmp(a, "--ids") == 0 && v) ids_arg = argv[++i];
+        else if (strcmp(a, "--tokenizer") == 0 && v) oo.tokenizer_path = argv[++i];
+        else if ((strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) && v) {
+            threads = atoi(argv[++i]);
+            if (threads < 1 || threads > 1024) return qp_cli_usage_error("run: bad --threads '%s'", v);
+        } else if (strcmp(a, "--no-bos") == 0) no_bos = true;
+        else if (a[0] == '-' && a[1])
+            return qp_cli_usage_error("run --task %s: option '%s' is not used by task heads", task, a);
+        else if (!path) path = a;
+        else return qp_cli_usage_error("run: unexpected argument '%s'", a);
+    }
+    if (!path) return qp_cli_usage_error("run: no model given");
+    if ((prompt != NULL) == (ids_arg != NULL))
+        return qp_cli_usage_error("run: give either -p TEXT or --ids \"ID ...\"");
+    int ti = qp_bullet_task_index(task);
+    if (ti < 0) return qp_cli_usage_error("run: unknown task '%s' (gen, ner, pos, sentiment, classifier)", task);
+    bool per_token = ti == 1 || ti == 2; /* ner, pos */
+
+    qp_err e = {0};
+    qp_model *m = NULL;
+    qp_tokenizer *tok = NULL;
+    qp_runtime *rt = NULL;
+    qp_bullet_task_head head = {0};
+    int32_t *ids = NULL;
+    int64_t n_ids = 0;
+    float *scores = NULL;
+    int rc = QP_EXIT_OK;
+    qp_status s = qp_model_open(path, &oo, &m, &e);
+    if (s != QP_OK) return qp_cli_fail(&e);
+    if ((s = qp_bullet_task_head_get(m, task, &head, &e)) != QP_OK) goto fail;
+    if (m->vocab.model != QP_TOK_NONE && m->vocab.n_tokens > 0 &&
+        (s = qp_tokenizer_new(&m->vocab, &tok, &e)) != QP_OK)
+        goto fail;
+    if (prompt) {
+        if (!tok) {
+            qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer we can run; use --ids", path);
+            goto fail;
+        }
+        if ((s = qp_tokenizer_encode(tok, prompt, strlen(prompt), m->vocab.add_bos && !no_bos, false,
+                                     &ids, &n_ids, &e)) != QP_OK)
+            goto fail;
+    } else if (!parse_ids(ids_arg, &ids, &n_ids)) {
+        rc = qp_cli_usage_error("run: --ids must be non-negative integers");
+        goto done;
+    }
+    if (n_ids == 0) {
+        rc = qp_cli_usage_error("run: the input has no tokens");
+        goto done;
+    }
+    qp_runtime_opts ro = {threads, 0};
+    if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
+    const qp_runtime_config *c = qp_runtime_get_config(rt);
+    if (n_ids > c->n_ctx) {
+        qp_fail(&e, QP_ERR_LIMIT, "the input (%lld tokens) does not fit the context of %lld",
+                (long long)n_ids, (long long)c->n_ctx);
+        goto fail;
+    }
+    scores = qp_malloc((size_t)head.n_out * sizeof *scores);
+    if (!scores) {
+        qp_fail(&e, QP_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (int64_t i = 0; i < n_ids; i++) {
+        float *logits;
+        if ((s = qp_runtime_forward(rt, ids[i], i, &logits, &e)) != QP_OK) goto fail;
+        if (!per_token) continue;
+        qp_bullet_task_scores(&head, qp_runtime_hidden(rt), scores);
+        int64_t best = 0;
+        for (int64_t k = 1; k < head.n_out; k++)
+            if (scores[k] > scores[best]) best = k;
+        char piece[256];
+        int64_t pl = tok ? qp_tokenizer_decode_piece(tok, i ? ids[i - 1] : -1, ids[i], piece, sizeof piece) : -1;
+        if (pl < 0) pl = snprintf(piece, sizeof piece, "%d", (int)ids[i]);
+        if (pl > (int64_t)sizeof piece) pl = sizeof piece;
+        printf("%.*s\t%s\t%.6f\n", (int)pl, piece, head.labels[best], (double)scores[best]);
+    }
+    if (!per_token) {
+        /* class scores of the last position: softmax over the head's outputs */
+        qp_bullet_task_scores(&head, qp_runtime_hidden(rt), scores);
+        double mx = scores[0], sum = 0;
+        for (int64_t k = 1; k < head.n_out; k++) mx = fmax(mx, scores[k]);
+        for (int64_t k = 0; k < head.n_out; k++) sum += exp((double)scores[k] - mx);
+        for (int64_t k = 0; k < head.n_out; k++)
+            printf("%s: %.6f\n", head.labels[k], exp((double)scores[k] - mx) / sum);
+    }
+    if (fflush(stdout) != 0) rc = QP_EXIT_IO;
+    goto done;
+fail:
+    rc = qp_cli_fail(&e);
+done:
+    qp_free(scores);
+    qp_free(ids);
+    qp_runtime_free(rt);
+    qp_tokenizer_free(tok);
+    qp_bullet_task_head_free(&head);
+    qp_model_close(m);
+    return rc;
+}
