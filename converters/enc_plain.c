@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "converters/encodings_internal.h"
+#include "converters/plain_kernels.h"
 
 void qp_f32_quantize(const float *x, void *y, int64_t n) {
     uint8_t *o = y;
@@ -13,11 +14,25 @@ void qp_f32_dequantize(const void *x, float *y, int64_t n) {
     const uint8_t *p = x;
     for (int64_t i = 0; i < n; i++) y[i] = qp_load_f32le(p + 4 * i);
 }
-float qp_f32_vec_dot(const void *w, const float *x, int64_t n) {
+/* The scalar dots are the reference: products summed in index order. The SIMD kernels
+ * (plain_avx2.c, summation order in plain_kernels.h) are used when cpuid allows. */
+static float f32_vec_dot_ref(const void *w, const float *x, int64_t n) {
     const uint8_t *p = w;
     float s = 0.0f;
     for (int64_t i = 0; i < n; i++) s += qp_load_f32le(p + 4 * i) * x[i];
     return s;
+}
+float qp_f32_vec_dot(const void *w, const float *x, int64_t n) {
+    if (qp_simd_level() >= 1) return qp_f32_vec_dot_avx2(w, x, n);
+    return f32_vec_dot_ref(w, x, n);
+}
+void qp_f32_dot_multi(const float *w, const float *x, size_t ldx, int64_t nx, int64_t n, float *y,
+                      size_t ldy) {
+    if (qp_simd_level() >= 1) {
+        qp_f32_dot_multi_avx2(w, x, ldx, nx, n, y, ldy);
+        return;
+    }
+    for (int64_t t = 0; t < nx; t++) y[(size_t)t * ldy] = f32_vec_dot_ref(w, x + (size_t)t * ldx, n);
 }
 bool qp_f32_validate(const void *x, int64_t n, char *why, size_t why_len) {
     const uint8_t *p = x;
@@ -34,15 +49,22 @@ void qp_f16_quantize(const float *x, void *y, int64_t n) {
     uint8_t *o = y;
     for (int64_t i = 0; i < n; i++) qp_store_u16le(o + 2 * i, qp_fp32_to_fp16(x[i]));
 }
+/* Widening is exact, so the F16C path gives the scalar bits (it leaves chunks holding Inf/NaN,
+ * whose payload F16C would quiet, to the scalar loop). */
 void qp_f16_dequantize(const void *x, float *y, int64_t n) {
     const uint8_t *p = x;
-    for (int64_t i = 0; i < n; i++) y[i] = qp_fp16_to_fp32(qp_load_u16le(p + 2 * i));
+    int64_t i = qp_simd_level() >= 1 ? qp_f16_dequantize_avx2(x, y, n) : 0;
+    for (; i < n; i++) y[i] = qp_fp16_to_fp32(qp_load_u16le(p + 2 * i));
 }
-float qp_f16_vec_dot(const void *w, const float *x, int64_t n) {
+static float f16_vec_dot_ref(const void *w, const float *x, int64_t n) {
     const uint8_t *p = w;
     float s = 0.0f;
     for (int64_t i = 0; i < n; i++) s += qp_fp16_to_fp32(qp_load_u16le(p + 2 * i)) * x[i];
     return s;
+}
+float qp_f16_vec_dot(const void *w, const float *x, int64_t n) {
+    if (qp_simd_level() >= 1) return qp_f16_vec_dot_avx2(w, x, n);
+    return f16_vec_dot_ref(w, x, n);
 }
 bool qp_f16_validate(const void *x, int64_t n, char *why, size_t why_len) {
     const uint8_t *p = x;
@@ -60,14 +82,22 @@ void qp_bf16_quantize(const float *x, void *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) qp_store_u16le(o + 2 * i, qp_fp32_to_bf16(x[i]));
 }
 void qp_bf16_dequantize(const void *x, float *y, int64_t n) {
+    if (qp_simd_level() >= 1) {
+        qp_bf16_dequantize_avx2(x, y, n);
+        return;
+    }
     const uint8_t *p = x;
     for (int64_t i = 0; i < n; i++) y[i] = qp_bf16_to_fp32(qp_load_u16le(p + 2 * i));
 }
-float qp_bf16_vec_dot(const void *w, const float *x, int64_t n) {
+static float bf16_vec_dot_ref(const void *w, const float *x, int64_t n) {
     const uint8_t *p = w;
     float s = 0.0f;
     for (int64_t i = 0; i < n; i++) s += qp_bf16_to_fp32(qp_load_u16le(p + 2 * i)) * x[i];
     return s;
+}
+float qp_bf16_vec_dot(const void *w, const float *x, int64_t n) {
+    if (qp_simd_level() >= 1) return qp_bf16_vec_dot_avx2(w, x, n);
+    return bf16_vec_dot_ref(w, x, n);
 }
 bool qp_bf16_validate(const void *x, int64_t n, char *why, size_t why_len) {
     const uint8_t *p = x;
