@@ -79,7 +79,8 @@ static bool stats_fast(const float *x, int64_t n, double *l, float *amax, bool *
     memset(l, 0, 16 * sizeof *l);
     const int64_t chunk = 1 << 20;
     for (int64_t i = 0; i < n16; i += chunk)
-        if (qp_tern_stats_avx2(x + i, QP_MIN(chunk, n16 - i), l, &m, f, &nonter)) return false;
+        if ((qp_simd_level() >= 2 ? qp_tern_stats_avx512 : qp_tern_stats_avx2)(x + i, QP_MIN(chunk, n16 - i), l, &m, f, &nonter))
+            return false;
     for (int64_t i = n16; i < n; i++) {
         const float a = fabsf(x[i]);
         if (a != a) return false;
@@ -299,7 +300,8 @@ static void i2s_quantize_tensor(const float *x, void *vy, int64_t n, int be) {
         bool ter;
         if (stats_fast(x, n, l, &m, &ter)) {
             const float scale = ter ? m : lanes_mean(l, n);
-            qp_i2s_codes_avx2(x, n / be, be, ter ? 1 : 0, ter ? 0.0f : 1.0f / scale, y);
+            if (qp_simd_level() >= 2) qp_i2s_codes_avx512(x, n / be, be, ter ? 1 : 0, ter ? 0.0f : 1.0f / scale, y);
+            else qp_i2s_codes_avx2(x, n / be, be, ter ? 1 : 0, ter ? 0.0f : 1.0f / scale, y);
             memset(y + n / 4, 0, 32);
             qp_store_f32le(y + n / 4, scale);
             return;
@@ -463,7 +465,8 @@ void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale) {
         bool ter;
         if (stats_fast(w, n, l, &m, &ter)) {
             const float mean = lanes_mean(l, n);
-            qp_tern_levels_avx2(w, n, 1.0f / mean, q);
+            if (qp_simd_level() >= 2) qp_tern_levels_avx512(w, n, 1.0f / mean, q);
+            else qp_tern_levels_avx2(w, n, 1.0f / mean, q);
             *scale = mean;
             return;
         }

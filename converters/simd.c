@@ -97,10 +97,17 @@ float qp_q6k_vec_dot(const void *w, const float *x, int64_t n) {
 QP_DISPATCH_Q(q4_0, qp_q4_0_quantize_ref)
 QP_DISPATCH_Q(q5_0, qp_q5_0_quantize_ref)
 QP_DISPATCH_Q(q8_0, qp_q8_0_quantize_ref)
-QP_DISPATCH_Q(tq1_0, qp_tq1_0_quantize_ref)
-QP_DISPATCH_Q(tq2_0, qp_tq2_0_quantize_ref)
-QP_DISPATCH_Q(qk256, qp_qk256_quantize_ref)
-QP_DISPATCH_Q(bitnet32f16, qp_bitnet32f16_quantize_ref)
+#define QP_DISPATCH_Q512(NAME, REF)                                                              \
+    void qp_##NAME##_quantize(const float *x, void *y, int64_t n) {                              \
+        const int lv = qp_simd_level();                                                          \
+        if (lv >= 2) qp_##NAME##_quantize_avx512(x, y, n);                                       \
+        else if (lv >= 1) qp_##NAME##_quantize_avx2(x, y, n);                                    \
+        else REF(x, y, n);                                                                       \
+    }
+QP_DISPATCH_Q512(tq1_0, qp_tq1_0_quantize_ref)
+QP_DISPATCH_Q512(tq2_0, qp_tq2_0_quantize_ref)
+QP_DISPATCH_Q512(qk256, qp_qk256_quantize_ref)
+QP_DISPATCH_Q512(bitnet32f16, qp_bitnet32f16_quantize_ref)
 
 #define QP_DISPATCH_I8(NAME)                                                                     \
     double qp_##NAME##_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n) {              \

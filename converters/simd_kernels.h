@@ -36,6 +36,14 @@ void qp_tern_levels_avx2(const float *x, int64_t n, float s, int8_t *q);
 /* I2_S codes of nb blocks of be (64 or 128) elements: mode 0 absmean (c = level(x*s) + 1),
  * mode 1 ternary (|x| < 1e-6 -> 1, x > 0 -> 2, else 0). */
 void qp_i2s_codes_avx2(const float *x, int64_t nb, int be, int mode, float s, uint8_t *y);
+/* ternary_avx512.c: the same contracts */
+void qp_tq1_0_quantize_avx512(const float *x, void *y, int64_t n);
+void qp_tq2_0_quantize_avx512(const float *x, void *y, int64_t n);
+void qp_qk256_quantize_avx512(const float *x, void *y, int64_t n);
+void qp_bitnet32f16_quantize_avx512(const float *x, void *y, int64_t n);
+int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, float f, int *nonter);
+void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q);
+void qp_i2s_codes_avx512(const float *x, int64_t nb, int be, int mode, float s, uint8_t *y);
 /* ternary_avx2.c: exact int8 dots */
 double qp_tq1_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_tq2_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);

@@ -41,15 +41,17 @@ static inline VI pack_u8(VI a, VI b, VI c, VI d) {
     return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* max |x| of cnt (multiple of 8) floats; returns nonzero when one is NaN */
+/* max |x| of cnt (multiple of 32) floats, four independent maxima; nonzero when one is NaN */
 static inline int block_amax(const float *x, int cnt, float *amax) {
-    V m = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
-    for (int i = 0; i < cnt; i += 8) {
-        const V v = _mm256_loadu_ps(x + i);
-        m = _mm256_max_ps(m, vabs(v));
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    }
-    *amax = hmax8(m);
+    V m[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    V nan = _mm256_setzero_ps();
+    for (int i = 0; i < cnt; i += 32)
+        for (int k = 0; k < 4; k++) {
+            const V v = _mm256_loadu_ps(x + i + 8 * k);
+            m[k] = _mm256_max_ps(m[k], vabs(v));
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
+    *amax = hmax8(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
     return _mm256_movemask_ps(nan);
 }
 
