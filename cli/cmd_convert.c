@@ -80,10 +80,10 @@ static void print_plan(const qp_plan *p) {
 int qp_cmd_convert(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++) /* --to bullet: cli/cmd_bullet.c */
         if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "bullet") == 0) return qp_cmd_bullet_convert(argc, argv);
-    for (int i = 1; i + 1 < argc; i++) /* --to rdrr: cli/cmd_rdrr.c has its own options */
-        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "rdrr") == 0) return qp_cmd_convert_rdrr(argc, argv);
     for (int i = 1; i + 1 < argc; i++) /* --to trlm: cli/cmd_trillim.c */
         if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "trlm") == 0) return qp_cmd_convert_trlm(argc, argv);
+    for (int i = 1; i + 1 < argc; i++) /* --to rdrr: cli/cmd_rdrr.c has its own options */
+        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "rdrr") == 0) return qp_cmd_convert_rdrr(argc, argv);
     const char *src = NULL, *to = NULL, *quant = NULL, *out = NULL, *tok = NULL;
     int threads = 0;
     bool dry = false, requant = false;
@@ -129,9 +129,10 @@ int qp_cmd_convert(int argc, char **argv) {
     qp_model *m = NULL;
     if (qp_model_open(src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
     if (qp_quant_is_ternary(q) && m->arch.family != QP_FAMILY_BITNET) {
+        qp_family fam = m->arch.family;
         qp_model_close(m);
         return qp_cli_usage_error("convert: --quant %s is for BitNet models; %s is %s", quant, src,
-                                  qp_family_name(m->arch.family));
+                                  qp_family_name(fam));
     }
     qp_convert_opts co = {0};
     co.quant = q;
