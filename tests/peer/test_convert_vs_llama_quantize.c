@@ -255,6 +255,42 @@ static void check_hf(void *h, default_params_fn dflt, quantize_fn quantize, cons
             remove(theirs);
         }
     }
+    /* BitNet: upstream llama.cpp knows arch "bitnet" and TQ1_0 / TQ2_0 (not microsoft's I2_S) */
+    char src[4300];
+    snprintf(src, sizeof src, "%s/bitnet-float", fx);
+    qp_model *m = NULL;
+    qp_err e = {0};
+    if (!mdp || !load || !mfree || !qp_path_is_dir(src) || qp_model_open(src, NULL, &m, &e) != QP_OK)
+        return;
+    static const qp_quant k_tq[] = {QP_QUANT_TQ2_0, QP_QUANT_TQ1_0, QP_QUANT_F16};
+    for (size_t i = 0; i < sizeof k_tq / sizeof k_tq[0]; i++) {
+        char out[4300];
+        snprintf(out, sizeof out, "%s/peer-bitnet-%s.gguf", tmp, qp_quant_name(k_tq[i]));
+        qp_convert_opts o = {0};
+        o.quant = k_tq[i];
+        o.threads = 2;
+        QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_OK, "bitnet %s: %s", qp_quant_name(k_tq[i]), e.msg);
+        void *model = load(out, mdp());
+        QP_CHECK_MSG(model != NULL, "llama_model_load_from_file refused our BitNet %s", qp_quant_name(k_tq[i]));
+        if (model) {
+            printf("%-22s llama_model_load_from_file accepts our BitNet %s\n", "bitnet-float",
+                   qp_quant_name(k_tq[i]));
+            mfree(model);
+        }
+        remove(out);
+    }
+    /* and the check has teeth: upstream refuses microsoft's I2_S (its id 36 is not an upstream
+     * type), as readers/gguf.md says */
+    char out[4300];
+    snprintf(out, sizeof out, "%s/peer-bitnet-I2_S.gguf", tmp);
+    qp_convert_opts o = {0};
+    o.quant = QP_QUANT_I2_S;
+    QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_OK, "bitnet I2_S: %s", e.msg);
+    void *model = load(out, mdp());
+    QP_CHECK_MSG(model == NULL, "upstream llama.cpp unexpectedly loads an I2_S file");
+    if (model) mfree(model);
+    remove(out);
+    qp_model_close(m);
 }
 
 int main(void) {
