@@ -396,7 +396,7 @@ static uint64_t meta_size(const qp_gguf_writer *w) {
 
 uint64_t qp_gguf_writer_file_size(const qp_gguf_writer *w) {
     if (!w) return 0;
-    return (w->n_t ? meta_size(w) : 24 + (uint64_t)w->kv.len + (uint64_t)w->ti.len) + w->data_size;
+    return meta_size(w) + w->data_size; /* valid until begin() */
 }
 
 qp_status qp_gguf_writer_begin(qp_gguf_writer *w, qp_err *e) {

@@ -62,7 +62,7 @@ qp_status qp_gguf_writer_add_tensor_sized(qp_gguf_writer *w, const char *name, i
                                           int n_dims, const int64_t *ne, size_t nbytes, qp_err *e);
 
 int64_t qp_gguf_writer_n_tensors(const qp_gguf_writer *w);
-/* Byte size of the data section and of the whole file once every tensor info is added. */
+/* Byte size of the whole file once every key and tensor info is added (call before begin). */
 uint64_t qp_gguf_writer_file_size(const qp_gguf_writer *w);
 
 qp_status qp_gguf_writer_begin(qp_gguf_writer *w, qp_err *e);
