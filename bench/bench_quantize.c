@@ -5,9 +5,11 @@
  *   bin/qp-bench-quantize [MiB]        (default 32 MiB of f32 per encoding; QP_PEER_DIR overrides
  *                                       the peer folder; QP_FORCE_SCALAR=1 for scalar kernels,
  *                                       QP_FORCE_AVX2=1 to stop at AVX2)
- * Each timing is the best of 3 runs. The ternary encoders run in 15 rounds interleaved with read
- * bandwidth passes over the same input; the fastest of each is reported (the machine may be
- * shared: the bandwidth is the best seen, so fractions are conservative).
+ * Times are CPU time of the thread (the machine may be shared), each the best of 3 runs. The
+ * ternary encoders run in 15 rounds interleaved with read-bandwidth passes over the same input,
+ * every pass starting with the input (and output) flushed from the caches (clflush), so both read
+ * from memory; the fastest of each is reported, the bandwidth as the best seen (conservative).
+ * QP_BENCH_HOT=1 skips the flushes (input cache-resident: compute-bound numbers).
  * Ternary rows include the absmean quantizer (qp_ternary_absmean, f32 -> int8 levels). */
 #include <dlfcn.h>
 #include <math.h>
@@ -16,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #include "quantpack/quantpack.h"
 
@@ -30,11 +35,26 @@ static double now(void) {
 }
 
 static volatile uint64_t g_sink;
+static int g_hot; /* QP_BENCH_HOT=1: leave the ternary input in the caches between runs */
+
+/* Evicts buf from every cache level (clflush), so the next pass reads it from memory. This host's
+ * L3 is large enough to hold the whole input: without the flush, "memory" bandwidth would be L3
+ * bandwidth whenever the previous pass was recent enough. */
+static void flush(const void *buf, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (g_hot) return;
+    for (size_t i = 0; i < n; i += 64) _mm_clflush((const uint8_t *)buf + i);
+    _mm_mfence();
+#else
+    (void)buf, (void)n;
+#endif
+}
 
 /* best-of-3 single-thread read bandwidth over the buffer (GB/s) */
 static double read_bandwidth(const uint8_t *buf, size_t n) {
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
+        flush(buf, n);
         double t0 = now();
         uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
         for (size_t i = 0; i + 32 <= n; i += 32) {
@@ -68,6 +88,8 @@ int main(int argc, char **argv) {
         }
         x[i] = v;
     }
+    const char *hot = getenv("QP_BENCH_HOT");
+    g_hot = hot && *hot && strcmp(hot, "0") != 0;
     const char *peer = getenv("QP_PEER_DIR");
     if (!peer || !*peer) peer = QP_BENCH_PEER_DIR;
     char path[4096];
@@ -121,6 +143,8 @@ int main(int argc, char **argv) {
         const double b = read_bandwidth((const uint8_t *)x, (size_t)n * 4);
         if (b > bw) bw = b;
         for (size_t e = 0; e < NT; e++) {
+            flush(x, (size_t)n * 4);
+            flush(y, (size_t)n);
             double t0 = now();
             if (tern[e] == QP_ENC_COUNT) {
                 float sc;
@@ -132,8 +156,8 @@ int main(int argc, char **argv) {
             if (dt < best[e]) best[e] = dt;
         }
     }
-    printf("\nsingle-thread memory read bandwidth: %.2f GB/s (best of %d rounds, interleaved with the encoders)\n",
-           bw, ROUNDS);
+    printf("\nsingle-thread %s read bandwidth: %.2f GB/s (best of %d rounds, interleaved with the encoders)\n",
+           g_hot ? "cache-resident (QP_BENCH_HOT)" : "memory", bw, ROUNDS);
     printf("%-12s %12s %20s\n", "enc", "input GB/s", "fraction of read bw");
     for (size_t e = 0; e < NT; e++) {
         const double gbs = (double)n * 4 / best[e] / 1e9;

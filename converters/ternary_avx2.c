@@ -17,6 +17,12 @@
 #include "converters/simd_kernels.h"
 
 #define QK_K 256
+#define AHEAD 4096 /* bytes: keeps enough misses in flight when the input streams from memory */
+
+/* software prefetch `ahead` bytes past p (no fault, no pointer arithmetic past the buffer) */
+static inline void prefetch_ahead(const void *p, size_t ahead) {
+    _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
+}
 
 typedef __m256 V;
 typedef __m256i VI;
@@ -47,6 +53,7 @@ static inline int block_amax(const float *x, int cnt, float *amax) {
     V nan = _mm256_setzero_ps();
     for (int i = 0; i < cnt; i += 32)
         for (int k = 0; k < 4; k++) {
+            if (!(k & 1)) prefetch_ahead(x + i + 8 * k, AHEAD);
             const V v = _mm256_loadu_ps(x + i + 8 * k);
             m[k] = _mm256_max_ps(m[k], vabs(v));
             nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
@@ -171,6 +178,7 @@ void qp_qk256_quantize_avx2(const float *x, void *vy, int64_t n) {
     for (int64_t i = 0; i + 32 <= n; i += 32, x += 32, y += 8) {
         V lt0[4], ltm[4], gtp[4];
         for (int g = 0; g < 4; g++) {
+            if (!(g & 1)) prefetch_ahead(x + 8 * g, AHEAD);
             const V v = _mm256_loadu_ps(x + 8 * g);
             lt0[g] = _mm256_cmp_ps(v, z, _CMP_LT_OQ);
             ltm[g] = _mm256_cmp_ps(v, m15, _CMP_LT_OQ);
@@ -213,6 +221,7 @@ int qp_tern_stats_avx2(const float *x, int64_t n, double *lanes, float *amax, fl
     V m = _mm256_set1_ps(*amax), nan = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
     const V vf = _mm256_set1_ps(f), z = _mm256_setzero_ps();
     for (int64_t i = 0; i + 16 <= n; i += 16) {
+        prefetch_ahead(x + i, AHEAD);
         const V v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
         const V a0 = vabs(v0), a1 = vabs(v1);
         m = _mm256_max_ps(m, _mm256_max_ps(a0, a1));
@@ -234,6 +243,8 @@ void qp_tern_levels_avx2(const float *x, int64_t n, float s, int8_t *q) {
     const V vs = _mm256_set1_ps(s);
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        prefetch_ahead(x + i, AHEAD);
+        prefetch_ahead(x + i + 16, AHEAD);
         const VI l = pack_u8(rint_code(x + i, vs), rint_code(x + i + 8, vs), rint_code(x + i + 16, vs),
                              rint_code(x + i + 24, vs));
         _mm256_storeu_si256((VI *)(q + i), _mm256_sub_epi8(l, _mm256_set1_epi8(1)));
@@ -250,6 +261,7 @@ void qp_i2s_codes_avx2(const float *x, int64_t nb, int be, int mode, float s, ui
     const V vs = _mm256_set1_ps(s);
     const int q = be / 4;
     for (int64_t b = 0; b < nb; b++, x += be, y += q) {
+        for (int i = 0; i < be; i += 16) prefetch_ahead(x + i, AHEAD);
         for (int p = 0; p < q; p += 32) {
             VI acc[4];
             for (int g = 0; g < 4; g++) {

@@ -12,11 +12,18 @@
 #include "converters/simd_kernels.h"
 
 #define QK_K 256
+#define AHEAD 4096 /* bytes: keeps enough misses in flight when the input streams from memory */
+
+/* software prefetch `ahead` bytes past p (no fault, no pointer arithmetic past the buffer) */
+static inline void prefetch_ahead(const void *p, size_t ahead) {
+    _mm_prefetch((const char *)((uintptr_t)p + ahead), _MM_HINT_T0);
+}
 
 typedef __m512 V;
 
 /* max |x| of 256 floats (a tree of independent maxima); nonzero when one is NaN */
 static inline int block_amax256(const float *x, float *amax) {
+    for (int i = 0; i < 16; i++) prefetch_ahead(x + 16 * i, AHEAD);
     V m[16];
     __mmask16 nan = 0;
     for (int i = 0; i < 16; i++) m[i] = _mm512_abs_ps(_mm512_loadu_ps(x + 16 * i));
@@ -137,6 +144,7 @@ void qp_qk256_quantize_avx512(const float *x, void *vy, int64_t n) {
     for (int64_t i = 0; i + 64 <= n; i += 64, x += 64, y += 16) {
         uint64_t neg = 0, vneg = 0, vpos = 0;
         for (int g = 0; g < 4; g++) {
+            prefetch_ahead(x + 16 * g, AHEAD);
             const V v = _mm512_loadu_ps(x + 16 * g);
             neg |= (uint64_t)_mm512_cmp_ps_mask(v, z, _CMP_LT_OQ) << (16 * g);
             vneg |= (uint64_t)_mm512_cmp_ps_mask(v, m15, _CMP_LT_OQ) << (16 * g);
@@ -151,6 +159,8 @@ void qp_qk256_quantize_avx512(const float *x, void *vy, int64_t n) {
 void qp_bitnet32f16_quantize_avx512(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / 32; i++, x += 32, y += 10) {
+        prefetch_ahead(x, AHEAD);
+        prefetch_ahead(x + 16, AHEAD);
         const V v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
         if (_mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q)) {
             qp_bitnet32f16_quantize_ref(x, y, 32);
@@ -173,6 +183,7 @@ void qp_bitnet32f16_quantize_avx512(const float *x, void *vy, int64_t n) {
 
 /* I2_S codes, see qp_i2s_codes_avx2: byte p = c[p] << 6 | c[q+p] << 4 | c[2q+p] << 2 | c[3q+p] */
 static inline void i2s_masks16(const float *x, int mode, V s, __mmask16 *one, __mmask16 *two) {
+    prefetch_ahead(x, AHEAD);
     const V v = _mm512_loadu_ps(x);
     if (mode) { /* ternary: |x| <= 1e-6f (i.e. (double)|x| < 1e-6) -> 1, x > 0 -> 2, else 0 */
         const __mmask16 small = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(1e-6f), _CMP_LE_OQ);
@@ -220,6 +231,7 @@ void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q) {
     const __m128i m1 = _mm_set1_epi8(-1);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        prefetch_ahead(x + i, AHEAD);
         const V a = _mm512_mul_ps(_mm512_loadu_ps(x + i), vs);
         const __mmask16 gt = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_GT_OQ);
         const __mmask16 lt = _mm512_cmp_ps_mask(a, _mm512_set1_ps(-0.5f), _CMP_LT_OQ);
@@ -239,6 +251,7 @@ int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, 
     const V vf = _mm512_set1_ps(f), z = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        prefetch_ahead(x + i, AHEAD);
         const V v = _mm512_loadu_ps(x + i);
         const V a = _mm512_abs_ps(v);
         m0 = _mm512_max_ps(m0, a);
