@@ -14,18 +14,26 @@
 
 #include "runtime/runtime_internal.h"
 
+/* Prompts are run in batches of at most this many tokens (activation buffers grow to it). */
+#define QP_BATCH_MAX 64
+
 struct qp_runtime {
     const qp_model *model;
     qp_runtime_config cfg;
     qp_weights w;
     qp_pool *pool;
     int64_t n_past; /* positions filled since the last reset */
-    /* activations */
-    float *x, *xb, *q, *k, *v, *att_out, *att_out_n, *hb, *hb2, *logits;
+    /* activations of up to bcap tokens, token t at t * (row length) */
+    int64_t bcap;
+    float *x, *xb, *q, *k, *v, *att_out, *att_out_n, *hb, *hb2;
     float *act_f;     /* int8-quantized activations as floats (ternary without vec_dot_i8) */
-    int8_t *act_i8;   /* int8 activations for vec_dot_i8 */
-    float *att;       /* n_heads * n_ctx attention scores */
-    float *rope_cos, *rope_sin; /* head_dim/2 each, for the current position */
+    int8_t *act_i8;   /* int8 activations for vec_dot_i8, act_cols per token */
+    float *act_s;     /* per token: act ~= act_i8 / act_s */
+    int64_t act_cols;
+    float *rope_cos, *rope_sin; /* head_dim/2 per token, for its position */
+    float *logits;    /* vocab, the last token's */
+    const float *hidden; /* dim: the last token's rmsnorm(x) * output_norm (in xb) */
+    float *att;       /* n_threads * n_ctx attention scores */
     float *scratch;   /* n_threads * max_cols, for row dequantization */
     int64_t scratch_cols;
     float *k_cache, *v_cache; /* [layer][pos][kv_dim] */
@@ -52,8 +60,9 @@ static void softmax(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] /= sum;
 }
 
-/* Rotates each head of vec (n_heads * head_dim) by the angles of the current position. */
-static void rope(const qp_runtime *rt, float *vec, int64_t n_heads) {
+/* Rotates each head of vec (n_heads * head_dim) by the angles cs/sn (head_dim/2 each). */
+static void rope(const qp_runtime *rt, float *vec, int64_t n_heads, const float *cs,
+                 const float *sn) {
     int64_t hd = rt->cfg.head_dim, half = hd / 2;
     for (int64_t h = 0; h < n_heads; h++) {
         float *v = vec + h * hd;
@@ -66,7 +75,7 @@ static void rope(const qp_runtime *rt, float *vec, int64_t n_heads) {
                 a = 2 * i;
                 b = 2 * i + 1;
             }
-            float c = rt->rope_cos[i], s = rt->rope_sin[i];
+            float c = cs[i], s = sn[i];
             float v0 = v[a], v1 = v[b];
             v[a] = v0 * c - v1 * s;
             v[b] = v0 * s + v1 * c;
@@ -74,13 +83,13 @@ static void rope(const qp_runtime *rt, float *vec, int64_t n_heads) {
     }
 }
 
-static void rope_angles(qp_runtime *rt, int64_t pos) {
+static void rope_angles(const qp_runtime *rt, int64_t pos, float *cs, float *sn) {
     int64_t hd = rt->cfg.head_dim;
     for (int64_t i = 0; i < hd / 2; i++) {
         double freq = pow((double)rt->cfg.rope_theta, -(double)(2 * i) / (double)hd);
         double ang = (double)pos * freq;
-        rt->rope_cos[i] = (float)cos(ang);
-        rt->rope_sin[i] = (float)sin(ang);
+        cs[i] = (float)cos(ang);
+        sn[i] = (float)sin(ang);
     }
 }
 
@@ -100,6 +109,49 @@ static float *alloc_f(int64_t n, bool *ok) {
     float *p = qp_calloc((size_t)n, sizeof(float));
     if (!p) *ok = false;
     return p;
+}
+
+static void free_batch(qp_runtime *rt) {
+    float *bufs[] = {rt->x,      rt->xb,     rt->q,        rt->k,        rt->v,
+                     rt->att_out, rt->att_out_n, rt->hb, rt->hb2, rt->act_f,
+                     rt->act_s,  rt->rope_cos, rt->rope_sin};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
+    qp_free(rt->act_i8);
+    rt->x = rt->xb = rt->q = rt->k = rt->v = rt->att_out = rt->att_out_n = rt->hb = rt->hb2 =
+        rt->act_f = rt->act_s = rt->rope_cos = rt->rope_sin = NULL;
+    rt->act_i8 = NULL;
+    rt->hidden = NULL;
+    rt->bcap = 0;
+}
+
+/* (Re)allocates the activation buffers for n tokens. False on overflow or out of memory (the
+ * runtime then has no buffers; the next call tries again). */
+static bool alloc_batch(qp_runtime *rt, int64_t n) {
+    const qp_runtime_config *c = &rt->cfg;
+    free_batch(rt);
+    int64_t qdim = c->n_heads * c->head_dim, kvdim = c->n_kv_heads * c->head_dim;
+    bool ok = true;
+    /* every size is at most QP_BATCH_MAX * (1 << 22) elements: no overflow */
+    rt->x = alloc_f(n * c->dim, &ok);
+    rt->xb = alloc_f(n * c->dim, &ok);
+    rt->q = alloc_f(n * qdim, &ok);
+    rt->k = alloc_f(n * kvdim, &ok);
+    rt->v = alloc_f(n * kvdim, &ok);
+    rt->att_out = alloc_f(n * qdim, &ok);
+    rt->att_out_n = alloc_f(n * qdim, &ok);
+    rt->hb = alloc_f(n * c->ffn_dim, &ok);
+    rt->hb2 = alloc_f(n * c->ffn_dim, &ok);
+    rt->act_f = alloc_f(n * rt->act_cols, &ok);
+    rt->act_s = alloc_f(n, &ok);
+    rt->rope_cos = alloc_f(n * (c->head_dim / 2), &ok);
+    rt->rope_sin = alloc_f(n * (c->head_dim / 2), &ok);
+    rt->act_i8 = ok ? qp_calloc((size_t)(n * rt->act_cols), 1) : NULL;
+    if (!ok || !rt->act_i8) {
+        free_batch(rt);
+        return false;
+    }
+    rt->bcap = n;
+    return true;
 }
 
 qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime **out,
@@ -130,22 +182,10 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     int64_t cache;
     bool ok = qp_i64_mul(c->n_layers * c->n_ctx, kvdim, &cache);
     rt->scratch_cols = cols;
-    rt->x = alloc_f(c->dim, &ok);
-    rt->xb = alloc_f(c->dim, &ok);
-    rt->q = alloc_f(qdim, &ok);
-    rt->k = alloc_f(kvdim, &ok);
-    rt->v = alloc_f(kvdim, &ok);
-    rt->att_out = alloc_f(qdim, &ok);
-    rt->att_out_n = alloc_f(qdim, &ok);
-    rt->hb = alloc_f(c->ffn_dim, &ok);
-    rt->hb2 = alloc_f(c->ffn_dim, &ok);
-    rt->act_f = alloc_f(cols, &ok);
-    rt->act_i8 = ok ? qp_calloc((size_t)cols, 1) : NULL;
-    if (!rt->act_i8) ok = false;
+    rt->act_cols = cols;
+    ok = ok && alloc_batch(rt, 1);
     rt->logits = alloc_f(c->vocab, &ok);
-    rt->att = alloc_f(c->n_heads * c->n_ctx, &ok);
-    rt->rope_cos = alloc_f(c->head_dim / 2, &ok);
-    rt->rope_sin = alloc_f(c->head_dim / 2, &ok);
+    rt->att = alloc_f((int64_t)c->n_threads * c->n_ctx, &ok);
     rt->scratch = alloc_f((int64_t)c->n_threads * cols, &ok);
     if (ok) {
         rt->k_cache = alloc_f(cache, &ok);
@@ -168,10 +208,8 @@ void qp_runtime_free(qp_runtime *rt) {
     if (!rt) return;
     qp_pool_free(rt->pool);
     qp_weights_free(&rt->w);
-    qp_free(rt->act_i8);
-    float *bufs[] = {rt->x, rt->xb, rt->q, rt->k, rt->v, rt->att_out, rt->att_out_n,
-                     rt->hb, rt->hb2, rt->act_f, rt->logits, rt->att, rt->rope_cos, rt->rope_sin,
-                     rt->scratch, rt->k_cache, rt->v_cache};
+    free_batch(rt);
+    float *bufs[] = {rt->logits, rt->att, rt->scratch, rt->k_cache, rt->v_cache};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
     qp_free(rt);
 }
@@ -182,58 +220,72 @@ void qp_runtime_reset(qp_runtime *rt) {
 
 const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt) { return &rt->cfg; }
 
-/* rt->xb holds rmsnorm(x) * output_norm after a forward (the output projection reads it). */
-const float *qp_runtime_hidden(const qp_runtime *rt) { return rt ? rt->xb : NULL; }
+const float *qp_runtime_hidden(const qp_runtime *rt) { return rt->hidden; }
 
-/* One input vector and, made on first need, its BitNet int8 quantization (runtime.md). */
+/* The input of a matrix product for nt tokens (token t at x + t * ld) and, made on first need,
+ * its per-token BitNet int8 quantization (runtime.md). */
 typedef struct act_in {
     const float *x;
-    int64_t n;
+    int64_t n, ld, nt;
     bool done;
-    float s;
 } act_in;
 
-static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, float *y) {
-    qp_matvec_task t = {w, a->x, NULL, 1.0f, y};
+static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, float *y,
+                               int64_t ldy) {
+    qp_matvec_task t = {w, a->x, a->ld, NULL, 0, NULL, y, ldy};
     if (!w->ternary) return t;
+    int64_t la = rt->act_cols;
     if (!a->done) {
-        a->s = qp_act_quantize_i8(a->x, a->n, rt->act_i8);
-        for (int64_t i = 0; i < a->n; i++) rt->act_f[i] = (float)rt->act_i8[i] / a->s;
+        for (int64_t tk = 0; tk < a->nt; tk++) {
+            const float *x = a->x + tk * a->ld;
+            int8_t *q = rt->act_i8 + tk * la;
+            float *f = rt->act_f + tk * la;
+            float s = qp_act_quantize_i8(x, a->n, q);
+            rt->act_s[tk] = s;
+            for (int64_t i = 0; i < a->n; i++) f[i] = (float)q[i] / s;
+        }
         a->done = true;
     }
     t.xa = rt->act_i8;
-    t.xa_scale = a->s;
-    if (!w->use_i8) t.x = rt->act_f;
+    t.ldxa = la;
+    t.xa_scale = rt->act_s;
+    if (!w->use_i8) {
+        t.x = rt->act_f;
+        t.ldx = la;
+    }
     return t;
 }
 
+/* Causal attention of tokens pos0 .. pos0+nt-1 (keys and values already in the cache), one item
+ * per (token, head); every item is computed the same way whatever the batch or thread. */
 typedef struct attn_job {
     qp_runtime *rt;
-    int64_t layer, pos;
+    int64_t layer, pos0;
 } attn_job;
 
-static void attn_heads(void *ctx, int64_t begin, int64_t end, int tid) {
-    (void)tid;
+static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
     attn_job *j = ctx;
     qp_runtime *rt = j->rt;
     const qp_runtime_config *c = &rt->cfg;
     int64_t hd = c->head_dim, kvdim = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
+    int64_t qdim = c->n_heads * hd;
     size_t loff = (size_t)j->layer * (size_t)c->n_ctx * (size_t)kvdim;
     float scale = 1.0f / sqrtf((float)hd);
-    for (int64_t h = begin; h < end; h++) {
-        const float *q = rt->q + h * hd;
-        float *att = rt->att + h * c->n_ctx;
+    float *att = rt->att + (size_t)tid * (size_t)c->n_ctx;
+    for (int64_t it = begin; it < end; it++) {
+        int64_t tk = it / c->n_heads, h = it % c->n_heads, pos = j->pos0 + tk;
+        const float *q = rt->q + tk * qdim + h * hd;
         int64_t kvh = h / group;
-        for (int64_t t = 0; t <= j->pos; t++) {
+        for (int64_t t = 0; t <= pos; t++) {
             const float *k = rt->k_cache + loff + (size_t)t * (size_t)kvdim + (size_t)(kvh * hd);
             float score = 0.0f;
             for (int64_t i = 0; i < hd; i++) score += q[i] * k[i];
             att[t] = score * scale;
         }
-        softmax(att, j->pos + 1);
-        float *o = rt->att_out + h * hd;
+        softmax(att, pos + 1);
+        float *o = rt->att_out + tk * qdim + h * hd;
         for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
-        for (int64_t t = 0; t <= j->pos; t++) {
+        for (int64_t t = 0; t <= pos; t++) {
             const float *v = rt->v_cache + loff + (size_t)t * (size_t)kvdim + (size_t)(kvh * hd);
             float a = att[t];
             for (int64_t i = 0; i < hd; i++) o[i] += a * v[i];
@@ -241,94 +293,159 @@ static void attn_heads(void *ctx, int64_t begin, int64_t end, int tid) {
     }
 }
 
-qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
-                             qp_err *e) {
-    if (!rt || !logits) return qp_fail(e, QP_ERR_ARG, "qp_runtime_forward: NULL argument");
+static void matmul(qp_runtime *rt, const qp_matvec_task *tasks, int n, int64_t nt) {
+    qp_matmul_multi(rt->pool, tasks, n, nt, rt->scratch, rt->scratch_cols);
+}
+
+/* Runs nt <= bcap tokens at positions pos .. pos+nt-1 (checked by the callers). With
+ * all_logits every token's logits go there (row t at t * vocab) and the last one's also to
+ * rt->logits; else with last_logits only the last token's go to rt->logits; else none. */
+static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t pos,
+                      float *all_logits, bool last_logits) {
     const qp_runtime_config *c = &rt->cfg;
-    if (token < 0 || token >= c->vocab)
-        return qp_fail(e, QP_ERR_ARG, "token id %d is outside the vocabulary (0..%lld)", token,
-                       (long long)c->vocab - 1);
-    if (pos < 0 || pos >= c->n_ctx || pos > rt->n_past)
-        return qp_fail(e, QP_ERR_ARG,
-                       "position %lld is invalid: the context holds %lld positions and %lld are "
-                       "filled", (long long)pos, (long long)c->n_ctx, (long long)rt->n_past);
     int64_t dim = c->dim, hd = c->head_dim, qdim = c->n_heads * hd, kvdim = c->n_kv_heads * hd;
-    int64_t ffn = c->ffn_dim;
+    int64_t ffn = c->ffn_dim, half = hd / 2;
     float eps = c->norm_eps;
     float *x = rt->x;
 
-    qp_wmat_row(&rt->w.tok_embd, token, x);
-    rope_angles(rt, pos);
+    for (int64_t t = 0; t < nt; t++) {
+        qp_wmat_row(&rt->w.tok_embd, tokens[t], x + t * dim);
+        rope_angles(rt, pos + t, rt->rope_cos + t * half, rt->rope_sin + t * half);
+    }
 
     for (int64_t l = 0; l < c->n_layers; l++) {
         const qp_layer_weights *L = &rt->w.layers[l];
         size_t loff = (size_t)l * (size_t)c->n_ctx * (size_t)kvdim;
 
         /* attention */
-        rmsnorm(rt->xb, x, L->attn_norm, dim, eps);
-        act_in in = {rt->xb, dim, false, 1.0f};
-        qp_matvec_task qkv[3] = {task_for(rt, &L->wq, &in, rt->q), task_for(rt, &L->wk, &in, rt->k),
-                                 task_for(rt, &L->wv, &in, rt->v)};
-        qp_matvec_multi(rt->pool, qkv, 3, rt->scratch, rt->scratch_cols);
-        if (L->bq)
-            for (int64_t i = 0; i < qdim; i++) rt->q[i] += L->bq[i];
-        if (L->bk)
-            for (int64_t i = 0; i < kvdim; i++) rt->k[i] += L->bk[i];
-        if (L->bv)
-            for (int64_t i = 0; i < kvdim; i++) rt->v[i] += L->bv[i];
-        rope(rt, rt->q, c->n_heads);
-        rope(rt, rt->k, c->n_kv_heads);
-        memcpy(rt->k_cache + loff + (size_t)pos * (size_t)kvdim, rt->k, (size_t)kvdim * sizeof(float));
-        memcpy(rt->v_cache + loff + (size_t)pos * (size_t)kvdim, rt->v, (size_t)kvdim * sizeof(float));
+        for (int64_t t = 0; t < nt; t++)
+            rmsnorm(rt->xb + t * dim, x + t * dim, L->attn_norm, dim, eps);
+        act_in in = {rt->xb, dim, dim, nt, false};
+        qp_matvec_task qkv[3] = {task_for(rt, &L->wq, &in, rt->q, qdim),
+                                 task_for(rt, &L->wk, &in, rt->k, kvdim),
+                                 task_for(rt, &L->wv, &in, rt->v, kvdim)};
+        matmul(rt, qkv, 3, nt);
+        for (int64_t t = 0; t < nt; t++) {
+            float *q = rt->q + t * qdim, *k = rt->k + t * kvdim, *v = rt->v + t * kvdim;
+            if (L->bq)
+                for (int64_t i = 0; i < qdim; i++) q[i] += L->bq[i];
+            if (L->bk)
+                for (int64_t i = 0; i < kvdim; i++) k[i] += L->bk[i];
+            if (L->bv)
+                for (int64_t i = 0; i < kvdim; i++) v[i] += L->bv[i];
+            rope(rt, q, c->n_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
+            rope(rt, k, c->n_kv_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
+            size_t at = loff + (size_t)(pos + t) * (size_t)kvdim;
+            memcpy(rt->k_cache + at, k, (size_t)kvdim * sizeof(float));
+            memcpy(rt->v_cache + at, v, (size_t)kvdim * sizeof(float));
+        }
 
         attn_job aj = {rt, l, pos};
-        /* a head costs ~2 * (pos+1) * head_dim multiply-adds */
-        int64_t per_head = 2 * (pos + 1) * hd;
-        qp_pool_run(rt->pool, c->n_heads, per_head >= 16384 ? 1 : 16384 / per_head, attn_heads,
-                    &aj);
+        /* an item costs ~2 * (pos+1) * head_dim multiply-adds */
+        int64_t per_item = 2 * (pos + (nt + 1) / 2) * hd + 1;
+        qp_pool_run(rt->pool, nt * c->n_heads, per_item >= 16384 ? 1 : 16384 / per_item,
+                    attn_items, &aj);
         float *ao = rt->att_out;
         if (L->attn_sub_norm) {
-            rmsnorm(rt->att_out_n, rt->att_out, L->attn_sub_norm, qdim, eps);
+            for (int64_t t = 0; t < nt; t++)
+                rmsnorm(rt->att_out_n + t * qdim, rt->att_out + t * qdim, L->attn_sub_norm, qdim,
+                        eps);
             ao = rt->att_out_n;
         }
-        act_in in_o = {ao, qdim, false, 1.0f};
-        qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb);
-        qp_matvec_multi(rt->pool, &o_task, 1, rt->scratch, rt->scratch_cols);
-        for (int64_t i = 0; i < dim; i++) x[i] += rt->xb[i];
+        act_in in_o = {ao, qdim, qdim, nt, false};
+        qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
+        matmul(rt, &o_task, 1, nt);
+        for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
 
         /* feed-forward */
-        rmsnorm(rt->xb, x, L->ffn_norm, dim, eps);
-        act_in in_f = {rt->xb, dim, false, 1.0f};
-        qp_matvec_task gu[2] = {task_for(rt, &L->w_gate, &in_f, rt->hb),
-                                task_for(rt, &L->w_up, &in_f, rt->hb2)};
-        qp_matvec_multi(rt->pool, gu, 2, rt->scratch, rt->scratch_cols);
+        for (int64_t t = 0; t < nt; t++)
+            rmsnorm(rt->xb + t * dim, x + t * dim, L->ffn_norm, dim, eps);
+        act_in in_f = {rt->xb, dim, dim, nt, false};
+        qp_matvec_task gu[2] = {task_for(rt, &L->w_gate, &in_f, rt->hb, ffn),
+                                task_for(rt, &L->w_up, &in_f, rt->hb2, ffn)};
+        matmul(rt, gu, 2, nt);
         if (c->act == QP_ACT_RELU2) {
-            for (int64_t i = 0; i < ffn; i++) {
+            for (int64_t i = 0; i < nt * ffn; i++) {
                 float g = rt->hb[i] > 0.0f ? rt->hb[i] : 0.0f;
                 rt->hb[i] = g * g * rt->hb2[i];
             }
         } else {
-            for (int64_t i = 0; i < ffn; i++) {
+            for (int64_t i = 0; i < nt * ffn; i++) {
                 float g = rt->hb[i];
                 rt->hb[i] = g * (1.0f / (1.0f + expf(-g))) * rt->hb2[i];
             }
         }
         float *fi = rt->hb;
         if (L->ffn_sub_norm) {
-            rmsnorm(rt->hb2, rt->hb, L->ffn_sub_norm, ffn, eps);
+            for (int64_t t = 0; t < nt; t++)
+                rmsnorm(rt->hb2 + t * ffn, rt->hb + t * ffn, L->ffn_sub_norm, ffn, eps);
             fi = rt->hb2;
         }
-        act_in in_d = {fi, ffn, false, 1.0f};
-        qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb);
-        qp_matvec_multi(rt->pool, &d_task, 1, rt->scratch, rt->scratch_cols);
-        for (int64_t i = 0; i < dim; i++) x[i] += rt->xb[i];
+        act_in in_d = {fi, ffn, ffn, nt, false};
+        qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb, dim);
+        matmul(rt, &d_task, 1, nt);
+        for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
     }
 
-    rmsnorm(rt->xb, x, rt->w.output_norm, dim, eps);
-    act_in in_out = {rt->xb, dim, false, 1.0f};
-    qp_matvec_task out_task = task_for(rt, &rt->w.output, &in_out, rt->logits);
-    qp_matvec_multi(rt->pool, &out_task, 1, rt->scratch, rt->scratch_cols);
+    /* only the tokens whose logits are wanted go through the output projection */
+    if (!all_logits && !last_logits) return;
+    int64_t first = all_logits ? 0 : nt - 1, nl = nt - first;
+    for (int64_t t = first; t < nt; t++)
+        rmsnorm(rt->xb + t * dim, x + t * dim, rt->w.output_norm, dim, eps);
+    rt->hidden = rt->xb + (nt - 1) * dim;
+    act_in in_out = {rt->xb + first * dim, dim, dim, nl, false};
+    float *lg = all_logits ? all_logits : rt->logits;
+    qp_matvec_task out_task = task_for(rt, &rt->w.output, &in_out, lg, c->vocab);
+    matmul(rt, &out_task, 1, nl);
+    if (all_logits)
+        memcpy(rt->logits, all_logits + (nt - 1) * c->vocab, (size_t)c->vocab * sizeof(float));
+}
+
+static qp_status check_tokens(const qp_runtime *rt, const int32_t *tokens, int64_t n, int64_t pos,
+                              qp_err *e) {
+    const qp_runtime_config *c = &rt->cfg;
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab)
+            return qp_fail(e, QP_ERR_ARG, "token id %d is outside the vocabulary (0..%lld)",
+                           tokens[i], (long long)c->vocab - 1);
+    if (pos < 0 || pos >= c->n_ctx || pos > rt->n_past || n > c->n_ctx - pos)
+        return qp_fail(e, QP_ERR_ARG,
+                       "position %lld is invalid: the context holds %lld positions and %lld are "
+                       "filled", (long long)(pos < 0 || pos > rt->n_past ? pos : pos + n - 1),
+                       (long long)c->n_ctx, (long long)rt->n_past);
+    return QP_OK;
+}
+
+qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
+                             qp_err *e) {
+    if (!rt || !logits) return qp_fail(e, QP_ERR_ARG, "qp_runtime_forward: NULL argument");
+    qp_status s = check_tokens(rt, &token, 1, pos, e);
+    if (s != QP_OK) return s;
+    if (rt->bcap < 1 && !alloc_batch(rt, 1))
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for activations", rt->model->path);
+    run_batch(rt, &token, 1, pos, NULL, true);
     rt->n_past = pos + 1;
+    *logits = rt->logits;
+    return QP_OK;
+}
+
+qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
+                                   int64_t pos, float *all_logits, float **logits, qp_err *e) {
+    if (!rt || !tokens || !logits || n_tokens < 1)
+        return qp_fail(e, QP_ERR_ARG, "qp_runtime_forward_batch: NULL argument or no tokens");
+    qp_status s = check_tokens(rt, tokens, n_tokens, pos, e);
+    if (s != QP_OK) return s;
+    int64_t want = n_tokens < QP_BATCH_MAX ? n_tokens : QP_BATCH_MAX;
+    if (rt->bcap < want && !alloc_batch(rt, want))
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for the activations of %lld tokens",
+                       rt->model->path, (long long)want);
+    int64_t vocab = rt->cfg.vocab;
+    for (int64_t i = 0; i < n_tokens; i += rt->bcap) {
+        int64_t nt = n_tokens - i < rt->bcap ? n_tokens - i : rt->bcap;
+        run_batch(rt, tokens + i, nt, pos + i, all_logits ? all_logits + i * vocab : NULL,
+                  i + nt == n_tokens);
+        rt->n_past = pos + i + nt;
+    }
     *logits = rt->logits;
     return QP_OK;
 }

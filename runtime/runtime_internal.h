@@ -53,20 +53,29 @@ void qp_weights_free(qp_weights *w);
 /* Dequantizes row r of w into out (w->cols floats). */
 void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);
 
-/* ---- matrix-vector products (matvec.c) ----------------------------------------------------
- * y[r] = dot(row r of w, x) for every row. Rows of several matrices are dispatched together
- * (q/k/v, gate/up) so one pool round covers them. Per row: tr->vec_dot_f32 when present, else
- * dequantize the row into scratch (threads * max_cols floats) and dot in F32 in index order. */
+/* ---- matrix products (matvec.c) ------------------------------------------------------------
+ * For n_tok tokens t: y[t * ldy + r] = dot(row r of w, token t's activations) for every row.
+ * Rows of several matrices are dispatched together (q/k/v, gate/up) so one pool round covers
+ * them; threads split the rows into fixed contiguous chunks. Per (row, token):
+ *  - w->use_i8: vec_dot_i8(row, xa + t * ldxa) * scale / xa_scale[t] (exact integer sum);
+ *  - n_tok == 1: tr->vec_dot_f32 when present, else dequantize the row into scratch and dot;
+ *  - n_tok > 1 with tr->dequantize: the row is widened once into the thread's scratch, then
+ *    dotted with every token by qp_f32_dot_multi (for F32/F16/BF16 this equals vec_dot_f32 bit
+ *    for bit, converters/plain_kernels.h; for block encodings it differs by summation order).
+ * scratch holds n_threads * scratch_cols floats. */
 typedef struct qp_matvec_task {
     const qp_wmat *w;
-    const float *x;    /* F32 activations (for ternary weights without vec_dot_i8: already
-                          int8 quantize-dequantized) */
-    const int8_t *xa;  /* int8 activations when w->use_i8, with x ~= xa / xa_scale */
-    float xa_scale;
-    float *y;
+    const float *x;       /* F32 activations of token t at x + t * ldx (for ternary weights
+                             without vec_dot_i8: already int8 quantize-dequantized) */
+    int64_t ldx;
+    const int8_t *xa;     /* int8 activations when w->use_i8, at xa + t * ldxa */
+    int64_t ldxa;
+    const float *xa_scale; /* per token: x ~= xa / xa_scale[t] */
+    float *y;             /* y + t * ldy */
+    int64_t ldy;
 } qp_matvec_task;
 
-void qp_matvec_multi(qp_pool *pool, const qp_matvec_task *tasks, int n_tasks, float *scratch,
-                     int64_t scratch_cols);
+void qp_matmul_multi(qp_pool *pool, const qp_matvec_task *tasks, int n_tasks, int64_t n_tok,
+                     float *scratch, int64_t scratch_cols);
 
 #endif

@@ -49,6 +49,16 @@ void qp_runtime_free(qp_runtime *rt); /* NULL is fine */
  * next call. Positions >= pos are overwritten, so a caller may rewind by passing an earlier pos. */
 qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
                              qp_err *e);
+/* Runs n_tokens tokens at positions pos .. pos+n_tokens-1 as one batch (prompt processing):
+ * each weight row is read once per batch of up to 64 tokens, attention is causal within the
+ * batch. Same preconditions as qp_runtime_forward for pos, and pos + n_tokens <= n_ctx. The
+ * logits equal those of n_tokens qp_runtime_forward calls: bit for bit for F32/F16/BF16 (and
+ * ternary int8) matrices, within float summation-order rounding for other block encodings.
+ * *logits points at the last token's vocab floats (runtime-owned, valid until the next call);
+ * all_logits, when non-NULL, receives n_tokens * vocab floats (row i = token i), which costs
+ * the output projection of every token. */
+qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
+                                   int64_t pos, float *all_logits, float **logits, qp_err *e);
 /* Forgets the KV cache (next forward must be at pos 0). */
 void qp_runtime_reset(qp_runtime *rt);
 

@@ -2,7 +2,8 @@
  * here from the formulas (runtime/runtime.md): Llama GQA with both RoPE conventions (an HF-style
  * twin built by permuting q/k rows must give the same logits), Qwen2 q/k/v bias, a
  * dequantize-only encoding, BitNet b1.58 (ReLU^2, sub-norms, int8 activations on TQ2_0 ternary
- * weights), thread-count independence, and the errors for missing or misshapen tensors. */
+ * weights), thread-count independence, the batched prompt path against the token-by-token one,
+ * and the errors for missing or misshapen tensors. */
 #include <math.h>
 #include <stdint.h>
 
@@ -445,7 +446,130 @@ static void test_errors(void) {
     unbuild(&b);
 }
 
+/* Every position's logits, token by token (qp_runtime_forward) or batched
+ * (qp_runtime_forward_batch, in pieces of the given sizes, all_logits). */
+static bool run_all(const built *b, int threads, int64_t n_ctx, const int32_t *toks, int n,
+                    int vocab, const int *pieces, float *out) {
+    qp_runtime *rt = NULL;
+    qp_err e = {0};
+    qp_runtime_opts o = {threads, n_ctx};
+    if (qp_runtime_new(b->m, &o, &rt, &e) != QP_OK) return false;
+    bool ok = true;
+    float *lg = NULL;
+    if (!pieces) {
+        for (int p = 0; ok && p < n; p++) {
+            ok = qp_runtime_forward(rt, toks[p], p, &lg, &e) == QP_OK;
+            if (ok) memcpy(out + (size_t)p * (size_t)vocab, lg, sizeof(float) * (size_t)vocab);
+        }
+    } else {
+        for (int p = 0, k = 0; ok && p < n; p += pieces[k], k++) {
+            int m = pieces[k] < n - p ? pieces[k] : n - p;
+            ok = qp_runtime_forward_batch(rt, toks + p, m, p, out + (size_t)p * (size_t)vocab,
+                                          &lg, &e) == QP_OK;
+            /* *logits is the last token's */
+            ok = ok && memcmp(lg, out + (size_t)(p + m - 1) * (size_t)vocab,
+                              sizeof(float) * (size_t)vocab) == 0;
+        }
+    }
+    if (!ok) fprintf(stderr, "run_all: %s\n", e.msg);
+    qp_runtime_free(rt);
+    return ok;
+}
+
+/* The batched prompt path equals the token-by-token path: bit for bit for F32/F16/BF16/I8
+ * matrices and int8-activation ternary ones (same kernels, same summation structure), within
+ * summation-order rounding for block encodings whose vec_dot_f32 sums differently (Q8_0, Q4_K);
+ * for 1-3 threads, at every SIMD level, with batches split anywhere (and past the 64-token
+ * internal batch), and without all_logits. */
+static void test_batch(void) {
+    enum { N = 70 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 7 + 1) % 40);
+    static const int whole[] = {N}, split[] = {5, 1, 2, 30, 32}, big[] = {66, 4};
+    const int *splits[] = {whole, split, big};
+    struct { cfg c; bool exact; } cases[] = {
+        {{16, 24, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32}, true},
+        {{16, 24, 2, 4, 1, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, false, QP_ENC_F32}, true},
+        {{40, 72, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F16}, true},
+        {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_BF16}, true},
+        {{16, 24, 1, 2, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_I8}, true},
+        {{256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0}, true},
+        {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q8_0}, false},
+        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q4_K}, false},
+    };
+    static float ref[N * 40], got[N * 40], first[N * 40];
+    bool have_simd = strcmp(qp_encoding_simd_level(), "scalar") != 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const cfg *c = &cases[ci].c;
+        const char *nm = qp_encoding_get(c->mat_enc)->name;
+        built b;
+        build(&b, c, 4000 + ci);
+        for (int lv = 0; lv <= (have_simd ? 1 : 0); lv++) {
+            qp_encoding_simd_force(lv);
+            QP_CHECK(run_all(&b, 1, 80, toks, N, c->vocab, NULL, ref));
+            for (int threads = 1; threads <= 3; threads++) {
+                for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
+                    QP_CHECK(run_all(&b, threads, 80, toks, N, c->vocab, splits[si], got));
+                    double md = 0;
+                    for (int i = 0; i < N * c->vocab; i++)
+                        md = fmax(md, fabs((double)got[i] - (double)ref[i]));
+                    if (cases[ci].exact)
+                        QP_CHECK_MSG(memcmp(got, ref, sizeof(float) * (size_t)(N * c->vocab)) == 0,
+                                     "%s level %d threads %d split %zu: batch differs by %g", nm,
+                                     lv, threads, si, md);
+                    else
+                        QP_CHECK_MSG(md < 1e-4, "%s level %d threads %d split %zu: %g", nm, lv,
+                                     threads, si, md);
+                    /* the batched path itself never depends on the thread count */
+                    if (threads == 1 && si == 0) memcpy(first, got, sizeof first);
+                    else if (si == 0)
+                        QP_CHECK_MSG(memcmp(got, first, sizeof(float) * (size_t)(N * c->vocab)) == 0,
+                                     "%s threads %d: batch depends on threads", nm, threads);
+                }
+            }
+            /* without all_logits: the last token's logits, and decoding continues from there */
+            qp_runtime *rt = NULL;
+            qp_err e = {0};
+            qp_runtime_opts o = {2, 80};
+            float *lg = NULL;
+            if (qp_runtime_new(b.m, &o, &rt, &e) == QP_OK) {
+                QP_CHECK(qp_runtime_forward_batch(rt, toks, N - 1, 0, NULL, &lg, &e) == QP_OK);
+                bool same = memcmp(lg, ref + (N - 2) * c->vocab, sizeof(float) * 40) == 0;
+                QP_CHECK(qp_runtime_forward(rt, toks[N - 1], N - 1, &lg, &e) == QP_OK);
+                double md = 0;
+                for (int i = 0; i < c->vocab; i++)
+                    md = fmax(md, fabs((double)lg[i] - ref[(N - 1) * c->vocab + i]));
+                if (cases[ci].exact) QP_CHECK_MSG(same && md == 0, "%s: batch then decode", nm);
+                else QP_CHECK_MSG(md < 1e-4, "%s: batch then decode %g", nm, md);
+                qp_runtime_free(rt);
+            }
+        }
+        qp_encoding_simd_force(-1);
+        unbuild(&b);
+    }
+    /* argument checks */
+    cfg c = cases[0].c;
+    built b;
+    build(&b, &c, 5);
+    qp_runtime *rt = NULL;
+    qp_err e = {0};
+    qp_runtime_opts o = {2, 8};
+    float *lg = NULL;
+    QP_CHECK(qp_runtime_new(b.m, &o, &rt, &e) == QP_OK);
+    QP_CHECK(qp_runtime_forward_batch(rt, toks, 0, 0, NULL, &lg, &e) == QP_ERR_ARG);
+    QP_CHECK(qp_runtime_forward_batch(rt, toks, 9, 0, NULL, &lg, &e) == QP_ERR_ARG); /* > n_ctx */
+    QP_CHECK(qp_runtime_forward_batch(rt, toks, 2, 1, NULL, &lg, &e) == QP_ERR_ARG); /* gap */
+    int32_t bad[3] = {1, 40, 2};
+    QP_CHECK(qp_runtime_forward_batch(rt, bad, 3, 0, NULL, &lg, &e) == QP_ERR_ARG);
+    QP_CHECK(qp_runtime_forward_batch(rt, toks, 8, 0, NULL, &lg, &e) == QP_OK);
+    QP_CHECK(qp_runtime_forward_batch(rt, toks, 2, 7, NULL, &lg, &e) == QP_ERR_ARG);
+    QP_CHECK(qp_runtime_forward_batch(rt, toks, 3, 5, NULL, &lg, &e) == QP_OK); /* rewind */
+    qp_runtime_free(rt);
+    unbuild(&b);
+}
+
 int main(void) {
+    test_batch();
     test_llama();
     test_variants();
     test_bitnet();
