@@ -112,7 +112,7 @@ int qp_cmd_convert(int argc, char **argv) {
     if (!src) return qp_cli_usage_error("convert: no source model given");
     if (!to) to = "gguf";
     if (strcmp(to, "gguf") != 0)
-        return qp_cli_usage_error("convert: --to %s is not handled here (only gguf)", to);
+        return qp_cli_usage_error("convert: unknown --to %s (gguf, trlm, rdrr, bullet)", to);
     if (!quant) return qp_cli_usage_error("convert: --quant is required (Q4_K_M, Q6_K, Q8_0, F16, BF16, "
                                           "F32, I2_S, TQ1_0, TQ2_0, QK256)");
     qp_quant q = qp_quant_from_name(quant);

@@ -49,7 +49,7 @@ fi
 "$QP" convert "$SRC" -o "$TMP/x.gguf" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "missing --quant should exit 2"
 "$QP" convert "$SRC" --quant Q3_X -o "$TMP/x.gguf" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown quant should exit 2"
 "$QP" convert "$SRC" --quant I2_S -o "$TMP/x.gguf" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "I2_S of a non-BitNet model should exit 2"
-"$QP" convert "$SRC" --to trlm --quant Q4_K_M -o "$TMP/x" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--to trlm should exit 2 here"
+"$QP" convert "$SRC" --to onnx --quant Q4_K_M -o "$TMP/x" >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--to onnx should exit 2"
 "$QP" convert "$SRC" --quant Q4_K_M -o "$TMP/no/such/dir/x.gguf" >/dev/null 2>&1; rc=$?
 [ $rc -eq 4 ] && ok || bad "unwritable output: exit $rc"
 [ -z "$(ls "$TMP" | grep '\.tmp\.')" ] && ok || bad "temporary files left: $(ls "$TMP")"
