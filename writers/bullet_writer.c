@@ -317,80 +317,13 @@ static qp_status check_tensor(const char *path, const qp_bullet_tensor *t, int64
     return QP_OK;
 }
 
-/* ---- one-signed blocks ----------------------------------------------------------------------
- * The table's BQ4 encoder keeps zero in 0..15, so 0 is always a level: right for weights around
- * 0, wasteful for blocks that hold no 0 and one sign only (trained norm weights in [0.5, 1.5]),
- * where bullet-builder's min/max encoder is closer. Per block, levels k*s .. (k+15)*s that
- * bracket [min, max] (s the smallest f16 that fits, zero = -k as int8) are tried for the four k
- * around min / ((max - min) / 15), and the one with the smallest squared error replaces the
- * table's block when strictly better. A block with values of both signs or a 0 gets k <= 0 <=
- * k + 15, so its zero stays in 0..15 and 0 stays exact. Decoding is bullet-core's unchanged
- * formula; constant and all-zero blocks keep the table's exact encoding. */
-
-static double block_sse(const float *x, const uint8_t *b) {
-    float y[32];
-    qp_encoding_get(QP_ENC_BQ4)->dequantize(b, y, 32);
-    double s = 0;
-    for (int i = 0; i < 32; i++) {
-        double d = (double)x[i] - (double)y[i];
-        s += d * d;
-    }
-    return s;
-}
-
-/* Encodes x with levels k*s .. (k+15)*s (zero = -k, s an f16) into b; false when k is out of
- * the int8 zero's reach or s is not a finite positive f16 that brackets [mn, mx]. */
-static bool encode_k(const float *x, float mn, float mx, double k, uint8_t *b) {
-    if (k < -127.0 || k > 128.0) return false;
-    double lo = (double)(mx - mn) / 15.0, hi = INFINITY;
-    if (k > 0) hi = (double)mn / k;
-    else if (k < 0) lo = fmax(lo, (double)mn / k);
-    else if (mn < 0) return false;
-    double k15 = k + 15.0;
-    if (k15 > 0) lo = fmax(lo, (double)mx / k15);
-    else if (k15 < 0) hi = fmin(hi, (double)mx / k15);
-    else if (mx > 0) return false;
-    if (!(lo > 0) || !(lo <= hi) || lo > 65504.0) return false;
-    uint16_t sh = qp_fp32_to_fp16((float)lo);
-    while ((double)qp_fp16_to_fp32(sh) < lo && sh < 0x7bffu) sh++;
-    double s = (double)qp_fp16_to_fp32(sh);
-    if (!(s >= lo) || s > hi) return false;
-    memset(b, 0, 20);
-    qp_store_u16le(b, sh);
-    b[2] = (uint8_t)(int8_t)(int)(-k);
-    for (int i = 0; i < 32; i++) {
-        double q = floor((double)x[i] / s - k + 0.5);
-        if (q < 0) q = 0;
-        if (q > 15) q = 15;
-        b[4 + i / 2] |= (uint8_t)((int)q << (4 * (i & 1)));
-    }
-    return true;
-}
-
+/* ---- BQ4 ------------------------------------------------------------------------------------
+ * The encodings table's BQ4 encoder (converters/enc_bq4.c) is the only encoder: it includes the
+ * bracketing refinement for one-signed blocks that once lived here. qp_bullet_bq4_refine stays
+ * for callers of the old two-step API: it re-encodes every whole block with the table, which
+ * gives back what the table wrote (the encoder is deterministic). */
 void qp_bullet_bq4_refine(const float *x, uint8_t *y, int64_t n) {
-    for (int64_t i = 0; i + 32 <= n; i += 32) {
-        const float *xb = x + i;
-        uint8_t *b = y + (i / 32) * 20, alt[20];
-        float mn = xb[0], mx = xb[0];
-        bool finite = true;
-        for (int k = 0; k < 32; k++) {
-            if (!isfinite(xb[k])) finite = false;
-            if (xb[k] < mn) mn = xb[k];
-            if (xb[k] > mx) mx = xb[k];
-        }
-        if (!finite || !(mx > mn)) continue; /* constant blocks: the table's encoding is exact */
-        double best = block_sse(xb, b);
-        if (best == 0.0) continue;
-        double k0 = floor((double)mn / ((double)(mx - mn) / 15.0));
-        for (double k = k0 - 2; k <= k0 + 1; k++) {
-            if (!encode_k(xb, mn, mx, k, alt)) continue;
-            double e = block_sse(xb, alt);
-            if (e < best) {
-                best = e;
-                memcpy(b, alt, 20);
-            }
-        }
-    }
+    if (n >= 32) qp_encoding_get(QP_ENC_BQ4)->quantize_ref(x, y, n / 32 * 32);
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */
@@ -492,7 +425,6 @@ static qp_status write_tensor(wctx *w, const char *path, const qp_bullet_tensor 
     }
     if (!qp_encoding_quantize_tensor(QP_ENC_BQ4, src, *bbuf, npad))
         return qp_fail(w->e, QP_ERR_INTERNAL, "%s: tensor '%s': BQ4 encoding failed", path, t->name);
-    qp_bullet_bq4_refine(src, *bbuf, npad);
     return put(w, *bbuf, bytes);
 }
 

@@ -92,10 +92,9 @@ typedef struct qp_bullet_info {
     bool checksum;           /* "checksum":"fnv1a64" + CSUM record before END! */
 } qp_bullet_info;
 
-/* BQ4 as the writer stores it: the encodings table's encoder, then per block the bracketing
- * (scale, zero) with the smallest squared error when it beats the table's (zero leaves 0..15
- * only for blocks with no 0 and one sign; bullet.md).
- * y holds qp_encoding_quantize_tensor(QP_ENC_BQ4, x, y, n) on entry. */
+/* Kept for old callers: BQ4 as the writer stores it is the encodings table's encoder alone (it
+ * includes the bracketing refinement; converters/enc_bq4.md). Re-encodes every whole block of x
+ * into y with the table, so y ends as qp_encoding_quantize_tensor(QP_ENC_BQ4, x, y, n) writes it. */
 void qp_bullet_bq4_refine(const float *x, uint8_t *y, int64_t n);
 
 /* Writes path atomically (temp + rename). Checks every limit (dims, u16 token lengths, rows
