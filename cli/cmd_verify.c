@@ -1,15 +1,24 @@
 /* quantpack verify OUT --against SRC [--prompts FILE] [--receipt FILE.json] [-n N]
  * [--tokenizer FILE] [--threads N] [--min-cosine X] [--max-kl X] [--min-top1 X]
- * [--min-greedy X]: runs the same prompts through both models with the reference runtime and
- * compares the logits at every position (runtime/runtime.md "verify"). Exit 0 pass, 1 fail,
- * 2 usage, 3/4/5 as for every command. */
+ * [--min-greedy X] [--pubkey K.pub]: runs the same prompts through both models with the
+ * reference runtime and compares the logits at every position (runtime/runtime.md "verify").
+ * quantpack verify RDRR_DIR [--pubkey K.pub] (no --against): the integrity check alone: every
+ * shard, group and Merkle hash (the reader), then manifest.json.sig (writers/rdrr.md "Signature":
+ * only --pubkey makes the signer trusted; a key found in the signature or beside the manifest is
+ * reported, never trusted). An RDRR OUT with --against gets the same signature check first.
+ * Exit 0 pass, 1 fail (thresholds, hashes, a bad or missing-but-required signature), 2 usage,
+ * 3/4/5 as for every command. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
 #include "cli/cli.h"
+#include "core/hash.h"
 #include "quantpack/runtime.h"
 #include "quantpack/tokenizer.h"
+#include "writers/rdrr_writer.h"
 
 #define VERIFY_MAX_PROMPTS 1024
 
@@ -32,7 +41,16 @@ static void verify_help(FILE *f) {
             "  --max-kl X         mean KL over positions must be <= X\n"
             "  --min-top1 X       top-1 agreement rate must be >= X\n"
             "  --min-greedy X     matched greedy prefix / N must be >= X\n"
-            "Thresholds default by OUT's lowest-precision matrix encoding (runtime.md).\n");
+            "  --pubkey K.pub     RDRR OUT: manifest.json.sig must be valid and made by this key\n"
+            "Thresholds default by OUT's lowest-precision matrix encoding (runtime.md).\n\n"
+            "usage: quantpack verify RDRR_DIR [--pubkey K.pub]\n\n"
+            "Integrity of an RDRR directory without running it: every shard SHA-256, group hash\n"
+            "and block Merkle root, then the Ed25519 signature manifest.json.sig when present.\n"
+            "Only --pubkey makes the check trusted: the public key written in the signature (or\n"
+            "a K.pub lying beside the manifest) could have been replaced together with it, so\n"
+            "without --pubkey a valid signature is reported as \"signed, key not given\". A bad\n"
+            "signature, a signer other than --pubkey, or --pubkey on an unsigned directory fail\n"
+            "(exit 1).\n");
 }
 
 static bool parse_d(const char *s, double *out) {
@@ -179,8 +197,100 @@ static void print_summary(const qp_verify_report *r, const qp_verify_thresholds 
     else printf("verdict: FAIL\n%s", qp_verify_report_reasons(r));
 }
 
+/* ---- RDRR: signature and integrity (writers/rdrr.md "Signature") ----------------------------- */
+
+static bool has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* A signature problem is a failed verification (exit 1) unless the cause is I/O or memory. */
+static int sig_fail(qp_err *e) {
+    if (e->status != QP_ERR_IO && e->status != QP_ERR_NOMEM && e->status != QP_ERR_INTERNAL)
+        e->status = QP_ERR_VERIFY;
+    return qp_cli_fail(e);
+}
+
+/* Checks DIR/manifest.json.sig. With pubkey the signer must be that key (trusted). Without it a
+ * valid signature is reported as "signed, key not given": its key comes from the signature file
+ * itself, and a *.pub beside the manifest is only compared (a different key fails), never
+ * trusted, since whoever can change the manifest can change those too. */
+static int check_rdrr_signature(const char *dir, const char *pubkey) {
+    qp_err e = {0};
+    char *sp = qp_path_join(dir, QP_RDRR_SIG_FILE);
+    if (!sp) return QP_EXIT_IO;
+    bool signed_dir = qp_path_exists(sp);
+    qp_free(sp);
+    if (!signed_dir) {
+        if (pubkey) {
+            qp_fail(&e, QP_ERR_VERIFY, "%s: not signed (no %s), but --pubkey %s asks for a signature "
+                                       "by that key", dir, QP_RDRR_SIG_FILE, pubkey);
+            return qp_cli_fail(&e);
+        }
+        printf("signature: none (%s/%s absent; --pubkey would require one)\n", dir, QP_RDRR_SIG_FILE);
+        return QP_EXIT_OK;
+    }
+    uint8_t pk[32], signer[32];
+    char hex[QP_SHA256_HEX];
+    if (pubkey) {
+        if (qp_rdrr_key_read_public(pubkey, pk, &e) != QP_OK) return qp_cli_fail(&e);
+        if (qp_rdrr_verify_signature(dir, pk, signer, &e) != QP_OK) return sig_fail(&e);
+        qp_hex_encode(signer, 32, hex);
+        printf("signature ok (trusted): %s/manifest.json signed by ed25519:%s, the key in %s\n", dir,
+               hex, pubkey);
+        return QP_EXIT_OK;
+    }
+    if (qp_rdrr_verify_signature(dir, NULL, signer, &e) != QP_OK) return sig_fail(&e);
+    qp_hex_encode(signer, 32, hex);
+    /* public keys shipped beside the manifest: compared, not trusted */
+    char beside[512] = "";
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int rc = QP_EXIT_OK;
+    while (d && rc == QP_EXIT_OK && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".pub")) continue;
+        char *kp = qp_path_join(dir, de->d_name);
+        qp_err ke = {0};
+        if (!kp) rc = QP_EXIT_IO;
+        else if (qp_rdrr_key_read_public(kp, pk, &ke) == QP_OK) {
+            if (memcmp(pk, signer, 32) != 0) {
+                qp_fail(&e, QP_ERR_VERIFY, "%s/%s: signed by ed25519:%s, not by the key %s lying "
+                                           "beside the manifest", dir, QP_RDRR_SIG_FILE, hex, kp);
+                rc = qp_cli_fail(&e);
+            } else if (!beside[0]) {
+                snprintf(beside, sizeof beside, "; equal to %s beside it, which proves no more", kp);
+            }
+        }
+        qp_free(kp);
+    }
+    if (d) closedir(d);
+    if (rc != QP_EXIT_OK) return rc;
+    printf("signed, key not given: %s/%s is a valid Ed25519 signature by ed25519:%s, the key "
+           "written in the signature itself%s. Anyone who can change the manifest can replace the "
+           "signature and its key too: pass --pubkey K.pub (a key obtained separately) for a "
+           "trusted check\n", dir, QP_RDRR_SIG_FILE, hex, beside);
+    return QP_EXIT_OK;
+}
+
+/* verify RDRR_DIR without --against: signature first (it covers the manifest), then every hash
+ * the manifest lists, checked by the reader (readers/rdrr.c). */
+static int verify_rdrr_dir(const char *dir, const char *pubkey, const qp_open_opts *oo) {
+    int rc = check_rdrr_signature(dir, pubkey);
+    if (rc != QP_EXIT_OK) return rc;
+    if (fflush(stdout) != 0) return QP_EXIT_IO; /* the signature line before any error */
+    qp_err e = {0};
+    qp_model *m = NULL;
+    if (qp_model_open(dir, oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    printf("integrity ok: %s: %lld tensors; every shard SHA-256, group hash and block Merkle root "
+           "listed in manifest.json matches\n", dir, (long long)m->n_tensors);
+    for (int64_t i = 0; i < m->n_problems; i++) printf("note: %s\n", m->problems[i]);
+    qp_model_close(m);
+    return fflush(stdout) == 0 ? QP_EXIT_OK : QP_EXIT_IO;
+}
+
 int qp_cmd_verify(int argc, char **argv) {
-    const char *out_path = NULL, *src_path = NULL, *prompts_file = NULL, *receipt = NULL;
+    const char *out_path = NULL, *src_path = NULL, *prompts_file = NULL, *receipt = NULL,
+               *pubkey = NULL;
     qp_open_opts oo = {0};
     int64_t n_gen = 32, threads = 0;
     double min_cos = -1, max_kl = -1, min_top1 = -1, min_greedy = -1;
@@ -195,7 +305,8 @@ int qp_cmd_verify(int argc, char **argv) {
                      strcmp(a, "--receipt") == 0 || strcmp(a, "-n") == 0 ||
                      strcmp(a, "--tokenizer") == 0 || strcmp(a, "--threads") == 0 ||
                      strcmp(a, "--min-cosine") == 0 || strcmp(a, "--max-kl") == 0 ||
-                     strcmp(a, "--min-top1") == 0 || strcmp(a, "--min-greedy") == 0;
+                     strcmp(a, "--min-top1") == 0 || strcmp(a, "--min-greedy") == 0 ||
+                     strcmp(a, "--pubkey") == 0;
         if (takes) {
             if (!v) return qp_cli_usage_error("verify: %s needs a value", a);
             i++;
@@ -205,6 +316,7 @@ int qp_cmd_verify(int argc, char **argv) {
         else if (strcmp(a, "--prompts") == 0) prompts_file = v;
         else if (strcmp(a, "--receipt") == 0) receipt = v;
         else if (strcmp(a, "--tokenizer") == 0) oo.tokenizer_path = v;
+        else if (strcmp(a, "--pubkey") == 0) pubkey = v;
         else if (strcmp(a, "-n") == 0) {
             errno = 0;
             n_gen = strtoll(v, &end, 10);
@@ -235,7 +347,15 @@ int qp_cmd_verify(int argc, char **argv) {
         verify_help(stderr);
         return QP_EXIT_USAGE;
     }
-    if (!src_path) return qp_cli_usage_error("verify: --against SRC is required");
+    bool rdrr = qp_format_detect(out_path) == QP_FORMAT_RDRR;
+    if (!src_path && rdrr) return verify_rdrr_dir(out_path, pubkey, &oo);
+    if (pubkey && !rdrr) return qp_cli_usage_error("verify: --pubkey is for RDRR directories");
+    if (!src_path) return qp_cli_usage_error("verify: --against SRC is required (or OUT is an RDRR "
+                                             "directory: the integrity check alone)");
+    if (rdrr) {
+        int rc = check_rdrr_signature(out_path, pubkey);
+        if (rc != QP_EXIT_OK) return rc;
+    }
 
     qp_err e = {0};
     qp_model *out = NULL, *src = NULL;

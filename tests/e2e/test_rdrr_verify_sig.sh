@@ -1,0 +1,72 @@
+#!/bin/bash
+# `quantpack verify RDRR_DIR [--pubkey K.pub]`: integrity (every hash) and the Ed25519 signature.
+# Only --pubkey is trusted: a valid signature without it is reported "signed, key not given"; a
+# signature swapped for one by another key passes untrusted (that is the point of the message)
+# and fails against the real key. Bad signatures, other signers, a different K.pub lying beside
+# the manifest and --pubkey on an unsigned directory exit 1; a damaged shard under a valid
+# signature exits 1 with the shard's message.
+set -u
+B=${QP_BIN_DIR:?}; FX=${QP_FIXTURES_DIR:?}; T=${QP_TMP_DIR:?}/rdrr-verify-sig
+[ -d "$FX/llama-tied" ] || { echo "skipped: no fixtures"; exit 77; }
+rm -rf "$T"; mkdir -p "$T"
+fail=0; pass=0
+Q="$B/quantpack"
+
+# check NAME WANT_RC REGEX CMD... : exit code and combined output must match
+check() {
+  local name=$1 want=$2 re=$3 out rc; shift 3
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -eq "$want" ] && [[ $out =~ $re ]]; then pass=$((pass+1))
+  else fail=$((fail+1)); echo "FAIL: $name: rc $rc (want $want): $out"; fi
+}
+
+"$Q" keygen "$T/k.key" 2>/dev/null && "$Q" keygen "$T/evil.key" 2>/dev/null || { echo "FAIL: keygen"; exit 1; }
+"$Q" convert "$FX/llama-tied" --to rdrr --quant F16 -o "$T/plain" --shard-size 65536 --quiet || { echo "FAIL: convert"; exit 1; }
+"$Q" convert "$FX/llama-tied" --to rdrr --quant F16 -o "$T/signed" --shard-size 65536 --sign "$T/k.key" --quiet || { echo "FAIL: convert --sign"; exit 1; }
+"$Q" convert "$FX/llama-tied" --to rdrr --quant F16 -o "$T/evil" --shard-size 65536 --sign "$T/evil.key" --quiet || { echo "FAIL: convert --sign evil"; exit 1; }
+cmp -s "$T/signed/manifest.json" "$T/evil/manifest.json" || { echo "FAIL: manifests are not deterministic"; exit 1; }
+
+check "unsigned" 0 "signature: none.*integrity ok: .*tensors" "$Q" verify "$T/plain"
+check "unsigned + --pubkey" 1 "not signed \(no manifest.json.sig\), but --pubkey" "$Q" verify "$T/plain" --pubkey "$T/k.key.pub"
+check "trusted" 0 "signature ok \(trusted\): .*signed by ed25519:$(cat "$T/k.key.pub").*integrity ok" \
+  "$Q" verify "$T/signed" --pubkey "$T/k.key.pub"
+check "key not given" 0 "signed, key not given: .*ed25519:$(cat "$T/k.key.pub").*pass --pubkey" "$Q" verify "$T/signed"
+check "other signer" 1 "signed by a different key than the one given" "$Q" verify "$T/signed" --pubkey "$T/evil.key.pub"
+
+# A key beside the manifest is compared but never trusted.
+cp -r "$T/signed" "$T/beside"; cp "$T/k.key.pub" "$T/beside/K.pub"
+check "same key beside" 0 "signed, key not given: .*equal to .*K.pub beside it, which proves no more" "$Q" verify "$T/beside"
+cp "$T/evil.key.pub" "$T/beside/K.pub"
+check "other key beside" 1 "not by the key .*K.pub lying beside the manifest" "$Q" verify "$T/beside"
+
+# The attacker's signature over the same bytes: untrusted pass, trusted fail.
+cp -r "$T/signed" "$T/swapped"; cp "$T/evil/manifest.json.sig" "$T/swapped/"
+check "swapped, no key" 0 "signed, key not given: .*ed25519:$(cat "$T/evil.key.pub")" "$Q" verify "$T/swapped"
+check "swapped, trusted" 1 "signed by a different key than the one given" "$Q" verify "$T/swapped" --pubkey "$T/k.key.pub"
+
+# One byte of the manifest changed: the signature fails with or without a key.
+cp -r "$T/signed" "$T/tampered"; sed -i 's/"modelId":/"modelId" :/' "$T/tampered/manifest.json"
+check "tampered manifest" 1 "Ed25519 signature does not match the bytes of" "$Q" verify "$T/tampered"
+check "tampered manifest, key" 1 "Ed25519 signature does not match the bytes of" "$Q" verify "$T/tampered" --pubkey "$T/k.key.pub"
+
+# A malformed signature file is a failed verification too.
+cp -r "$T/signed" "$T/badsig"; echo '{"algorithm":"ed25519","publicKey":"zz"}' > "$T/badsig/manifest.json.sig"
+check "malformed signature" 1 "publicKey is not 64 hex digits" "$Q" verify "$T/badsig"
+
+# Valid signature, damaged shard: the integrity check behind the signature fails.
+cp -r "$T/signed" "$T/shard"
+printf '\x55' | dd of="$T/shard/shard_00000.bin" bs=1 seek=200 conv=notrunc status=none
+check "damaged shard" 1 "signature ok \(trusted\).*shard 0 'shard_00000.bin': SHA-256 [0-9a-f]{64} does not match" \
+  "$Q" verify "$T/shard" --pubkey "$T/k.key.pub"
+
+# With --against the signature is checked before the runtime comparison.
+check "against, trusted" 0 "signature ok \(trusted\)" "$Q" verify "$T/signed" --against "$FX/llama-tied" -n 2 --pubkey "$T/k.key.pub"
+check "against, other signer" 1 "signed by a different key" "$Q" verify "$T/signed" --against "$FX/llama-tied" -n 2 --pubkey "$T/evil.key.pub"
+check "pubkey on a non-RDRR model" 2 "--pubkey is for RDRR directories" "$Q" verify "$FX/llama-tied" --against "$FX/llama-tied" --pubkey "$T/k.key.pub"
+check "no --against on a non-RDRR model" 2 "--against SRC is required" "$Q" verify "$FX/llama-tied"
+# verify-signature is unchanged
+check "verify-signature" 0 "signature ok: .*\(the given key\)" "$Q" verify-signature "$T/signed" --pubkey "$T/k.key.pub"
+
+rm -rf "$T"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
