@@ -70,7 +70,8 @@ typedef struct job {
     int64_t n_rows;
     size_t src_row_bytes;
     size_t dst_row_bytes;
-    float weight_scale;    /* QP_SRC_BITNET_U8; per-tensor scale of EXT_SCALE sources (I2_S) */
+    float weight_scale;    /* QP_SRC_BITNET_U8; per-tensor scale of EXT_SCALE sources (I2_S) and
+                              of QK256 sources with a sibling scale */
     /* per chunk */
     int64_t r0, r1;
     uint8_t *out;          /* rows r0..r1 */
@@ -94,7 +95,8 @@ static void decode_row(const job *j, int64_t r, float *row) {
     }
     const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
     st->dequantize(pe->src->data + (size_t)rin * j->src_row_bytes, row, j->row_len);
-    if (st->flags & QP_ENC_FLAG_EXT_SCALE) /* rows decode at unit scale (encoding.h) */
+    /* rows decode at unit scale (encoding.h; QK256: times its "<base>.scale" sibling) */
+    if ((st->flags & QP_ENC_FLAG_EXT_SCALE) || pe->src_scale)
         for (int64_t c = 0; c < j->row_len; c++) row[c] *= j->weight_scale;
 }
 
@@ -182,8 +184,18 @@ static bool exactly_ternary(const float *x, int64_t n, float *s_out) {
 }
 
 static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const qp_convert_opts *o,
-                             qp_gguf_writer *w, qp_err *e) {
+                             qp_gguf_writer *w, float *qk_scale, qp_err *e) {
     const qp_tensor *t = pe->src;
+    if (pe->src_kind == QP_SRC_SCALE_OF_PREV) { /* the scale the QK256 entry before it chose */
+        uint8_t b[4];
+        qp_store_f32le(b, *qk_scale);
+        qp_status s = qp_gguf_writer_write(w, b, sizeof b, e);
+        return s == QP_OK ? qp_gguf_writer_end_tensor(w, e) : s;
+    }
+    if (pe->dst_enc == QP_ENC_QK256) { /* copied QK256 keeps its source's scale (1: none) */
+        *qk_scale = 1.0f;
+        if (pe->src_enc == QP_ENC_QK256) (void)qp_gguf_sibling_scale(m, t, qk_scale);
+    }
     if (!pe->convert) {
         size_t done = 0;
         while (done < t->nbytes) {
@@ -216,6 +228,9 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
             !qp_encoding_tensor_scale(pe->src_enc, t->data, t->nbytes, total, &j.weight_scale))
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %s without a per-tensor scale "
                            "cannot be decoded", m->path, t->name, st->upper_name);
+        if (pe->src_scale && !qp_gguf_sibling_scale(m, t, &j.weight_scale))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': cannot read its scale tensor '%s'",
+                           m->path, t->name, pe->src_scale->name);
     } else {
         const qp_tensor *sc = pe->src_scale;
         float f[1];
@@ -254,6 +269,13 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
                     for (int64_t i = 0; i < total; i++) x[i] = (float)q[i] * sc;
                     qp_free(q);
                 }
+            }
+            /* QK256 stores the unit-scale levels; the scale goes to "<base>.scale". Its LUT has
+             * no 0: the encoder maps 0 to +1 (converters/enc_ternary.md), lossy by design. */
+            if (s == QP_OK && pe->dst_enc == QP_ENC_QK256) {
+                *qk_scale = sc;
+                if (sc > 0.0f)
+                    for (int64_t i = 0; i < total; i++) x[i] /= sc;
             }
         }
         if (s == QP_OK && !qp_encoding_quantize_tensor(pe->dst_enc, x, y, total))
@@ -296,7 +318,7 @@ static qp_status gguf_source_metadata(const qp_model *m, uint32_t file_type, qp_
     for (int64_t i = 0; i < m->n_meta; i++) {
         const qp_meta *md = &m->meta[i];
         if (is_split_key(md->key) || strcmp(md->key, "general.quantization_version") == 0 ||
-            strcmp(md->key, "general.file_type") == 0)
+            strcmp(md->key, "general.file_type") == 0 || strcmp(md->key, QP_GGUF_I2S_FLAVOUR_KEY) == 0)
             continue;
         qp_status s = qp_gguf_writer_add_meta(w, md, e);
         if (s != QP_OK) return s;
@@ -322,6 +344,11 @@ qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp
         else
             s = qp_hf_gguf_metadata(m, arch, plan->file_type, w, e);
     }
+    /* type-36 tensors holding QK256 say so (readers/gguf.md "Type 36 flavours") */
+    bool has_qk256 = false;
+    for (int64_t i = 0; i < plan->n; i++) has_qk256 |= plan->t[i].dst_enc == QP_ENC_QK256;
+    if (s == QP_OK && has_qk256)
+        s = qp_gguf_writer_add_str(w, QP_GGUF_I2S_FLAVOUR_KEY, "qk256", 5, e);
     for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
         const qp_plan_entry *pe = &plan->t[i];
         s = qp_gguf_writer_add_tensor_sized(w, pe->name, pe->ggml_type, pe->n_dims, pe->ne,
@@ -329,8 +356,9 @@ qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp
     }
     if (s == QP_OK) s = qp_gguf_writer_begin(w, e);
     uint64_t done = 0;
+    float qk_scale = 1.0f;
     for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
-        s = write_entry(m, &plan->t[i], o, w, e);
+        s = write_entry(m, &plan->t[i], o, w, &qk_scale, e);
         if (s != QP_OK) {
             qp_err_prefix(e, "while writing %s: ", out_path);
             break;

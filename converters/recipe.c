@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "converters/recipe.h"
+#include "readers/gguf_meta.h"
 
 static const struct {
     const char *name;
@@ -251,6 +252,77 @@ static const qp_tensor *find_scale(const qp_model *m, const char *name) {
     return qp_model_find(m, buf);
 }
 
+/* A GGUF source's "<base>.scale" next to a QK256 "<base>.weight": folded into the decoded
+ * weights (and written anew after every QK256 output), so not a tensor of its own. */
+static bool is_qk256_sibling(const qp_model *m, const qp_tensor *t) {
+    size_t n = strlen(t->name);
+    char w[160];
+    if (m->format != QP_FORMAT_GGUF || n < 6 || n + 2 >= sizeof w || !ends_with(t->name, ".scale"))
+        return false;
+    snprintf(w, sizeof w, "%.*s.weight", (int)(n - 6), t->name);
+    const qp_tensor *wt = qp_model_find(m, w);
+    return wt && wt->enc == QP_ENC_QK256;
+}
+
+/* After every entry written as QK256, its per-tensor scale as an F32 [1] "<base>.scale" (the
+ * name llama.cpp's BitNet graph multiplies by and BitNet-rs looks for first). */
+static qp_status add_qk256_scales(const qp_model *m, qp_plan *p, qp_err *e) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < p->n; i++) k += p->t[i].dst_enc == QP_ENC_QK256;
+    if (k == 0) return QP_OK;
+    int64_t n = p->n + k;
+    qp_plan_entry *t = qp_calloc((size_t)n, sizeof *t);
+    char **names = qp_calloc((size_t)n, sizeof *names);
+    if (!t || !names) {
+        qp_free(t);
+        qp_free(names);
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    }
+    int64_t j = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        t[j++] = p->t[i];
+        if (p->t[i].dst_enc != QP_ENC_QK256) continue;
+        char sn[160];
+        qp_plan_entry *se = &t[j];
+        if (!qp_gguf_scale_name(p->t[i].name, sn, sizeof sn) || !(names[j] = qp_strdup(sn))) {
+            for (int64_t x = 0; x < j; x++) qp_free(names[x]);
+            qp_free(t);
+            qp_free(names);
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        }
+        for (int64_t x = 0; x < p->n; x++)
+            if (strcmp(p->t[x].name, sn) == 0) {
+                for (int64_t y = 0; y <= j; y++) qp_free(names[y]);
+                qp_free(t);
+                qp_free(names);
+                return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' would clash with the QK256 "
+                               "scale of '%s'", m->path, sn, p->t[i].name);
+            }
+        se->src = p->t[i].src;
+        se->name = names[j];
+        se->src_kind = QP_SRC_SCALE_OF_PREV;
+        se->src_enc = QP_ENC_F32;
+        se->dst_enc = QP_ENC_F32;
+        se->ggml_type = qp_encoding_get(QP_ENC_F32)->ggml_type;
+        se->n_dims = 1;
+        for (int d = 0; d < QP_MAX_DIMS; d++) se->ne[d] = 1;
+        se->dst_bytes = sizeof(float);
+        se->convert = true;
+        p->dst_bytes += se->dst_bytes;
+        j++;
+    }
+    /* names of the old entries move with them: rebuild the owned-name list in the new order */
+    int64_t o = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (t[i].src_kind != QP_SRC_SCALE_OF_PREV) names[i] = p->names[o++];
+    qp_free(p->t);
+    qp_free(p->names);
+    p->t = t;
+    p->names = names;
+    p->n = n;
+    return QP_OK;
+}
+
 static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry *pe, qp_err *e) {
     const qp_recipe_opts *o = qs->o;
     cat c = category_of(pe->name);
@@ -296,10 +368,12 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))
         pe->convert = true; /* rows are moved, bytes kept */
     const qp_encoding_traits *tr = qp_encoding_get(dst);
-    if (!tr || tr->ggml_type < 0)
+    if (!tr || (tr->ggml_type < 0 && dst != QP_ENC_QK256))
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s cannot be stored in GGUF",
                        m->path, pe->name, tr ? tr->upper_name : "?");
-    pe->ggml_type = tr->ggml_type;
+    /* QK256 has no GGUF type of its own: BitNet-rs reads it from an I2_S-typed (36) tensor of
+     * 64 bytes per 256 elements, told apart by the quantpack.i2s.flavour key (readers/gguf.md) */
+    pe->ggml_type = dst == QP_ENC_QK256 ? qp_encoding_get(QP_ENC_I2_S)->ggml_type : tr->ggml_type;
     if (pe->convert) {
         const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
         if (pe->src_kind == QP_SRC_PLAIN && enc_is_quantized(pe->src_enc) && !o->allow_requantize)
@@ -349,7 +423,8 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
     for (int64_t i = 0; i < m->n_tensors && s == QP_OK; i++) {
         const qp_tensor *t = &m->tensors[i];
         const char *name = out_name(m, t);
-        if (!name || (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name))) {
+        if (!name || (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name)) ||
+            is_qk256_sibling(m, t)) {
             p.n_dropped++;
             continue;
         }
@@ -365,6 +440,12 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         pe->src_enc = t->enc;
         pe->n_dims = effective_dims(t->ne, t->n_dims);
         for (int d = 0; d < QP_MAX_DIMS; d++) pe->ne[d] = d < t->n_dims ? t->ne[d] : 1;
+        if (t->enc == QP_ENC_QK256) { /* rows decode at unit scale, times the sibling */
+            char sn[160];
+            if (qp_gguf_scale_name(t->name, sn, sizeof sn)) pe->src_scale = qp_model_find(m, sn);
+            float v;
+            if (pe->src_scale && !qp_gguf_sibling_scale(m, t, &v)) pe->src_scale = NULL;
+        }
         if (m->format != QP_FORMAT_GGUF && t->enc == QP_ENC_U8 && m->arch.family == QP_FAMILY_BITNET) {
             const qp_tensor *sc = find_scale(m, t->name);
             if (!sc) sc = find_scale(m, name);
@@ -417,6 +498,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
             p.dst_bytes += p.t[i].dst_bytes;
         }
     }
+    if (s == QP_OK) s = add_qk256_scales(m, &p, e);
     if (s != QP_OK) {
         qp_plan_free(&p);
         return s;

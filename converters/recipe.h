@@ -42,13 +42,16 @@ bool qp_quant_is_ternary(qp_quant q);
 typedef enum qp_src_kind {
     QP_SRC_PLAIN = 0,  /* rows of src->enc, decoded with the traits' dequantize */
     QP_SRC_BITNET_U8,  /* microsoft/bitnet-b1.58 packed U8 [out/4, in] times a weight_scale */
+    QP_SRC_SCALE_OF_PREV, /* F32 [1] "<base>.scale" of the QK256 entry just before it: the per-tensor
+                             scale that entry's encoding chose (src = that entry's source) */
 } qp_src_kind;
 
 typedef struct qp_plan_entry {
     const qp_tensor *src;
     const char *name;        /* output name (owned by the plan) */
     qp_src_kind src_kind;
-    const qp_tensor *src_scale; /* QP_SRC_BITNET_U8: the [1] weight_scale tensor */
+    const qp_tensor *src_scale; /* QP_SRC_BITNET_U8: the [1] weight_scale tensor; QK256 sources:
+                                   their "<base>.scale" sibling (rows are multiplied by it) */
     qp_encoding src_enc;     /* the source bytes' encoding */
     qp_encoding dst_enc;
     int ggml_type;           /* output GGUF type id */

@@ -1,6 +1,8 @@
 /* GGUF v2/v3 reader: header, metadata, tensor infos and data offsets, every count and size
  * checked against the bytes remaining before anything is allocated. Layout, limits and the
  * status each check returns: readers/gguf.md. Metadata -> qp_arch / qp_vocab: gguf_meta.c. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +202,15 @@ static qp_status read_tensor_info(gguf_reader *r, int64_t index) {
         return qp_fail(r->e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' at offset %zu: GGUF type id %d is "
                        "not a known type", r->path, t->name, ty_at, (int)type);
     t->enc = enc;
+    /* GGUF type 36 is I2_S in microsoft/BitNet's fork and QK256 / BitNet32F16 / Split32 in
+     * BitNet-rs: its layout, block rule and byte size are settled by resolve_i2s_flavours once
+     * every key and tensor info is read. */
+    if (enc == QP_ENC_I2_S) {
+        t->nbytes = 0;
+        size_t off_at = r->c.pos;
+        if (!qp_cursor_u64(&r->c, &t->offset)) return truncated(r, off_at, "tensor offset");
+        return QP_OK;
+    }
     /* Row-blocked types need whole blocks per row; types with a per-tensor trailer (I2_S) are
      * packed over the flattened tensor, so only the total must be whole blocks. */
     int64_t blocked = tr->tensor_trailer_bytes ? total : t->ne[0];
@@ -302,6 +313,247 @@ static qp_status read_alignment(gguf_reader *r, size_t *out) {
     return QP_OK;
 }
 
+/* ---- GGUF type 36: I2_S and its BitNet-rs flavours (readers/gguf.md "Type 36 flavours") -------- */
+
+enum { FL_QK256, FL_MS, FL_B32F16, FL_SPLIT32, FL_COUNT };
+static const char *const k_fl_name[FL_COUNT] = {"QK256", "MS I2_S", "BitNet32F16", "Split32"};
+static const qp_encoding k_fl_enc[FL_COUNT] = {QP_ENC_QK256, QP_ENC_I2_S, QP_ENC_BITNET32F16,
+                                               QP_ENC_SPLIT32};
+#define I2S_TOLERANCE 128u /* shared/specs/ternary.md, as BitNet-rs: slack tolerated after a tensor */
+
+/* Bytes of tensor t stored as flavour f (the sizes BitNet-rs and microsoft/BitNet compute):
+ * QK256 rows * ceil(ne0/256) * 64; MS I2_S ceil(n/128) * 32 + 32; BitNet32F16 ceil(n/32) * 10;
+ * Split32 ceil(n/32) * 8. False on overflow. */
+static bool fl_need(const qp_tensor *t, int64_t n, int f, size_t *out) {
+    uint64_t un = (uint64_t)n;
+    switch (f) {
+    case FL_QK256: {
+        if (t->ne[0] == 0) { *out = 0; return true; }
+        uint64_t rows = un / (uint64_t)t->ne[0];
+        return qp_size_mul((size_t)rows, (size_t)(((uint64_t)t->ne[0] + 255) / 256) * 64, out);
+    }
+    case FL_MS: return qp_size_mul((size_t)((un + 127) / 128), 32, out) && qp_size_add(*out, 32, out);
+    case FL_B32F16: return qp_size_mul((size_t)((un + 31) / 32), 10, out);
+    default: return qp_size_mul((size_t)((un + 31) / 32), 8, out);
+    }
+}
+
+typedef struct off_idx {
+    uint64_t off;
+    int64_t index;
+} off_idx;
+
+static int off_idx_cmp(const void *a, const void *b) {
+    const off_idx *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Decides the flavour of every type-36 tensor: by metadata first ('quantpack.i2s.flavour', then
+ * general.file_type 40 = microsoft/BitNet I2_S), the bytes the data offsets leave it (up to the
+ * next tensor's offset or the end of the file) only checking it; without metadata by those bytes
+ * in BitNet-rs's order, recording a problem. Sets enc and nbytes. */
+static qp_status resolve_i2s_flavours(gguf_reader *r, size_t infos_end, size_t alignment) {
+    qp_model *m = r->m;
+    int64_t n36 = 0;
+    for (int64_t i = 0; i < m->n_tensors; i++) n36 += m->tensors[i].enc == QP_ENC_I2_S;
+    if (n36 == 0) return QP_OK;
+
+    int declared = -1;
+    const char *why = NULL;
+    const qp_meta *md = qp_model_meta(m, QP_GGUF_I2S_FLAVOUR_KEY);
+    if (md) {
+        if (md->type != QP_META_STRING)
+            return qp_fail(r->e, QP_ERR_CORRUPT, "%s: metadata '%s' has type %s; a string is "
+                           "expected", r->path, QP_GGUF_I2S_FLAVOUR_KEY, qp_gguf_meta_type_name(md->type));
+        if (strcmp(md->str, "qk256") == 0) declared = FL_QK256;
+        else if (strcmp(md->str, "i2_s") == 0) declared = FL_MS;
+        else if (strcmp(md->str, "bitnet32f16") == 0) declared = FL_B32F16;
+        else if (strcmp(md->str, "split32") == 0) declared = FL_SPLIT32;
+        else
+            return qp_fail(r->e, QP_ERR_UNSUPPORTED, "%s: metadata '%s' = '%.40s' is not a type-36 "
+                           "flavour quantpack knows (qk256, i2_s, bitnet32f16, split32)", r->path,
+                           QP_GGUF_I2S_FLAVOUR_KEY, md->str);
+        why = "metadata '" QP_GGUF_I2S_FLAVOUR_KEY "'";
+    } else {
+        int64_t ft;
+        if (qp_gguf_meta_int(m, "general.file_type", &ft) && ft == 40) {
+            declared = FL_MS;
+            why = "general.file_type 40 (microsoft/BitNet I2_S)";
+        }
+    }
+
+    size_t size = r->c.size, data_start;
+    if (!qp_size_align(infos_end, alignment, &data_start) || data_start > size)
+        data_start = size; /* place_tensors reports it */
+    size_t data_len = size - data_start;
+    off_idx *ord = qp_calloc((size_t)m->n_tensors, sizeof *ord);
+    if (!ord) return qp_fail(r->e, QP_ERR_NOMEM, "%s: out of memory", r->path);
+    for (int64_t i = 0; i < m->n_tensors; i++) ord[i] = (off_idx){m->tensors[i].offset, i};
+    qsort(ord, (size_t)m->n_tensors, sizeof *ord, off_idx_cmp);
+
+    qp_status st = QP_OK;
+    int64_t n_inferred = 0;
+    for (int64_t k = 0; k < m->n_tensors && st == QP_OK; k++) {
+        qp_tensor *t = &m->tensors[ord[k].index];
+        if (t->enc != QP_ENC_I2_S) continue;
+        int64_t n = qp_tensor_nelements(t);
+        size_t need[FL_COUNT];
+        for (int f = 0; f < FL_COUNT; f++)
+            if (!fl_need(t, n, f, &need[f])) {
+                st = qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor '%s': byte size of %lld type-36 "
+                             "elements overflows", r->path, t->name, (long long)n);
+                break;
+            }
+        if (st != QP_OK) break;
+        /* bytes up to the next tensor that starts later, or to the end of the file */
+        uint64_t end = data_len;
+        for (int64_t j = k + 1; j < m->n_tensors; j++)
+            if (ord[j].off > t->offset) {
+                end = ord[j].off;
+                break;
+            }
+        if (t->offset > data_len || end > data_len) {
+            t->nbytes = need[declared >= 0 ? declared : FL_MS]; /* place_tensors reports it */
+            t->enc = k_fl_enc[declared >= 0 ? declared : FL_MS];
+            continue;
+        }
+        size_t avail = (size_t)(end - t->offset);
+        char sib[96];
+        bool has_sib = qp_gguf_scale_name(t->name, sib, sizeof sib) && qp_model_find(m, sib) != NULL;
+        size_t padded[FL_COUNT];
+        bool exact[FL_COUNT], fits[FL_COUNT];
+        for (int f = 0; f < FL_COUNT; f++) {
+            if (!qp_size_align(need[f], alignment, &padded[f])) padded[f] = SIZE_MAX;
+            exact[f] = avail == need[f];
+            fits[f] = need[f] <= avail && avail <= padded[f]; /* the rest is alignment padding */
+        }
+        int f = -1;
+        if (declared >= 0) {
+            f = declared;
+            if (!fits[f]) {
+                int other = -1;
+                for (int g = 0; g < FL_COUNT && other < 0; g++)
+                    if (g != f && exact[g] && (g != FL_SPLIT32 || has_sib)) other = g;
+                if (avail < need[f])
+                    st = qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor '%s' at data offset %llu: %s says "
+                                 "%s, which needs %zu bytes for %lld elements, but the data offsets "
+                                 "leave it %zu bytes%s%s", r->path, t->name,
+                                 (unsigned long long)t->offset, why, k_fl_name[f], need[f],
+                                 (long long)n, avail, other >= 0 ? ": exactly the size of " : "",
+                                 other >= 0 ? k_fl_name[other] : "");
+                else if (other >= 0)
+                    st = qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor '%s' at data offset %llu: %s says "
+                                 "%s (%zu bytes for %lld elements), but the data offsets leave it "
+                                 "%zu bytes, exactly the size of %s", r->path, t->name,
+                                 (unsigned long long)t->offset, why, k_fl_name[f], need[f],
+                                 (long long)n, avail, k_fl_name[other]);
+                else if (avail - need[f] > I2S_TOLERANCE)
+                    st = qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor '%s' at data offset %llu: %s says "
+                                 "%s, which needs %zu bytes for %lld elements, but the data offsets "
+                                 "leave it %zu bytes (%zu more, tolerance %u)", r->path, t->name,
+                                 (unsigned long long)t->offset, why, k_fl_name[f], need[f],
+                                 (long long)n, avail, avail - need[f], I2S_TOLERANCE);
+                else
+                    qp_model_add_problem(m, "tensor '%s': %zu bytes before the next tensor where %s "
+                                         "needs %zu (within the %u-byte tolerance)", t->name, avail,
+                                         k_fl_name[f], need[f], I2S_TOLERANCE);
+                if (st != QP_OK) break;
+            }
+        } else {
+            /* exact size, then size up to padding, in BitNet-rs's exact order with microsoft/BitNet's
+             * n/4 + 32 after QK256; then within the tolerance in BitNet-rs's close order */
+            static const int k_exact_order[FL_COUNT] = {FL_QK256, FL_MS, FL_B32F16, FL_SPLIT32};
+            static const int k_close_order[FL_COUNT] = {FL_QK256, FL_SPLIT32, FL_B32F16, FL_MS};
+            for (int pass = 0; pass < 3 && f < 0; pass++)
+                for (int i = 0; i < FL_COUNT && f < 0; i++) {
+                    int g = pass < 2 ? k_exact_order[i] : k_close_order[i];
+                    if (g == FL_SPLIT32 && !has_sib) continue;
+                    bool ok = pass == 0 ? exact[g]
+                            : pass == 1 ? fits[g]
+                                        : need[g] <= avail && avail - need[g] <= I2S_TOLERANCE;
+                    if (ok) f = g;
+                }
+            if (f < 0) {
+                st = qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor '%s' at data offset %llu (GGUF type "
+                             "36, %lld elements): the data offsets leave it %zu bytes, which is no "
+                             "type-36 flavour: QK256 needs %zu, MS I2_S %zu, BitNet32F16 %zu, "
+                             "Split32 %zu%s (tolerance %u)", r->path, t->name,
+                             (unsigned long long)t->offset, (long long)n, avail, need[FL_QK256],
+                             need[FL_MS], need[FL_B32F16], need[FL_SPLIT32],
+                             has_sib ? "" : " with a sibling scale", I2S_TOLERANCE);
+                break;
+            }
+            if (n_inferred++ == 0)
+                qp_model_add_problem(m, "tensor '%s' (GGUF type 36): flavour %s inferred from its %zu "
+                                     "bytes (no '%s' key and general.file_type is not 40)", t->name,
+                                     k_fl_name[f], avail, QP_GGUF_I2S_FLAVOUR_KEY);
+        }
+        /* block rules of the chosen flavour */
+        const qp_encoding_traits *tr = qp_encoding_get(k_fl_enc[f]);
+        bool flat = f == FL_MS; /* MS I2_S packs the flattened tensor */
+        int64_t blocked = flat ? n : t->ne[0];
+        if (blocked % tr->block_elems != 0) {
+            st = qp_fail(r->e, f == FL_QK256 ? QP_ERR_UNSUPPORTED : QP_ERR_CORRUPT,
+                         "%s: tensor '%s': %s %lld is not a multiple of the %s block size %lld%s",
+                         r->path, t->name, flat ? "element count" : "ne[0]", (long long)blocked,
+                         k_fl_name[f], (long long)tr->block_elems,
+                         f == FL_QK256 ? " (padded QK256 rows are not supported)" : "");
+            break;
+        }
+        t->enc = k_fl_enc[f];
+        t->nbytes = need[f];
+    }
+    if (st == QP_OK && n_inferred > 1)
+        qp_model_add_problem(m, "%lld type-36 tensors in all had their flavour inferred from their "
+                             "size", (long long)n_inferred);
+    qp_free(ord);
+    return st;
+}
+
+/* After placement: the sibling scales of QK256 and Split32 tensors. With the flavour declared in
+ * metadata a QK256 tensor's "<base>.scale" must exist (our writer always writes it); inferred
+ * QK256 (BitNet-rs GgmlQk256NoScale) may lack it. Present scales: F32 or F16, one element for
+ * QK256 (per tensor), ceil(n/32) for Split32, all finite. */
+static qp_status check_i2s_siblings(gguf_reader *r) {
+    qp_model *m = r->m;
+    const qp_meta *md = qp_model_meta(m, QP_GGUF_I2S_FLAVOUR_KEY);
+    bool declared = md != NULL;
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        if (t->enc != QP_ENC_QK256 && t->enc != QP_ENC_SPLIT32) continue;
+        char sib[96];
+        if (!qp_gguf_scale_name(t->name, sib, sizeof sib))
+            return qp_fail(r->e, QP_ERR_INTERNAL, "%s: tensor '%s': name too long", r->path, t->name);
+        const qp_tensor *s = qp_model_find(m, sib);
+        if (!s) {
+            if (t->enc == QP_ENC_SPLIT32 || declared)
+                return qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %llu (%s): its scale "
+                               "tensor '%s' is missing", r->path, t->name,
+                               (unsigned long long)t->offset, qp_encoding_get(t->enc)->upper_name, sib);
+            continue;
+        }
+        int64_t want = t->enc == QP_ENC_QK256 ? 1 : (qp_tensor_nelements(t) + 31) / 32;
+        if ((s->enc != QP_ENC_F32 && s->enc != QP_ENC_F16) || qp_tensor_nelements(s) != want)
+            return qp_fail(r->e, QP_ERR_CORRUPT, "%s: scale tensor '%s' at offset %llu of '%s': %s "
+                           "with %lld elements; F32 or F16 with %lld expected", r->path, sib,
+                           (unsigned long long)s->offset, t->name,
+                           qp_encoding_get(s->enc)->upper_name, (long long)qp_tensor_nelements(s),
+                           (long long)want);
+        const qp_encoding_traits *st = qp_encoding_get(s->enc);
+        for (int64_t j = 0; j < want; j++) {
+            float v;
+            st->dequantize(s->data + (size_t)j * st->block_bytes, &v, 1);
+            if (!isfinite(v))
+                return qp_fail(r->e, QP_ERR_CORRUPT, "%s: scale tensor '%s' at offset %llu: element "
+                               "%lld is not finite", r->path, sib,
+                               (unsigned long long)(s->offset + (uint64_t)j * st->block_bytes),
+                               (long long)j);
+        }
+    }
+    return QP_OK;
+}
+
 qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     (void)o;
     qp_err local;
@@ -361,7 +613,11 @@ qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         st = read_tensor_info(&r, i);
         if (st != QP_OK) return st;
     }
+    st = resolve_i2s_flavours(&r, r.c.pos, alignment);
+    if (st != QP_OK) return st;
     st = place_tensors(&r, r.c.pos, alignment);
+    if (st != QP_OK) return st;
+    st = check_i2s_siblings(&r);
     if (st != QP_OK) return st;
     return qp_gguf_meta_apply(m, e);
 }

@@ -346,3 +346,25 @@ qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e) {
     a->eos_id = m->vocab.eos_id;
     return QP_OK;
 }
+
+bool qp_gguf_scale_name(const char *weight_name, char *buf, size_t n) {
+    if (!weight_name || !buf || n == 0) return false;
+    size_t len = strlen(weight_name);
+    if (len >= 7 && strcmp(weight_name + len - 7, ".weight") == 0) len -= 7;
+    if (len > INT32_MAX) return false;
+    int k = snprintf(buf, n, "%.*s.scale", (int)len, weight_name);
+    return k > 0 && (size_t)k < n;
+}
+
+bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale) {
+    char name[160];
+    if (!m || !t || t->enc != QP_ENC_QK256 || !qp_gguf_scale_name(t->name, name, sizeof name))
+        return false;
+    const qp_tensor *s = qp_model_find(m, name);
+    if (!s || !s->data || qp_tensor_nelements(s) != 1 || (s->enc != QP_ENC_F32 && s->enc != QP_ENC_F16))
+        return false;
+    const qp_encoding_traits *tr = qp_encoding_get(s->enc);
+    if (s->nbytes < tr->block_bytes) return false;
+    tr->dequantize(s->data, scale, 1);
+    return true;
+}

@@ -31,6 +31,22 @@ bool qp_gguf_meta_array_next_str(const qp_meta *md, size_t *pos, const uint8_t *
 /* "u32", "string", ... for messages. */
 const char *qp_gguf_meta_type_name(qp_meta_type t);
 
+/* GGUF type 36 flavours (readers/gguf.md "Type 36 flavours"). quantpack writes this string key
+ * ("qk256") into the GGUF files whose type-36 tensors are QK256; the reader also accepts "i2_s",
+ * "bitnet32f16" and "split32". */
+#define QP_GGUF_I2S_FLAVOUR_KEY "quantpack.i2s.flavour"
+
+/* Name of the sibling scale tensor of a weight: "<base>.scale" for "<base>.weight" (llama.cpp's
+ * BitNet "blk.N.attn_q.scale", BitNet-rs's first candidate), else "<name>.scale". False when it
+ * does not fit buf. */
+bool qp_gguf_scale_name(const char *weight_name, char *buf, size_t n);
+
+/* Per-tensor scale of a QK256 tensor t of m: the one element of its F32/F16 sibling
+ * "<base>.scale" (the GGUF reader has checked it is there, one element and finite). Returns false
+ * when t is not QK256 or has no such sibling (BitNet-rs GgmlQk256NoScale: scale 1). The rows of
+ * t decode at unit scale (LUT [-2,-1,+1,+2]); the weights are the rows times this scale. */
+bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale);
+
 /* Fills m->arch_name, m->arch and m->vocab from GGUF metadata and the tensor table (call after
  * every tensor is added). Inconsistent tokenizer arrays give QP_ERR_CORRUPT; types that llama.cpp
  * would refuse are recorded as problems. */

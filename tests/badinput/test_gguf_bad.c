@@ -63,6 +63,14 @@ typedef enum bad_kind {
     BAD_DATA_TRUNCATED,
     BAD_SCORES_COUNT,
     BAD_TOKENS_NOT_STRINGS,
+    /* GGUF type 36 flavours (readers/gguf.md): a [256, 2] tensor at data offset 128 */
+    GOOD_QK256,          /* quantpack.i2s.flavour "qk256", 128 bytes, F32 [1] .scale at 256 */
+    PROB_QK256_SLACK,    /* the same, 96 bytes of slack before the scale (within 128) */
+    BAD_QK256_SLACK,     /* 160 bytes of slack: more than the tolerance */
+    BAD_QK256_MS_SIZED,  /* says qk256, but 160 bytes = n/4 + 32, microsoft/BitNet's I2_S size */
+    BAD_QK256_NO_SCALE,  /* says qk256, no blk.0.ffn_up.scale */
+    BAD_MS_QK256_SIZED,  /* general.file_type 40 (MS I2_S, n/4 + 32) on a 128-byte tensor */
+    BAD_FLAVOUR_VALUE,   /* quantpack.i2s.flavour "qk512" */
     BAD_KIND_COUNT
 } bad_kind;
 
@@ -123,7 +131,26 @@ static const struct {
     [BAD_DATA_TRUNCATED] = {"data one byte short", QP_ERR_CORRUPT, 1},
     [BAD_SCORES_COUNT] = {"3 scores for 4 tokens", QP_ERR_CORRUPT, 0},
     [BAD_TOKENS_NOT_STRINGS] = {"tokens as i32 array", QP_ERR_CORRUPT, 0},
+    [GOOD_QK256] = {"QK256 (type 36) + .scale", QP_OK, -1},
+    [PROB_QK256_SLACK] = {"QK256 with 96 bytes of slack", QP_OK, -1},
+    [BAD_QK256_SLACK] = {"QK256 with 160 bytes of slack", QP_ERR_CORRUPT, -1},
+    [BAD_QK256_MS_SIZED] = {"qk256 key on an MS I2_S-sized tensor", QP_ERR_CORRUPT, -1},
+    [BAD_QK256_NO_SCALE] = {"qk256 key without the .scale", QP_ERR_CORRUPT, -1},
+    [BAD_MS_QK256_SIZED] = {"file_type 40 on a QK256-sized tensor", QP_ERR_CORRUPT, -1},
+    [BAD_FLAVOUR_VALUE] = {"quantpack.i2s.flavour qk512", QP_ERR_UNSUPPORTED, -1},
 };
+
+static bool is_flavour_case(bad_kind k) { return k >= GOOD_QK256 && k <= BAD_FLAVOUR_VALUE; }
+/* data offset of the .scale after the 128-byte QK256 tensor at 128; 0: none */
+static uint64_t scale_offset(bad_kind k) {
+    switch (k) {
+    case GOOD_QK256: case BAD_MS_QK256_SIZED: case BAD_FLAVOUR_VALUE: return 256;
+    case PROB_QK256_SLACK: return 256 + 96;
+    case BAD_QK256_SLACK: return 256 + 160;
+    case BAD_QK256_MS_SIZED: return 128 + 160;
+    default: return 0;
+    }
+}
 
 /* ---- a tiny GGUF writer that can be told to lie ------------------------------------------ */
 typedef struct buf {
@@ -159,6 +186,7 @@ static int build(bad_kind k, buf *b) {
     if (k == BAD_BYTESWAPPED) version = 0x03000000u;
     put_u32(b, version);
     uint64_t n_tensors = k == GOOD_NO_TENSORS ? 0 : k == GOOD_I2_S ? 3 : 2;
+    if (is_flavour_case(k)) n_tensors = scale_offset(k) ? 4 : 3;
     if (k == BAD_N_TENSORS_HUGE) n_tensors = 1ull << 62;
     if (k == BAD_N_TENSORS_NEG) n_tensors = UINT64_MAX - 1;
     put_u64(b, n_tensors);
@@ -223,6 +251,9 @@ static int build(bad_kind k, buf *b) {
     }
     if (k == BAD_VALUE_TYPE) key(b, "test.badtype", 13), put_u32(b, 0), n_kv++;
     if (k == BAD_ARRAY_ELEM_TYPE) key(b, "test.badarr", T_ARR), put_u32(b, 13), put_u64(b, 0), n_kv++;
+    if (is_flavour_case(k) && k != BAD_MS_QK256_SIZED)
+        key(b, "quantpack.i2s.flavour", T_STR), put_str(b, k == BAD_FLAVOUR_VALUE ? "qk512" : "qk256"), n_kv++;
+    if (k == BAD_MS_QK256_SIZED) key(b, "general.file_type", T_U32), put_u32(b, 40), n_kv++;
     uint64_t n_kv_field = (uint64_t)n_kv;
     if (k == BAD_N_KV_HUGE) n_kv_field = UINT64_MAX - 15;
     if (k == BAD_N_KV_2_40) n_kv_field = 1ull << 40;
@@ -264,8 +295,16 @@ static int build(bad_kind k, buf *b) {
         put_str(b, "blk.0.ffn_up.weight"), put_u32(b, 2), put_u64(b, 128), put_u64(b, 2);
         put_u32(b, 36), put_u64(b, 128);
     }
+    if (is_flavour_case(k)) { /* [256, 2] type 36 at 128; its F32 [1] scale after it */
+        put_str(b, "blk.0.ffn_up.weight"), put_u32(b, 2), put_u64(b, 256), put_u64(b, 2);
+        put_u32(b, 36), put_u64(b, 128);
+        if (scale_offset(k))
+            put_str(b, "blk.0.ffn_up.scale"), put_u32(b, 1), put_u64(b, 1), put_u32(b, 0),
+                put_u64(b, scale_offset(k));
+    }
     while (b->n % align) put_u8(b, 0);
     size_t data_bytes = k == GOOD_I2_S ? 224 : k == PROB_UNORDERED ? 192 : k == PROB_PAD_TRUNCATED ? 88 : 128;
+    if (is_flavour_case(k)) data_bytes = scale_offset(k) ? (size_t)scale_offset(k) + 32 : 256;
     for (size_t i = 0; i < data_bytes; i++) put_u8(b, (uint8_t)(i * 7 + 1));
     if (k == BAD_DATA_TRUNCATED) b->n--;
     return 0;
@@ -398,6 +437,24 @@ int main(void) {
             if (k == GOOD_I2_S) {
                 const qp_tensor *t = qp_model_find(m, "blk.0.ffn_up.weight");
                 QP_CHECK(t && t->enc == QP_ENC_I2_S && t->nbytes == 96);
+                /* no flavour key, no file_type 40: inferred from n/4 + 32 bytes, and said so */
+                QP_CHECK(m->n_problems >= 1 && strstr(m->problems[0], "flavour MS I2_S inferred"));
+            }
+            if (k == GOOD_QK256 || k == PROB_QK256_SLACK) {
+                const qp_tensor *t = qp_model_find(m, "blk.0.ffn_up.weight");
+                QP_CHECK(t && t->enc == QP_ENC_QK256 && t->nbytes == 128);
+                float sc = 0.0f;
+                /* the builder's data bytes are i * 7 + 1: the scale is whatever f32 they make */
+                uint8_t want[4];
+                for (int i = 0; i < 4; i++) want[i] = (uint8_t)((scale_offset((bad_kind)k) + (uint64_t)i) * 7 + 1);
+                QP_CHECK(t && qp_gguf_sibling_scale(m, t, &sc) && memcmp(&sc, want, 4) == 0);
+                bool inferred = false, slack = false;
+                for (int64_t i = 0; i < m->n_problems; i++) {
+                    inferred |= strstr(m->problems[i], "inferred") != NULL;
+                    slack |= strstr(m->problems[i], "224 bytes before the next tensor") != NULL;
+                }
+                QP_CHECK(!inferred);
+                QP_CHECK(slack == (k == PROB_QK256_SLACK));
             }
             if (k == GOOD_NO_TENSORS) QP_CHECK(m->n_tensors == 0 && m->vocab.n_tokens == 4);
             qp_model_close(m);
