@@ -149,6 +149,58 @@ static void test_tensor_quantizers(void) {
     QP_CHECK_MSG(bad == 0, "%lld of %lld whole-tensor runs differ from level 0", (long long)bad, (long long)runs);
 }
 
+/* Large tensors (196608 elements, several stats chunks' worth of lanes): normal data, a strided
+ * 100x outlier pattern, |x| = 1, 3 (every 1 exactly on the rounding threshold), ternary input, one
+ * NaN, slowly varying scale, and a tail of 5 elements for absmean; every level equals level 0. */
+static void test_large_absmean(void) {
+    enum { NL = 3 << 16 };
+    static float x[NL + 5];
+    static int8_t q0[NL + 5], q1[NL + 5];
+    static uint8_t a[NL / 4 + 32], b[NL / 4 + 32];
+    int bad = 0;
+    for (int shape = 0; shape < 6; shape++) {
+        for (int64_t i = 0; i < NL + 5; i++) {
+            switch (shape) {
+            case 0: x[i] = gauss(); break;
+            case 1: x[i] = i % 1024 < 16 ? gauss() * 100.0f : gauss(); break; /* sample says 100x */
+            case 2: x[i] = (float)(1 + 2 * (i & 1)) * ((rnd() & 1) ? 1.0f : -1.0f); break;
+            case 3: x[i] = (float)((int)(rnd() % 3) - 1) * 0.5f; break;
+            case 4: x[i] = i == 777 ? NAN : gauss(); break;
+            default: x[i] = gauss() * ((i / 4096) % 2 ? 1.02f : 0.98f); break;
+            }
+        }
+        for (int e = 0; e < 3; e++) {
+            const int64_t n = e == 2 ? NL + 5 : NL;
+            for (int lv = 0; lv <= 2; lv++) {
+                qp_encoding_simd_force(lv);
+                uint8_t *o = lv ? b : a;
+                int8_t *q = lv ? q1 : q0;
+                float s = 0.0f, s0 = 0.0f;
+                if (e < 2) {
+                    memset(o, 0xCD, sizeof a);
+                    qp_encoding_quantize_tensor(e ? QP_ENC_I2_S_ARM : QP_ENC_I2_S, x, o, n);
+                } else {
+                    memset(q, 0x55, sizeof q0);
+                    qp_ternary_absmean(x, n, q, lv ? &s : &s0);
+                }
+                if (lv == 0) continue;
+                const int same = e < 2 ? memcmp(a, b, sizeof a) == 0 : (memcmp(q0, q1, (size_t)n) == 0);
+                if (!same) {
+                    if (bad < 3) fprintf(stderr, "large absmean: shape %d kind %d level %d differs\n", shape, e, lv);
+                    bad++;
+                }
+                if (e == 2) {
+                    qp_encoding_simd_force(0);
+                    qp_ternary_absmean(x, n, q0, &s0);
+                    if (memcmp(&s, &s0, 4) != 0) bad++;
+                }
+            }
+        }
+    }
+    qp_encoding_simd_force(-1);
+    QP_CHECK_MSG(bad == 0, "large-tensor absmean / I2_S: %d runs differ from level 0", bad);
+}
+
 /* vec_dot_i8 on random bytes (every code, incl. TQ2_0 / I2_S code 3) with finite f16 scales: each
  * SIMD level returns exactly the scalar path's double. Long rows exercise the int32 flushes. */
 static void test_dots(void) {
@@ -196,6 +248,7 @@ int main(void) {
     printf("simd level: %s\n", qp_encoding_simd_level());
     test_row_quantizers();
     test_tensor_quantizers();
+    test_large_absmean();
     test_dots();
     return qp_test_finish();
 }
