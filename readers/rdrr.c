@@ -67,10 +67,14 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
     if (!r->shard_file || !r->shard_size || !r->shard_data)
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
     uint64_t running = 0;
+    qp_strmap names;
+    memset(&names, 0, sizeof names);
     qp_sha256 *h = NULL;
     qp_status s = qp_sha256_new(&h, e);
+    const cJSON *sh_next = shards->child; /* walked, not indexed: GetArrayItem is linear */
     for (int i = 0; s == QP_OK && i < n; i++) {
-        const cJSON *sh = cJSON_GetArrayItem(shards, i);
+        const cJSON *sh = sh_next;
+        sh_next = sh ? sh->next : NULL;
         const cJSON *idx = cJSON_GetObjectItemCaseSensitive(sh, "index");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(sh, "filename");
         if (!cJSON_IsString(fn)) fn = cJSON_GetObjectItemCaseSensitive(sh, "fileName");
@@ -100,17 +104,18 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
         }
         if (s != QP_OK) break;
         running += size;
-        for (int k = 0; k < i; k++) {
-            const cJSON *o = cJSON_GetArrayItem(shards, k);
-            const cJSON *ofn = cJSON_GetObjectItemCaseSensitive(o, "filename");
-            if (!cJSON_IsString(ofn)) ofn = cJSON_GetObjectItemCaseSensitive(o, "fileName");
-            if (cJSON_IsString(ofn) && strcmp(ofn->valuestring, fn->valuestring) == 0) {
-                s = qp_fail(e, QP_ERR_CORRUPT, "%s: shards %d and %d are both '%s'", r->mpath, k, i,
-                            fn->valuestring);
-                break;
-            }
+        /* duplicate names through a map (a pairwise scan is quadratic in up to 10^6 shards) */
+        int64_t k = -1;
+        int put = qp_strmap_put(&names, fn->valuestring, strlen(fn->valuestring), i);
+        if (put < 0) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
+            break;
         }
-        if (s != QP_OK) break;
+        if (put == 0 && qp_strmap_get(&names, fn->valuestring, strlen(fn->valuestring), &k)) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: shards %lld and %d are both '%s'", r->mpath,
+                        (long long)k, i, fn->valuestring);
+            break;
+        }
         char *p = qp_path_join(r->dir, fn->valuestring);
         struct stat st;
         if (!p) {
@@ -153,6 +158,7 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
         qp_free(p);
     }
     qp_sha256_free(h);
+    qp_strmap_free(&names);
     if (s != QP_OK) return s;
     r->n_shards = n;
     uint64_t total;
@@ -183,8 +189,10 @@ static qp_status tensor_bytes(rd *r, const char *name, const cJSON *t, uint64_t 
         if (!buf) return qp_fail(e, QP_ERR_NOMEM, "%s: tensor '%s': out of memory for %llu bytes",
                                  r->mpath, name, (unsigned long long)size);
         uint64_t done = 0;
+        const cJSON *sp_next = spans->child;
         for (int i = 0; i < n; i++) {
-            const cJSON *sp = cJSON_GetArrayItem(spans, i);
+            const cJSON *sp = sp_next;
+            sp_next = sp ? sp->next : NULL;
             uint64_t si, so, ss;
             const cJSON *sij = cJSON_GetObjectItemCaseSensitive(sp, "shardIndex");
             if (!sij) sij = cJSON_GetObjectItemCaseSensitive(sp, "shard");
@@ -226,6 +234,79 @@ static qp_status tensor_bytes(rd *r, const char *name, const cJSON *t, uint64_t 
     *file = r->shard_file[si];
     *offset = so;
     return QP_OK;
+}
+
+/* Byte ranges of the tensors (and of each span) must not overlap: the writer never shares bytes,
+ * and without this rule a small manifest could make the reader hash and validate the same shard
+ * bytes once per tensor (millions of times). Entries too malformed to give a range are skipped
+ * here and refused by read_tensor. */
+typedef struct range {
+    uint64_t shard, off, size;
+    const char *name;
+} range;
+
+static int range_cmp(const void *a, const void *b) {
+    const range *x = a, *y = b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
+}
+
+static bool add_range(range **v, size_t *n, size_t *cap, uint64_t si, uint64_t so, uint64_t ss,
+                      const char *name) {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        range *nv = qp_realloc(*v, nc * sizeof *nv);
+        if (!nv) return false;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = (range){si, so, ss, name};
+    return true;
+}
+
+static qp_status check_overlaps(rd *r, const cJSON *tensors, qp_err *e) {
+    range *v = NULL;
+    size_t n = 0, cap = 0;
+    bool ok = true;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tensors) {
+        uint64_t size, si, so, ss;
+        if (!ok || !t->string || !get_u64(cJSON_GetObjectItemCaseSensitive(t, "size"), &size)) continue;
+        const cJSON *spans = cJSON_GetObjectItemCaseSensitive(t, "spans");
+        if (cJSON_IsArray(spans) && cJSON_GetArraySize(spans) > 0) {
+            const cJSON *sp;
+            cJSON_ArrayForEach(sp, spans) {
+                const cJSON *sij = cJSON_GetObjectItemCaseSensitive(sp, "shardIndex");
+                if (!sij) sij = cJSON_GetObjectItemCaseSensitive(sp, "shard");
+                if (get_u64(sij, &si) && get_u64(cJSON_GetObjectItemCaseSensitive(sp, "offset"), &so) &&
+                    get_u64(cJSON_GetObjectItemCaseSensitive(sp, "size"), &ss) && ss > 0 &&
+                    !(ok = add_range(&v, &n, &cap, si, so, ss, t->string)))
+                    break;
+            }
+            continue;
+        }
+        const cJSON *sij = cJSON_GetObjectItemCaseSensitive(t, "shard");
+        if (!sij) sij = cJSON_GetObjectItemCaseSensitive(t, "shardIndex");
+        if (get_u64(sij, &si) && get_u64(cJSON_GetObjectItemCaseSensitive(t, "offset"), &so) &&
+            size > 0)
+            ok = add_range(&v, &n, &cap, si, so, size, t->string);
+    }
+    qp_status s = ok ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
+    if (s == QP_OK && n > 1) {
+        qsort(v, n, sizeof *v, range_cmp);
+        for (size_t i = 0; i + 1 < n; i++) {
+            /* get_u64 caps values at 2^53, so off + size does not wrap */
+            if (v[i].shard == v[i + 1].shard && v[i].off + v[i].size > v[i + 1].off) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensors '%s' and '%s' overlap in shard %llu at "
+                                               "offset %llu (tensors never share bytes)", r->mpath,
+                            v[i].name, v[i + 1].name, (unsigned long long)v[i].shard,
+                            (unsigned long long)v[i + 1].off);
+                break;
+            }
+        }
+    }
+    qp_free(v);
+    return s;
 }
 
 static qp_status read_tensor(rd *r, const cJSON *t, const cJSON *roots, qp_err *e) {
@@ -345,8 +426,24 @@ static qp_status check_groups(rd *r, const cJSON *man, const cJSON *tensors, qp_
     if (!groups) return QP_OK;
     if (!cJSON_IsObject(groups))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: \"groups\" is not an object", r->mpath);
+    /* name -> entry index (cJSON object lookups are linear) and "already listed" marks: a tensor
+     * in two listings would be hashed again and again, which bounds nothing */
+    int64_t nt = cJSON_GetArraySize(tensors), j = 0;
+    const cJSON **tj = qp_calloc(nt > 0 ? (size_t)nt : 1, sizeof *tj);
+    bool *listed = qp_calloc(nt > 0 ? (size_t)nt : 1, sizeof *listed);
+    qp_strmap idx;
+    memset(&idx, 0, sizeof idx);
+    qp_status s = tj && listed ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
+    const cJSON *te;
+    cJSON_ArrayForEach(te, tensors) {
+        if (s != QP_OK || j >= nt) break;
+        tj[j] = te;
+        if (te->string && qp_strmap_put(&idx, te->string, strlen(te->string), j) < 0)
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
+        j++;
+    }
     qp_sha256 *h = NULL;
-    qp_status s = qp_sha256_new(&h, e);
+    if (s == QP_OK) s = qp_sha256_new(&h, e);
     const cJSON *g;
     cJSON_ArrayForEach(g, groups) {
         if (s != QP_OK) break;
@@ -356,7 +453,10 @@ static qp_status check_groups(rd *r, const cJSON *man, const cJSON *tensors, qp_
         const cJSON *tn;
         cJSON_ArrayForEach(tn, list) {
             if (s != QP_OK) break;
-            const cJSON *t = cJSON_IsString(tn) ? cJSON_GetObjectItemCaseSensitive(tensors, tn->valuestring) : NULL;
+            int64_t ti = -1;
+            const cJSON *t = cJSON_IsString(tn) && qp_strmap_get(&idx, tn->valuestring,
+                                                                 strlen(tn->valuestring), &ti)
+                                 ? tj[ti] : NULL;
             uint64_t size;
             const uint8_t *data;
             int file;
@@ -366,6 +466,13 @@ static qp_status check_groups(rd *r, const cJSON *man, const cJSON *tensors, qp_
                             g->string);
                 break;
             }
+            if (listed[ti]) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: group '%s' lists tensor '%s', already listed "
+                                               "(a tensor belongs to one group, once)", r->mpath,
+                            g->string, tn->valuestring);
+                break;
+            }
+            listed[ti] = true;
             /* Stored bytes (spans gathered again: a group hash covers what is on disk). */
             const qp_tensor *qt = cJSON_GetObjectItemCaseSensitive(t, "spans")
                                       ? qp_model_find(r->m, tn->valuestring) : NULL;
@@ -387,6 +494,9 @@ static qp_status check_groups(rd *r, const cJSON *man, const cJSON *tensors, qp_
         }
     }
     qp_sha256_free(h);
+    qp_strmap_free(&idx);
+    qp_free(tj);
+    qp_free(listed);
     return s;
 }
 
@@ -586,6 +696,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"tensors\" must be an object", mp);
     if (s == QP_OK && cJSON_GetArraySize(tensors) > RDRR_MAX_TENSORS)
         s = qp_fail(e, QP_ERR_LIMIT, "%s: too many tensors", mp);
+    if (s == QP_OK) s = check_overlaps(&r, tensors, e);
     const cJSON *roots = NULL;
     if (s == QP_OK) {
         const cJSON *bm = cJSON_GetObjectItemCaseSensitive(

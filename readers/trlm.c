@@ -98,9 +98,8 @@ static qp_status decode_record(const uint8_t *p, const qp_trlm_body *b, size_t f
     if (qp_trlm_role_is_1d(r->role) && (r->cols != 1 || r->kind != QP_TRLM_KIND_BF16))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: a 1-D role must be BF16 with 1 "
                        "column", path, i, at);
-    uint64_t want;
-    qp_trlm_data_size(r->kind, r->padded_rows, r->padded_cols, &want);
-    if (r->size != want)
+    uint64_t want = 0;
+    if (!qp_trlm_data_size(r->kind, r->padded_rows, r->padded_cols, &want) || r->size != want)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: size %llu, its kind and shape "
                        "need %llu", path, i, at + 32, (unsigned long long)r->size, (unsigned long long)want);
     if (r->offset % QP_TRLM_ALIGN != 0 || r->offset < *prev_end || r->offset > file_size ||

@@ -4,7 +4,7 @@
 # signature swapped for one by another key passes untrusted (that is the point of the message)
 # and fails against the real key. Bad signatures, other signers, a different K.pub lying beside
 # the manifest and --pubkey on an unsigned directory exit 1; a damaged shard under a valid
-# signature exits 1 with the shard's message.
+# signature exits 1 with the shard's message; overlapping tensors or a tensor in two groups, 3.
 set -u
 B=${QP_BIN_DIR:?}; FX=${QP_FIXTURES_DIR:?}; T=${QP_TMP_DIR:?}/rdrr-verify-sig
 [ -d "$FX/llama-tied" ] || { echo "skipped: no fixtures"; exit 77; }
@@ -64,6 +64,20 @@ check "against, trusted" 0 "signature ok \(trusted\)" "$Q" verify "$T/signed" --
 check "against, other signer" 1 "signed by a different key" "$Q" verify "$T/signed" --against "$FX/llama-tied" -n 2 --pubkey "$T/evil.key.pub"
 check "pubkey on a non-RDRR model" 2 "--pubkey is for RDRR directories" "$Q" verify "$FX/llama-tied" --against "$FX/llama-tied" --pubkey "$T/k.key.pub"
 check "no --against on a non-RDRR model" 2 "--against SRC is required" "$Q" verify "$FX/llama-tied"
+# The integrity check refuses tensors sharing bytes and a tensor listed in two groups (either
+# would let a small manifest make the reader hash the same bytes over and over).
+cp -r "$T/plain" "$T/overlap"; python3 - "$T/overlap/manifest.json" <<'PY'
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); t=m['tensors']
+a,b=[k for k in t if 'spans' not in t[k]][:2]; t[b]['shard']=t[a]['shard']; t[b]['offset']=t[a]['offset']
+json.dump(m,open(p,'w'))
+PY
+check "overlapping tensors" 3 "tensors '.*' and '.*' overlap in shard [0-9]+ at offset [0-9]+" "$Q" verify "$T/overlap"
+cp -r "$T/plain" "$T/twice"; python3 - "$T/twice/manifest.json" <<'PY'
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); g=m['groups']
+names=list(g); g[names[-1]]['tensors'].append(g[names[0]]['tensors'][0]); json.dump(m,open(p,'w'))
+PY
+check "tensor in two groups" 3 "lists tensor '.*', already listed" "$Q" verify "$T/twice"
+
 # verify-signature is unchanged
 check "verify-signature" 0 "signature ok: .*\(the given key\)" "$Q" verify-signature "$T/signed" --pubkey "$T/k.key.pub"
 
