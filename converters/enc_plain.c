@@ -15,7 +15,8 @@ void qp_f32_dequantize(const void *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = qp_load_f32le(p + 4 * i);
 }
 /* The scalar dots are the reference: products summed in index order. The SIMD kernels
- * (plain_avx2.c, summation order in plain_kernels.h) are used when cpuid allows. */
+ * (plain_avx2.c, plain_avx512.c; summation order in plain_kernels.h) are used when cpuid
+ * allows. */
 static float f32_vec_dot_ref(const void *w, const float *x, int64_t n) {
     const uint8_t *p = w;
     float s = 0.0f;
@@ -23,12 +24,19 @@ static float f32_vec_dot_ref(const void *w, const float *x, int64_t n) {
     return s;
 }
 float qp_f32_vec_dot(const void *w, const float *x, int64_t n) {
-    if (qp_simd_level() >= 1) return qp_f32_vec_dot_avx2(w, x, n);
+    int lv = qp_simd_level();
+    if (lv >= 2) return qp_f32_vec_dot_avx512(w, x, n);
+    if (lv >= 1) return qp_f32_vec_dot_avx2(w, x, n);
     return f32_vec_dot_ref(w, x, n);
 }
 void qp_f32_dot_multi(const float *w, const float *x, size_t ldx, int64_t nx, int64_t n, float *y,
                       size_t ldy) {
-    if (qp_simd_level() >= 1) {
+    int lv = qp_simd_level();
+    if (lv >= 2) {
+        qp_f32_dot_multi_avx512(w, x, ldx, nx, n, y, ldy);
+        return;
+    }
+    if (lv >= 1) {
         qp_f32_dot_multi_avx2(w, x, ldx, nx, n, y, ldy);
         return;
     }
@@ -63,7 +71,9 @@ static float f16_vec_dot_ref(const void *w, const float *x, int64_t n) {
     return s;
 }
 float qp_f16_vec_dot(const void *w, const float *x, int64_t n) {
-    if (qp_simd_level() >= 1) return qp_f16_vec_dot_avx2(w, x, n);
+    int lv = qp_simd_level();
+    if (lv >= 2) return qp_f16_vec_dot_avx512(w, x, n);
+    if (lv >= 1) return qp_f16_vec_dot_avx2(w, x, n);
     return f16_vec_dot_ref(w, x, n);
 }
 bool qp_f16_validate(const void *x, int64_t n, char *why, size_t why_len) {
@@ -96,7 +106,9 @@ static float bf16_vec_dot_ref(const void *w, const float *x, int64_t n) {
     return s;
 }
 float qp_bf16_vec_dot(const void *w, const float *x, int64_t n) {
-    if (qp_simd_level() >= 1) return qp_bf16_vec_dot_avx2(w, x, n);
+    int lv = qp_simd_level();
+    if (lv >= 2) return qp_bf16_vec_dot_avx512(w, x, n);
+    if (lv >= 1) return qp_bf16_vec_dot_avx2(w, x, n);
     return bf16_vec_dot_ref(w, x, n);
 }
 bool qp_bf16_validate(const void *x, int64_t n, char *why, size_t why_len) {

@@ -7,7 +7,10 @@
  *   avx2:   four 8-lane accumulators a0..a3; elements i+8j..i+8j+7 of each 32-element step go
  *           into a_j (FMA); after the last whole step, whole 8-element chunks go into a0, a1, a2
  *           in turn and a zero-padded partial chunk into a3; then v = (a0 + a1) + (a2 + a3) and
- *           ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)).
+ *           ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7));
+ *   avx512: the same with 16-lane accumulators and 64-element steps (whole 16-element chunks
+ *           into a0, a1, a2, a masked partial chunk into a3), then v = (a0 + a1) + (a2 + a3) and
+ *           the pairwise tree of the 16 lanes (((v0 + v1) + (v2 + v3)) + ...) in lane order.
  * Since F16 and BF16 widen to F32 exactly, dot(F16 row, x) at a level is bit-identical to
  * dot(dequantized F32 row, x) at that level; qp_f32_dot_multi is bit-identical to its single
  * dots. The SIMD dots differ from the scalar reference only by summation order and FMA
@@ -27,6 +30,13 @@ void qp_f32_dot_multi_avx2(const float *w, const float *x, size_t ldx, int64_t n
  * first 8-element chunk holding an Inf/NaN, whose exact bits the scalar code keeps). */
 int64_t qp_f16_dequantize_avx2(const void *x, float *y, int64_t n);
 void qp_bf16_dequantize_avx2(const void *x, float *y, int64_t n);
+
+/* plain_avx512.c (called only after cpuid says AVX-512 F+BW+VL+DQ) */
+float qp_f32_vec_dot_avx512(const void *w, const float *x, int64_t n);
+float qp_f16_vec_dot_avx512(const void *w, const float *x, int64_t n);
+float qp_bf16_vec_dot_avx512(const void *w, const float *x, int64_t n);
+void qp_f32_dot_multi_avx512(const float *w, const float *x, size_t ldx, int64_t nx, int64_t n,
+                             float *y, size_t ldy);
 
 /* enc_plain.c: y[t * ldy] = dot(w, x + t * ldx) over n elements for t < nx, each equal bit for
  * bit to the F32 traits' vec_dot_f32 at the current SIMD level. */

@@ -1,8 +1,8 @@
-/* A small persistent thread pool and the threaded matrix-vector product of the runtime.
+/* A small persistent thread pool and the threaded matrix products of the runtime.
  *
  * Every row's dot product is computed by exactly one thread, through the encoding's traits, in
  * a fixed order; threads only choose which rows they take, so logits are identical for every
- * thread count. */
+ * thread count and every schedule. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,10 +10,15 @@
 #include "converters/plain_kernels.h"
 #include "runtime/runtime_internal.h"
 
-/* Workers wait for a job by spinning on an atomic generation counter for a short while (a job
- * round of a decode step is a few microseconds; waking a sleeping thread costs tens), then sleep
- * on a condition variable. The caller spins likewise for the workers to finish. */
+/* A job's items are cut into fixed chunks (at most QP_POOL_CHUNKS per thread) that the caller
+ * and the workers take in turn from an atomic ticket, so a worker the OS has not scheduled yet
+ * (a loaded machine) delays nobody: the others take its chunks, and the caller waits only for
+ * chunks already taken. The ticket holds the job id in its high half, so a late worker can never
+ * take a chunk of a finished job. Workers wait for jobs by spinning on the job id for a short
+ * while (a decode step runs ~5 jobs per layer, a few microseconds each; waking a sleeping thread
+ * costs tens), then sleep on a condition variable; the caller spins likewise. */
 #define QP_POOL_SPIN 20000 /* pause iterations (~0.1-1 ms) before sleeping */
+#define QP_POOL_CHUNKS 8
 
 struct qp_pool {
     int n_threads;
@@ -21,16 +26,17 @@ struct qp_pool {
     int n_started;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
-    atomic_uint_fast64_t generation; /* bumped for every job */
-    atomic_int pending;              /* workers still running the current job */
-    atomic_int sleepers;             /* workers blocked (or about to block) on cv_work */
-    atomic_bool caller_sleeps;       /* the caller is blocked (or about to block) on cv_done */
+    atomic_uint_fast64_t job;    /* id of the current job, bumped for every job */
+    atomic_uint_fast64_t ticket; /* (job id << 32) | next chunk */
+    atomic_int_fast64_t done;    /* chunks of the current job finished */
+    atomic_int sleepers;         /* workers blocked (or about to block) on cv_work */
+    atomic_bool caller_sleeps;   /* the caller is blocked (or about to block) on cv_done */
     atomic_bool quit;
-    /* the current job, written before generation is bumped */
-    qp_par_fn fn;
-    void *ctx;
-    int64_t n;
-    int used; /* threads taking part (<= n_threads) */
+    /* the current job: written before job is bumped, read after; atomics because a late
+       worker may read them while the next job is being set up (its ticket then fails) */
+    _Atomic(qp_par_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_int_fast64_t n, n_chunks;
 };
 
 typedef struct worker_arg {
@@ -44,9 +50,27 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void chunk(int64_t n, int used, int tid, int64_t *b, int64_t *e) {
-    *b = n * tid / used;
-    *e = n * (tid + 1) / used;
+/* Takes and runs chunks of job id until none is left; returns when the ticket is exhausted or
+ * belongs to another job. */
+static void run_chunks(qp_pool *p, uint64_t id, int tid) {
+    qp_par_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+    int64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
+    int64_t nch = atomic_load_explicit(&p->n_chunks, memory_order_relaxed);
+    uint64_t tag = (id & 0xffffffffu) << 32;
+    for (;;) {
+        uint64_t t = atomic_load(&p->ticket);
+        do {
+            if ((t & ~(uint64_t)0xffffffffu) != tag || (int64_t)(t & 0xffffffffu) >= nch) return;
+        } while (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1));
+        int64_t c = (int64_t)(t & 0xffffffffu);
+        fn(ctx, n * c / nch, n * (c + 1) / nch, tid);
+        if (atomic_fetch_add(&p->done, 1) + 1 == nch && atomic_load(&p->caller_sleeps)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
 }
 
 static void *worker_main(void *arg) {
@@ -56,31 +80,22 @@ static void *worker_main(void *arg) {
     qp_free(wa);
     uint64_t seen = 0;
     for (;;) {
-        uint64_t g = atomic_load(&p->generation);
+        uint64_t g = atomic_load(&p->job);
         for (int spin = 0; g == seen && spin < QP_POOL_SPIN && !atomic_load(&p->quit); spin++) {
             cpu_relax();
-            g = atomic_load(&p->generation);
+            g = atomic_load(&p->job);
         }
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->sleepers, 1);
-            while (!atomic_load(&p->quit) && (g = atomic_load(&p->generation)) == seen)
+            while (!atomic_load(&p->quit) && (g = atomic_load(&p->job)) == seen)
                 pthread_cond_wait(&p->cv_work, &p->mu);
             atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->quit)) break;
         seen = g;
-        if (tid < p->used) {
-            int64_t b, e;
-            chunk(p->n, p->used, tid, &b, &e);
-            if (e > b) p->fn(p->ctx, b, e, tid);
-        }
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeps)) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->cv_done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        run_chunks(p, g, tid);
     }
     return NULL;
 }
@@ -91,11 +106,16 @@ qp_status qp_pool_new(int n_threads, qp_pool **out, qp_err *e) {
     qp_pool *p = qp_calloc(1, sizeof *p);
     if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory creating the thread pool");
     p->n_threads = n_threads;
-    atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->job, 0);
+    atomic_init(&p->ticket, 0);
+    atomic_init(&p->done, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_sleeps, false);
     atomic_init(&p->quit, false);
+    atomic_init(&p->fn, NULL);
+    atomic_init(&p->ctx, NULL);
+    atomic_init(&p->n, 0);
+    atomic_init(&p->n_chunks, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_work, NULL);
     pthread_cond_init(&p->cv_done, NULL);
@@ -144,32 +164,33 @@ int qp_pool_threads(const qp_pool *p) { return p->n_threads; }
 void qp_pool_run(qp_pool *p, int64_t n, int64_t min_items_per_thread, qp_par_fn fn, void *ctx) {
     if (n <= 0) return;
     int64_t want = min_items_per_thread > 0 ? n / min_items_per_thread : n;
-    int used = p->n_threads;
-    if (want < used) used = want < 1 ? 1 : (int)want;
-    if (used <= 1) {
+    if (p->n_threads <= 1 || want < 2) {
         fn(ctx, 0, n, 0);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n = n;
-    p->used = used;
-    /* every worker sees the generation and reports back; those with tid >= used skip the work */
-    atomic_store(&p->pending, p->n_threads - 1);
-    atomic_fetch_add(&p->generation, 1);
+    int used = want < p->n_threads ? (int)want : p->n_threads;
+    int64_t nch = (int64_t)used * QP_POOL_CHUNKS;
+    if (nch > n) nch = n;
+    uint64_t id = atomic_load(&p->job) + 1;
+    /* the previous job is complete: no chunk of it is running and none can be taken */
+    atomic_store(&p->ticket, (id & 0xffffffffu) << 32);
+    atomic_store(&p->done, 0);
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->n, n, memory_order_relaxed);
+    atomic_store_explicit(&p->n_chunks, nch, memory_order_relaxed);
+    atomic_store(&p->job, id);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv_work);
         pthread_mutex_unlock(&p->mu);
     }
-    int64_t b, e;
-    chunk(n, used, 0, &b, &e);
-    if (e > b) fn(ctx, b, e, 0);
-    for (int spin = 0; atomic_load(&p->pending) > 0 && spin < QP_POOL_SPIN; spin++) cpu_relax();
-    if (atomic_load(&p->pending) > 0) {
+    run_chunks(p, id, 0);
+    for (int spin = 0; atomic_load(&p->done) < nch && spin < QP_POOL_SPIN; spin++) cpu_relax();
+    if (atomic_load(&p->done) < nch) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->caller_sleeps, true);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->cv_done, &p->mu);
+        while (atomic_load(&p->done) < nch) pthread_cond_wait(&p->cv_done, &p->mu);
         atomic_store(&p->caller_sleeps, false);
         pthread_mutex_unlock(&p->mu);
     }

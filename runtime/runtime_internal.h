@@ -7,9 +7,10 @@
 #include "quantpack/runtime.h"
 
 /* ---- thread pool (matvec.c) ----------------------------------------------------------------
- * qp_pool_run splits [0, n) into n_threads contiguous chunks, one per thread (the caller is
- * thread 0), and returns when all are done. Which thread computes an item never changes what
- * the item computes, so results do not depend on the thread count. */
+ * qp_pool_run cuts [0, n) into fixed contiguous chunks (a few per thread) that the caller
+ * (tid 0) and the workers take in turn, and returns when all are done; fn gets the taker's tid
+ * (for per-thread scratch). Which thread computes an item never changes what the item
+ * computes, so results do not depend on the thread count or the schedule. */
 typedef struct qp_pool qp_pool;
 typedef void (*qp_par_fn)(void *ctx, int64_t begin, int64_t end, int tid);
 

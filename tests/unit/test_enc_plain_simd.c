@@ -14,6 +14,17 @@
 #include "qp_test.h"
 #include "quantpack/quantpack.h"
 
+/* The highest SIMD level of this CPU (0 scalar, 1 avx2, 2 avx512), read once before any
+ * qp_encoding_simd_force (main calls it first); tests run every level up to it. */
+static int max_level(void) {
+    static int lv = -1;
+    if (lv < 0) {
+        const char *l = qp_encoding_simd_level();
+        lv = strcmp(l, "avx512") == 0 ? 2 : (strcmp(l, "avx2") == 0 ? 1 : 0);
+    }
+    return lv;
+}
+
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) { /* uniform in [-1, 1) */
     g_rng ^= g_rng << 13;
@@ -38,7 +49,7 @@ static bool same_bits(float a, float b) {
     return ua == ub;
 }
 
-static void test_len(int64_t n, bool have_simd, double *worst_rel) {
+static void test_len(int64_t n, double *worst_rel) {
     static float w[MAXN], wd[MAXN], x[NX * MAXN], y[NX];
     static uint8_t row[MAXN * 4];
     for (int64_t i = 0; i < n; i++) w[i] = frand() * (i % 7 == 0 ? 8.0f : 1.0f);
@@ -54,7 +65,7 @@ static void test_len(int64_t n, bool have_simd, double *worst_rel) {
         /* scalar: a F16/BF16 dot is the F32 dot of the widened row */
         QP_CHECK_MSG(same_bits(ref, qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n)),
                      "%s n=%lld scalar", tr->name, (long long)n);
-        for (int lv = 0; lv <= (have_simd ? 1 : 0); lv++) {
+        for (int lv = 0; lv <= max_level(); lv++) {
             qp_encoding_simd_force(lv);
             float d = tr->vec_dot_f32(row, x, n);
             float d32 = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n);
@@ -86,14 +97,14 @@ static void test_len(int64_t n, bool have_simd, double *worst_rel) {
 }
 
 /* Every F16 bit pattern widened through the traits at each level equals qp_fp16_to_fp32. */
-static void test_f16_all_patterns(bool have_simd) {
+static void test_f16_all_patterns(void) {
     static uint8_t h[65536 * 2];
     static float y[65536];
     for (uint32_t i = 0; i < 65536; i++) {
         h[2 * i] = (uint8_t)(i & 0xff);
         h[2 * i + 1] = (uint8_t)(i >> 8);
     }
-    for (int lv = 0; lv <= (have_simd ? 1 : 0); lv++) {
+    for (int lv = 0; lv <= max_level(); lv++) {
         qp_encoding_simd_force(lv);
         qp_encoding_get(QP_ENC_F16)->dequantize(h, y, 65536);
         int bad = 0;
@@ -110,12 +121,12 @@ static void test_f16_all_patterns(bool have_simd) {
 }
 
 int main(void) {
-    bool have_simd = strcmp(qp_encoding_simd_level(), "scalar") != 0;
+    max_level();
     double worst = 0.0;
-    for (int64_t n = 1; n <= 67; n++) test_len(n, have_simd, &worst);
+    for (int64_t n = 1; n <= 67; n++) test_len(n, &worst);
     const int64_t big[] = {255, 256, 1408, 4096};
-    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_len(big[i], have_simd, &worst);
-    test_f16_all_patterns(have_simd);
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_len(big[i], &worst);
+    test_f16_all_patterns();
     printf("simd level %s; worst |simd - scalar| / sum|w x| = %.3g\n", qp_encoding_simd_level(),
            worst);
     return qp_test_finish();
