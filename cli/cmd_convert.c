@@ -1,5 +1,6 @@
 /* quantpack convert SRC --to gguf --quant Q -o OUT [--threads N] [--tokenizer FILE] [--dry-run]
- * [--allow-requantize]: any readable model to a GGUF file (converters/recipes.md). */
+ * [--allow-requantize]: any readable model to a GGUF file (converters/recipes.md); --to rdrr,
+ * trlm and bullet are handed to their own commands. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,7 +19,11 @@ static void usage(FILE *f) {
             "     llama-quantize for GGUF sources); for BitNet: I2_S, TQ1_0, TQ2_0, QK256.\n"
             "--dry-run prints the plan (tensor, source and target encoding, bytes) and writes\n"
             "nothing. A tensor that is already quantized is refused unless --allow-requantize.\n"
-            "Memory is bounded by the largest tensor, not the model.\n");
+            "Memory is bounded by the largest tensor, not the model.\n\n"
+            "Other targets (each has its own --help):\n"
+            "  quantpack convert SRC --to rdrr --quant Q4_K_M|F16|F32 -o DIR   DOPPLER RDRR\n"
+            "  quantpack convert SRC --to trlm -o DIR [--lora PEFT_DIR]       Trillim TRLM\n"
+            "  quantpack convert SRC --to bullet -o MODEL.bullet             bullet-core BQ4\n");
 }
 
 static double now_s(void) {
@@ -77,13 +82,22 @@ static void print_plan(const qp_plan *p) {
            (long long)p->n_dropped);
 }
 
+/* Targets other than GGUF have their own option sets and live beside their format. */
+static const struct {
+    const char *to;
+    int (*fn)(int argc, char **argv);
+} k_other_targets[] = {
+    {"bullet", qp_cmd_bullet_convert}, /* cli/cmd_bullet.c */
+    {"trlm", qp_cmd_convert_trlm},     /* cli/cmd_trillim.c */
+    {"rdrr", qp_cmd_convert_rdrr},     /* cli/cmd_rdrr.c */
+};
+
 int qp_cmd_convert(int argc, char **argv) {
-    for (int i = 1; i + 1 < argc; i++) /* --to bullet: cli/cmd_bullet.c */
-        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "bullet") == 0) return qp_cmd_bullet_convert(argc, argv);
-    for (int i = 1; i + 1 < argc; i++) /* --to trlm: cli/cmd_trillim.c */
-        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "trlm") == 0) return qp_cmd_convert_trlm(argc, argv);
-    for (int i = 1; i + 1 < argc; i++) /* --to rdrr: cli/cmd_rdrr.c has its own options */
-        if (strcmp(argv[i], "--to") == 0 && strcmp(argv[i + 1], "rdrr") == 0) return qp_cmd_convert_rdrr(argc, argv);
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--to") != 0) continue;
+        for (size_t k = 0; k < sizeof k_other_targets / sizeof k_other_targets[0]; k++)
+            if (strcmp(argv[i + 1], k_other_targets[k].to) == 0) return k_other_targets[k].fn(argc, argv);
+    }
     const char *src = NULL, *to = NULL, *quant = NULL, *out = NULL, *tok = NULL;
     int threads = 0;
     bool dry = false, requant = false;
