@@ -272,23 +272,25 @@ static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
     size_t loff = (size_t)j->layer * (size_t)c->n_ctx * (size_t)kvdim;
     float scale = 1.0f / sqrtf((float)hd);
     float *att = rt->att + (size_t)tid * (size_t)c->n_ctx;
+    /* scores through the F32 traits dot (the scalar one sums q[i] * k[i] in index order) */
+    qp_vec_dot_f32_fn dot = qp_encoding_get(QP_ENC_F32)->vec_dot_f32;
+    bool simd = strcmp(qp_encoding_simd_level(), "scalar") != 0;
     for (int64_t it = begin; it < end; it++) {
         int64_t tk = it / c->n_heads, h = it % c->n_heads, pos = j->pos0 + tk;
         const float *q = rt->q + tk * qdim + h * hd;
         int64_t kvh = h / group;
-        for (int64_t t = 0; t <= pos; t++) {
-            const float *k = rt->k_cache + loff + (size_t)t * (size_t)kvdim + (size_t)(kvh * hd);
-            float score = 0.0f;
-            for (int64_t i = 0; i < hd; i++) score += q[i] * k[i];
-            att[t] = score * scale;
-        }
+        const float *kc = rt->k_cache + loff + (size_t)(kvh * hd);
+        const float *vc = rt->v_cache + loff + (size_t)(kvh * hd);
+        for (int64_t t = 0; t <= pos; t++) att[t] = dot(kc + (size_t)t * (size_t)kvdim, q, hd) * scale;
         softmax(att, pos + 1);
         float *o = rt->att_out + tk * qdim + h * hd;
         for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
         for (int64_t t = 0; t <= pos; t++) {
-            const float *v = rt->v_cache + loff + (size_t)t * (size_t)kvdim + (size_t)(kvh * hd);
+            const float *v = vc + (size_t)t * (size_t)kvdim;
             float a = att[t];
-            for (int64_t i = 0; i < hd; i++) o[i] += a * v[i];
+            if (simd) qp_attn_accum_avx2(o, v, a, hd);
+            else
+                for (int64_t i = 0; i < hd; i++) o[i] += a * v[i];
         }
     }
 }
