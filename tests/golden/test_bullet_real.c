@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "qp_test.h"
@@ -151,7 +152,11 @@ static int walk(const uint8_t *d, size_t n, rec *out, int cap) {
 
 /* ---- 1-3: the real files ------------------------------------------------------------------ */
 
-static const char *tmpdir(void) { return qp_test_env("QP_TMP_DIR", "/tmp"); }
+static const char *tmpdir(void) { /* made here: nothing guarantees an earlier test made it */
+    const char *d = qp_test_env("QP_TMP_DIR", "/tmp");
+    mkdir(d, 0755);
+    return d;
+}
 
 static void check_file(const char *path, int want_tensors, int want_hidden, int want_vocab) {
     size_t n;
