@@ -42,6 +42,15 @@ void qp_f32_dot_multi(const float *w, const float *x, size_t ldx, int64_t nx, in
     }
     for (int64_t t = 0; t < nx; t++) y[(size_t)t * ldy] = f32_vec_dot_ref(w, x + (size_t)t * ldx, n);
 }
+void qp_f32_dot_multi2(const float *w0, const float *w1, const float *x, size_t ldx, int64_t nx,
+                       int64_t n, float *y0, float *y1, size_t ldy) {
+    if (qp_simd_level() >= 2) {
+        qp_f32_dot_multi2_avx512(w0, w1, x, ldx, nx, n, y0, y1, ldy);
+        return;
+    }
+    qp_f32_dot_multi(w0, x, ldx, nx, n, y0, ldy);
+    qp_f32_dot_multi(w1, x, ldx, nx, n, y1, ldy);
+}
 bool qp_f32_validate(const void *x, int64_t n, char *why, size_t why_len) {
     const uint8_t *p = x;
     for (int64_t i = 0; i < n; i++) {

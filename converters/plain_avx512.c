@@ -118,3 +118,67 @@ void qp_f32_dot_multi_avx512(const float *w, const float *x, size_t ldx, int64_t
     }
     for (int64_t k = 0; k < r; k++) y[(size_t)(t + k) * ldy] = o[k];
 }
+
+/* Two F32 rows against several vectors: 2 rows x 3 vectors per pass (24 accumulators), half the
+ * activation loads per multiply-add of the one-row kernel; each (row, vector) pair sees exactly
+ * the operations of dot_kind(K_F32). */
+QP_INLINE void dot2n(int nt, const float *w0, const float *w1, const float *x, size_t ldx,
+                     int64_t n, float *o0, float *o1) {
+    __m512 a[2][3][4];
+    for (int r = 0; r < 2; r++)
+        for (int t = 0; t < nt; t++)
+            for (int j = 0; j < 4; j++) a[r][t][j] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        for (int j = 0; j < 4; j++) {
+            __m512 v0 = _mm512_loadu_ps(w0 + i + 16 * j), v1 = _mm512_loadu_ps(w1 + i + 16 * j);
+            for (int t = 0; t < nt; t++) {
+                __m512 xv = _mm512_loadu_ps(x + (size_t)t * ldx + i + 16 * j);
+                a[0][t][j] = _mm512_fmadd_ps(v0, xv, a[0][t][j]);
+                a[1][t][j] = _mm512_fmadd_ps(v1, xv, a[1][t][j]);
+            }
+        }
+    }
+    for (int j = 0; j < 3 && i + 16 <= n; j++, i += 16) {
+        __m512 v0 = _mm512_loadu_ps(w0 + i), v1 = _mm512_loadu_ps(w1 + i);
+        for (int t = 0; t < nt; t++) {
+            __m512 xv = _mm512_loadu_ps(x + (size_t)t * ldx + i);
+            a[0][t][j] = _mm512_fmadd_ps(v0, xv, a[0][t][j]);
+            a[1][t][j] = _mm512_fmadd_ps(v1, xv, a[1][t][j]);
+        }
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v0 = _mm512_maskz_loadu_ps(m, w0 + i), v1 = _mm512_maskz_loadu_ps(m, w1 + i);
+        for (int t = 0; t < nt; t++) {
+            __m512 xv = _mm512_maskz_loadu_ps(m, x + (size_t)t * ldx + i);
+            a[0][t][3] = _mm512_fmadd_ps(v0, xv, a[0][t][3]);
+            a[1][t][3] = _mm512_fmadd_ps(v1, xv, a[1][t][3]);
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        o0[t] = reduce4(a[0][t][0], a[0][t][1], a[0][t][2], a[0][t][3]);
+        o1[t] = reduce4(a[1][t][0], a[1][t][1], a[1][t][2], a[1][t][3]);
+    }
+}
+
+void qp_f32_dot_multi2_avx512(const float *w0, const float *w1, const float *x, size_t ldx,
+                              int64_t nx, int64_t n, float *y0, float *y1, size_t ldy) {
+    float o0[3], o1[3];
+    int64_t t = 0;
+    for (; t + 3 <= nx; t += 3) {
+        dot2n(3, w0, w1, x + (size_t)t * ldx, ldx, n, o0, o1);
+        for (int k = 0; k < 3; k++) {
+            y0[(size_t)(t + k) * ldy] = o0[k];
+            y1[(size_t)(t + k) * ldy] = o1[k];
+        }
+    }
+    int64_t r = nx - t;
+    if (r == 0) return;
+    if (r == 1) dot2n(1, w0, w1, x + (size_t)t * ldx, ldx, n, o0, o1);
+    else dot2n(2, w0, w1, x + (size_t)t * ldx, ldx, n, o0, o1);
+    for (int64_t k = 0; k < r; k++) {
+        y0[(size_t)(t + k) * ldy] = o0[k];
+        y1[(size_t)(t + k) * ldy] = o1[k];
+    }
+}

@@ -37,10 +37,15 @@ float qp_f16_vec_dot_avx512(const void *w, const float *x, int64_t n);
 float qp_bf16_vec_dot_avx512(const void *w, const float *x, int64_t n);
 void qp_f32_dot_multi_avx512(const float *w, const float *x, size_t ldx, int64_t nx, int64_t n,
                              float *y, size_t ldy);
+void qp_f32_dot_multi2_avx512(const float *w0, const float *w1, const float *x, size_t ldx,
+                              int64_t nx, int64_t n, float *y0, float *y1, size_t ldy);
 
 /* enc_plain.c: y[t * ldy] = dot(w, x + t * ldx) over n elements for t < nx, each equal bit for
  * bit to the F32 traits' vec_dot_f32 at the current SIMD level. */
 void qp_f32_dot_multi(const float *w, const float *x, size_t ldx, int64_t nx, int64_t n, float *y,
                       size_t ldy);
+/* The same for two rows w0 -> y0[t * ldy], w1 -> y1[t * ldy] (faster at AVX-512). */
+void qp_f32_dot_multi2(const float *w0, const float *w1, const float *x, size_t ldx, int64_t nx,
+                       int64_t n, float *y0, float *y1, size_t ldy);
 
 #endif

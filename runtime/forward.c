@@ -34,7 +34,7 @@ struct qp_runtime {
     float *logits;    /* vocab, the last token's */
     const float *hidden; /* dim: the last token's rmsnorm(x) * output_norm (in xb) */
     float *att;       /* n_threads * n_ctx attention scores */
-    float *scratch;   /* n_threads * max_cols, for row dequantization */
+    float *scratch;   /* n_threads * 2 * max_cols, for row dequantization */
     int64_t scratch_cols;
     float *k_cache, *v_cache; /* [layer][pos][kv_dim] */
 };
@@ -181,12 +181,12 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     int64_t cols = big > c->ffn_dim ? big : c->ffn_dim;
     int64_t cache;
     bool ok = qp_i64_mul(c->n_layers * c->n_ctx, kvdim, &cache);
-    rt->scratch_cols = cols;
+    rt->scratch_cols = 2 * cols; /* two widened rows per thread (batched products) */
     rt->act_cols = cols;
     ok = ok && alloc_batch(rt, 1);
     rt->logits = alloc_f(c->vocab, &ok);
     rt->att = alloc_f((int64_t)c->n_threads * c->n_ctx, &ok);
-    rt->scratch = alloc_f((int64_t)c->n_threads * cols, &ok);
+    rt->scratch = alloc_f((int64_t)c->n_threads * rt->scratch_cols, &ok);
     if (ok) {
         rt->k_cache = alloc_f(cache, &ok);
         rt->v_cache = alloc_f(cache, &ok);

@@ -232,13 +232,41 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
         for (int64_t t = 0; t < n_tok; t++) y[(size_t)t * ldy] *= w->scale;
 }
 
+/* Rows r and r+1 of one task against n_tok > 1 tokens, widened into scratch[0, 2 * cols). */
+static bool pair_ok(const qp_matvec_task *tk, int64_t n_tok) {
+    const qp_wmat *w = tk->w;
+    return n_tok > 1 && !w->use_i8 && w->tr->dequantize != NULL;
+}
+
+static void row_pair(const qp_matvec_task *tk, int64_t r, int64_t n_tok, float *scratch) {
+    const qp_wmat *w = tk->w;
+    float *s0 = scratch, *s1 = scratch + w->cols;
+    w->tr->dequantize(w->data + (size_t)r * w->row_bytes, s0, w->cols);
+    w->tr->dequantize(w->data + (size_t)(r + 1) * w->row_bytes, s1, w->cols);
+    size_t ldy = (size_t)tk->ldy;
+    qp_f32_dot_multi2(s0, s1, tk->x, (size_t)tk->ldx, n_tok, w->cols, tk->y + r, tk->y + r + 1,
+                      ldy);
+    if (w->scale != 1.0f)
+        for (int64_t t = 0; t < n_tok; t++) {
+            tk->y[(size_t)t * ldy + (size_t)r] *= w->scale;
+            tk->y[(size_t)t * ldy + (size_t)r + 1] *= w->scale;
+        }
+}
+
 static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {
     matmul_job *j = ctx;
     float *scratch = j->scratch + (size_t)tid * (size_t)j->scratch_cols;
     int t = 0;
     for (int64_t g = begin; g < end; g++) {
         while (t + 1 < j->n_tasks && j->starts[t + 1] <= g) t++;
-        row_all_tokens(&j->tasks[t], g - j->starts[t], j->n_tok, scratch);
+        const qp_matvec_task *tk = &j->tasks[t];
+        int64_t r = g - j->starts[t];
+        if (g + 1 < end && r + 1 < tk->w->rows && pair_ok(tk, j->n_tok)) {
+            row_pair(tk, r, j->n_tok, scratch);
+            g++;
+        } else {
+            row_all_tokens(tk, r, j->n_tok, scratch);
+        }
     }
 }
 

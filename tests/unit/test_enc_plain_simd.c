@@ -4,7 +4,8 @@
  *    exact products in different orders, one with FMA: the classical gamma_n bound for each);
  *    the measured worst relative error is printed;
  *  - at every level: dot(F16/BF16 row) == dot(widened F32 row), bit for bit;
- *  - qp_f32_dot_multi == the single F32 dots, bit for bit (every vector count 1..7);
+ *  - qp_f32_dot_multi / qp_f32_dot_multi2 == the single F32 dots, bit for bit (every vector
+ *    count 1..7);
  *  - F16/BF16 dequantize through F16C equals the scalar bits, Inf/NaN/subnormals included.
  * Lengths 1..67, 255, 256, 1408, 4096 cover every tail case of the 32/8-element structure. */
 #include <stdint.h>
@@ -85,10 +86,17 @@ static void test_len(int64_t n, double *worst_rel) {
             if (e != 0) continue;
             for (int nx = 1; nx <= NX; nx++) {
                 qp_f32_dot_multi(wd, x, (size_t)n, nx, n, y, 1);
+                /* two rows: wd and the row read backwards from the activations' end */
+                static float w2[MAXN], y0[2 * NX];
+                for (int64_t i = 0; i < n; i++) w2[i] = x[NX * n - 1 - i];
+                qp_f32_dot_multi2(wd, w2, x, (size_t)n, nx, n, y0, y0 + 1, 2);
                 for (int t = 0; t < nx; t++) {
                     float s = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x + t * n, n);
+                    float s2 = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(w2, x + t * n, n);
                     QP_CHECK_MSG(same_bits(y[t], s), "multi n=%lld nx=%d t=%d level %d",
                                  (long long)n, nx, t, lv);
+                    QP_CHECK_MSG(same_bits(y0[2 * t], s) && same_bits(y0[2 * t + 1], s2),
+                                 "multi2 n=%lld nx=%d t=%d level %d", (long long)n, nx, t, lv);
                 }
             }
         }
