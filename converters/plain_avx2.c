@@ -37,11 +37,14 @@ QP_INLINE void load_partial(int kind, const uint8_t *w, const float *x, int64_t 
     *xv = _mm256_loadu_ps(tx);
 }
 
+/* v = (a0 + a1) + (a2 + a3), then ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) with
+ * in-register shuffles (every addition has the same two operands as the written-out tree). */
 QP_INLINE float reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     __m256 v = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-    float s[8];
-    _mm256_storeu_ps(s, v);
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    v = _mm256_add_ps(v, _mm256_permute_ps(v, 0xB1));
+    v = _mm256_add_ps(v, _mm256_permute_ps(v, 0x4E));
+    v = _mm256_add_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    return _mm256_cvtss_f32(v);
 }
 
 QP_INLINE float dot_kind(int kind, const void *wp, const float *x, int64_t n) {

@@ -18,12 +18,16 @@ QP_INLINE __m512 load16(int kind, const uint8_t *w, int64_t i, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* v = (a0 + a1) + (a2 + a3), then the lanes' pairwise tree in lane order
+ * (((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))) + (... v8 .. v15 ...), computed with
+ * in-register shuffles: every addition has the same two operands as the written-out tree. */
 QP_INLINE float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     __m512 v = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
-    float s[16];
-    _mm512_storeu_ps(s, v);
-    return (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) +
-           (((s[8] + s[9]) + (s[10] + s[11])) + ((s[12] + s[13]) + (s[14] + s[15])));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));       /* lane 2k: v2k + v2k+1 */
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));       /* lane 4k: pairs of pairs */
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1)); /* lane 8k: quads of pairs */
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E)); /* lane 0: the two halves */
+    return _mm512_cvtss_f32(v);
 }
 
 #define ALL ((__mmask16)0xffff)
