@@ -241,15 +241,15 @@ int qp_cmd_run(int argc, char **argv) {
     fflush(stdout);
     float *logits = NULL;
     double t0 = now_s();
-    for (int64_t i = 0; i < n_ids; i++) {
-        if (i >= c->n_ctx) {
-            qp_fail(&e, QP_ERR_LIMIT, "the prompt (%lld tokens) does not fit the context of %lld",
-                    (long long)n_ids, (long long)c->n_ctx);
-            goto fail;
-        }
-        if ((s = qp_runtime_forward(rt, ids[i], i, &logits, &e)) != QP_OK) goto fail;
-        if ((s = qp_sampler_accept(smp, ids[i], &e)) != QP_OK) goto fail;
+    if (n_ids > c->n_ctx) {
+        qp_fail(&e, QP_ERR_LIMIT, "the prompt (%lld tokens) does not fit the context of %lld",
+                (long long)n_ids, (long long)c->n_ctx);
+        goto fail;
     }
+    /* the prompt as one batch (runtime.md: same logits as token by token) */
+    if ((s = qp_runtime_forward_batch(rt, ids, n_ids, 0, NULL, &logits, &e)) != QP_OK) goto fail;
+    for (int64_t i = 0; i < n_ids; i++)
+        if ((s = qp_sampler_accept(smp, ids[i], &e)) != QP_OK) goto fail;
     double t1 = now_s();
     int64_t n_gen = 0, pos = n_ids;
     int32_t prev = ids[n_ids - 1];
