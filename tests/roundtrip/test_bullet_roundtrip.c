@@ -82,7 +82,7 @@ static void rewrite_identical(const char *path, const char *out2) {
 /* ---- 1 --------------------------------------------------------------------------------------- */
 
 static void synthetic(void) {
-    const char *toks[6] = {"a", "b", "ab", "\xc4\xa0" "x", "<|end|>", "q\"uote"};
+    const char *toks[6] = {"a", "b", "ab", "\xc4\xa0x", "<|end|>", "q\"uote"};
     const float scores[6] = {0.5f, -1.0f, 2.25f, 0.0f, -0.125f, 3.0f};
     const int32_t types[6] = {1, 1, 1, 1, 3, 4};
     const char *merges[2] = {"a b", "\xc4\xa0 x"};
