@@ -58,7 +58,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
                      "per 32-block: |err| <= (max-min)/62 + f16 rounding of d and m", qp_q5_1_quantize_ref,
                      NULL, NULL, NULL},
     [QP_ENC_Q8_0] = {QP_ENC_Q8_0, "q8_0", "Q8_0", 32, 34, 8, NULL, B, 0, qp_q8_0_quantize_ref,
-                     qp_q8_0_dequantize, qp_q8_0_vec_dot_ref, qp_q8_0_validate,
+                     qp_q8_0_dequantize, qp_q8_0_vec_dot, qp_q8_0_validate,
                      "per 32-block: |err| <= amax/254 * 1.13 + 2^-18 (f16 d)", qp_q8_0_quantize, NULL, NULL, NULL},
     [QP_ENC_Q8_1] = {QP_ENC_Q8_1, "q8_1", "Q8_1", 32, 36, 9, NULL, B, 0, NULL, NULL, NULL, NULL, NULL,
                      NULL, NULL, NULL, NULL},

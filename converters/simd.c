@@ -88,6 +88,12 @@ float qp_q6k_vec_dot(const void *w, const float *x, int64_t n) {
     if (qp_simd_level() >= 1) return qp_q6k_vec_dot_avx2(w, x, n);
     return qp_q6k_vec_dot_ref(w, x, n);
 }
+float qp_q8_0_vec_dot(const void *w, const float *x, int64_t n) {
+    const int lv = qp_simd_level();
+    if (lv >= 2) return qp_q8_0_vec_dot_avx512(w, x, n);
+    if (lv >= 1) return qp_q8_0_vec_dot_avx2(w, x, n);
+    return qp_q8_0_vec_dot_ref(w, x, n);
+}
 
 #define QP_DISPATCH_Q(NAME, REF)                                                                 \
     void qp_##NAME##_quantize(const float *x, void *y, int64_t n) {                              \

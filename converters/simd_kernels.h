@@ -12,6 +12,10 @@ void qp_q4k_quantize_avx2(const float *x, void *y, int64_t n);
 void qp_q6k_quantize_avx2(const float *x, void *y, int64_t n);
 float qp_q4k_vec_dot_avx2(const void *w, const float *x, int64_t n);
 float qp_q6k_vec_dot_avx2(const void *w, const float *x, int64_t n);
+/* legacy_dot_avx2.c, legacy_dot_avx512.c: Q8_0 dots equal to the F32 dot of the dequantized row
+ * at the same level (converters/plain_kernels.h) */
+float qp_q8_0_vec_dot_avx2(const void *w, const float *x, int64_t n);
+float qp_q8_0_vec_dot_avx512(const void *w, const float *x, int64_t n);
 /* kquants_avx512.c */
 void qp_q4k_quantize_avx512(const float *x, void *y, int64_t n);
 void qp_q6k_quantize_avx512(const float *x, void *y, int64_t n);
@@ -61,6 +65,7 @@ void qp_tq1_0_quantize(const float *x, void *y, int64_t n);
 void qp_tq2_0_quantize(const float *x, void *y, int64_t n);
 void qp_qk256_quantize(const float *x, void *y, int64_t n);
 void qp_bitnet32f16_quantize(const float *x, void *y, int64_t n);
+float qp_q8_0_vec_dot(const void *w, const float *x, int64_t n);
 double qp_tq1_0_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
 double qp_tq2_0_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
 double qp_i2s_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);

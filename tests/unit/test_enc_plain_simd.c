@@ -7,6 +7,7 @@
  *  - qp_f32_dot_multi / qp_f32_dot_multi2 == the single F32 dots, bit for bit (every vector
  *    count 1..7);
  *  - F16/BF16 dequantize through F16C equals the scalar bits, Inf/NaN/subnormals included.
+ *  - Q8_0's SIMD dots equal the F32 dot of the dequantized row at their level, bit for bit.
  * Lengths 1..67, 255, 256, 1408, 4096 cover every tail case of the 32/8-element structure. */
 #include <stdint.h>
 #include <string.h>
@@ -104,6 +105,42 @@ static void test_len(int64_t n, double *worst_rel) {
     }
 }
 
+/* Q8_0 (rows of whole 32-blocks): the SIMD dot equals the F32 dot of the dequantized row at its
+ * level bit for bit, so the runtime's batched path (dequantize + F32 dots) equals its decode
+ * path; and it is within the summation bound of the scalar reference. */
+static void test_q8_0(double *worst_rel) {
+    static float w[MAXN], wd[MAXN], x[MAXN];
+    static uint8_t row[MAXN / 32 * 34];
+    const qp_encoding_traits *tr = qp_encoding_get(QP_ENC_Q8_0);
+    const int64_t lens[] = {32, 64, 96, 160, 256, 1408, 4096};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int64_t n = lens[li];
+        for (int64_t i = 0; i < n; i++) {
+            w[i] = frand() * (i % 5 == 0 ? 4.0f : 1.0f);
+            x[i] = frand();
+        }
+        tr->quantize_ref(w, row, n);
+        tr->dequantize(row, wd, n);
+        qp_encoding_simd_force(0);
+        float ref = tr->vec_dot_f32(row, x, n);
+        double bound = 0.0;
+        for (int64_t i = 0; i < n; i++) bound += fabs((double)wd[i] * (double)x[i]);
+        for (int lv = 0; lv <= max_level(); lv++) {
+            qp_encoding_simd_force(lv);
+            float d = tr->vec_dot_f32(row, x, n);
+            float d32 = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n);
+            QP_CHECK_MSG(same_bits(d, d32), "q8_0 n=%lld level %d: %.9g vs dequantized %.9g",
+                         (long long)n, lv, (double)d, (double)d32);
+            QP_CHECK_MSG(fabs((double)d - (double)ref) <= 2.0 * (double)(n + 8) * 0x1p-24 * bound,
+                         "q8_0 n=%lld level %d: %.9g vs scalar %.9g", (long long)n, lv, (double)d,
+                         (double)ref);
+            if (bound > 0 && fabs((double)d - (double)ref) / bound > *worst_rel)
+                *worst_rel = fabs((double)d - (double)ref) / bound;
+        }
+        qp_encoding_simd_force(-1);
+    }
+}
+
 /* Every F16 bit pattern widened through the traits at each level equals qp_fp16_to_fp32. */
 static void test_f16_all_patterns(void) {
     static uint8_t h[65536 * 2];
@@ -135,6 +172,7 @@ int main(void) {
     const int64_t big[] = {255, 256, 1408, 4096};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_len(big[i], &worst);
     test_f16_all_patterns();
+    test_q8_0(&worst);
     printf("simd level %s; worst |simd - scalar| / sum|w x| = %.3g\n", qp_encoding_simd_level(),
            worst);
     return qp_test_finish();
