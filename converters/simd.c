@@ -81,11 +81,13 @@ void qp_q6k_quantize(const float *x, void *y, int64_t n) {
     else qp_q6k_quantize_ref(x, y, n);
 }
 float qp_q4k_vec_dot(const void *w, const float *x, int64_t n) {
-    if (qp_simd_level() >= 1) return qp_q4k_vec_dot_avx2(w, x, n);
+    if (qp_simd_level() >= 2) return qp_q4k_vec_dot_f32_avx512(w, x, n);
+    if (qp_simd_level() >= 1) return qp_q4k_vec_dot_f32_avx2(w, x, n);
     return qp_q4k_vec_dot_ref(w, x, n);
 }
 float qp_q6k_vec_dot(const void *w, const float *x, int64_t n) {
-    if (qp_simd_level() >= 1) return qp_q6k_vec_dot_avx2(w, x, n);
+    if (qp_simd_level() >= 2) return qp_q6k_vec_dot_f32_avx512(w, x, n);
+    if (qp_simd_level() >= 1) return qp_q6k_vec_dot_f32_avx2(w, x, n);
     return qp_q6k_vec_dot_ref(w, x, n);
 }
 float qp_q8_0_vec_dot(const void *w, const float *x, int64_t n) {

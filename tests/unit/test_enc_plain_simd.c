@@ -7,7 +7,8 @@
  *  - qp_f32_dot_multi / qp_f32_dot_multi2 == the single F32 dots, bit for bit (every vector
  *    count 1..7);
  *  - F16/BF16 dequantize through F16C equals the scalar bits, Inf/NaN/subnormals included.
- *  - Q8_0's SIMD dots equal the F32 dot of the dequantized row at their level, bit for bit.
+ *  - Q8_0/Q4_K/Q6_K SIMD dots equal the F32 dot of the dequantized row at their level, bit for
+ *    bit (so the runtime's batched products equal its decode products).
  * Lengths 1..67, 255, 256, 1408, 4096 cover every tail case of the 32/8-element structure. */
 #include <stdint.h>
 #include <string.h>
@@ -105,16 +106,17 @@ static void test_len(int64_t n, double *worst_rel) {
     }
 }
 
-/* Q8_0 (rows of whole 32-blocks): the SIMD dot equals the F32 dot of the dequantized row at its
+/* Q8_0, Q4_K, Q6_K (rows of whole blocks): the SIMD dot equals the F32 dot of the dequantized row at its
  * level bit for bit, so the runtime's batched path (dequantize + F32 dots) equals its decode
  * path; and it is within the summation bound of the scalar reference. */
-static void test_q8_0(double *worst_rel) {
+static void test_blocks(qp_encoding enc, double *worst_rel) {
     static float w[MAXN], wd[MAXN], x[MAXN];
     static uint8_t row[MAXN / 32 * 34];
-    const qp_encoding_traits *tr = qp_encoding_get(QP_ENC_Q8_0);
-    const int64_t lens[] = {32, 64, 96, 160, 256, 1408, 4096};
+    const qp_encoding_traits *tr = qp_encoding_get(enc);
+    const int64_t lens[] = {32, 64, 96, 160, 256, 512, 768, 1280, 1408, 4096};
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         int64_t n = lens[li];
+        if (n % tr->block_elems != 0) continue;
         for (int64_t i = 0; i < n; i++) {
             w[i] = frand() * (i % 5 == 0 ? 4.0f : 1.0f);
             x[i] = frand();
@@ -129,11 +131,11 @@ static void test_q8_0(double *worst_rel) {
             qp_encoding_simd_force(lv);
             float d = tr->vec_dot_f32(row, x, n);
             float d32 = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n);
-            QP_CHECK_MSG(same_bits(d, d32), "q8_0 n=%lld level %d: %.9g vs dequantized %.9g",
-                         (long long)n, lv, (double)d, (double)d32);
+            QP_CHECK_MSG(same_bits(d, d32), "%s n=%lld level %d: %.9g vs dequantized %.9g",
+                         tr->name, (long long)n, lv, (double)d, (double)d32);
             QP_CHECK_MSG(fabs((double)d - (double)ref) <= 2.0 * (double)(n + 8) * 0x1p-24 * bound,
-                         "q8_0 n=%lld level %d: %.9g vs scalar %.9g", (long long)n, lv, (double)d,
-                         (double)ref);
+                         "%s n=%lld level %d: %.9g vs scalar %.9g", tr->name, (long long)n, lv,
+                         (double)d, (double)ref);
             if (bound > 0 && fabs((double)d - (double)ref) / bound > *worst_rel)
                 *worst_rel = fabs((double)d - (double)ref) / bound;
         }
@@ -172,7 +174,9 @@ int main(void) {
     const int64_t big[] = {255, 256, 1408, 4096};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_len(big[i], &worst);
     test_f16_all_patterns();
-    test_q8_0(&worst);
+    test_blocks(QP_ENC_Q8_0, &worst);
+    test_blocks(QP_ENC_Q4_K, &worst);
+    test_blocks(QP_ENC_Q6_K, &worst);
     printf("simd level %s; worst |simd - scalar| / sum|w x| = %.3g\n", qp_encoding_simd_level(),
            worst);
     return qp_test_finish();

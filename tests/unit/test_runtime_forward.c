@@ -506,7 +506,8 @@ static void test_batch(void) {
         {{16, 24, 1, 2, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_I8}, true},
         {{256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0}, true},
         {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q8_0}, true},
-        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q4_K}, false},
+        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q4_K}, true},
+        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q6_K}, true},
     };
     static float ref[N * 40], got[N * 40], first[N * 40];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
