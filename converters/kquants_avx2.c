@@ -1,342 +1,58 @@
-/* AVX2 Q4_K / Q6_K quantizers and dots. The quantizers vectorize ACROSS blocks: lane k of every
- * vector belongs to block k of a group of up to 8 consecutive 256-blocks, and each lane performs
- * exactly the scalar reference's operations in the same order (same IEEE mul/add/div/sqrt, no
- * FMA: the build uses -ffp-contract=off; branches become compare masks and blends with the same
- * predicates). So the bytes equal quantize_row_q4_K_ref / q6_K_ref (tests/peer/test_enc_vs_ggml.c
- * checks against llama.cpp at this level). f16 conversions and the final bit packing run per lane
- * through the scalar helpers. Partial groups repeat the last block in the unused lanes. */
+/* AVX2 Q4_K / Q6_K quantizers and dots. The quantizers are converters/kquants_simd.h at 8 lanes
+ * (8 consecutive 256-blocks per group; bytes equal quantize_row_q4_K_ref / q6_K_ref,
+ * tests/peer/test_enc_vs_ggml.c checks against llama.cpp at this level); below are the AVX2
+ * primitives it is written in. Lane masks are compare results in float vectors. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "converters/encodings_internal.h"
 #include "converters/simd_kernels.h"
 
-#define QK_K 256
 #define LANES 8
 
 typedef __m256 V;
 typedef __m256i VI;
+typedef __m256 M;
 
+static inline V vzero(void) { return _mm256_setzero_ps(); }
 static inline V vset(float f) { return _mm256_set1_ps(f); }
-static inline V vblend(V a, V b, V m) { return _mm256_blendv_ps(a, b, m); } /* m ? b : a */
-static inline VI iblend(VI a, VI b, V m) {
-    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), m));
-}
+static inline V vload(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
+static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
+static inline V vsqrt(V a) { return _mm256_sqrt_ps(a); }
 static inline V vabs(V x) { return _mm256_andnot_ps(vset(-0.0f), x); }
 static inline V vneg(V x) { return _mm256_xor_ps(vset(-0.0f), x); }
-static inline VI vnearest(V f) {
-    VI i = _mm256_castps_si256(_mm256_add_ps(f, vset(12582912.f)));
-    return _mm256_sub_epi32(_mm256_and_si256(i, _mm256_set1_epi32(0x7fffff)), _mm256_set1_epi32(0x400000));
-}
-static inline VI vclamp(VI l, int lo, int hi) {
-    return _mm256_max_epi32(_mm256_set1_epi32(lo), _mm256_min_epi32(_mm256_set1_epi32(hi), l));
-}
 static inline V vcvt(VI i) { return _mm256_cvtepi32_ps(i); }
+static inline V vblend(V a, V b, M m) { return _mm256_blendv_ps(a, b, m); } /* m ? b : a */
+static inline VI iblend(VI a, VI b, M m) {
+    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), m));
+}
 #define LT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
 #define GT(a, b) _mm256_cmp_ps(a, b, _CMP_GT_OQ)
 #define EQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
-
-/* load lane k = x + blk[k]*256 + off .. for `cnt` consecutive elements into xt[cnt] */
-static void transpose_in(const float *x, int nblk, V *xt) {
-    float tmp[LANES];
-    for (int i = 0; i < QK_K; i++) {
-        for (int k = 0; k < LANES; k++) tmp[k] = x[(k < nblk ? k : nblk - 1) * QK_K + i];
-        xt[i] = _mm256_loadu_ps(tmp);
-    }
+static inline M mand(M a, M b) { return _mm256_and_ps(a, b); }
+static inline bool mnone(M m) { return _mm256_movemask_ps(m) == 0; }
+static inline bool mall(M m) { return _mm256_movemask_ps(m) == 0xFF; }
+static inline VI izero(void) { return _mm256_setzero_si256(); }
+static inline VI iset(int v) { return _mm256_set1_epi32(v); }
+static inline VI iload(const int32_t *p) { return _mm256_loadu_si256((const VI *)p); }
+static inline void istore(int32_t *p, VI v) { _mm256_storeu_si256((VI *)p, v); }
+static inline VI iadd(VI a, VI b) { return _mm256_add_epi32(a, b); }
+static inline VI imin(VI a, VI b) { return _mm256_min_epi32(a, b); }
+static inline VI isext8(VI a) { return _mm256_srai_epi32(_mm256_slli_epi32(a, 24), 24); }
+static inline VI vnearest(V f) {
+    VI i = _mm256_castps_si256(_mm256_add_ps(f, vset(12582912.f)));
+    return _mm256_sub_epi32(_mm256_and_si256(i, iset(0x7fffff)), iset(0x400000));
 }
+static inline VI vclamp(VI l, int lo, int hi) { return _mm256_max_epi32(iset(lo), imin(iset(hi), l)); }
 
-/* ---- Q4_K ------------------------------------------------------------------------------------- */
-static V make_qkx2_v(const V *x, const V *w, VI *L, V *the_min, VI *Laux) {
-    const int nmax = 15, nstep = 20;
-    const float rmin = -1.f, rdelta = 0.1f;
-    V min = x[0], max = x[0];
-    V sum_w = w[0];
-    V sum_x = _mm256_mul_ps(sum_w, x[0]);
-    for (int i = 1; i < 32; ++i) {
-        min = vblend(min, x[i], LT(x[i], min));
-        max = vblend(max, x[i], GT(x[i], max));
-        sum_w = _mm256_add_ps(sum_w, w[i]);
-        sum_x = _mm256_add_ps(sum_x, _mm256_mul_ps(w[i], x[i]));
-    }
-    const V zero = _mm256_setzero_ps();
-    min = vblend(min, zero, GT(min, zero));
-    const V min0 = min;
-    const V eq = EQ(max, min);
-    const V range = _mm256_sub_ps(max, min);
-    V iscale = _mm256_div_ps(vset((float)nmax), range);
-    V scale = _mm256_div_ps(vset(1.0f), iscale);
-    V best_error = zero;
-    for (int i = 0; i < 32; ++i) {
-        VI l = vclamp(vnearest(_mm256_mul_ps(iscale, _mm256_sub_ps(x[i], min))), 0, nmax);
-        L[i] = l;
-        V diff = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(scale, vcvt(l)), min), x[i]);
-        diff = _mm256_mul_ps(diff, diff);
-        best_error = _mm256_add_ps(best_error, _mm256_mul_ps(w[i], diff));
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        const float c = rmin + rdelta * (float)is + (float)nmax;
-        /* (max - min) with the current min: the reference updates min as it finds better fits */
-        iscale = _mm256_div_ps(vset(c), _mm256_sub_ps(max, min));
-        V sum_l = zero, sum_l2 = zero, sum_xl = zero;
-        for (int i = 0; i < 32; ++i) {
-            VI l = vclamp(vnearest(_mm256_mul_ps(iscale, _mm256_sub_ps(x[i], min))), 0, nmax);
-            Laux[i] = l;
-            const V lf = vcvt(l);
-            const V wl = _mm256_mul_ps(w[i], lf);
-            sum_l = _mm256_add_ps(sum_l, wl);
-            sum_l2 = _mm256_add_ps(sum_l2, _mm256_mul_ps(wl, lf));
-            sum_xl = _mm256_add_ps(sum_xl, _mm256_mul_ps(wl, x[i]));
-        }
-        const V D = _mm256_sub_ps(_mm256_mul_ps(sum_w, sum_l2), _mm256_mul_ps(sum_l, sum_l));
-        const V dpos = GT(D, zero);
-        if (_mm256_movemask_ps(dpos) == 0) continue;
-        V this_scale = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(sum_w, sum_xl), _mm256_mul_ps(sum_x, sum_l)), D);
-        V this_min = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(sum_l2, sum_x), _mm256_mul_ps(sum_l, sum_xl)), D);
-        const V pm = GT(this_min, zero);
-        this_min = vblend(this_min, zero, pm);
-        this_scale = vblend(this_scale, _mm256_div_ps(sum_xl, sum_l2), pm);
-        V cur_error = zero;
-        for (int i = 0; i < 32; ++i) {
-            V diff = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(this_scale, vcvt(Laux[i])), this_min), x[i]);
-            diff = _mm256_mul_ps(diff, diff);
-            cur_error = _mm256_add_ps(cur_error, _mm256_mul_ps(w[i], diff));
-        }
-        const V upd = _mm256_and_ps(dpos, LT(cur_error, best_error));
-        if (_mm256_movemask_ps(upd) == 0) continue;
-        for (int i = 0; i < 32; ++i) L[i] = iblend(L[i], Laux[i], upd);
-        best_error = vblend(best_error, cur_error, upd);
-        scale = vblend(scale, this_scale, upd);
-        min = vblend(min, this_min, upd);
-    }
-    /* lanes with max == min: L = 0, scale 0, the_min = -min */
-    for (int i = 0; i < 32; ++i) L[i] = iblend(L[i], _mm256_setzero_si256(), eq);
-    scale = vblend(scale, zero, eq);
-    min = vblend(min, min0, eq);
-    *the_min = vneg(min);
-    return scale;
-}
+#include "converters/kquants_simd.h"
 
-static void q4k_group(const float *x, uint8_t *y, int nblk) {
-    V xt[QK_K];
-    VI L[QK_K];
-    VI Laux[32];
-    V w[32];
-    V scales[8], mins[8];
-    transpose_in(x, nblk, xt);
-    const V zero = _mm256_setzero_ps();
-    V max_scale = zero, max_min = zero;
-    for (int j = 0; j < 8; ++j) {
-        const V *xs = xt + 32 * j;
-        V sum_x2 = zero;
-        for (int l = 0; l < 32; ++l) sum_x2 = _mm256_add_ps(sum_x2, _mm256_mul_ps(xs[l], xs[l]));
-        const V av_x = _mm256_sqrt_ps(_mm256_div_ps(sum_x2, vset(32.0f)));
-        for (int l = 0; l < 32; ++l) w[l] = _mm256_add_ps(av_x, vabs(xs[l]));
-        scales[j] = make_qkx2_v(xs, w, L + 32 * j, &mins[j], Laux);
-        max_scale = vblend(max_scale, scales[j], GT(scales[j], max_scale));
-        max_min = vblend(max_min, mins[j], GT(mins[j], max_min));
-    }
-    const V inv_scale = vblend(zero, _mm256_div_ps(vset(63.f), max_scale), GT(max_scale, zero));
-    const V inv_min = vblend(zero, _mm256_div_ps(vset(63.f), max_min), GT(max_min, zero));
-    int32_t ls[8][LANES], lm[8][LANES];
-    for (int j = 0; j < 8; ++j) {
-        _mm256_storeu_si256((VI *)ls[j], vnearest(_mm256_mul_ps(inv_scale, scales[j])));
-        _mm256_storeu_si256((VI *)lm[j], vnearest(_mm256_mul_ps(inv_min, mins[j])));
-    }
-    float dvf[LANES], mvf[LANES], dback[LANES], mback[LANES];
-    _mm256_storeu_ps(dvf, _mm256_div_ps(max_scale, vset(63.f)));
-    _mm256_storeu_ps(mvf, _mm256_div_ps(max_min, vset(63.f)));
-    uint8_t sc[LANES][12];
-    uint16_t dh[LANES], mh[LANES];
-    for (int k = 0; k < LANES; k++) {
-        memset(sc[k], 0, 12);
-        for (int j = 0; j < 8; ++j) {
-            uint8_t a = (uint8_t)ls[j][k], b = (uint8_t)lm[j][k];
-            a = QP_MIN(63, a);
-            b = QP_MIN(63, b);
-            if (j < 4) {
-                sc[k][j] = a;
-                sc[k][j + 4] = b;
-            } else {
-                sc[k][j + 4] = (uint8_t)((a & 0xF) | ((b & 0xF) << 4));
-                sc[k][j - 4] |= (uint8_t)((a >> 4) << 6);
-                sc[k][j] |= (uint8_t)((b >> 4) << 6);
-            }
-        }
-        dh[k] = qp_fp32_to_fp16(dvf[k]);
-        mh[k] = qp_fp32_to_fp16(mvf[k]);
-        dback[k] = qp_fp16_to_fp32(dh[k]);
-        mback[k] = qp_fp16_to_fp32(mh[k]);
-    }
-    const V dv = _mm256_loadu_ps(dback), mv = _mm256_loadu_ps(mback);
-    for (int j = 0; j < 8; ++j) {
-        int32_t s32[LANES], m32[LANES];
-        for (int k = 0; k < LANES; k++) {
-            const uint8_t *q = sc[k];
-            if (j < 4) {
-                s32[k] = q[j] & 63;
-                m32[k] = q[j + 4] & 63;
-            } else {
-                s32[k] = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-                m32[k] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-            }
-        }
-        const V d = _mm256_mul_ps(dv, vcvt(_mm256_loadu_si256((const VI *)s32)));
-        const V dz = EQ(d, zero);
-        if (_mm256_movemask_ps(dz) == 0xFF) continue;
-        const V dm = _mm256_mul_ps(mv, vcvt(_mm256_loadu_si256((const VI *)m32)));
-        for (int ii = 0; ii < 32; ++ii) {
-            VI l = vclamp(vnearest(_mm256_div_ps(_mm256_add_ps(xt[32 * j + ii], dm), d)), 0, 15);
-            L[32 * j + ii] = iblend(l, L[32 * j + ii], dz);
-        }
-    }
-    int32_t lt[QK_K][LANES];
-    for (int i = 0; i < QK_K; i++) _mm256_storeu_si256((VI *)lt[i], L[i]);
-    for (int k = 0; k < nblk; k++) {
-        uint8_t *b = y + (size_t)k * 144;
-        qp_store_u16le(b, dh[k]);
-        qp_store_u16le(b + 2, mh[k]);
-        memcpy(b + 4, sc[k], 12);
-        uint8_t *q = b + 16;
-        for (int j = 0; j < QK_K; j += 64) {
-            for (int l = 0; l < 32; ++l) q[l] = (uint8_t)(lt[j + l][k] | (lt[j + l + 32][k] << 4));
-            q += 32;
-        }
-    }
-}
-
-void qp_q4k_quantize_avx2(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    const int64_t nb = n / QK_K;
-    for (int64_t i = 0; i < nb; i += LANES) {
-        const int cnt = (int)(nb - i < LANES ? nb - i : LANES);
-        if (cnt == 1) qp_q4k_quantize_block_ref(x + i * QK_K, y + i * 144);
-        else q4k_group(x + i * QK_K, y + i * 144, cnt);
-    }
-}
-
-/* ---- Q6_K ------------------------------------------------------------------------------------- */
-static V make_qx_v(const V *x, VI *L) {
-    const int nmax = 32;
-    const V zero = _mm256_setzero_ps();
-    V max = zero, amax = zero;
-    for (int i = 0; i < 16; ++i) {
-        const V ax = vabs(x[i]);
-        const V m = GT(ax, amax);
-        amax = vblend(amax, ax, m);
-        max = vblend(max, x[i], m);
-    }
-    const V allzero = LT(amax, vset(1e-15f));
-    V iscale = _mm256_div_ps(vset((float)-nmax), max);
-    V sumlx = zero, suml2 = zero;
-    VI Lt[16];
-    for (int i = 0; i < 16; ++i) {
-        const VI l = vclamp(vnearest(_mm256_mul_ps(iscale, x[i])), -nmax, nmax - 1);
-        L[i] = _mm256_add_epi32(l, _mm256_set1_epi32(nmax));
-        const V lf = vcvt(l);
-        const V w = _mm256_mul_ps(x[i], x[i]);
-        sumlx = _mm256_add_ps(sumlx, _mm256_mul_ps(_mm256_mul_ps(w, x[i]), lf));
-        suml2 = _mm256_add_ps(suml2, _mm256_mul_ps(_mm256_mul_ps(w, lf), lf));
-    }
-    V scale = vblend(_mm256_div_ps(sumlx, suml2), zero, EQ(suml2, zero));
-    V best = _mm256_mul_ps(scale, sumlx);
-    for (int is = -9; is <= 9; ++is) {
-        if (is == 0) continue;
-        const float c = -((float)nmax + 0.1f * (float)is);
-        iscale = _mm256_div_ps(vset(c), max);
-        sumlx = suml2 = zero;
-        for (int i = 0; i < 16; ++i) {
-            const VI l = vclamp(vnearest(_mm256_mul_ps(iscale, x[i])), -nmax, nmax - 1);
-            Lt[i] = l;
-            const V lf = vcvt(l);
-            const V w = _mm256_mul_ps(x[i], x[i]);
-            sumlx = _mm256_add_ps(sumlx, _mm256_mul_ps(_mm256_mul_ps(w, x[i]), lf));
-            suml2 = _mm256_add_ps(suml2, _mm256_mul_ps(_mm256_mul_ps(w, lf), lf));
-        }
-        const V upd = _mm256_and_ps(GT(suml2, zero),
-                                    GT(_mm256_mul_ps(sumlx, sumlx), _mm256_mul_ps(best, suml2)));
-        if (_mm256_movemask_ps(upd) == 0) continue;
-        for (int i = 0; i < 16; ++i) L[i] = iblend(L[i], _mm256_add_epi32(Lt[i], _mm256_set1_epi32(nmax)), upd);
-        const V s = _mm256_div_ps(sumlx, suml2);
-        scale = vblend(scale, s, upd);
-        best = vblend(best, _mm256_mul_ps(s, sumlx), upd);
-    }
-    for (int i = 0; i < 16; ++i) L[i] = iblend(L[i], _mm256_setzero_si256(), allzero);
-    return vblend(scale, zero, allzero);
-}
-
-static void q6k_group(const float *x, uint8_t *y, int nblk) {
-    V xt[QK_K];
-    VI L[QK_K];
-    V scales[16];
-    transpose_in(x, nblk, xt);
-    const V zero = _mm256_setzero_ps();
-    V max_scale = zero, max_abs_scale = zero;
-    for (int ib = 0; ib < 16; ++ib) {
-        scales[ib] = make_qx_v(xt + 16 * ib, L + 16 * ib);
-        const V abs_scale = vabs(scales[ib]);
-        const V m = GT(abs_scale, max_abs_scale);
-        max_abs_scale = vblend(max_abs_scale, abs_scale, m);
-        max_scale = vblend(max_scale, scales[ib], m);
-    }
-    float mas[LANES];
-    _mm256_storeu_ps(mas, max_abs_scale);
-    const V iscale = _mm256_div_ps(vset(-128.f), max_scale);
-    float inv[LANES], dback[LANES];
-    _mm256_storeu_ps(inv, _mm256_div_ps(vset(1.0f), iscale));
-    uint16_t dh[LANES];
-    for (int k = 0; k < LANES; k++) {
-        dh[k] = qp_fp32_to_fp16(inv[k]);
-        dback[k] = qp_fp16_to_fp32(dh[k]);
-    }
-    const V dv = _mm256_loadu_ps(dback);
-    int32_t sc[16][LANES];
-    for (int ib = 0; ib < 16; ++ib) {
-        VI s = _mm256_min_epi32(_mm256_set1_epi32(127), vnearest(_mm256_mul_ps(iscale, scales[ib])));
-        s = _mm256_srai_epi32(_mm256_slli_epi32(s, 24), 24); /* (int8_t) */
-        _mm256_storeu_si256((VI *)sc[ib], s);
-        const V d = _mm256_mul_ps(dv, vcvt(s));
-        const V dz = EQ(d, zero);
-        if (_mm256_movemask_ps(dz) == 0xFF) continue;
-        for (int ii = 0; ii < 16; ++ii) {
-            VI l = vclamp(vnearest(_mm256_div_ps(xt[16 * ib + ii], d)), -32, 31);
-            l = _mm256_add_epi32(l, _mm256_set1_epi32(32));
-            L[16 * ib + ii] = iblend(l, L[16 * ib + ii], dz);
-        }
-    }
-    int32_t lt[QK_K][LANES];
-    for (int i = 0; i < QK_K; i++) _mm256_storeu_si256((VI *)lt[i], L[i]);
-    for (int k = 0; k < nblk; k++) {
-        uint8_t *b = y + (size_t)k * 210;
-        if (mas[k] < 1e-15f) {
-            memset(b, 0, 210);
-            continue;
-        }
-        uint8_t *ql = b, *qh = b + 128;
-        for (int ib = 0; ib < 16; ib++) b[192 + ib] = (uint8_t)(int8_t)sc[ib][k];
-        qp_store_u16le(b + 208, dh[k]);
-        for (int j = 0; j < QK_K; j += 128) {
-            for (int l = 0; l < 32; ++l) {
-                const int l0 = lt[j + l][k], l1 = lt[j + l + 32][k], l2 = lt[j + l + 64][k],
-                          l3 = lt[j + l + 96][k];
-                ql[l] = (uint8_t)((l0 & 0xF) | ((l2 & 0xF) << 4));
-                ql[l + 32] = (uint8_t)((l1 & 0xF) | ((l3 & 0xF) << 4));
-                qh[l] = (uint8_t)((l0 >> 4) | ((l1 >> 4) << 2) | ((l2 >> 4) << 4) | ((l3 >> 4) << 6));
-            }
-            ql += 64;
-            qh += 32;
-        }
-    }
-}
-
-void qp_q6k_quantize_avx2(const float *x, void *vy, int64_t n) {
-    uint8_t *y = vy;
-    const int64_t nb = n / QK_K;
-    for (int64_t i = 0; i < nb; i += LANES) {
-        const int cnt = (int)(nb - i < LANES ? nb - i : LANES);
-        if (cnt == 1) qp_q6k_quantize_block_ref(x + i * QK_K, y + i * 210);
-        else q6k_group(x + i * QK_K, y + i * 210, cnt);
-    }
-}
+void qp_q4k_quantize_avx2(const float *x, void *y, int64_t n) { q4k_quantize_rows(x, y, n); }
+void qp_q6k_quantize_avx2(const float *x, void *y, int64_t n) { q6k_quantize_rows(x, y, n); }
 
 /* ---- dots: scalar block dequantization (exact values), 8-wide products and sums ---------------- */
 static float dot_blocks_avx2(qp_dequantize_fn deq, size_t bb, const void *w, const float *x, int64_t n) {
