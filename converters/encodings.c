@@ -130,6 +130,11 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
                         qp_trlm_t2_dequantize, qp_trlm_t2_vec_dot, qp_trlm_t2_validate,
                         "exact for ternary tensors {-s,0,+s}; else ternarization with s = mean |w| over nonzero w (lossy)",
                         qp_trlm_t2_quantize_ref, NULL, qp_trlm_t2_quantize_tensor, qp_trlm_t2_dequantize_tensor},
+    /* int8 rows for embeddings (enc_i8row.c, encodings.md "I8_ROW"; TRLM I8ROWS) */
+    [QP_ENC_I8_ROW] = {QP_ENC_I8_ROW, "i8_row", "I8_ROW", 32, 36, -1, NULL, B, 0, qp_i8row_quantize_ref,
+                       qp_i8row_dequantize, qp_i8row_vec_dot, qp_i8row_validate,
+                       "per 32-block: |err| <= amax/254 * (1 + 2^-14) when d = amax/127 is a normal f32; all-zero blocks exact",
+                       qp_i8row_quantize_ref, qp_i8row_vec_dot_i8, NULL, NULL},
 };
 
 const qp_encoding_traits *qp_encoding_get(qp_encoding enc) {

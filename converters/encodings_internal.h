@@ -121,6 +121,13 @@ bool qp_trlm_t2_validate(const void *x, int64_t n, char *why, size_t why_len);
 void qp_trlm_t2_quantize_tensor(const float *x, void *y, int64_t n);
 void qp_trlm_t2_dequantize_tensor(const void *x, float *y, int64_t n);
 
+/* enc_i8row.c (I8_ROW: f32 scale + 32 int8 per block, encodings.md) */
+void qp_i8row_quantize_ref(const float *x, void *y, int64_t n);
+void qp_i8row_dequantize(const void *x, float *y, int64_t n);
+float qp_i8row_vec_dot(const void *w, const float *x, int64_t n);
+double qp_i8row_vec_dot_i8(const void *w, const int8_t *a, int64_t n);
+bool qp_i8row_validate(const void *x, int64_t n, char *why, size_t why_len);
+
 /* simd.c: dispatchers (same bytes as the _ref functions; vec_dot within a stated tolerance) */
 int qp_simd_level(void); /* 0 scalar, 1 avx2, 2 avx512 */
 void qp_q4k_quantize(const float *x, void *y, int64_t n);

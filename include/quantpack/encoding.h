@@ -63,6 +63,8 @@ typedef enum qp_encoding {
     QP_ENC_BQ4,       /* bullet-core BQ4: 32 elements in 20 bytes (f16 scale, i8 zero, nibbles) */
     QP_ENC_TRLM_T2,   /* TRLM v1 ternary rows: 4 codes per byte (q+1, LSB first) + f32 tensor scale
                          trailer; F32 activations (writers/trlm.md) */
+    QP_ENC_I8_ROW,    /* int8 rows for embeddings: 32 elements in 36 bytes (f32 absmax/127 scale, then
+                         32 int8); TRLM I8ROWS tensors (converters/encodings.md "I8_ROW") */
     /* add new encodings above this line */
     QP_ENC_COUNT
 } qp_encoding;
