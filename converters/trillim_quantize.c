@@ -185,25 +185,23 @@ static qp_status encode_entry(const qp_trillim_entry *t, const qp_trlm_record *r
         return QP_OK;
     }
     if (r->kind == QP_TRLM_KIND_I8ROWS) {
-        uint8_t *scales = out + (size_t)pr * pc;
+        /* each padded row: I8_ROW blocks of the row zero-padded to a multiple of 32 (padding
+           rows stay all-zero blocks: scale 0, q 0) */
+        size_t nb = ((size_t)pc + 31) / 32, rb = nb * 36;
+        float *row = qp_calloc(nb * 32, sizeof *row);
+        if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor entry %u", file, idx);
         for (uint32_t y = 0; y < rows; y++) {
-            float amax = 0.0f;
             for (uint32_t x = 0; x < cols; x++) {
-                float v = src_float(src, t->dtype, (size_t)y * cols + x);
-                if (!isfinite(v))
+                row[x] = src_float(src, t->dtype, (size_t)y * cols + x);
+                if (!isfinite(row[x])) {
+                    qp_free(row);
                     return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: element %zu is not "
                                    "finite", file, idx, (size_t)y * cols + x);
-                if (fabsf(v) > amax) amax = fabsf(v);
+                }
             }
-            float d = amax / 127.0f;
-            for (uint32_t x = 0; x < cols; x++) {
-                float v = src_float(src, t->dtype, (size_t)y * cols + x);
-                int q = d > 0.0f ? qp_nearest_int(v / d) : 0;
-                q = q > 127 ? 127 : q < -127 ? -127 : q;
-                out[(size_t)y * pc + x] = (uint8_t)(int8_t)q;
-            }
-            qp_store_f32le(scales + 4 * (size_t)y, d);
+            qp_encoding_get(QP_ENC_I8_ROW)->quantize_ref(row, out + (size_t)y * rb, (int64_t)(nb * 32));
         }
+        qp_free(row);
         return QP_OK;
     }
     /* TERNARY */

@@ -195,19 +195,40 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
         t->data = (const uint8_t *)c;
         return QP_OK;
     }
-    /* I8ROWS -> F32 (q * row scale) */
-    const uint8_t *scales = data + (size_t)pr * pc;
+    /* I8ROWS: padded_rows rows of ceil(pc/32) I8_ROW blocks. Every stored block is validated. */
+    const qp_encoding_traits *i8 = qp_encoding_get(QP_ENC_I8_ROW);
+    size_t nb = ((size_t)pc + 31) / 32, rb = nb * 36;
+    char why[128];
+    for (uint32_t y = 0; y < pr; y++)
+        if (!i8->validate(data + (size_t)y * rb, (int64_t)nb * 32, why, sizeof why))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (record %u) at offset %llu: row %u: %s",
+                           path, name, idx, (unsigned long long)(r->offset + (uint64_t)y * rb), y, why);
+    if (cols % 32 == 0) {
+        /* the logical row is whole blocks: run in place (no column padding) or keep the first
+           cols/32 blocks of each row (1.125 bytes per element either way) */
+        size_t lrb = (size_t)cols / 32 * 36;
+        t->enc = QP_ENC_I8_ROW;
+        t->nbytes = (size_t)rows * lrb;
+        if (lrb == rb) {
+            t->data = data;
+            return QP_OK;
+        }
+        uint8_t *c = qp_arena_alloc(ar, t->nbytes);
+        if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, name);
+        for (uint32_t y = 0; y < rows; y++) memcpy(c + (size_t)y * lrb, data + (size_t)y * rb, lrb);
+        t->data = c;
+        return QP_OK;
+    }
+    /* a row that ends inside a block -> F32 (4 bytes per element) */
     float *c = qp_arena_alloc(ar, n * 4);
     if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, name);
+    float *row = qp_malloc(nb * 32 * sizeof *row);
+    if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
     for (uint32_t y = 0; y < rows; y++) {
-        float d = qp_load_f32le(scales + 4 * (size_t)y);
-        if (!isfinite(d) || d < 0.0f)
-            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %llu: row %u scale %g", path,
-                           name, (unsigned long long)(r->offset + (size_t)pr * pc + 4 * (size_t)y), y,
-                           (double)d);
-        for (uint32_t x = 0; x < cols; x++)
-            c[(size_t)y * cols + x] = (float)(int8_t)data[(size_t)y * pc + x] * d;
+        i8->dequantize(data + (size_t)y * rb, row, (int64_t)nb * 32);
+        memcpy(c + (size_t)y * cols, row, (size_t)cols * sizeof *row);
     }
+    qp_free(row);
     t->enc = QP_ENC_F32;
     t->nbytes = n * 4;
     t->data = (const uint8_t *)c;

@@ -37,7 +37,7 @@ enum { QP_TRLM_ACTIVATION_RELU_SQR = 0, QP_TRLM_ACTIVATION_SILU = 1 };
 typedef enum qp_trlm_kind {
     QP_TRLM_KIND_BF16 = 0,    /* padded_rows x padded_cols bf16 */
     QP_TRLM_KIND_TERNARY = 1, /* padded_rows x ceil(padded_cols/4) code bytes, then f32 scale */
-    QP_TRLM_KIND_I8ROWS = 2,  /* padded_rows x padded_cols int8, then padded_rows f32 row scales */
+    QP_TRLM_KIND_I8ROWS = 2,  /* padded_rows rows of ceil(padded_cols/32) I8_ROW blocks (36 bytes) */
     QP_TRLM_KIND_COUNT
 } qp_trlm_kind;
 

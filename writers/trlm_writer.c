@@ -49,7 +49,7 @@ bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_
     switch (kind) {
     case QP_TRLM_KIND_BF16: *out = r * c * 2u; return true;
     case QP_TRLM_KIND_TERNARY: *out = r * ((c + 3u) / 4u) + 4u; return true;
-    case QP_TRLM_KIND_I8ROWS: *out = r * c + 4u * r; return true;
+    case QP_TRLM_KIND_I8ROWS: *out = r * ((c + 31u) / 32u) * 36u; return true; /* I8_ROW blocks */
     default: return false;
     }
 }
