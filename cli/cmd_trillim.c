@@ -266,7 +266,9 @@ static void inf_usage(FILE *f) {
                "Trillim protocol v1. Per request, stdin lines: num_tokens (0 quits), reset (0/1),\n"
                "temperature, top_k, top_p, repetition_penalty, rep_penalty_lookback, max_tokens (0 =\n"
                "unlimited, bounded by max positions), then num_tokens token ids. stdout: one generated\n"
-               "id per line (EOS included), then kv_position. --lora merges MODEL_DIR/qmodel.lora.\n"
+               "id per line (EOS included), then kv_position. The repetition penalty looks back over\n"
+               "the session's cached tokens (all requests since the last reset 1), as attention does.\n"
+               "--lora merges MODEL_DIR/qmodel.lora.\n"
                "Malformed input: a message on stderr and exit 3.\n");
 }
 
@@ -432,8 +434,11 @@ int qp_cmd_inference(int argc, char **argv) {
     int64_t n_ctx = c.v[9], vocab = a->vocab, pos = 0;
     qp_sampler_params sp;
     qp_sampler_params_default(&sp);
-    int32_t *ids = qp_malloc((size_t)n_ctx * sizeof *ids);
-    if (!ids) {
+    /* ids: this request's prompt; hist: the tokens in the KV cache (hist[k] at position k), which
+       every request's sampler re-accepts first, so the repetition penalty looks back across
+       requests of the session exactly as attention does (cleared with the cache by reset 1) */
+    int32_t *ids = qp_malloc((size_t)n_ctx * sizeof *ids), *hist = qp_malloc((size_t)n_ctx * sizeof *hist);
+    if (!ids || !hist) {
         rc = inf_error("out of memory");
         goto done;
     }
@@ -493,12 +498,14 @@ int qp_cmd_inference(int argc, char **argv) {
         sp.repeat_penalty = (float)rep;
         sp.repeat_last_n = (int32_t)lookback;
         if (qp_sampler_new(&sp, vocab, &sm, &e) != QP_OK) { rc = qp_cli_fail(&e); break; }
+        for (int64_t k = 0; k < pos && rc == 0; k++)
+            if (qp_sampler_accept(sm, hist[k], &e) != QP_OK) rc = qp_cli_fail(&e);
         float *logits = NULL;
         for (int64_t k = 0; k < nt && rc == 0; k++) {
             if (qp_runtime_forward(rt, ids[k], pos, &logits, &e) != QP_OK ||
                 qp_sampler_accept(sm, ids[k], &e) != QP_OK)
                 rc = qp_cli_fail(&e);
-            pos++;
+            hist[pos++] = ids[k];
         }
         if (rc) break;
         int64_t g = 0;
@@ -518,7 +525,7 @@ int qp_cmd_inference(int argc, char **argv) {
                     rc = qp_cli_fail(&e);
                     break;
                 }
-                pos++;
+                hist[pos++] = tok;
             } else {
                 stop = true; /* the context is full: the token is emitted but not cached */
             }
@@ -529,6 +536,7 @@ int qp_cmd_inference(int argc, char **argv) {
         fflush(stdout);
     }
     qp_free(ids);
+    qp_free(hist);
 done:
     qp_sampler_free(sm);
     qp_runtime_free(rt);

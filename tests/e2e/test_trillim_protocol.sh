@@ -3,7 +3,8 @@
 # bitnet-float fixture. Several requests in one process, continue vs reset, kv_position
 # arithmetic, continuation equals one request over the whole history, EOS stop, max_tokens stop,
 # the max-positions bound with max_tokens 0, malformed lines and early EOF (non-zero exit with a
-# message, never a hang), clean EOF between requests.
+# message, never a hang), clean EOF between requests, the repetition penalty looking back into
+# the previous request of the session (and not past a reset).
 set -u
 BIN=${QP_BIN_DIR:-bin}; FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
 [ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
@@ -57,6 +58,25 @@ bad "token id out of vocabulary" '1\n1\n0\n0\n1\n1\n64\n1\n99999\n' "outside the
 bad "non-numeric temperature" '1\n1\nhot\n0\n1\n1\n64\n1\n5\n' "temperature"
 bad "prompt past max positions" '300\n' "outside"
 bad "overlong line" "$(head -c 400 /dev/zero | tr '\0' 7)\n" "too long"
+# 8: repetition penalty across requests: the sampler's history is the session's cached tokens
+reqp() { # n reset max penalty tokens... (greedy, lookback 64)
+  local n=$1 r=$2 m=$3 rp=$4; shift 4; printf '%s\n%s\n0\n0\n1\n%s\n64\n%s\n' "$n" "$r" "$rp" "$m"; printf '%s\n' "$@"; }
+R=5
+mapfile -t N0 < <( { reqp 4 1 5 1 $P; reqp 1 0 4 1 5; echo 0; } | run "$(cfg 256 0)" )
+mapfile -t N1 < <( { reqp 4 1 5 1 $P; reqp 1 0 4 $R 5; echo 0; } | run "$(cfg 256 0)" )
+H1="${N0[*]:0:5}"; t0=${N0[6]}; t1=${N1[6]}
+# without a penalty the continued request's first token repeats a token of request 1 (not its own
+# prompt "5"), so only a history reaching into request 1 can change it
+check "unpenalized continuation starts with a token of request 1 ($t0 in $P $H1)" \
+  "[ '$t0' != 5 ] && [[ ' $P $H1 ' == *' $t0 '* ]]"
+check "penalty $R in the continued request changes it ($t0 -> $t1)" "[ -n '$t1' ] && [ '$t1' != '$t0' ]"
+mapfile -t S1 < <( { reqp 10 1 4 $R $P $H1 5; echo 0; } | run "$(cfg 256 0)" )
+check "penalized continuation == one penalized request over the whole history (${N1[*]:6:4} vs ${S1[*]:0:4})" \
+  "[ '${N1[*]:6:5}' = '${S1[*]:0:5}' ]"
+# reset 1 clears the history with the cache: after request 1, a reset request equals a fresh process
+mapfile -t X1 < <( { reqp 4 1 5 1 $P; reqp 1 1 4 $R $t0; echo 0; } | run "$(cfg 256 0)" )
+mapfile -t X2 < <( { reqp 1 1 4 $R $t0; echo 0; } | run "$(cfg 256 0)" )
+check "reset clears the penalty history (${X1[*]:6:5} vs ${X2[*]:0:5})" "[ '${X1[*]:6:5}' = '${X2[*]:0:5}' ]"
 # 7: a config that does not describe the model
 timeout 60 "$BIN/inference" "$D" --config ${CFG[0]} ${CFG[1]} 256 "${CFG[@]:3}" </dev/null >/dev/null 2>"$TMP/proto_err"
 check "wrong hidden_dim in --config is refused" "[ $? -ne 0 ] && grep -q hidden_dim '$TMP/proto_err'"
