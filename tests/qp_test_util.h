@@ -77,6 +77,55 @@ static inline bool qp_test_files_equal(const char *a, const char *b, size_t *dif
     return ok;
 }
 
+/* ---- bytes built by hand (little-endian), for files a test writes itself ------------------ */
+
+/* A growable byte buffer; a zeroed one is empty. qp_test_buf_free releases it. */
+typedef struct qp_test_buf {
+    uint8_t *p;
+    size_t n, cap;
+} qp_test_buf;
+
+/* Appends n bytes (exit 2 when out of memory). */
+static inline void qp_test_put(qp_test_buf *b, const void *x, size_t n) {
+    if (n > b->cap - b->n) {
+        size_t cap = (b->n + n) * 2 + 64;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            fprintf(stderr, "test buffer: out of memory\n");
+            exit(2);
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+static inline void qp_test_put_u8(qp_test_buf *b, uint8_t v) { qp_test_put(b, &v, 1); }
+static inline void qp_test_put_u32(qp_test_buf *b, uint32_t v) {
+    uint8_t t[4];
+    qp_store_u32le(t, v);
+    qp_test_put(b, t, 4);
+}
+static inline void qp_test_put_u64(qp_test_buf *b, uint64_t v) {
+    uint8_t t[8];
+    qp_store_u64le(t, v);
+    qp_test_put(b, t, 8);
+}
+static inline void qp_test_put_f32(qp_test_buf *b, float f) {
+    uint8_t t[4];
+    qp_store_f32le(t, f);
+    qp_test_put(b, t, 4);
+}
+/* A GGUF string: u64 length, then the bytes. */
+static inline void qp_test_put_gguf_str(qp_test_buf *b, const char *s) {
+    qp_test_put_u64(b, strlen(s));
+    qp_test_put(b, s, strlen(s));
+}
+static inline void qp_test_buf_free(qp_test_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
 /* ---- folders ------------------------------------------------------------------------------- */
 
 /* mkdir -p: true when path is a folder afterwards. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
 #include "writers/bullet_writer.h"
@@ -18,15 +19,8 @@ static char g_good[600], g_bad[600];
 static uint8_t *g_buf;
 static size_t g_n;
 
-static void write_file(const char *p, const uint8_t *d, size_t n) {
-    FILE *f = fopen(p, "wb");
-    if (!f) return;
-    if (n) fwrite(d, 1, n, f);
-    fclose(f);
-}
-
 static qp_status open_bytes(const uint8_t *d, size_t n, qp_err *e) {
-    write_file(g_bad, d, n);
+    qp_test_must_write_file(g_bad, d, n);
     qp_model *m = NULL;
     qp_status s = qp_model_open(g_bad, NULL, &m, e);
     qp_model_close(m);
@@ -94,20 +88,13 @@ static void make_good(bool checksum) {
     qp_err e = {0};
     QP_CHECK_MSG(qp_bullet_write(g_good, &in, bt, 12, &e) == QP_OK, "%s", e.msg);
     free(g_buf);
-    FILE *f = fopen(g_good, "rb");
-    fseek(f, 0, SEEK_END);
-    g_n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    g_buf = malloc(g_n + 1);
-    if (fread(g_buf, 1, g_n, f) != g_n) g_n = 0;
-    fclose(f);
+    g_buf = qp_test_read_file(g_good, &g_n);
+    if (!g_buf) g_n = 0;
 }
 
 int main(void) {
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tmp);
-    if (system(cmd) != 0) return 1;
+    if (!qp_test_mkdir_p(tmp)) return 1;
     snprintf(g_good, sizeof g_good, "%s/bullet_bad_good_%d.bullet", tmp, (int)getpid());
     snprintf(g_bad, sizeof g_bad, "%s/bullet_bad_%d.bullet", tmp, (int)getpid());
     make_good(false);

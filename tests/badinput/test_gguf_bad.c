@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "readers/gguf_meta.h"
 
@@ -153,107 +154,92 @@ static uint64_t scale_offset(bad_kind k) {
 }
 
 /* ---- a tiny GGUF writer that can be told to lie ------------------------------------------ */
-typedef struct buf {
-    uint8_t p[8192];
-    size_t n;
-} buf;
-
-static void put(buf *b, const void *x, size_t n) {
-    if (b->n + n > sizeof b->p) { fprintf(stderr, "test buffer overflow\n"); exit(2); }
-    memcpy(b->p + b->n, x, n);
-    b->n += n;
-}
-static void put_u8(buf *b, uint8_t v) { put(b, &v, 1); }
-static void put_u32(buf *b, uint32_t v) { uint8_t t[4]; qp_store_u32le(t, v); put(b, t, 4); }
-static void put_u64(buf *b, uint64_t v) { uint8_t t[8]; qp_store_u64le(t, v); put(b, t, 8); }
-static void put_str(buf *b, const char *s) { put_u64(b, strlen(s)); put(b, s, strlen(s)); }
-static void put_f32(buf *b, float f) { uint8_t t[4]; qp_store_f32le(t, f); put(b, t, 4); }
-static void key(buf *b, const char *k, uint32_t type) { put_str(b, k); put_u32(b, type); }
+static void key(qp_test_buf *b, const char *k, uint32_t type) { qp_test_put_gguf_str(b, k); qp_test_put_u32(b, type); }
 
 enum { T_U8 = 0, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 };
 
 static const char *const k_tokens[4] = {"<unk>", "<s>", "</s>", "a\xc3\xa9"};
 
-static int build(bad_kind k, buf *b) {
+static int build(bad_kind k, qp_test_buf *b) {
     b->n = 0;
     int n_kv = 0;
-    put(b, k == BAD_MAGIC ? "GGUX" : "GGUF", 4);
+    qp_test_put(b, k == BAD_MAGIC ? "GGUX" : "GGUF", 4);
     uint32_t version = 3;
     if (k == GOOD_V2) version = 2;
     if (k == BAD_VERSION_0) version = 0;
     if (k == BAD_VERSION_1) version = 1;
     if (k == BAD_VERSION_4) version = 4;
     if (k == BAD_BYTESWAPPED) version = 0x03000000u;
-    put_u32(b, version);
+    qp_test_put_u32(b, version);
     uint64_t n_tensors = k == GOOD_NO_TENSORS ? 0 : k == GOOD_I2_S ? 3 : 2;
     if (is_flavour_case(k)) n_tensors = scale_offset(k) ? 4 : 3;
     if (k == BAD_N_TENSORS_HUGE) n_tensors = 1ull << 62;
     if (k == BAD_N_TENSORS_NEG) n_tensors = UINT64_MAX - 1;
-    put_u64(b, n_tensors);
+    qp_test_put_u64(b, n_tensors);
     size_t n_kv_at = b->n;
-    put_u64(b, 0); /* patched below */
+    qp_test_put_u64(b, 0); /* patched below */
 
     /* metadata */
-    if (k == BAD_KEY_LEN_HUGE) { put_u64(b, UINT64_MAX); put(b, "x", 1); n_kv++; }
+    if (k == BAD_KEY_LEN_HUGE) { qp_test_put_u64(b, UINT64_MAX); qp_test_put(b, "x", 1); n_kv++; }
     key(b, "general.architecture", T_STR), n_kv++;
-    if (k == BAD_STR_LEN_HUGE) { put_u64(b, UINT64_MAX - 15); put(b, "llama", 5); }
-    else put_str(b, "llama");
-    if (k == BAD_ALIGN_TYPE) { key(b, "general.alignment", T_U64); put_u64(b, 32); }
+    if (k == BAD_STR_LEN_HUGE) { qp_test_put_u64(b, UINT64_MAX - 15); qp_test_put(b, "llama", 5); }
+    else qp_test_put_gguf_str(b, "llama");
+    if (k == BAD_ALIGN_TYPE) { key(b, "general.alignment", T_U64); qp_test_put_u64(b, 32); }
     else {
         key(b, "general.alignment", T_U32);
-        put_u32(b, k == BAD_ALIGN_ZERO ? 0 : k == BAD_ALIGN_NPOT ? 48 : k == GOOD_ALIGN_64 ? 64 : 32);
+        qp_test_put_u32(b, k == BAD_ALIGN_ZERO ? 0 : k == BAD_ALIGN_NPOT ? 48 : k == GOOD_ALIGN_64 ? 64 : 32);
     }
     n_kv++;
-    key(b, "llama.block_count", T_U32), put_u32(b, 1), n_kv++;
-    if (k == PROB_CTX_U64) key(b, "llama.context_length", T_U64), put_u64(b, 128);
-    else key(b, "llama.context_length", T_U32), put_u32(b, 128);
+    key(b, "llama.block_count", T_U32), qp_test_put_u32(b, 1), n_kv++;
+    if (k == PROB_CTX_U64) key(b, "llama.context_length", T_U64), qp_test_put_u64(b, 128);
+    else key(b, "llama.context_length", T_U32), qp_test_put_u32(b, 128);
     n_kv++;
-    key(b, "llama.embedding_length", T_U32), put_u32(b, 8), n_kv++;
-    key(b, "llama.attention.head_count", T_U32), put_u32(b, 2), n_kv++;
-    key(b, "llama.attention.layer_norm_rms_epsilon", T_F32), put_f32(b, 1e-5f), n_kv++;
-    key(b, "tokenizer.ggml.model", T_STR), put_str(b, "llama"), n_kv++;
+    key(b, "llama.embedding_length", T_U32), qp_test_put_u32(b, 8), n_kv++;
+    key(b, "llama.attention.head_count", T_U32), qp_test_put_u32(b, 2), n_kv++;
+    key(b, "llama.attention.layer_norm_rms_epsilon", T_F32), qp_test_put_f32(b, 1e-5f), n_kv++;
+    key(b, "tokenizer.ggml.model", T_STR), qp_test_put_gguf_str(b, "llama"), n_kv++;
     key(b, "tokenizer.ggml.tokens", T_ARR), n_kv++;
     if (k == BAD_TOKENS_NOT_STRINGS) {
-        put_u32(b, T_I32), put_u64(b, 4);
-        for (int i = 0; i < 4; i++) put_u32(b, (uint32_t)i);
+        qp_test_put_u32(b, T_I32), qp_test_put_u64(b, 4);
+        for (int i = 0; i < 4; i++) qp_test_put_u32(b, (uint32_t)i);
     } else {
-        put_u32(b, T_STR);
-        put_u64(b, k == BAD_STR_ARRAY_COUNT_HUGE ? 1ull << 61 : 4);
+        qp_test_put_u32(b, T_STR);
+        qp_test_put_u64(b, k == BAD_STR_ARRAY_COUNT_HUGE ? 1ull << 61 : 4);
         for (int i = 0; i < 4; i++) {
-            if (k == BAD_STR_ELEM_LEN_HUGE && i == 2) { put_u64(b, 1ull << 63); put(b, "x", 1); }
-            else put_str(b, k_tokens[i]);
+            if (k == BAD_STR_ELEM_LEN_HUGE && i == 2) { qp_test_put_u64(b, 1ull << 63); qp_test_put(b, "x", 1); }
+            else qp_test_put_gguf_str(b, k_tokens[i]);
         }
     }
     key(b, "tokenizer.ggml.scores", T_ARR), n_kv++;
-    put_u32(b, T_F32);
+    qp_test_put_u32(b, T_F32);
     int n_scores = k == BAD_SCORES_COUNT ? 3 : 4;
-    put_u64(b, k == BAD_ARRAY_COUNT_HUGE ? 1ull << 62 : (uint64_t)n_scores);
-    for (int i = 0; i < n_scores; i++) put_f32(b, -(float)i);
-    key(b, "tokenizer.ggml.token_type", T_ARR), put_u32(b, T_I32), put_u64(b, 4), n_kv++;
-    put_u32(b, 2), put_u32(b, 3), put_u32(b, 3), put_u32(b, 1);
-    key(b, "tokenizer.ggml.bos_token_id", T_U32), put_u32(b, 1), n_kv++;
-    key(b, "tokenizer.ggml.add_bos_token", T_BOOL), put_u8(b, 1), n_kv++;
-    key(b, "test.u8", T_U8), put_u8(b, 200), n_kv++;
-    key(b, "test.i8", T_I8), put_u8(b, (uint8_t)-5), n_kv++;
-    key(b, "test.u16", T_U16), put_u8(b, 0x34), put_u8(b, 0x12), n_kv++;
-    key(b, "test.i16", T_I16), put_u8(b, 0xfe), put_u8(b, 0xff), n_kv++;
-    key(b, "test.i32", T_I32), put_u32(b, (uint32_t)-7), n_kv++;
-    key(b, "test.u64", T_U64), put_u64(b, 0x123456789abcdefull), n_kv++;
-    key(b, "test.i64", T_I64), put_u64(b, (uint64_t)-9), n_kv++;
-    key(b, "test.f64", T_F64), put_u64(b, 0x3fd0000000000000ull), n_kv++; /* 0.25 */
-    key(b, "test.u8arr", T_ARR), put_u32(b, T_U8), put_u64(b, 3), put(b, "\x01\x02\x03", 3), n_kv++;
-    key(b, "test.empty", T_ARR), put_u32(b, T_I64), put_u64(b, 0), n_kv++;
-    if (k == BAD_DUP_KEY) key(b, "test.u8", T_U8), put_u8(b, 1), n_kv++;
-    if (k == BAD_EMPTY_KEY) key(b, "", T_U8), put_u8(b, 1), n_kv++;
+    qp_test_put_u64(b, k == BAD_ARRAY_COUNT_HUGE ? 1ull << 62 : (uint64_t)n_scores);
+    for (int i = 0; i < n_scores; i++) qp_test_put_f32(b, -(float)i);
+    key(b, "tokenizer.ggml.token_type", T_ARR), qp_test_put_u32(b, T_I32), qp_test_put_u64(b, 4), n_kv++;
+    qp_test_put_u32(b, 2), qp_test_put_u32(b, 3), qp_test_put_u32(b, 3), qp_test_put_u32(b, 1);
+    key(b, "tokenizer.ggml.bos_token_id", T_U32), qp_test_put_u32(b, 1), n_kv++;
+    key(b, "tokenizer.ggml.add_bos_token", T_BOOL), qp_test_put_u8(b, 1), n_kv++;
+    key(b, "test.u8", T_U8), qp_test_put_u8(b, 200), n_kv++;
+    key(b, "test.i8", T_I8), qp_test_put_u8(b, (uint8_t)-5), n_kv++;
+    key(b, "test.u16", T_U16), qp_test_put_u8(b, 0x34), qp_test_put_u8(b, 0x12), n_kv++;
+    key(b, "test.i16", T_I16), qp_test_put_u8(b, 0xfe), qp_test_put_u8(b, 0xff), n_kv++;
+    key(b, "test.i32", T_I32), qp_test_put_u32(b, (uint32_t)-7), n_kv++;
+    key(b, "test.u64", T_U64), qp_test_put_u64(b, 0x123456789abcdefull), n_kv++;
+    key(b, "test.i64", T_I64), qp_test_put_u64(b, (uint64_t)-9), n_kv++;
+    key(b, "test.f64", T_F64), qp_test_put_u64(b, 0x3fd0000000000000ull), n_kv++; /* 0.25 */
+    key(b, "test.u8arr", T_ARR), qp_test_put_u32(b, T_U8), qp_test_put_u64(b, 3), qp_test_put(b, "\x01\x02\x03", 3), n_kv++;
+    key(b, "test.empty", T_ARR), qp_test_put_u32(b, T_I64), qp_test_put_u64(b, 0), n_kv++;
+    if (k == BAD_DUP_KEY) key(b, "test.u8", T_U8), qp_test_put_u8(b, 1), n_kv++;
+    if (k == BAD_EMPTY_KEY) key(b, "", T_U8), qp_test_put_u8(b, 1), n_kv++;
     if (k == BAD_NESTED_ARRAY) {
-        key(b, "test.nested", T_ARR), put_u32(b, T_ARR), put_u64(b, 1);
-        put_u32(b, T_U8), put_u64(b, 1), put_u8(b, 7), n_kv++;
+        key(b, "test.nested", T_ARR), qp_test_put_u32(b, T_ARR), qp_test_put_u64(b, 1);
+        qp_test_put_u32(b, T_U8), qp_test_put_u64(b, 1), qp_test_put_u8(b, 7), n_kv++;
     }
-    if (k == BAD_VALUE_TYPE) key(b, "test.badtype", 13), put_u32(b, 0), n_kv++;
-    if (k == BAD_ARRAY_ELEM_TYPE) key(b, "test.badarr", T_ARR), put_u32(b, 13), put_u64(b, 0), n_kv++;
+    if (k == BAD_VALUE_TYPE) key(b, "test.badtype", 13), qp_test_put_u32(b, 0), n_kv++;
+    if (k == BAD_ARRAY_ELEM_TYPE) key(b, "test.badarr", T_ARR), qp_test_put_u32(b, 13), qp_test_put_u64(b, 0), n_kv++;
     if (is_flavour_case(k) && k != BAD_MS_QK256_SIZED)
-        key(b, "quantpack.i2s.flavour", T_STR), put_str(b, k == BAD_FLAVOUR_VALUE ? "qk512" : "qk256"), n_kv++;
-    if (k == BAD_MS_QK256_SIZED) key(b, "general.file_type", T_U32), put_u32(b, 40), n_kv++;
+        key(b, "quantpack.i2s.flavour", T_STR), qp_test_put_gguf_str(b, k == BAD_FLAVOUR_VALUE ? "qk512" : "qk256"), n_kv++;
+    if (k == BAD_MS_QK256_SIZED) key(b, "general.file_type", T_U32), qp_test_put_u32(b, 40), n_kv++;
     uint64_t n_kv_field = (uint64_t)n_kv;
     if (k == BAD_N_KV_HUGE) n_kv_field = UINT64_MAX - 15;
     if (k == BAD_N_KV_2_40) n_kv_field = 1ull << 40;
@@ -270,19 +256,19 @@ static int build(bad_kind k, buf *b) {
         longname[k == GOOD_NAME_63 ? 63 : 64] = '\0';
         name0 = longname;
     }
-    if (k == BAD_NAME_LEN_HUGE) { put_u64(b, UINT64_MAX); put(b, "x", 1); }
-    else put_str(b, name0);
-    put_u32(b, k == BAD_N_DIMS_5 ? 5 : 1);
-    put_u64(b, k == BAD_NE0_BLOCK ? 16 : 32);
-    if (k == BAD_N_DIMS_5) for (int i = 0; i < 4; i++) put_u64(b, 1);
-    put_u32(b, k == BAD_TYPE_31 ? 31 : k == BAD_TYPE_NEG ? UINT32_MAX : k == BAD_TYPE_1000 ? 1000 : 8);
-    put_u64(b, k == PROB_UNORDERED ? 128 : 0);
+    if (k == BAD_NAME_LEN_HUGE) { qp_test_put_u64(b, UINT64_MAX); qp_test_put(b, "x", 1); }
+    else qp_test_put_gguf_str(b, name0);
+    qp_test_put_u32(b, k == BAD_N_DIMS_5 ? 5 : 1);
+    qp_test_put_u64(b, k == BAD_NE0_BLOCK ? 16 : 32);
+    if (k == BAD_N_DIMS_5) for (int i = 0; i < 4; i++) qp_test_put_u64(b, 1);
+    qp_test_put_u32(b, k == BAD_TYPE_31 ? 31 : k == BAD_TYPE_NEG ? UINT32_MAX : k == BAD_TYPE_1000 ? 1000 : 8);
+    qp_test_put_u64(b, k == PROB_UNORDERED ? 128 : 0);
 
-    put_str(b, k == BAD_DUP_TENSOR ? name0 : "token_embd.weight");
-    put_u32(b, 2);
-    put_u64(b, k == BAD_NE_OVERFLOW ? 1ull << 62 : k == BAD_BYTES_OVERFLOW ? 1ull << 61 : k == PROB_PAD_TRUNCATED ? 3 : 8);
-    put_u64(b, k == BAD_NE_NEG ? (uint64_t)-2 : k == BAD_NE_OVERFLOW ? 4 : k == BAD_BYTES_OVERFLOW ? 2 : 2);
-    put_u32(b, 0);
+    qp_test_put_gguf_str(b, k == BAD_DUP_TENSOR ? name0 : "token_embd.weight");
+    qp_test_put_u32(b, 2);
+    qp_test_put_u64(b, k == BAD_NE_OVERFLOW ? 1ull << 62 : k == BAD_BYTES_OVERFLOW ? 1ull << 61 : k == PROB_PAD_TRUNCATED ? 3 : 8);
+    qp_test_put_u64(b, k == BAD_NE_NEG ? (uint64_t)-2 : k == BAD_NE_OVERFLOW ? 4 : k == BAD_BYTES_OVERFLOW ? 2 : 2);
+    qp_test_put_u32(b, 0);
     uint64_t off1 = 64;
     if (align == 64) off1 = 64;
     if (k == PROB_UNORDERED) off1 = 0;
@@ -290,22 +276,22 @@ static int build(bad_kind k, buf *b) {
     if (k == BAD_OFFSET_HUGE) off1 = 1ull << 63;
     if (k == BAD_OFFSET_MISALIGNED) off1 = 48;
     if (k == BAD_OVERLAP) off1 = 32;
-    put_u64(b, off1);
+    qp_test_put_u64(b, off1);
     if (k == GOOD_I2_S) { /* BitNet I2_S [128, 2]: 256/4 + 32 = 96 bytes at 128 */
-        put_str(b, "blk.0.ffn_up.weight"), put_u32(b, 2), put_u64(b, 128), put_u64(b, 2);
-        put_u32(b, 36), put_u64(b, 128);
+        qp_test_put_gguf_str(b, "blk.0.ffn_up.weight"), qp_test_put_u32(b, 2), qp_test_put_u64(b, 128), qp_test_put_u64(b, 2);
+        qp_test_put_u32(b, 36), qp_test_put_u64(b, 128);
     }
     if (is_flavour_case(k)) { /* [256, 2] type 36 at 128; its F32 [1] scale after it */
-        put_str(b, "blk.0.ffn_up.weight"), put_u32(b, 2), put_u64(b, 256), put_u64(b, 2);
-        put_u32(b, 36), put_u64(b, 128);
+        qp_test_put_gguf_str(b, "blk.0.ffn_up.weight"), qp_test_put_u32(b, 2), qp_test_put_u64(b, 256), qp_test_put_u64(b, 2);
+        qp_test_put_u32(b, 36), qp_test_put_u64(b, 128);
         if (scale_offset(k))
-            put_str(b, "blk.0.ffn_up.scale"), put_u32(b, 1), put_u64(b, 1), put_u32(b, 0),
-                put_u64(b, scale_offset(k));
+            qp_test_put_gguf_str(b, "blk.0.ffn_up.scale"), qp_test_put_u32(b, 1), qp_test_put_u64(b, 1), qp_test_put_u32(b, 0),
+                qp_test_put_u64(b, scale_offset(k));
     }
-    while (b->n % align) put_u8(b, 0);
+    while (b->n % align) qp_test_put_u8(b, 0);
     size_t data_bytes = k == GOOD_I2_S ? 224 : k == PROB_UNORDERED ? 192 : k == PROB_PAD_TRUNCATED ? 88 : 128;
     if (is_flavour_case(k)) data_bytes = scale_offset(k) ? (size_t)scale_offset(k) + 32 : 256;
-    for (size_t i = 0; i < data_bytes; i++) put_u8(b, (uint8_t)(i * 7 + 1));
+    for (size_t i = 0; i < data_bytes; i++) qp_test_put_u8(b, (uint8_t)(i * 7 + 1));
     if (k == BAD_DATA_TRUNCATED) b->n--;
     return 0;
 }
@@ -316,11 +302,7 @@ static char g_tmp[4096];
 static const char *write_file(const char *name, const uint8_t *p, size_t n) {
     static char path[4096 + 64];
     snprintf(path, sizeof path, "%s/%s", g_tmp, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(p, 1, n, f) != n) || fclose(f) != 0) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(2);
-    }
+    qp_test_must_write_file(path, p, n);
     return path;
 }
 
@@ -400,13 +382,11 @@ static void check_base_values(const qp_model *m) {
 
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "%s/gguf_bad.%ld", qp_test_env("QP_TMP_DIR", "/tmp"), (long)getpid());
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_tmp);
-    if (system(cmd) != 0) { fprintf(stderr, "cannot create %s\n", g_tmp); return 2; }
+    if (!qp_test_mkdir_p(g_tmp)) { fprintf(stderr, "cannot create %s\n", g_tmp); return 2; }
     load_peer();
     if (!g_peer_init) fprintf(stderr, "note: llama.cpp peer not found; its verdicts are not compared\n");
     const char *bin = qp_test_env("QP_BIN_DIR", "bin");
-    static buf b;
+    static qp_test_buf b;
     int inspect_checked = 0;
 
     for (int k = 0; k < BAD_KIND_COUNT; k++) {
@@ -471,10 +451,8 @@ int main(void) {
         }
         /* the CLI maps bad input to exit 3 */
         if (s != QP_OK && k % 3 == 0) {
-            snprintf(cmd, sizeof cmd, "'%s/quantpack' inspect '%s' >/dev/null 2>&1", bin, path);
-            int rc = system(cmd);
-            QP_CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 3, "inspect on '%s' exited %d", k_cases[k].name,
-                         WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+            int rc = qp_test_system("'%s/quantpack' inspect '%s' >/dev/null 2>&1", bin, path);
+            QP_CHECK_MSG(rc == 3, "inspect on '%s' exited %d", k_cases[k].name, rc);
             inspect_checked++;
         }
         unlink(path);
@@ -496,9 +474,7 @@ int main(void) {
     QP_CHECK_MSG(trunc_bad == 0, "%d truncation points gave the wrong status", trunc_bad);
     printf("truncated a %zu-byte file at every byte: %s\n", b.n, trunc_bad ? "FAILED" : "all rejected");
     const char *path = write_file("trunc.gguf", b.p, b.n - 1);
-    snprintf(cmd, sizeof cmd, "'%s/quantpack' inspect '%s' >/dev/null 2>&1", bin, path);
-    int rc = system(cmd);
-    QP_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 3);
+    QP_CHECK(qp_test_system("'%s/quantpack' inspect '%s' >/dev/null 2>&1", bin, path) == 3);
     unlink(path);
     rmdir(g_tmp);
     return qp_test_finish();

@@ -10,6 +10,7 @@
 
 #include "core/model_internal.h"
 #include "qp_test.h"
+#include "qp_test_util.h"
 
 static char g_dir[1024];
 
@@ -30,53 +31,22 @@ static void free_paths(void) {
     while (g_n_paths > 0) free(g_paths[--g_n_paths]);
 }
 
-static void write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    if (n) fwrite(data, 1, n, f);
-    fclose(f);
-}
 
-/* ---- a growable byte buffer -------------------------------------------------------------- */
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) exit(1);
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void put_i32(buf *b, int32_t v) {
-    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)((uint32_t)v >> 24)};
-    put(b, x, 4);
-}
-static void put_f32(buf *b, float f) {
-    int32_t v;
-    memcpy(&v, &f, 4);
-    put_i32(b, v);
-}
-static void put_varint(buf *b, uint64_t v) {
+/* ---- bytes: qp_test_buf (qp_test_util.h) and a protobuf varint ---------------------------- */
+static void put_i32(qp_test_buf *b, int32_t v) { qp_test_put_u32(b, (uint32_t)v); }
+static void put_varint(qp_test_buf *b, uint64_t v) {
     do {
         uint8_t c = (uint8_t)(v & 0x7f);
         v >>= 7;
         if (v) c |= 0x80;
-        put(b, &c, 1);
+        qp_test_put(b, &c, 1);
     } while (v);
 }
-static void pb_tag(buf *b, unsigned field, unsigned wire) { put_varint(b, (uint64_t)field << 3 | wire); }
-static void pb_bytes(buf *b, unsigned field, const void *d, size_t n) {
+static void pb_tag(qp_test_buf *b, unsigned field, unsigned wire) { put_varint(b, (uint64_t)field << 3 | wire); }
+static void pb_bytes(qp_test_buf *b, unsigned field, const void *d, size_t n) {
     pb_tag(b, field, 2);
     put_varint(b, n);
-    put(b, d, n);
+    qp_test_put(b, d, n);
 }
 
 /* ---- checkpoints -------------------------------------------------------------------------- */
@@ -94,12 +64,12 @@ static size_t v0_floats(const int32_t *h) {
 
 /* Writes a v0 checkpoint with `floats` floats after the header (value i * 0.001). */
 static const char *write_v0(const char *name, const int32_t *h, size_t floats) {
-    buf b = {0};
+    qp_test_buf b = {0};
     for (int i = 0; i < 7; i++) put_i32(&b, h[i]);
-    for (size_t i = 0; i < floats; i++) put_f32(&b, (float)i * 0.001f);
+    for (size_t i = 0; i < floats; i++) qp_test_put_f32(&b, (float)i * 0.001f);
     const char *p = tmp_path(name);
-    write_file(p, b.p, b.n);
-    free(b.p);
+    qp_test_must_write_file(p, b.p, b.n);
+    qp_test_buf_free(&b);
     return p;
 }
 
@@ -143,37 +113,34 @@ static qp_status read_vocab(qp_status (*fn)(qp_model *, const char *, qp_err *),
     } while (0)
 
 static int inspect_exit(const char *path, const char *tok) {
-    char cmd[4096];
-    const char *bin = qp_test_env("QP_BIN_DIR", "bin");
-    snprintf(cmd, sizeof cmd, "'%s/quantpack' inspect '%s'%s%s%s >/dev/null 2>&1", bin, path,
-             tok ? " --tokenizer '" : "", tok ? tok : "", tok ? "'" : "");
-    int r = system(cmd);
-    return r == -1 || !WIFEXITED(r) ? -1 : WEXITSTATUS(r);
+    return qp_test_system("'%s/quantpack' inspect '%s'%s%s%s >/dev/null 2>&1",
+                          qp_test_env("QP_BIN_DIR", "bin"), path, tok ? " --tokenizer '" : "",
+                          tok ? tok : "", tok ? "'" : "");
 }
 
 /* A llama2.c tokenizer .bin from (score, bytes) records. */
 static const char *write_tok(const char *name, int32_t max_len, const char *const *pieces, int n,
                              const int32_t *len_override) {
-    buf b = {0};
+    qp_test_buf b = {0};
     put_i32(&b, max_len);
     for (int i = 0; i < n; i++) {
-        put_f32(&b, -(float)i);
+        qp_test_put_f32(&b, -(float)i);
         int32_t len = len_override && len_override[i] != INT32_MIN ? len_override[i]
                                                                     : (int32_t)strlen(pieces[i]);
         put_i32(&b, len);
-        put(&b, pieces[i], strlen(pieces[i]));
+        qp_test_put(&b, pieces[i], strlen(pieces[i]));
     }
     const char *p = tmp_path(name);
-    write_file(p, b.p, b.n);
-    free(b.p);
+    qp_test_must_write_file(p, b.p, b.n);
+    qp_test_buf_free(&b);
     return p;
 }
 
-static void append_piece(buf *m, const char *text, float score, int type) {
-    buf p = {0};
+static void append_piece(qp_test_buf *m, const char *text, float score, int type) {
+    qp_test_buf p = {0};
     pb_bytes(&p, 1, text, strlen(text));
     pb_tag(&p, 2, 5);
-    put_f32(&p, score);
+    qp_test_put_f32(&p, score);
     if (type) {
         pb_tag(&p, 3, 0);
         put_varint(&p, (uint64_t)type);
@@ -184,26 +151,26 @@ static void append_piece(buf *m, const char *text, float score, int type) {
 
 /* A small valid ModelProto: <unk> <s> </s> <0x41> ▁a b, BPE, byte fallback, plus unknown fields
  * of every wire type that the reader must skip. */
-static void valid_model(buf *m) {
+static void valid_model(qp_test_buf *m) {
     append_piece(m, "<unk>", 0.0f, 2);
     append_piece(m, "<s>", 0.0f, 3);
     append_piece(m, "</s>", 0.0f, 3);
     append_piece(m, "<0x41>", 0.0f, 6);
     append_piece(m, "\xe2\x96\x81" "a", -1.5f, 0); /* type absent: NORMAL */
     append_piece(m, "b", -2.5f, 1);
-    buf t = {0};
+    qp_test_buf t = {0};
     pb_bytes(&t, 2, "prefix", 6);  /* model_prefix: skipped */
     pb_tag(&t, 3, 0);
     put_varint(&t, 2);             /* BPE */
     pb_tag(&t, 10, 5);
-    put_f32(&t, 0.9995f);          /* character_coverage: fixed32, skipped */
+    qp_test_put_f32(&t, 0.9995f);          /* character_coverage: fixed32, skipped */
     pb_tag(&t, 35, 0);
     put_varint(&t, 1);             /* byte_fallback */
     pb_tag(&t, 43, 0);
     put_varint(&t, UINT64_MAX);    /* pad_id = -1 as a 10-byte varint */
     pb_bytes(m, 2, t.p, t.n);
     free(t.p);
-    buf n = {0};
+    qp_test_buf n = {0};
     pb_bytes(&n, 1, "identity", 8);
     pb_tag(&n, 3, 0);
     put_varint(&n, 0); /* add_dummy_prefix false */
@@ -214,17 +181,15 @@ static void valid_model(buf *m) {
     put_i32(m, 2);
 }
 
-static const char *write_buf(const char *name, const buf *b) {
+static const char *write_buf(const char *name, const qp_test_buf *b) {
     const char *p = tmp_path(name);
-    write_file(p, b->p, b->n);
+    qp_test_must_write_file(p, b->p, b->n);
     return p;
 }
 
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s/llama2c_bad", qp_test_env("QP_TMP_DIR", "test-tmp"));
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_dir);
-    if (system(cmd) != 0) return 1;
+    if (!qp_test_mkdir_p(g_dir)) return 1;
 
     /* ---- checkpoints ---- */
     const int32_t good[7] = {8, 16, 2, 2, 1, 16, 4};
@@ -264,10 +229,10 @@ int main(void) {
 
     EXPECT_CKPT(write_v0("short_header.bin", good, 0), NULL, QP_ERR_CORRUPT);
     {
-        buf b = {0};
+        qp_test_buf b = {0};
         for (int i = 0; i < 5; i++) put_i32(&b, good[i]);
         EXPECT_CKPT(write_buf("truncated_header.bin", &b), NULL, QP_ERR_CORRUPT);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
     const char *trunc = write_v0("truncated.bin", good, nf - 1);
     EXPECT_CKPT(trunc, NULL, QP_ERR_CORRUPT);
@@ -319,15 +284,15 @@ int main(void) {
     }
     /* "ak42" headers: v1 (fp32, 256-byte header) is read; v2 and unknown versions refused */
     {
-        buf b = {0};
+        qp_test_buf b = {0};
         put_i32(&b, 0x616b3432);
         put_i32(&b, 1);
         for (int i = 0; i < 7; i++) put_i32(&b, good[i]);
         uint8_t shared = 1, zero[256] = {0};
-        put(&b, &shared, 1);
-        put(&b, zero, 256 - b.n);
+        qp_test_put(&b, &shared, 1);
+        qp_test_put(&b, zero, 256 - b.n);
         size_t v1f = v0_floats(good) - 2 * 4 * (8 / 2 / 2); /* v1 has no freq_cis */
-        for (size_t i = 0; i < v1f; i++) put_f32(&b, (float)i);
+        for (size_t i = 0; i < v1f; i++) qp_test_put_f32(&b, (float)i);
         const char *v1 = write_buf("v1.bin", &b);
         s = read_ckpt(v1, NULL, &m, &e);
         QP_CHECK_MSG(s == QP_OK, "%s", e.msg);
@@ -356,7 +321,7 @@ int main(void) {
         b.p[4] = 1;
         b.n = 20;
         EXPECT_CKPT(write_buf("v1_tiny.bin", &b), NULL, QP_ERR_CORRUPT);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
 
     /* ---- llama2.c tokenizer .bin ---- */
@@ -409,19 +374,19 @@ int main(void) {
     EXPECT_VOCAB(qp_vocab_read_llama2c_bin, write_tok("tok_empty.bin", 6, pieces, 0, NULL),
                  QP_ERR_CORRUPT);
     {
-        buf b = {0};
+        qp_test_buf b = {0};
         put_i32(&b, 6);
-        put_f32(&b, 1.0f);
-        put(&b, "\x01\x00", 2); /* record header cut after 6 of 8 bytes */
+        qp_test_put_f32(&b, 1.0f);
+        qp_test_put(&b, "\x01\x00", 2); /* record header cut after 6 of 8 bytes */
         EXPECT_VOCAB(qp_vocab_read_llama2c_bin, write_buf("tok_cut_record.bin", &b), QP_ERR_CORRUPT);
         b.n = 2;
         EXPECT_VOCAB(qp_vocab_read_llama2c_bin, write_buf("tok_2bytes.bin", &b), QP_ERR_CORRUPT);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
     EXPECT_VOCAB(qp_vocab_read_llama2c_bin, tmp_path("no_such_tokenizer.bin"), QP_ERR_IO);
 
     /* ---- SentencePiece tokenizer.model ---- */
-    buf mb = {0};
+    qp_test_buf mb = {0};
     valid_model(&mb);
     const char *model_ok = write_buf("ok.model", &mb);
     s = read_vocab(qp_vocab_read_spm_model, model_ok, &m, &e);
@@ -452,39 +417,39 @@ int main(void) {
         QP_CHECK_EQ_INT(inspect_exit(c6, model_ok), 0);
     }
     {
-        buf b = {0};
-        put(&b, mb.p, mb.n);
+        qp_test_buf b = {0};
+        qp_test_put(&b, mb.p, mb.n);
         uint8_t c = 0x80;
-        put(&b, &c, 1); /* a tag varint that never ends */
+        qp_test_put(&b, &c, 1); /* a tag varint that never ends */
         const char *p = write_buf("trunc_varint.model", &b);
         EXPECT_VOCAB(qp_vocab_read_spm_model, p, QP_ERR_CORRUPT);
         QP_CHECK_EQ_INT(inspect_exit(ok, p), 3);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
     {
-        buf b = {0};
-        put(&b, mb.p, mb.n);
+        qp_test_buf b = {0};
+        qp_test_put(&b, mb.p, mb.n);
         pb_tag(&b, 1, 2);
         put_varint(&b, 1000); /* length past the end */
-        put(&b, "xx", 2);
+        qp_test_put(&b, "xx", 2);
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("len_past_end.model", &b), QP_ERR_CORRUPT);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
     {
         /* a piece whose inner length runs past the piece (but not past the file) */
-        buf b = {0}, p = {0};
+        qp_test_buf b = {0}, p = {0};
         pb_tag(&p, 1, 2);
         put_varint(&p, 5);
-        put(&p, "ab", 2);
+        qp_test_put(&p, "ab", 2);
         pb_bytes(&b, 1, p.p, p.n);
-        put(&b, mb.p, mb.n);
+        qp_test_put(&b, mb.p, mb.n);
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("len_past_msg.model", &b), QP_ERR_CORRUPT);
-        free(b.p);
+        qp_test_buf_free(&b);
         free(p.p);
     }
     {
-        buf b = {0};
-        put(&b, mb.p, mb.n);
+        qp_test_buf b = {0};
+        qp_test_put(&b, mb.p, mb.n);
         pb_tag(&b, 7, 3); /* start-group */
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("wire3.model", &b), QP_ERR_CORRUPT);
         b.n = mb.n;
@@ -501,21 +466,21 @@ int main(void) {
         b.n = mb.n;
         pb_tag(&b, 99, 0);
         uint8_t eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
-        put(&b, eleven, 11);
+        qp_test_put(&b, eleven, 11);
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("varint11.model", &b), QP_ERR_CORRUPT);
         b.n = mb.n;
         pb_tag(&b, 99, 0);
         uint8_t ten[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
-        put(&b, ten, 10); /* 10 bytes but more than 64 bits */
+        qp_test_put(&b, ten, 10); /* 10 bytes but more than 64 bits */
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("varint65.model", &b), QP_ERR_CORRUPT);
         b.n = mb.n;
         pb_tag(&b, 99, 5);
-        put(&b, "ab", 2); /* fixed32 cut short */
+        qp_test_put(&b, "ab", 2); /* fixed32 cut short */
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("fixed32_cut.model", &b), QP_ERR_CORRUPT);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
     {
-        buf b = {0};
+        qp_test_buf b = {0};
         append_piece(&b, "<unk>", 0.0f, 9); /* type 9 does not exist */
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("bad_type.model", &b), QP_ERR_CORRUPT);
         b.n = 0;
@@ -524,10 +489,10 @@ int main(void) {
         b.n = 0;
         pb_bytes(&b, 3, "", 0); /* no pieces at all */
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("no_pieces.model", &b), QP_ERR_CORRUPT);
-        EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("empty.model", &(buf){0}), QP_ERR_CORRUPT);
+        EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("empty.model", &(qp_test_buf){0}), QP_ERR_CORRUPT);
         b.n = 0;
         append_piece(&b, "<unk>", 0.0f, 2);
-        buf t = {0};
+        qp_test_buf t = {0};
         pb_tag(&t, 41, 0);
         put_varint(&t, 5); /* bos_id 5 of 1 piece */
         pb_bytes(&b, 2, t.p, t.n);
@@ -540,7 +505,7 @@ int main(void) {
         pb_bytes(&b, 2, t.p, t.n);
         EXPECT_VOCAB(qp_vocab_read_spm_model, write_buf("word.model", &b), QP_ERR_UNSUPPORTED);
         free(t.p);
-        free(b.p);
+        qp_test_buf_free(&b);
     }
     free(mb.p);
 

@@ -11,20 +11,11 @@
 
 #include "core/model_internal.h"
 #include "qp_test.h"
+#include "qp_test_util.h"
 
 #define ANY_FAILURE ((qp_status)-1)
 
 static char g_dir[1024];
-
-static void write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    if (n) fwrite(data, 1, n, f);
-    fclose(f);
-}
 
 /* u64 LE header length + header + data; pad_spaces appends spaces to the header (counted). */
 static size_t build(uint8_t *out, size_t cap, uint64_t hl_override, const char *hdr, size_t pad_spaces,
@@ -180,7 +171,7 @@ static void run_cases(void) {
         size_t n = build(buf, sizeof buf, c->hl_override, c->hdr, 0, k_data, c->data_len);
         if (strcmp(c->name, "header_len_0") == 0) qp_store_u64le(buf, 0);
         snprintf(path, sizeof path, "%s/%s.safetensors", g_dir, c->name);
-        write_bytes(path, buf, n);
+        qp_test_must_write_file(path, buf, n);
         expect_status(c->name, path, c->want, c->want_open);
         if (c->want == QP_OK) {
             qp_model *m = NULL;
@@ -201,7 +192,7 @@ static void run_truncations(void) {
     snprintf(path, sizeof path, "%s/trunc.safetensors", g_dir);
     int wrong = 0;
     for (size_t len = 0; len < n; len++) {
-        write_bytes(path, buf, len);
+        qp_test_must_write_file(path, buf, len);
         qp_err e = {0};
         qp_status s = read_direct(path, NULL, &e);
         if (s != QP_ERR_CORRUPT && wrong++ < 5) fprintf(stderr, "cut at %zu: %s (%s)\n", len, qp_status_name(s), e.msg);
@@ -213,7 +204,7 @@ static void run_truncations(void) {
     }
     QP_CHECK_EQ_INT(wrong, 0);
     /* and the whole file reads */
-    write_bytes(path, buf, n);
+    qp_test_must_write_file(path, buf, n);
     qp_err e = {0};
     QP_CHECK(read_direct(path, NULL, &e) == QP_OK);
     /* every single-byte change in the header: any status, never a crash (ASan build) */
@@ -221,7 +212,7 @@ static void run_truncations(void) {
     for (size_t i = 8; i < 8 + hl; i++) {
         uint8_t save = buf[i];
         buf[i] = (uint8_t)(save ^ 0x5a);
-        write_bytes(path, buf, n);
+        qp_test_must_write_file(path, buf, n);
         qp_model *m = NULL;
         qp_err e3 = {0};
         qp_status s = qp_model_open(path, NULL, &m, &e3);
@@ -241,7 +232,7 @@ static void make_dir(char *out, size_t cap, const char *name) {
 static void write_in(const char *dir, const char *name, const void *data, size_t n) {
     char p[3072];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    write_bytes(p, data, n);
+    qp_test_must_write_file(p, data, n);
 }
 
 static void write_shard(const char *dir, const char *name, const char *hdr, size_t data_len) {
@@ -340,11 +331,8 @@ static void run_dirs(void) {
 /* ---- the CLI ---------------------------------------------------------------------------------- */
 
 static int run_inspect(const char *path) {
-    const char *bin = qp_test_env("QP_BIN_DIR", "bin");
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s/quantpack' inspect '%s' >/dev/null 2>&1", bin, path);
-    int r = system(cmd);
-    return r != -1 && WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+    return qp_test_system("'%s/quantpack' inspect '%s' >/dev/null 2>&1",
+                          qp_test_env("QP_BIN_DIR", "bin"), path);
 }
 
 static void run_cli(void) {
@@ -370,14 +358,12 @@ static void run_cli(void) {
 }
 
 static void remove_tree(void) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", g_dir);
+    if (qp_test_system("rm -rf '%s'", g_dir) != 0) fprintf(stderr, "note: could not remove %s\n", g_dir);
 }
 
 int main(void) {
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
-    mkdir(tmp, 0777);
+    qp_test_mkdir_p(tmp);
     snprintf(g_dir, sizeof g_dir, "%.900s/st_bad_%d", tmp, (int)getpid());
     if (mkdir(g_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "cannot create %s\n", g_dir);

@@ -10,25 +10,12 @@
 
 #include "converters/convert_bullet.h"
 #include "core/model_internal.h"
+#include "fuzz_util.h"
 #include "writers/bullet_writer.h"
 
-static const char *fuzz_path(void) {
-    static char path[512];
-    if (!path[0]) {
-        const char *dir = getenv("TMPDIR");
-        snprintf(path, sizeof path, "%s/qp_fuzz_bullet_%ld.bullet", dir && *dir ? dir : "/tmp",
-                 (long)getpid());
-    }
-    return path;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *path = fuzz_path();
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    size_t wrote = size ? fwrite(data, 1, size, f) : 0;
-    fclose(f);
-    if (wrote != size) return 0;
+    const char *path = qp_fuzz_input_file("bullet", ".bullet", data, size);
+    if (!path) return 0;
     qp_model *m = NULL;
     qp_err e = {0};
     if (qp_model_new(QP_FORMAT_BULLET, path, &m, &e) == QP_OK) {

@@ -7,32 +7,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_util.h"
 #include "quantpack/quantpack.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static char path[512];
-    if (!path[0]) {
-        const char *dir = getenv("TMPDIR");
-        snprintf(path, sizeof path, "%s/fuzz_gguf.%ld.gguf", dir && *dir ? dir : "/tmp", (long)getpid());
-    }
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    if (size && fwrite(data, 1, size, f) != size) {
-        fclose(f);
-        return 0;
-    }
-    if (fclose(f) != 0) return 0;
+    const char *path = qp_fuzz_input_file("gguf", ".gguf", data, size);
+    if (!path) return 0;
     qp_err e = {0};
     qp_model *m = NULL;
     if (qp_model_open(path, NULL, &m, &e) == QP_OK) {
-        volatile uint8_t sink = 0;
-        for (int64_t i = 0; i < m->n_tensors; i++) {
-            const qp_tensor *t = &m->tensors[i];
-            if (t->nbytes) sink ^= t->data[0] ^ t->data[t->nbytes - 1];
-            sink ^= (uint8_t)t->name[0];
-        }
+        volatile uint8_t sink = qp_fuzz_touch_tensors(m);
+        for (int64_t i = 0; i < m->n_tensors; i++) sink ^= (uint8_t)m->tensors[i].name[0];
         for (int64_t i = 0; i < m->vocab.n_tokens; i++) {
             const char *tok = m->vocab.tokens[i];
             sink ^= (uint8_t)tok[m->vocab.token_lens[i]]; /* the NUL */

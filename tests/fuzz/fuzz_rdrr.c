@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/hash.h"
+#include "fuzz_util.h"
 #include "quantpack/quantpack.h"
 #include "writers/rdrr_writer.h"
 
@@ -27,29 +28,13 @@ static char g_dir[256], g_mdir[320], g_sdir[320];
 static bool g_keep;
 static volatile uint8_t g_sink;
 
-static int write_file(const char *path, const void *data, size_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t n = size ? fwrite(data, 1, size, f) : 0;
-    int rc = fclose(f);
-    return n == size && rc == 0 ? 0 : -1;
-}
-
-static void rm_dir(const char *dir) {
-    static const char *const names[] = {"manifest.json", "tensors.json", "shard_00000.bin",
-                                        "shard_00001.bin", "shard_00002.bin", "shard_00003.bin"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char p[400];
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-}
+static const char *const k_names[] = {"manifest.json",   "tensors.json",    "shard_00000.bin",
+                                     "shard_00001.bin", "shard_00002.bin", "shard_00003.bin"};
 
 static void cleanup(void) {
     if (g_keep) return;
-    rm_dir(g_mdir);
-    rm_dir(g_sdir);
+    qp_fuzz_rm_dir(g_mdir, k_names, sizeof k_names / sizeof k_names[0]);
+    qp_fuzz_rm_dir(g_sdir, k_names, sizeof k_names / sizeof k_names[0]);
     rmdir(g_dir);
 }
 
@@ -106,16 +91,7 @@ static void make_manifest_dir(void) {
 
 static void setup(void) {
     if (g_dir[0]) return;
-    const char *keep = getenv("QP_FUZZ_KEEP_DIR");
-    const char *tmp = getenv("TMPDIR");
-    if (keep && *keep) {
-        g_keep = true;
-        snprintf(g_dir, sizeof g_dir, "%.200s", keep);
-    } else {
-        snprintf(g_dir, sizeof g_dir, "%.200s/qp_fuzz_rdrr_%d", tmp && *tmp ? tmp : "/tmp",
-                 (int)getpid());
-    }
-    mkdir(g_dir, 0700);
+    g_keep = qp_fuzz_work_dir(g_dir, sizeof g_dir, "rdrr");
     snprintf(g_mdir, sizeof g_mdir, "%s/m", g_dir);
     snprintf(g_sdir, sizeof g_sdir, "%s/s", g_dir);
     mkdir(g_sdir, 0700);
@@ -124,10 +100,7 @@ static void setup(void) {
 }
 
 static void touch(const qp_model *m) {
-    for (int64_t i = 0; i < m->n_tensors; i++) {
-        const qp_tensor *t = &m->tensors[i];
-        if (t->nbytes) g_sink ^= (uint8_t)(t->data[0] ^ t->data[t->nbytes - 1]);
-    }
+    g_sink ^= qp_fuzz_touch_tensors(m);
     for (int64_t i = 0; i < m->n_meta; i++) g_sink ^= (uint8_t)m->meta[i].key[0];
     for (int64_t i = 0; i < m->n_problems; i++) g_sink ^= (uint8_t)m->problems[i][0];
 }
@@ -151,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char p[400];
     if (size > 0 && data[0] == '{') {
         snprintf(p, sizeof p, "%s/manifest.json", g_mdir);
-        if (write_file(p, data, size) != 0) return 0;
+        if (qp_fuzz_write_file(p, data, size) != 0) return 0;
         dir = g_mdir;
     } else {
         if (size == 0) return 0;
@@ -162,9 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int n = snprintf(man, sizeof man, k_shard_manifest, size, hex, size);
         if (n < 0 || (size_t)n >= sizeof man) abort();
         snprintf(p, sizeof p, "%s/shard_00000.bin", g_sdir);
-        if (write_file(p, data, size) != 0) return 0;
+        if (qp_fuzz_write_file(p, data, size) != 0) return 0;
         snprintf(p, sizeof p, "%s/manifest.json", g_sdir);
-        if (write_file(p, man, (size_t)n) != 0) return 0;
+        if (qp_fuzz_write_file(p, man, (size_t)n) != 0) return 0;
         dir = g_sdir;
     }
     qp_model *m = NULL;

@@ -10,36 +10,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_util.h"
 #include "quantpack/quantpack.h"
 
 static char g_dir[256], g_file[320], g_hfdir[320];
 static volatile uint8_t g_sink;
 
-static int write_file(const char *path, const uint8_t *data, size_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t n = size ? fwrite(data, 1, size, f) : 0;
-    fclose(f);
-    return n == size ? 0 : -1;
-}
-
 static void cleanup(void) {
     static const char *const names[] = {"config.json", "tokenizer.json", "tokenizer_config.json",
                                         "model.safetensors"};
-    for (int i = 0; i < 4; i++) {
-        char p[400];
-        snprintf(p, sizeof p, "%s/%s", g_hfdir, names[i]);
-        unlink(p);
-    }
+    qp_fuzz_rm_dir(g_hfdir, names, 4);
     unlink(g_file);
-    rmdir(g_hfdir);
     rmdir(g_dir);
 }
 
 static void setup(void) {
     if (g_dir[0]) return;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%.200s/qp_fuzz_st_%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    snprintf(g_dir, sizeof g_dir, "%.200s/qp_fuzz_st_%d", qp_fuzz_tmp(), (int)getpid());
     mkdir(g_dir, 0700);
     snprintf(g_file, sizeof g_file, "%s/in.safetensors", g_dir);
     snprintf(g_hfdir, sizeof g_hfdir, "%s/hf", g_dir);
@@ -55,14 +42,11 @@ static void setup(void) {
     memcpy(buf + 8, hdr, hl);
     char p[400];
     snprintf(p, sizeof p, "%s/model.safetensors", g_hfdir);
-    write_file(p, buf, 8 + hl + 40);
+    qp_fuzz_write_file(p, buf, 8 + hl + 40);
 }
 
 static void touch(const qp_model *m) {
-    for (int64_t i = 0; i < m->n_tensors; i++) {
-        const qp_tensor *t = &m->tensors[i];
-        if (t->nbytes) g_sink ^= (uint8_t)(t->data[0] ^ t->data[t->nbytes - 1]);
-    }
+    g_sink ^= qp_fuzz_touch_tensors(m);
     for (int64_t i = 0; i < m->vocab.n_tokens; i++) {
         const char *s = m->vocab.tokens[i];
         if (m->vocab.token_lens[i]) g_sink ^= (uint8_t)(s[0] ^ s[m->vocab.token_lens[i] - 1]);
@@ -79,10 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < 3; i++) {
             char p[400];
             snprintf(p, sizeof p, "%s/%s", g_hfdir, names[i]);
-            if (write_file(p, data, size) != 0) return 0;
+            if (qp_fuzz_write_file(p, data, size) != 0) return 0;
         }
         path = g_hfdir;
-    } else if (write_file(g_file, data, size) != 0) {
+    } else if (qp_fuzz_write_file(g_file, data, size) != 0) {
         return 0;
     }
     qp_model *m = NULL;

@@ -7,16 +7,7 @@
 #include <unistd.h>
 
 #include "core/model_internal.h"
-
-static const char *fuzz_path(void) {
-    static char path[512];
-    if (!path[0]) {
-        const char *dir = getenv("TMPDIR");
-        snprintf(path, sizeof path, "%s/qp_fuzz_spm_model_%ld.bin", dir && *dir ? dir : "/tmp",
-                 (long)getpid());
-    }
-    return path;
-}
+#include "fuzz_util.h"
 
 /* Reads the vocabulary and walks it: every token must be NUL-terminated at its length. */
 static void run(qp_status (*fn)(qp_model *, const char *, qp_err *), const char *path) {
@@ -37,12 +28,8 @@ static void run(qp_status (*fn)(qp_model *, const char *, qp_err *), const char 
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *path = fuzz_path();
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    size_t wrote = size ? fwrite(data, 1, size, f) : 0;
-    fclose(f);
-    if (wrote != size) return 0;
+    const char *path = qp_fuzz_input_file("spm_model", ".bin", data, size);
+    if (!path) return 0;
     run(qp_vocab_read_spm_model, path);
     run(qp_vocab_read_llama2c_bin, path);
     unlink(path);

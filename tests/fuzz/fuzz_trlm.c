@@ -16,34 +16,20 @@
 #include <unistd.h>
 
 #include "core/model_internal.h"
+#include "fuzz_util.h"
 #include "writers/trlm.h"
 
 static char g_dir[256], g_tdir[320], g_bdir[320], g_lora[400];
 static bool g_keep;
 static volatile uint8_t g_sink;
 
-static int write_file(const char *path, const void *data, size_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t n = size ? fwrite(data, 1, size, f) : 0;
-    int rc = fclose(f);
-    return n == size && rc == 0 ? 0 : -1;
-}
-
-static void rm_dir(const char *dir) {
-    static const char *const names[] = {"qmodel.tensors", "qmodel.lora", "rope.cache", "config.json"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char p[400];
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-}
+static const char *const k_names[] = {"qmodel.tensors", "qmodel.lora", "rope.cache",
+                                     "config.json"};
 
 static void cleanup(void) {
     if (g_keep) return;
-    rm_dir(g_tdir);
-    rm_dir(g_bdir);
+    qp_fuzz_rm_dir(g_tdir, k_names, sizeof k_names / sizeof k_names[0]);
+    qp_fuzz_rm_dir(g_bdir, k_names, sizeof k_names / sizeof k_names[0]);
     unlink(g_lora);
     rmdir(g_dir);
 }
@@ -128,16 +114,7 @@ static void make_base(void) {
 
 static void setup(void) {
     if (g_dir[0]) return;
-    const char *keep = getenv("QP_FUZZ_KEEP_DIR");
-    const char *tmp = getenv("TMPDIR");
-    if (keep && *keep) {
-        g_keep = true;
-        snprintf(g_dir, sizeof g_dir, "%.200s", keep);
-    } else {
-        snprintf(g_dir, sizeof g_dir, "%.200s/qp_fuzz_trlm_%d", tmp && *tmp ? tmp : "/tmp",
-                 (int)getpid());
-    }
-    mkdir(g_dir, 0700);
+    g_keep = qp_fuzz_work_dir(g_dir, sizeof g_dir, "trlm");
     snprintf(g_tdir, sizeof g_tdir, "%s/t", g_dir);
     snprintf(g_bdir, sizeof g_bdir, "%s/b", g_dir);
     snprintf(g_lora, sizeof g_lora, "%s/fixed.lora", g_dir);
@@ -151,15 +128,12 @@ static void setup(void) {
     snprintf(p, sizeof p, "%s/rope.cache", g_bdir);
     if (qp_trrc_write(p, 8, 2, 10000.0, &e) != QP_OK) abort();
     snprintf(p, sizeof p, "%s/config.json", g_tdir);
-    if (write_file(p, k_config, sizeof k_config - 1) != 0) abort();
+    if (qp_fuzz_write_file(p, k_config, sizeof k_config - 1) != 0) abort();
     make_base();
 }
 
 static void touch(const qp_model *m) {
-    for (int64_t i = 0; i < m->n_tensors; i++) {
-        const qp_tensor *t = &m->tensors[i];
-        if (t->nbytes) g_sink ^= (uint8_t)(t->data[0] ^ t->data[t->nbytes - 1]);
-    }
+    g_sink ^= qp_fuzz_touch_tensors(m);
     for (int64_t i = 0; i < m->n_problems; i++) g_sink ^= (uint8_t)m->problems[i][0];
 }
 
@@ -170,14 +144,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char p[400];
     if (size >= 4 && memcmp(data, "TRLA", 4) == 0) {
         snprintf(p, sizeof p, "%s/qmodel.lora", g_bdir);
-        if (write_file(p, data, size) != 0) return 0;
+        if (qp_fuzz_write_file(p, data, size) != 0) return 0;
         if (qp_model_open(g_bdir, NULL, &m, &e) != QP_OK) abort(); /* the fixed model is valid */
         if (qp_trlm_apply_lora(m, p, &e) == QP_OK) touch(m);
         qp_model_close(m);
         return 0;
     }
     snprintf(p, sizeof p, "%s/qmodel.tensors", g_tdir);
-    if (write_file(p, data, size) != 0) return 0;
+    if (qp_fuzz_write_file(p, data, size) != 0) return 0;
     if (qp_model_open(g_tdir, NULL, &m, &e) == QP_OK) {
         touch(m);
         if (qp_trlm_apply_lora(m, g_lora, &e) == QP_OK) touch(m);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "writers/bullet_writer.h"
 
@@ -105,22 +106,6 @@ typedef struct rec {
     uint32_t csize;
 } rec;
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)sz + 1);
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = (size_t)sz;
-    return b;
-}
-
 static long json_int(const uint8_t *d, const char *key) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":", key);
@@ -152,15 +137,9 @@ static int walk(const uint8_t *d, size_t n, rec *out, int cap) {
 
 /* ---- 1-3: the real files ------------------------------------------------------------------ */
 
-static const char *tmpdir(void) { /* made here: nothing guarantees an earlier test made it */
-    const char *d = qp_test_env("QP_TMP_DIR", "/tmp");
-    mkdir(d, 0755);
-    return d;
-}
-
 static void check_file(const char *path, int want_tensors, int want_hidden, int want_vocab) {
     size_t n;
-    uint8_t *d = slurp(path, &n);
+    uint8_t *d = qp_test_read_file(path, &n);
     QP_CHECK(d != NULL);
     if (!d) return;
     d[n] = 0;
@@ -216,7 +195,9 @@ static void check_file(const char *path, int want_tensors, int want_hidden, int 
     qp_bullet_tensor *bt = NULL;
     int64_t nbt = 0;
     char out[512];
-    snprintf(out, sizeof out, "%s/bullet_real_repack_%d.bullet", tmpdir(), (int)getpid());
+    const char *tmp = qp_test_tmp_dir("/tmp");
+    QP_CHECK_MSG(tmp != NULL, "cannot create QP_TMP_DIR");
+    snprintf(out, sizeof out, "%s/bullet_real_repack_%d.bullet", tmp ? tmp : "/tmp", (int)getpid());
     s = qp_bullet_info_from_model(m, &info, &heads, &bt, &nbt, &e);
     QP_CHECK_MSG(s == QP_OK, "%s", e.msg);
     /* bullet-core's sample builder stores 8192 values whatever the declared shape: re-pack what

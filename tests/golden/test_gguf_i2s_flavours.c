@@ -7,23 +7,11 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "converters/convert_gguf.h"
 #include "readers/gguf_meta.h"
 
-typedef struct buf {
-    uint8_t p[16384];
-    size_t n;
-} buf;
-
-static void put(buf *b, const void *x, size_t n) {
-    if (b->n + n > sizeof b->p) { fprintf(stderr, "test buffer overflow\n"); exit(2); }
-    memcpy(b->p + b->n, x, n);
-    b->n += n;
-}
-static void put_u32(buf *b, uint32_t v) { uint8_t t[4]; qp_store_u32le(t, v); put(b, t, 4); }
-static void put_u64(buf *b, uint64_t v) { uint8_t t[8]; qp_store_u64le(t, v); put(b, t, 8); }
-static void put_str(buf *b, const char *s) { put_u64(b, strlen(s)); put(b, s, strlen(s)); }
 
 typedef struct tinfo {
     const char *name;
@@ -37,40 +25,39 @@ typedef struct tinfo {
 } tinfo;
 
 /* keys: "general.architecture" = "bitnet" always; flavour (string) and file_type (u32) when set */
-static size_t build(buf *b, tinfo *t, int nt, const char *flavour, int file_type) {
+static size_t build(qp_test_buf *b, tinfo *t, int nt, const char *flavour, int file_type) {
     b->n = 0;
-    put(b, "GGUF", 4);
-    put_u32(b, 3);
-    put_u64(b, (uint64_t)nt);
-    put_u64(b, 1 + (flavour != NULL) + (file_type >= 0));
-    put_str(b, "general.architecture"), put_u32(b, 8), put_str(b, "bitnet");
-    if (flavour) put_str(b, QP_GGUF_I2S_FLAVOUR_KEY), put_u32(b, 8), put_str(b, flavour);
-    if (file_type >= 0) put_str(b, "general.file_type"), put_u32(b, 4), put_u32(b, (uint32_t)file_type);
+    qp_test_put(b, "GGUF", 4);
+    qp_test_put_u32(b, 3);
+    qp_test_put_u64(b, (uint64_t)nt);
+    qp_test_put_u64(b, 1 + (flavour != NULL) + (file_type >= 0));
+    qp_test_put_gguf_str(b, "general.architecture"), qp_test_put_u32(b, 8), qp_test_put_gguf_str(b, "bitnet");
+    if (flavour) qp_test_put_gguf_str(b, QP_GGUF_I2S_FLAVOUR_KEY), qp_test_put_u32(b, 8), qp_test_put_gguf_str(b, flavour);
+    if (file_type >= 0) qp_test_put_gguf_str(b, "general.file_type"), qp_test_put_u32(b, 4), qp_test_put_u32(b, (uint32_t)file_type);
     uint64_t off = 0;
     for (int i = 0; i < nt; i++) {
         t[i].offset = off;
         off += (t[i].nbytes + 31) / 32 * 32 + t[i].gap_after;
-        put_str(b, t[i].name);
-        put_u32(b, (uint32_t)t[i].n_dims);
-        for (int d = 0; d < t[i].n_dims; d++) put_u64(b, (uint64_t)t[i].ne[d]);
-        put_u32(b, t[i].type);
-        put_u64(b, t[i].offset);
+        qp_test_put_gguf_str(b, t[i].name);
+        qp_test_put_u32(b, (uint32_t)t[i].n_dims);
+        for (int d = 0; d < t[i].n_dims; d++) qp_test_put_u64(b, (uint64_t)t[i].ne[d]);
+        qp_test_put_u32(b, t[i].type);
+        qp_test_put_u64(b, t[i].offset);
     }
-    while (b->n % 32) put(b, "", 1);
+    while (b->n % 32) qp_test_put(b, "", 1);
     size_t data_start = b->n;
     for (int i = 0; i < nt; i++) {
-        while (b->n < data_start + t[i].offset) put(b, "", 1);
-        put(b, t[i].data, t[i].nbytes);
+        while (b->n < data_start + t[i].offset) qp_test_put(b, "", 1);
+        qp_test_put(b, t[i].data, t[i].nbytes);
     }
-    while (b->n % 32) put(b, "", 1);
+    while (b->n % 32) qp_test_put(b, "", 1);
     return data_start;
 }
 
 static char g_path[4200];
 
-static qp_status open_buf(const buf *b, qp_model **m, qp_err *e) {
-    FILE *f = fopen(g_path, "wb");
-    if (!f || fwrite(b->p, 1, b->n, f) != b->n || fclose(f) != 0) { fprintf(stderr, "cannot write %s\n", g_path); exit(2); }
+static qp_status open_buf(const qp_test_buf *b, qp_model **m, qp_err *e) {
+    qp_test_must_write_file(g_path, b->p, b->n);
     *m = NULL;
     qp_err_clear(e);
     return qp_model_open(g_path, NULL, m, e);
@@ -114,7 +101,7 @@ static void test_mixed_inferred(void) {
         {"blk.0.ffn_down.weight", 2, {256, 2}, 36, g_qk, sizeof g_qk, 0, 0},
         {"blk.0.ffn_down.scale", 1, {1, 1}, 0, g_scale, 4, 0, 0},
     };
-    static buf b;
+    static qp_test_buf b;
     size_t ds = build(&b, t, 3, NULL, -1);
     QP_CHECK_EQ_INT(t[1].offset, 160);
     QP_CHECK_EQ_INT(t[2].offset, 288);
@@ -181,7 +168,7 @@ static void test_32_flavours(void) {
         {"x.weight", 2, {32, 16}, 36, g_split, sizeof g_split, 0, 0},
         {"x.scale", 1, {16, 1}, 0, g_split_sc, sizeof g_split_sc, 0, 0},
     };
-    static buf b;
+    static qp_test_buf b;
     build(&b, t, 2, NULL, -1);
     qp_model *m;
     qp_err e;

@@ -10,19 +10,8 @@
 #include <string.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    rewind(f);
-    uint8_t *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
 
 static int32_t rd_i32(const uint8_t *p) {
     return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
@@ -189,8 +178,8 @@ int main(void) {
     qp_test_path(tok, sizeof tok, dir, "tok512.bin");
     qp_test_path(gguf, sizeof gguf, dir, "stories260K.gguf");
     size_t nraw = 0, ngg = 0;
-    uint8_t *raw = slurp(bin, &nraw);
-    uint8_t *ggraw = slurp(gguf, &ngg);
+    uint8_t *raw = qp_test_read_file(bin, &nraw);
+    uint8_t *ggraw = qp_test_read_file(gguf, &ngg);
     FILE *tf = fopen(tok, "rb");
     if (!raw || !ggraw || !tf) QP_SKIP("real fixtures stories260K.bin/.gguf or tok512.bin not in %s", dir);
     fclose(tf);

@@ -7,66 +7,11 @@
 #include <stdint.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
 
 #define MAX_IDS 512
-
-/* Reads the integers after "KEY:" (KEY at the line start or after a space). */
-static int read_ids(const char *path, const char *key, int32_t *ids, int max) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[8192];
-    int n = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f)) {
-        char *k = line;
-        while ((k = strstr(k, key)) != NULL && !((k == line || k[-1] == ' ') && k[kl] == ':'))
-            k++;
-        if (!k) continue;
-        n = 0;
-        char *p = k + kl + 1, *end;
-        for (;;) {
-            long v = strtol(p, &end, 10);
-            if (end == p || n == max) break;
-            ids[n++] = (int32_t)v;
-            p = end;
-        }
-        break;
-    }
-    fclose(f);
-    return n;
-}
-
-/* Reads "LOGITS pos=P token=T: v0 v1 ..." lines: logits[P][i]. Returns the positions read. */
-static int read_logits(const char *path, float logits[4][512], int32_t tokens[4]) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    static char line[1 << 16];
-    int npos = 0;
-    while (fgets(line, sizeof line, f)) {
-        int pos, tok, off = 0;
-        if (sscanf(line, "LOGITS pos=%d token=%d:%n", &pos, &tok, &off) != 2 || pos < 0 ||
-            pos >= 4)
-            continue;
-        char *p = line + off, *end;
-        int i = 0;
-        for (; i < 512; i++) {
-            float v = strtof(p, &end);
-            if (end == p) break;
-            logits[pos][i] = v;
-            p = end;
-        }
-        if (i != 512) {
-            fclose(f);
-            return -1;
-        }
-        tokens[pos] = tok;
-        npos++;
-    }
-    fclose(f);
-    return npos;
-}
 
 static void check_model(const char *path, const char *tok_path, const int32_t *greedy,
                         int n_greedy, float ref[4][512], const int32_t *ref_tok, int n_ref) {
@@ -141,13 +86,13 @@ int main(void) {
         QP_SKIP("real stories260K fixtures not found under %s", dir);
 
     static int32_t greedy[MAX_IDS], prompt_ids[64];
-    int n_greedy = read_ids(ids, "IDS", greedy, MAX_IDS);
+    int n_greedy = qp_test_oracle_ids(ids, "IDS", greedy, MAX_IDS);
     QP_CHECK_EQ_INT(n_greedy, 257); /* BOS + 256 generated */
     QP_CHECK_EQ_INT(greedy[0], 1);
-    int n_prompt = read_ids(prompt, "PROMPT_IDS", prompt_ids, 64);
+    int n_prompt = qp_test_oracle_ids(prompt, "PROMPT_IDS", prompt_ids, 64);
     static float ref[4][512];
     int32_t ref_tok[4];
-    int n_ref = read_logits(lg, ref, ref_tok);
+    int n_ref = qp_test_oracle_logits(lg, &ref[0][0], 4, 512, ref_tok);
     QP_CHECK_EQ_INT(n_ref, 4);
     /* the logits file was made on the prompt file's ids */
     QP_CHECK(n_prompt >= 4);

@@ -9,18 +9,7 @@
 
 #include "core/model_internal.h"
 #include "qp_test.h"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    rewind(f);
-    uint8_t *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
+#include "qp_test_util.h"
 
 static uint32_t rd_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -148,7 +137,7 @@ int main(void) {
     qp_test_path(gguf_path, sizeof gguf_path, dir, "vocab/ggml-vocab-llama-spm.gguf");
     qp_test_path(tok512, sizeof tok512, dir, "tok512.bin");
     size_t ngg = 0;
-    uint8_t *gb = slurp(gguf_path, &ngg);
+    uint8_t *gb = qp_test_read_file(gguf_path, &ngg);
     if (!gb || !qp_path_exists(model_path) || !qp_path_exists(bin_path) || !qp_path_exists(tok512))
         QP_SKIP("tokenizer.model, tokenizer.bin, tok512.bin or vocab/ggml-vocab-llama-spm.gguf not in %s",
                 dir);

@@ -16,6 +16,7 @@
 
 #include "converters/convert_bullet.h"
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
 #include "writers/bullet_writer.h"
@@ -29,31 +30,6 @@ static const char *tmp_path(const char *name) {
     k = (k + 1) % 4;
     snprintf(buf[k], sizeof buf[k], "%s/bullet_rt_%d_%s", g_tmp, (int)getpid(), name);
     return buf[k];
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)sz + 1);
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = (size_t)sz;
-    return b;
-}
-
-static bool same_files(const char *a, const char *b) {
-    size_t na, nb;
-    uint8_t *x = slurp(a, &na), *y = slurp(b, &nb);
-    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
 }
 
 static uint32_t g_rng = 12345;
@@ -74,7 +50,7 @@ static void rewrite_identical(const char *path, const char *out2) {
     int64_t n;
     QP_CHECK_MSG(qp_bullet_info_from_model(m, &info, &heads, &bt, &n, &e) == QP_OK, "%s", e.msg);
     QP_CHECK_MSG(qp_bullet_write(out2, &info, bt, n, &e) == QP_OK, "%s", e.msg);
-    QP_CHECK_MSG(same_files(path, out2), "%s re-written differs", path);
+    QP_CHECK_MSG(qp_test_files_equal(path, out2, NULL), "%s re-written differs", path);
     qp_bullet_info_free(&info, heads, bt);
     qp_model_close(m);
 }
@@ -243,7 +219,7 @@ static void stories(void) {
 
     /* the llama2.c twin from the decoded weights, in the source's own shapes */
     size_t n;
-    uint8_t *orig = slurp(src, &n);
+    uint8_t *orig = qp_test_read_file(src, &n);
     int32_t hdr[7];
     memcpy(hdr, orig, 28);
     int64_t dim = hdr[0], hid = hdr[1], L = hdr[2], nh = hdr[3], nkv = hdr[4], V = hdr[5];
@@ -338,9 +314,7 @@ out:
 
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "%s", qp_test_env("QP_TMP_DIR", "/tmp"));
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_tmp);
-    if (system(cmd) != 0) return 1;
+    if (!qp_test_mkdir_p(g_tmp)) return 1;
     synthetic();
     stories();
     return qp_test_finish();

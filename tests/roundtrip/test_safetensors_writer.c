@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/model.h"
 #include "writers/safetensors_writer.h"
 
@@ -23,17 +24,6 @@ typedef struct spec {
     uint8_t *data;
     size_t nbytes;
 } spec;
-
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL)
-        if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
 
 static void fill(spec *s, uint32_t seed) {
     size_t n = s->elem;
@@ -249,7 +239,7 @@ static void test_errors_leave_nothing(void) {
     qp_st_writer_begin(w, &e);
     QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, buf, 64, &e), QP_OK);
     qp_st_writer_abort(w);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
     qp_st_writer_abort(NULL);
 
     /* a wrong size is refused, sticks, and finish removes everything */
@@ -262,7 +252,7 @@ static void test_errors_leave_nothing(void) {
     QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, buf, 64, &e), QP_ERR_ARG);
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_ARG);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
 
     /* a missing tensor at finish */
     qp_err_clear(&e);
@@ -273,7 +263,7 @@ static void test_errors_leave_nothing(void) {
     qp_st_writer_write(w, buf, 70, &e);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_ARG);
     QP_CHECK_MSG(strstr(e.msg, "'b'") != NULL, "message: %s", e.msg);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
 
     /* too much data */
     qp_err_clear(&e);
@@ -282,7 +272,7 @@ static void test_errors_leave_nothing(void) {
     qp_st_writer_begin(w, &e);
     QP_CHECK_EQ_INT(qp_st_writer_write(w, buf, 65, &e), QP_ERR_ARG);
     qp_st_writer_abort(w);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
 
     /* declaration errors: duplicate names, block encodings, too many dims */
     qp_err_clear(&e);
@@ -309,7 +299,7 @@ static void test_errors_leave_nothing(void) {
     qp_st_writer_write_tensor(w, buf, 64, &e);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_IO);
     QP_CHECK_MSG(strstr(e.msg, bad) != NULL, "message: %s", e.msg);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
     /* allocation failures anywhere leave nothing */
     int ok = 0, nomem = 0;
     for (long k = 0; k < 40; k++) {
@@ -328,11 +318,11 @@ static void test_errors_leave_nothing(void) {
         QP_CHECK_MSG(s == QP_OK || s == QP_ERR_NOMEM, "k=%ld: %s", k, e.msg);
         if (s == QP_OK) {
             ok++;
-            QP_CHECK_EQ_INT(count_entries(dir), 1);
+            QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
             unlink(path);
         } else {
             nomem++;
-            QP_CHECK_MSG(count_entries(dir) == 0, "k=%ld: debris", k);
+            QP_CHECK_MSG(qp_test_count_entries(dir) == 0, "k=%ld: debris", k);
         }
     }
     QP_CHECK(ok > 0 && nomem > 0);
@@ -360,10 +350,10 @@ static void test_sharded(void) {
     QP_CHECK_EQ_INT(qp_st_writer_n_shards(w), 3);
     QP_CHECK_EQ_INT(qp_st_writer_total_bytes(w), 5000);
     for (int i = 0; i < 5; i++) qp_st_writer_write_tensor(w, s[i].data, s[i].nbytes, &e);
-    QP_CHECK_EQ_INT(count_entries(dir), 3); /* temporaries only: nothing under a final name */
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 3); /* temporaries only: nothing under a final name */
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_OK);
     QP_CHECK_MSG(e.status == QP_OK, "%s", e.msg);
-    QP_CHECK_EQ_INT(count_entries(dir), 4);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 4);
     char p[1400];
     snprintf(p, sizeof p, "%s/model-00001-of-00003.safetensors", dir);
     check_file(p, &s[0], 2, "format", "pt");
@@ -396,7 +386,7 @@ static void test_sharded(void) {
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_OK);
     snprintf(p, sizeof p, "%s/model.safetensors", dir1);
     check_file(p, &s[0], 1, NULL, NULL);
-    QP_CHECK_EQ_INT(count_entries(dir1), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir1), 1);
 
     /* a failure after begin leaves no shard and no index */
     char dir2[1300];
@@ -408,15 +398,14 @@ static void test_sharded(void) {
     for (int i = 0; i < 4; i++) qp_st_writer_write_tensor(w, s[i].data, s[i].nbytes, &e);
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_ARG);
-    QP_CHECK_EQ_INT(count_entries(dir2), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir2), 0);
     for (int i = 0; i < 5; i++) free(s[i].data);
 }
 
 int main(void) {
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
-    mkdir(tmp, 0777);
     snprintf(g_root, sizeof g_root, "%s/st_writer.%ld", tmp, (long)getpid());
-    mkdir(g_root, 0777);
+    qp_test_mkdir_p(g_root);
     for (int i = 0; i < N_SPECS; i++) fill(&g_specs[i], (uint32_t)i);
     test_single_file();
     test_other_dtype();

@@ -10,25 +10,12 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/core.h"
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed"};
 #define N_MODELS 6
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
-    *len = got;
-    return buf;
-}
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
 typedef struct st_file {
@@ -40,7 +27,7 @@ typedef struct st_file {
 
 static bool st_load(st_file *f, const char *path) {
     memset(f, 0, sizeof *f);
-    f->bytes = slurp(path, &f->len);
+    f->bytes = qp_test_read_file(path, &f->len);
     if (!f->bytes || f->len < 8) return false;
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | (uint8_t)f->bytes[i];
@@ -91,9 +78,7 @@ static float bf16_value(const uint8_t *p) {
 
 /* ---- determinism -------------------------------------------------------------------------------- */
 static bool run_gen(const char *bin, const char *out) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s/qp-gen-fixtures' '%s' > /dev/null", bin, out);
-    return system(cmd) == 0;
+    return qp_test_system("'%s/qp-gen-fixtures' '%s' > /dev/null", bin, out) == 0;
 }
 
 static int compare_dirs(const char *a, const char *b) {
@@ -107,7 +92,7 @@ static int compare_dirs(const char *a, const char *b) {
         snprintf(pa, sizeof pa, "%s/%s", a, ent->d_name);
         snprintf(pb, sizeof pb, "%s/%s", b, ent->d_name);
         size_t la = 0, lb = 0;
-        char *x = slurp(pa, &la), *y = slurp(pb, &lb);
+        char *x = qp_test_read_file(pa, &la), *y = qp_test_read_file(pb, &lb);
         QP_CHECK_MSG(x && y && la == lb && memcmp(x, y, la) == 0, "%s differs between runs", pa);
         free(x);
         free(y);
@@ -129,7 +114,7 @@ static cJSON *load_json(const char *dir, const char *name) {
     char p[2048];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     size_t len = 0;
-    char *t = slurp(p, &len);
+    char *t = qp_test_read_file(p, &len);
     QP_CHECK_MSG(t != NULL, "missing %s", p);
     if (!t) return NULL;
     cJSON *j = cJSON_ParseWithLength(t, len);
@@ -309,7 +294,7 @@ static void check_sharded(const char *dir) {
 int main(void) {
     const char *bin = qp_test_env("QP_BIN_DIR", "bin");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
-    mkdir(tmp, 0777);
+    qp_test_mkdir_p(tmp);
     char a[1024], b[1024];
     snprintf(a, sizeof a, "%s/gen-fixtures-a.%ld", tmp, (long)getpid());
     snprintf(b, sizeof b, "%s/gen-fixtures-b.%ld", tmp, (long)getpid());

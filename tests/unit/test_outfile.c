@@ -8,34 +8,10 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/core.h"
 
 static char g_root[1024];
-
-static void mkdir_p(const char *path) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(buf, 0777);
-            *p = '/';
-        }
-    }
-    mkdir(buf, 0777);
-}
-
-/* Number of entries in dir (excluding . and ..); -1 when it cannot be read. */
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL)
-        if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..")) n++;
-    closedir(d);
-    return n;
-}
 
 static char *read_file(const char *path, size_t *len) {
     char *buf = NULL;
@@ -48,7 +24,7 @@ static char *read_file(const char *path, size_t *len) {
 static void fresh_dir(char *out, size_t n, const char *name) {
     snprintf(out, n, "%s/%s", g_root, name);
     qp_path_remove_tree(out, NULL);
-    mkdir_p(out);
+    qp_test_mkdir_p(out);
 }
 
 static void test_commit_exact_bytes(void) {
@@ -63,7 +39,7 @@ static void test_commit_exact_bytes(void) {
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
     QP_CHECK(!qp_path_exists(path)); /* nothing under the final name before commit */
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     const char *hello = "hello";
     QP_CHECK_EQ_INT(qp_outfile_write(f, hello, 5, &e), QP_OK);
     memcpy(expect + n, hello, 5);
@@ -93,13 +69,13 @@ static void test_commit_exact_bytes(void) {
     QP_CHECK(got != NULL);
     QP_CHECK_EQ_INT(got_len, n);
     QP_CHECK(got && got_len == n && memcmp(got, expect, n) == 0);
-    QP_CHECK_EQ_INT(count_entries(dir), 1); /* no temporary left */
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1); /* no temporary left */
     /* commit replaces an existing file */
     QP_CHECK_EQ_INT(qp_file_write_atomic(path, "xyz", 3, &e), QP_OK);
     qp_free(got);
     got = read_file(path, &got_len);
     QP_CHECK(got && got_len == 3 && memcmp(got, "xyz", 3) == 0);
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* an empty file */
     char empty[1400];
     snprintf(empty, sizeof empty, "%s/empty.bin", dir);
@@ -123,7 +99,7 @@ static void test_abort(void) {
     uint8_t *blob = calloc(1, (size_t)3 << 20);
     QP_CHECK_EQ_INT(qp_outfile_write(f, blob, (size_t)3 << 20, &e), QP_OK);
     qp_outfile_abort(f);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
     qp_outfile_abort(NULL);
     /* abort keeps an older committed file untouched */
     QP_CHECK_EQ_INT(qp_file_write_atomic(path, "old", 3, &e), QP_OK);
@@ -133,7 +109,7 @@ static void test_abort(void) {
     size_t len = 0;
     char *got = read_file(path, &len);
     QP_CHECK(got && len == 3 && memcmp(got, "old", 3) == 0);
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     qp_free(got);
     free(blob);
 }
@@ -179,7 +155,7 @@ static void test_write_error_remembered(void) {
     QP_CHECK_EQ_INT(qp_outfile_commit(f, &e2), QP_ERR_IO);
     QP_CHECK_MSG(strstr(e2.msg, path) != NULL, "message: %s", e2.msg);
     setrlimit(RLIMIT_FSIZE, &old);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
     /* buffered data that fails only at the final flush */
     setrlimit(RLIMIT_FSIZE, &lim);
     qp_err_clear(&e);
@@ -187,7 +163,7 @@ static void test_write_error_remembered(void) {
     QP_CHECK_EQ_INT(qp_outfile_write(f, blob, 100000, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_outfile_commit(f, &e), QP_ERR_IO);
     setrlimit(RLIMIT_FSIZE, &old);
-    QP_CHECK_EQ_INT(count_entries(dir), 0);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
     free(blob);
 }
 
@@ -205,11 +181,11 @@ static void test_alloc_failure_no_debris(void) {
         QP_CHECK_MSG(s == QP_OK || s == QP_ERR_NOMEM, "k=%ld status %d: %s", k, (int)s, e.msg);
         if (s == QP_OK) {
             saw_ok++;
-            QP_CHECK_EQ_INT(count_entries(dir), 1);
+            QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
             unlink(path);
         } else {
             saw_nomem++;
-            QP_CHECK_MSG(count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
+            QP_CHECK_MSG(qp_test_count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
         }
     }
     QP_CHECK(saw_nomem > 0 && saw_ok > 0);
@@ -236,12 +212,12 @@ static void test_alloc_failure_no_debris(void) {
         QP_CHECK_MSG(s == QP_OK || s == QP_ERR_NOMEM, "k=%ld status %d: %s", k, (int)s, e.msg);
         if (s == QP_OK) {
             saw_ok++;
-            QP_CHECK_EQ_INT(count_entries(dir), 1);
-            QP_CHECK_EQ_INT(count_entries(out), 1);
+            QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
+            QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
             qp_path_remove_tree(out, NULL);
         } else {
             saw_nomem++;
-            QP_CHECK_MSG(count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
+            QP_CHECK_MSG(qp_test_count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
         }
     }
     QP_CHECK(saw_nomem > 0 && saw_ok > 0);
@@ -272,12 +248,12 @@ static void test_outdir(void) {
     char *got = read_file(file, &len);
     QP_CHECK(got && len == 3 && memcmp(got, "one", 3) == 0);
     qp_free(got);
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* refuses to replace a non-empty directory unless asked */
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_ERR_IO);
     QP_CHECK_MSG(strstr(e.msg, out) != NULL, "message: %s", e.msg);
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* abort leaves the existing output as it was */
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_OK);
@@ -287,8 +263,8 @@ static void test_outdir(void) {
     got = read_file(file, &len);
     QP_CHECK(got && len == 3 && memcmp(got, "one", 3) == 0);
     qp_free(got);
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
-    QP_CHECK_EQ_INT(count_entries(out), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
     /* replace when asked: the old content is gone entirely */
     QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_OK);
     write_in(d, "b.txt", "bee");
@@ -298,29 +274,29 @@ static void test_outdir(void) {
     write_in(d, "sub/c.txt", "sea");
     QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
     QP_CHECK(!qp_path_exists(file));
-    QP_CHECK_EQ_INT(count_entries(out), 2);
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(out), 2);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* an empty existing directory is fine without replace */
     qp_path_remove_tree(out, NULL);
     mkdir(out, 0777);
     QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_OK);
     write_in(d, "a.txt", "three");
     QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
-    QP_CHECK_EQ_INT(count_entries(out), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
     /* a file where the directory should go is never replaced */
     qp_path_remove_tree(out, NULL);
     QP_CHECK_EQ_INT(qp_file_write_atomic(out, "f", 1, &e), QP_OK);
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_ERR_IO);
     QP_CHECK(qp_path_exists(out) && !qp_path_is_dir(out));
-    QP_CHECK_EQ_INT(count_entries(dir), 1);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     QP_CHECK_EQ_INT(e.status, QP_ERR_IO);
 }
 
 int main(void) {
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
     snprintf(g_root, sizeof g_root, "%s/outfile.%ld", tmp, (long)getpid());
-    mkdir_p(g_root);
+    qp_test_mkdir_p(g_root);
     test_commit_exact_bytes();
     test_abort();
     test_open_error_names_path();

@@ -1,0 +1,74 @@
+/* Boilerplate the fuzz targets share: per-process temp files and folders (readers map files, so
+ * an input goes to disk first), writing bytes, removing what a target made, and reading every
+ * tensor's first and last byte so ASan sees an out-of-bounds data pointer. */
+#ifndef QP_FUZZ_UTIL_H
+#define QP_FUZZ_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "quantpack/quantpack.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* $TMPDIR, or /tmp when unset or empty. */
+static inline const char *qp_fuzz_tmp(void) {
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+/* Writes exactly data[0..size) to path; 0, or -1 on any error. */
+static inline int qp_fuzz_write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = size ? fwrite(data, 1, size, f) : 0;
+    int rc = fclose(f);
+    return n == size && rc == 0 ? 0 : -1;
+}
+
+/* The input written to this process's temp file $TMPDIR/qp_fuzz_<name>_<pid><ext> (the same
+ * path on every call); NULL when it could not be written. Unlink it when done. */
+static inline const char *qp_fuzz_input_file(const char *name, const char *ext, const uint8_t *data,
+                                             size_t size) {
+    static char path[512];
+    if (!path[0])
+        snprintf(path, sizeof path, "%.200s/qp_fuzz_%s_%ld%s", qp_fuzz_tmp(), name, (long)getpid(),
+                 ext);
+    return qp_fuzz_write_file(path, data, size) == 0 ? path : NULL;
+}
+
+/* Makes this process's work folder $TMPDIR/qp_fuzz_<name>_<pid> into dir (size n), or with
+ * QP_FUZZ_KEEP_DIR=DIR that folder, which is then kept (to make seeds): returns true when kept. */
+static inline bool qp_fuzz_work_dir(char *dir, size_t n, const char *name) {
+    const char *keep = getenv("QP_FUZZ_KEEP_DIR");
+    if (keep && *keep) snprintf(dir, n, "%.200s", keep);
+    else snprintf(dir, n, "%.200s/qp_fuzz_%s_%d", qp_fuzz_tmp(), name, (int)getpid());
+    mkdir(dir, 0700);
+    return keep && *keep;
+}
+
+/* Unlinks dir/names[i] for each of the n names, then removes dir (when empty). */
+static inline void qp_fuzz_rm_dir(const char *dir, const char *const *names, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/* XOR of every tensor's first and last data byte: each must lie inside its mapping. */
+static inline uint8_t qp_fuzz_touch_tensors(const qp_model *m) {
+    uint8_t x = 0;
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        if (t->nbytes) x ^= (uint8_t)(t->data[0] ^ t->data[t->nbytes - 1]);
+    }
+    return x;
+}
+
+#endif
