@@ -52,8 +52,9 @@ qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float *
 /* Runs n_tokens tokens at positions pos .. pos+n_tokens-1 as one batch (prompt processing):
  * each weight row is read once per batch of up to 64 tokens, attention is causal within the
  * batch. Same preconditions as qp_runtime_forward for pos, and pos + n_tokens <= n_ctx. The
- * logits equal those of n_tokens qp_runtime_forward calls: bit for bit for F32/F16/BF16 (and
- * ternary int8) matrices, within float summation-order rounding for other block encodings.
+ * logits equal those of n_tokens qp_runtime_forward calls: bit for bit for F32/F16/BF16/Q8_0/
+ * Q4_K/Q6_K and int8-activation ternary matrices, within float summation-order rounding for
+ * encodings whose vec_dot_f32 sums otherwise (runtime/runtime.md).
  * *logits points at the last token's vocab floats (runtime-owned, valid until the next call);
  * all_logits, when non-NULL, receives n_tokens * vocab floats (row i = token i), which costs
  * the output projection of every token. */
