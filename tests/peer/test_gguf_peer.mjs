@@ -4,23 +4,14 @@
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES. Exit 77 when something is missing.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 
-const SKIP = 77;
-const binDir = process.env.QP_BIN_DIR;
-const peerDir = process.env.QP_PEER_DIR;
-const realDir = process.env.QP_REAL_FIXTURES;
-if (!binDir || !peerDir || !realDir) {
-  console.error('skipped: QP_BIN_DIR, QP_PEER_DIR and QP_REAL_FIXTURES must be set');
-  process.exit(SKIP);
-}
+import { peerRequire, requireEnv, requireFiles, skip, tally } from './peer_util.mjs';
+
+const [binDir, peerDir, realDir] = requireEnv('QP_BIN_DIR', 'QP_PEER_DIR', 'QP_REAL_FIXTURES');
 const quantpack = path.join(binDir, 'quantpack');
-if (!existsSync(quantpack) || !existsSync(path.join(peerDir, '@huggingface/gguf/package.json'))) {
-  console.error(`skipped: ${quantpack} or @huggingface/gguf in ${peerDir} is missing`);
-  process.exit(SKIP);
-}
-const require = createRequire(path.join(peerDir, 'noop.js'));
+requireFiles(quantpack, path.join(peerDir, '@huggingface/gguf/package.json'));
+const require = peerRequire(peerDir);
 const peerVersion = JSON.parse(readFileSync(path.join(peerDir, '@huggingface/gguf/package.json'), 'utf8')).version;
 const { gguf } = require('@huggingface/gguf');
 
@@ -31,24 +22,13 @@ for (const sub of ['gguf', 'vocab']) {
     for (const f of readdirSync(dir).sort()) if (f.endsWith('.gguf')) files.push(path.join(dir, f));
 }
 const present = files.filter((f) => existsSync(f));
-if (present.length === 0) {
-  console.error(`skipped: no GGUF fixtures in ${realDir}`);
-  process.exit(SKIP);
-}
+if (present.length === 0) skip(`no GGUF fixtures in ${realDir}`);
 
 // GGUF value type ids -> the names inspect --json uses (cli/inspect-json.md)
 const TYPE_NAMES = ['u8', 'i8', 'u16', 'i16', 'u32', 'i32', 'f32', 'bool', 'string', 'array', 'u64', 'i64', 'f64'];
 const HEAD = 8; // inspect --json shows the first 8 elements of arrays
 
-let passed = 0;
-let failed = 0;
-function check(ok, what) {
-  if (ok) passed++;
-  else {
-    failed++;
-    console.error(`FAIL: ${what}`);
-  }
-}
+const { check, finish } = tally();
 
 // Our JSON numbers are doubles; the peer gives bigint for 64-bit integers.
 function sameValue(ours, peer, type) {
@@ -132,5 +112,4 @@ for (const file of present) {
   console.log(`${name}: ${pt.length} tensors, ${keys.length} keys compared with @huggingface/gguf ${peerVersion}`);
 }
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();

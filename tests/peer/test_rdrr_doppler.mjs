@@ -9,23 +9,16 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, createPublicKey, verify as edVerify } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const SKIP = 77;
+import { peerRequire, requireEnv, skip, tally } from './peer_util.mjs';
+
 const env = (k) => process.env[k];
-const binDir = env('QP_BIN_DIR'), peerDir = env('QP_PEER_DIR'), realDir = env('QP_REAL_FIXTURES');
-const fixDir = env('QP_FIXTURES_DIR'), tmpRoot = env('QP_TMP_DIR');
-if (!binDir || !peerDir || !tmpRoot) {
-  console.error('skipped: QP_BIN_DIR, QP_PEER_DIR and QP_TMP_DIR must be set');
-  process.exit(SKIP);
-}
+const [binDir, peerDir, tmpRoot] = requireEnv('QP_BIN_DIR', 'QP_PEER_DIR', 'QP_TMP_DIR');
+const realDir = env('QP_REAL_FIXTURES'), fixDir = env('QP_FIXTURES_DIR');
 const dopplerDir = path.join(peerDir, 'doppler-gpu');
-if (!existsSync(path.join(dopplerDir, 'package.json'))) {
-  console.error(`skipped: doppler-gpu is not installed in ${peerDir}`);
-  process.exit(SKIP);
-}
+if (!existsSync(path.join(dopplerDir, 'package.json'))) skip(`doppler-gpu is not installed in ${peerDir}`);
 const { parseManifest, classifyTensorRole } = await import(
   pathToFileURL(path.join(dopplerDir, 'src/tooling-exports/manifest.js')).href);
 const { parseTensorMap } = await import(pathToFileURL(path.join(dopplerDir, 'src/formats/rdrr/parsing.js')).href);
@@ -33,7 +26,7 @@ const { buildTensorBlockMerkleRoot } = await import(
   pathToFileURL(path.join(dopplerDir, 'src/formats/rdrr/integrity.js')).href);
 const adapterMod = await import(pathToFileURL(path.join(dopplerDir, 'src/experimental/adapters/adapter-manifest.js')).href);
 const loraLoader = await import(pathToFileURL(path.join(dopplerDir, 'src/experimental/adapters/lora-loader.js')).href);
-const require = createRequire(path.join(peerDir, 'noop.js'));
+const require = peerRequire(peerDir);
 const { gguf } = require('@huggingface/gguf');
 
 const qp = path.join(binDir, 'quantpack'), g2r = path.join(binDir, 'gguf-to-rdrr');
@@ -41,11 +34,7 @@ const tmp = path.join(tmpRoot, 'rdrr-doppler');
 rmSync(tmp, { recursive: true, force: true });
 mkdirSync(tmp, { recursive: true });
 
-let passed = 0, failed = 0;
-function check(cond, what) {
-  if (cond) passed++;
-  else { failed++; console.error(`FAIL: ${what}`); }
-}
+const { check, finish } = tally();
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 const run = (exe, args) => execFileSync(exe, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 function sha256sum(file) {
@@ -266,5 +255,4 @@ if (fixDir && existsSync(path.join(fixDir, 'llama-tied'))) {
 }
 
 console.log(`cases: ${cases.join(', ')}`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+finish();

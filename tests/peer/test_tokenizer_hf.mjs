@@ -5,29 +5,19 @@
 // with U+FFFD replacement, which is quantpack's documented handling). Prints "N passed, N failed".
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES. Exit 77 when something is missing.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const SKIP = 77;
-const binDir = process.env.QP_BIN_DIR;
-const peerDir = process.env.QP_PEER_DIR;
-const realDir = process.env.QP_REAL_FIXTURES;
-if (!binDir || !peerDir || !realDir) {
-  console.error('skipped: QP_BIN_DIR, QP_PEER_DIR and QP_REAL_FIXTURES must be set');
-  process.exit(SKIP);
-}
+import { requireEnv, requireFiles, tally } from './peer_util.mjs';
+
+const [binDir, peerDir, realDir] = requireEnv('QP_BIN_DIR', 'QP_PEER_DIR', 'QP_REAL_FIXTURES');
 const quantpack = path.join(binDir, 'quantpack');
 const peerPkg = path.join(peerDir, '@huggingface/tokenizers/package.json');
 const tokJson = path.join(realDir, 'hf-tokenizers/phi-3/tokenizer.json');
 const tokCfg = path.join(realDir, 'hf-tokenizers/phi-3/tokenizer_config.json');
 const inpPath = path.join(realDir, 'vocab/ggml-vocab-phi-3.gguf.inp');
-for (const f of [quantpack, peerPkg, tokJson, tokCfg, inpPath]) {
-  if (!existsSync(f)) {
-    console.error(`skipped: ${f} is missing`);
-    process.exit(SKIP);
-  }
-}
+requireFiles(quantpack, peerPkg, tokJson, tokCfg, inpPath);
 const pkg = JSON.parse(readFileSync(peerPkg, 'utf8'));
 const entry = path.join(peerDir, '@huggingface/tokenizers', pkg.exports['.'].node.import);
 const { Tokenizer } = await import(pathToFileURL(entry).href);
@@ -60,7 +50,7 @@ const invalid = [
 ];
 for (const b of invalid) inputs.push({ name: 'invalid-utf8', bytes: b });
 
-let passed = 0, failed = 0;
+const t = tally();
 for (const [i, inp] of inputs.entries()) {
   const text = inp.bytes.toString('utf8'); // U+FFFD for ill-formed sequences
   const want = Array.from(hf.encode(text, { add_special_tokens: false }).ids);
@@ -76,12 +66,11 @@ for (const [i, inp] of inputs.entries()) {
     got = `error: ${err.stderr || err.message}`;
   }
   if (Array.isArray(got) && got.length === want.length && got.every((v, k) => v === want[k])) {
-    passed++;
+    t.passed++;
   } else {
-    failed++;
+    t.failed++;
     console.error(`${inp.name} #${i} ${JSON.stringify(text).slice(0, 80)}:\n  hf        ${want.join(' ')}\n  quantpack ${Array.isArray(got) ? got.join(' ') : got}`);
   }
 }
 console.log(`tokenizer.json (phi-3) vs @huggingface/tokenizers ${pkg.version}: ${inputs.length} strings`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed || passed !== inputs.length ? 1 : 0);
+t.finish(t.passed === inputs.length);
