@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "quantpack/quantpack.h"
+#include "quantpack/sampler.h"
 
 /* Exit codes scripts can rely on (README "Exit codes"). */
 enum {
@@ -25,6 +26,42 @@ int qp_cli_fail(const qp_err *e);
 int qp_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* True when argv[i] is -h or --help. */
 bool qp_cli_is_help(const char *arg);
+
+/* Option values: true when the whole of s is a base-10 integer in [lo, hi] / a number (not NaN). */
+bool qp_cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+bool qp_cli_parse_float(const char *s, float *out);
+bool qp_cli_parse_double(const char *s, double *out);
+/* "1 403 407" -> *ids (qp_malloc'd, caller frees), non-negative int32 separated by any run of
+ * the characters of seps. False on a bad number or no memory (nothing allocated). */
+bool qp_cli_parse_ids(const char *s, const char *seps, int32_t **ids, int64_t *n);
+/* Whether a prompt gets BOS: the vocabulary's add_bos; GGUF SPM without
+ * tokenizer.ggml.add_bos_token adds it (as llama.cpp). */
+bool qp_cli_add_bos(const qp_model *m);
+/* Monotonic clock in seconds (durations only). */
+double qp_cli_now_s(void);
+
+/* The model options of the commands that run a model (run, run --task, verify), parsed by
+ * qp_cli_parse_common. The command fills cmd, takes and the defaults; given values overwrite them. */
+enum {
+    QP_CLI_OPT_PROMPT = 1 << 0,    /* -p/--prompt TEXT, --ids "1 403 ...", --no-bos */
+    QP_CLI_OPT_TOKENIZER = 1 << 1, /* --tokenizer FILE */
+    QP_CLI_OPT_THREADS = 1 << 2,   /* --threads/-t N (1..1024) */
+    QP_CLI_OPT_GENERATE = 1 << 3,  /* -n/--n-predict N (0..2^24), --ctx N (1..2^20), --temp/
+                                      --temperature, --top-k, --top-p, --repeat-penalty,
+                                      --repeat-last-n, --seed */
+};
+typedef struct qp_cli_model_opts {
+    const char *cmd; /* message prefix: "<cmd>: bad --top-k '...'" */
+    unsigned takes;  /* QP_CLI_OPT_* */
+    const char *prompt, *ids;
+    bool no_bos;
+    qp_open_opts open; /* tokenizer_path */
+    int64_t threads, n_new, ctx;
+    qp_sampler_params sampler;
+} qp_cli_model_opts;
+/* Parses argv[*i] when it is one of the options o->takes names: returns 1 with *i on its last
+ * word; 0 when it is not one of them; -1 after printing the usage error (exit QP_EXIT_USAGE). */
+int qp_cli_parse_common(int argc, char **argv, int *i, qp_cli_model_opts *o);
 
 /* Commands: argv[0] is the command name. */
 int qp_cmd_inspect(int argc, char **argv);

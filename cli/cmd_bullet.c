@@ -104,42 +104,10 @@ int qp_cmd_bullet_convert(int argc, char **argv) { return pack_main(argc, argv, 
 
 /* ---- run --task ------------------------------------------------------------------------------ */
 
-static bool parse_ids(const char *s, int32_t **out, int64_t *n_out) {
-    int64_t cap = 16, n = 0;
-    int32_t *ids = qp_malloc((size_t)cap * sizeof *ids);
-    if (!ids) return false;
-    for (const char *p = s;;) {
-        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
-        if (!*p) break;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v < 0 || v > INT32_MAX) {
-            qp_free(ids);
-            return false;
-        }
-        if (n == cap) {
-            int32_t *ni = qp_realloc(ids, (size_t)cap * 2 * sizeof *ni);
-            if (!ni) {
-                qp_free(ids);
-                return false;
-            }
-            ids = ni;
-            cap *= 2;
-        }
-        ids[n++] = (int32_t)v;
-        p = end;
-    }
-    *out = ids;
-    *n_out = n;
-    return true;
-}
-
 int qp_cmd_run_task(int argc, char **argv) {
-    const char *task = NULL, *path = NULL, *prompt = NULL, *ids_arg = NULL;
-    qp_open_opts oo = {0};
-    int threads = 0;
-    bool no_bos = false;
+    const char *task = NULL, *path = NULL;
+    qp_cli_model_opts o = {.cmd = "run",
+                           .takes = QP_CLI_OPT_PROMPT | QP_CLI_OPT_TOKENIZER | QP_CLI_OPT_THREADS};
     /* gen: plain generation; hand everything else to `run` */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--task") == 0) task = argv[i + 1];
@@ -161,22 +129,17 @@ int qp_cmd_run_task(int argc, char **argv) {
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--task") == 0 && v) i++;
-        else if ((strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) && v) prompt = argv[++i];
-        else if (strcmp(a, "--ids") == 0 && v) ids_arg = argv[++i];
-        else if (strcmp(a, "--tokenizer") == 0 && v) oo.tokenizer_path = argv[++i];
-        else if ((strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) && v) {
-            threads = atoi(argv[++i]);
-            if (threads < 1 || threads > 1024) return qp_cli_usage_error("run: bad --threads '%s'", v);
-        } else if (strcmp(a, "--no-bos") == 0) no_bos = true;
+        int r = qp_cli_parse_common(argc, argv, &i, &o);
+        if (r < 0) return QP_EXIT_USAGE;
+        if (r > 0) continue;
+        if (strcmp(a, "--task") == 0 && i + 1 < argc) i++;
         else if (a[0] == '-' && a[1])
             return qp_cli_usage_error("run --task %s: option '%s' is not used by task heads", task, a);
         else if (!path) path = a;
         else return qp_cli_usage_error("run: unexpected argument '%s'", a);
     }
     if (!path) return qp_cli_usage_error("run: no model given");
-    if ((prompt != NULL) == (ids_arg != NULL))
+    if ((o.prompt != NULL) == (o.ids != NULL))
         return qp_cli_usage_error("run: give either -p TEXT or --ids \"ID ...\"");
     int ti = qp_bullet_task_index(task);
     if (ti < 0) return qp_cli_usage_error("run: unknown task '%s' (gen, ner, pos, sentiment, classifier)", task);
@@ -191,21 +154,21 @@ int qp_cmd_run_task(int argc, char **argv) {
     int64_t n_ids = 0;
     float *scores = NULL;
     int rc = QP_EXIT_OK;
-    qp_status s = qp_model_open(path, &oo, &m, &e);
+    qp_status s = qp_model_open(path, &o.open, &m, &e);
     if (s != QP_OK) return qp_cli_fail(&e);
     if ((s = qp_bullet_task_head_get(m, task, &head, &e)) != QP_OK) goto fail;
     if (m->vocab.model != QP_TOK_NONE && m->vocab.n_tokens > 0 &&
         (s = qp_tokenizer_new(&m->vocab, &tok, &e)) != QP_OK)
         goto fail;
-    if (prompt) {
+    if (o.prompt) {
         if (!tok) {
             qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer we can run; use --ids", path);
             goto fail;
         }
-        if ((s = qp_tokenizer_encode(tok, prompt, strlen(prompt), m->vocab.add_bos && !no_bos, false,
-                                     &ids, &n_ids, &e)) != QP_OK)
+        if ((s = qp_tokenizer_encode(tok, o.prompt, strlen(o.prompt), m->vocab.add_bos && !o.no_bos,
+                                     false, &ids, &n_ids, &e)) != QP_OK)
             goto fail;
-    } else if (!parse_ids(ids_arg, &ids, &n_ids)) {
+    } else if (!qp_cli_parse_ids(o.ids, " ,\t\n", &ids, &n_ids)) {
         rc = qp_cli_usage_error("run: --ids must be non-negative integers");
         goto done;
     }
@@ -213,7 +176,7 @@ int qp_cmd_run_task(int argc, char **argv) {
         rc = qp_cli_usage_error("run: the input has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {threads, 0};
+    qp_runtime_opts ro = {(int)o.threads, 0};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
     if (n_ids > c->n_ctx) {

@@ -3,11 +3,8 @@
  * [--ctx N] [--no-bos] [--print-ids]: generates text with the reference runtime. The prompt and
  * then each generated piece go to stdout as they are made (flushed per token); statistics go to
  * stderr. Stops at EOS or after N new tokens. */
-#include <errno.h>
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "quantpack/runtime.h"
@@ -35,63 +32,6 @@ static void run_help(FILE *f) {
             "  --print-ids           print token ids (one line) instead of text\n");
 }
 
-static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_f(const char *s, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || v != v) return false;
-    *out = v;
-    return true;
-}
-
-/* "1 403 407" -> ids (qp_malloc'd). */
-static bool parse_ids(const char *s, int32_t **out, int64_t *n_out) {
-    int64_t cap = 16, n = 0;
-    int32_t *ids = qp_malloc((size_t)cap * sizeof *ids);
-    if (!ids) return false;
-    const char *p = s;
-    for (;;) {
-        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
-        if (!*p) break;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v < 0 || v > INT32_MAX) {
-            qp_free(ids);
-            return false;
-        }
-        if (n == cap) {
-            int32_t *ni = qp_realloc(ids, (size_t)cap * 2 * sizeof *ni);
-            if (!ni) {
-                qp_free(ids);
-                return false;
-            }
-            ids = ni;
-            cap *= 2;
-        }
-        ids[n++] = (int32_t)v;
-        p = end;
-    }
-    *out = ids;
-    *n_out = n;
-    return true;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Writes the piece of id (after prev) to stdout. */
 static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
     char buf[256];
@@ -110,87 +50,32 @@ static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
 int qp_cmd_run(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++) /* --task: .bullet task heads, cli/cmd_bullet.c */
         if (strcmp(argv[i], "--task") == 0) return qp_cmd_run_task(argc, argv);
-    const char *path = NULL, *prompt = NULL, *ids_arg = NULL;
-    qp_open_opts oo = {0};
-    qp_sampler_params sp;
-    qp_sampler_params_default(&sp);
-    int64_t n_new = 128, threads = 0, ctx = 0;
-    bool no_bos = false, print_ids = false;
+    const char *path = NULL;
+    qp_cli_model_opts o = {.cmd = "run",
+                           .takes = QP_CLI_OPT_PROMPT | QP_CLI_OPT_TOKENIZER | QP_CLI_OPT_THREADS |
+                                    QP_CLI_OPT_GENERATE,
+                           .n_new = 128};
+    qp_sampler_params_default(&o.sampler);
+    bool print_ids = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t iv;
         if (qp_cli_is_help(a)) {
             run_help(stdout);
             return QP_EXIT_OK;
         }
-#define NEED_VALUE()                                                                             \
-    do {                                                                                         \
-        if (!v) return qp_cli_usage_error("run: %s needs a value", a);                           \
-        i++;                                                                                     \
-    } while (0)
-        if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) {
-            NEED_VALUE();
-            prompt = v;
-        } else if (strcmp(a, "--ids") == 0) {
-            NEED_VALUE();
-            ids_arg = v;
-        } else if (strcmp(a, "--tokenizer") == 0) {
-            NEED_VALUE();
-            oo.tokenizer_path = v;
-        } else if (strcmp(a, "-n") == 0 || strcmp(a, "--n-predict") == 0) {
-            NEED_VALUE();
-            if (!parse_i64(v, 0, 1 << 24, &n_new)) return qp_cli_usage_error("run: bad -n '%s'", v);
-        } else if (strcmp(a, "--temp") == 0 || strcmp(a, "--temperature") == 0) {
-            NEED_VALUE();
-            if (!parse_f(v, &sp.temperature)) return qp_cli_usage_error("run: bad --temp '%s'", v);
-        } else if (strcmp(a, "--top-k") == 0) {
-            NEED_VALUE();
-            if (!parse_i64(v, 0, INT32_MAX, &iv)) return qp_cli_usage_error("run: bad --top-k '%s'", v);
-            sp.top_k = (int32_t)iv;
-        } else if (strcmp(a, "--top-p") == 0) {
-            NEED_VALUE();
-            if (!parse_f(v, &sp.top_p)) return qp_cli_usage_error("run: bad --top-p '%s'", v);
-        } else if (strcmp(a, "--repeat-penalty") == 0) {
-            NEED_VALUE();
-            if (!parse_f(v, &sp.repeat_penalty) || !(sp.repeat_penalty > 0.0f))
-                return qp_cli_usage_error("run: bad --repeat-penalty '%s'", v);
-        } else if (strcmp(a, "--repeat-last-n") == 0) {
-            NEED_VALUE();
-            if (!parse_i64(v, -1, INT32_MAX, &iv))
-                return qp_cli_usage_error("run: bad --repeat-last-n '%s'", v);
-            sp.repeat_last_n = (int32_t)iv;
-        } else if (strcmp(a, "--seed") == 0) {
-            NEED_VALUE();
-            char *end;
-            errno = 0;
-            unsigned long long sv = strtoull(v, &end, 10);
-            if (errno || end == v || *end) return qp_cli_usage_error("run: bad --seed '%s'", v);
-            sp.seed = sv;
-        } else if (strcmp(a, "--threads") == 0 || strcmp(a, "-t") == 0) {
-            NEED_VALUE();
-            if (!parse_i64(v, 1, 1024, &threads)) return qp_cli_usage_error("run: bad --threads '%s'", v);
-        } else if (strcmp(a, "--ctx") == 0) {
-            NEED_VALUE();
-            if (!parse_i64(v, 1, 1 << 20, &ctx)) return qp_cli_usage_error("run: bad --ctx '%s'", v);
-        } else if (strcmp(a, "--no-bos") == 0) {
-            no_bos = true;
-        } else if (strcmp(a, "--print-ids") == 0) {
-            print_ids = true;
-        } else if (a[0] == '-' && a[1]) {
-            return qp_cli_usage_error("run: unknown option '%s'", a);
-        } else if (!path) {
-            path = a;
-        } else {
-            return qp_cli_usage_error("run: unexpected argument '%s' (quote the prompt)", a);
-        }
-#undef NEED_VALUE
+        int r = qp_cli_parse_common(argc, argv, &i, &o);
+        if (r < 0) return QP_EXIT_USAGE;
+        if (r > 0) continue;
+        if (strcmp(a, "--print-ids") == 0) print_ids = true;
+        else if (a[0] == '-' && a[1]) return qp_cli_usage_error("run: unknown option '%s'", a);
+        else if (!path) path = a;
+        else return qp_cli_usage_error("run: unexpected argument '%s' (quote the prompt)", a);
     }
     if (!path) {
         run_help(stderr);
         return QP_EXIT_USAGE;
     }
-    if ((prompt != NULL) == (ids_arg != NULL))
+    if ((o.prompt != NULL) == (o.ids != NULL))
         return qp_cli_usage_error("run: give either -p PROMPT or --ids \"ID ...\"");
 
     qp_err e = {0};
@@ -201,24 +86,21 @@ int qp_cmd_run(int argc, char **argv) {
     int32_t *ids = NULL;
     int64_t n_ids = 0;
     int rc = QP_EXIT_OK;
-    qp_status s = qp_model_open(path, &oo, &m, &e);
+    qp_status s = qp_model_open(path, &o.open, &m, &e);
     if (s != QP_OK) return qp_cli_fail(&e);
     bool have_vocab = m->vocab.model != QP_TOK_NONE && m->vocab.n_tokens > 0;
     if (have_vocab && (s = qp_tokenizer_new(&m->vocab, &tok, &e)) != QP_OK) goto fail;
-    if (prompt) {
+    if (o.prompt) {
         if (!tok) {
             qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer in this model%s; use --ids", path,
-                    oo.tokenizer_path ? "" : " (pass --tokenizer FILE)");
+                    o.open.tokenizer_path ? "" : " (pass --tokenizer FILE)");
             goto fail;
         }
-        bool add_bos = m->vocab.add_bos;
-        if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
-            !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
-            add_bos = true; /* as llama.cpp */
-        if ((s = qp_tokenizer_encode(tok, prompt, strlen(prompt), add_bos && !no_bos, false,
-                                     &ids, &n_ids, &e)) != QP_OK)
+        const bool add_bos = qp_cli_add_bos(m) && !o.no_bos;
+        if ((s = qp_tokenizer_encode(tok, o.prompt, strlen(o.prompt), add_bos, false, &ids, &n_ids,
+                                     &e)) != QP_OK)
             goto fail;
-    } else if (!parse_ids(ids_arg, &ids, &n_ids)) {
+    } else if (!qp_cli_parse_ids(o.ids, " ,\t\n", &ids, &n_ids)) {
         rc = qp_cli_usage_error("run: --ids must be non-negative integers");
         goto done;
     }
@@ -226,10 +108,10 @@ int qp_cmd_run(int argc, char **argv) {
         rc = qp_cli_usage_error("run: the prompt has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {(int)threads, ctx};
+    qp_runtime_opts ro = {(int)o.threads, o.ctx};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
-    if ((s = qp_sampler_new(&sp, c->vocab, &smp, &e)) != QP_OK) goto fail;
+    if ((s = qp_sampler_new(&o.sampler, c->vocab, &smp, &e)) != QP_OK) goto fail;
     int32_t eos = m->arch.eos_id >= 0 ? m->arch.eos_id : m->vocab.eos_id;
 
     /* prompt */
@@ -240,7 +122,7 @@ int qp_cmd_run(int argc, char **argv) {
     }
     fflush(stdout);
     float *logits = NULL;
-    double t0 = now_s();
+    double t0 = qp_cli_now_s();
     if (n_ids > c->n_ctx) {
         qp_fail(&e, QP_ERR_LIMIT, "the prompt (%lld tokens) does not fit the context of %lld",
                 (long long)n_ids, (long long)c->n_ctx);
@@ -250,11 +132,11 @@ int qp_cmd_run(int argc, char **argv) {
     if ((s = qp_runtime_forward_batch(rt, ids, n_ids, 0, NULL, &logits, &e)) != QP_OK) goto fail;
     for (int64_t i = 0; i < n_ids; i++)
         if ((s = qp_sampler_accept(smp, ids[i], &e)) != QP_OK) goto fail;
-    double t1 = now_s();
+    double t1 = qp_cli_now_s();
     int64_t n_gen = 0, pos = n_ids;
     int32_t prev = ids[n_ids - 1];
     bool hit_eos = false, hit_ctx = false;
-    while (n_gen < n_new) {
+    while (n_gen < o.n_new) {
         int32_t next;
         if ((s = qp_sampler_sample(smp, logits, &next, &e)) != QP_OK) goto fail;
         n_gen++;
@@ -267,7 +149,7 @@ int qp_cmd_run(int argc, char **argv) {
         else printf("%s%" PRId32, n_gen > 1 ? " " : "", next);
         fflush(stdout);
         prev = next;
-        if (n_gen == n_new) break;
+        if (n_gen == o.n_new) break;
         if (pos >= c->n_ctx) {
             hit_ctx = true;
             break;
@@ -275,7 +157,7 @@ int qp_cmd_run(int argc, char **argv) {
         if ((s = qp_sampler_accept(smp, next, &e)) != QP_OK) goto fail;
         if ((s = qp_runtime_forward(rt, next, pos++, &logits, &e)) != QP_OK) goto fail;
     }
-    double t2 = now_s();
+    double t2 = qp_cli_now_s();
     putchar('\n');
     if (fflush(stdout) != 0) rc = QP_EXIT_IO;
     int64_t n_decoded = pos - n_ids; /* forward passes after the prompt */

@@ -53,15 +53,6 @@ static void verify_help(FILE *f) {
             "(exit 1).\n");
 }
 
-static bool parse_d(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v != v) return false;
-    *out = v;
-    return true;
-}
-
 typedef struct prompt_list {
     qp_verify_prompt p[VERIFY_MAX_PROMPTS];
     int32_t *ids[VERIFY_MAX_PROMPTS];
@@ -77,44 +68,6 @@ static void prompts_free(prompt_list *pl) {
     pl->n = 0;
 }
 
-static bool parse_id_list(const char *s, int32_t **out, int64_t *n_out) {
-    int64_t cap = 16, n = 0;
-    int32_t *ids = qp_malloc((size_t)cap * sizeof *ids);
-    if (!ids) return false;
-    for (const char *p = s;;) {
-        while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r') p++;
-        if (!*p) break;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v < 0 || v > INT32_MAX) {
-            qp_free(ids);
-            return false;
-        }
-        if (n == cap) {
-            int32_t *ni = qp_realloc(ids, (size_t)cap * 2 * sizeof *ni);
-            if (!ni) {
-                qp_free(ids);
-                return false;
-            }
-            ids = ni;
-            cap *= 2;
-        }
-        ids[n++] = (int32_t)v;
-        p = end;
-    }
-    *out = ids;
-    *n_out = n;
-    return true;
-}
-
-static bool vocab_add_bos(const qp_model *m) {
-    if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
-        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
-        return true; /* as llama.cpp */
-    return m->vocab.add_bos;
-}
-
 /* Adds a text prompt (tokenized) or an "ids:" prompt. Returns an exit code or -1 on success. */
 static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok,
                       const qp_model *tm, int64_t lineno) {
@@ -124,7 +77,7 @@ static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok
     int32_t *ids = NULL;
     int64_t n = 0;
     if (strncmp(line, "ids:", 4) == 0) {
-        if (!parse_id_list(line + 4, &ids, &n) || n == 0) {
+        if (!qp_cli_parse_ids(line + 4, " \t,\r", &ids, &n) || n == 0) {
             qp_free(ids);
             return qp_cli_usage_error("verify: prompts line %lld: bad id list", (long long)lineno);
         }
@@ -134,7 +87,7 @@ static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok
                                       "tokenizer (use \"ids: ...\" or --tokenizer)",
                                       (long long)lineno);
         qp_err e = {0};
-        if (qp_tokenizer_encode(tok, line, strlen(line), vocab_add_bos(tm), false, &ids, &n, &e) !=
+        if (qp_tokenizer_encode(tok, line, strlen(line), qp_cli_add_bos(tm), false, &ids, &n, &e) !=
             QP_OK)
             return qp_cli_fail(&e);
         if (n == 0) {
@@ -291,7 +244,7 @@ static int verify_rdrr_dir(const char *dir, const char *pubkey, const qp_open_op
 int qp_cmd_verify(int argc, char **argv) {
     const char *out_path = NULL, *src_path = NULL, *prompts_file = NULL, *receipt = NULL,
                *pubkey = NULL;
-    qp_open_opts oo = {0};
+    qp_cli_model_opts o = {.cmd = "verify", .takes = QP_CLI_OPT_TOKENIZER};
     int64_t n_gen = 32, threads = 0;
     double min_cos = -1, max_kl = -1, min_top1 = -1, min_greedy = -1;
     for (int i = 1; i < argc; i++) {
@@ -301,40 +254,39 @@ int qp_cmd_verify(int argc, char **argv) {
             verify_help(stdout);
             return QP_EXIT_OK;
         }
+        int r = qp_cli_parse_common(argc, argv, &i, &o);
+        if (r < 0) return QP_EXIT_USAGE;
+        if (r > 0) continue;
         bool takes = strcmp(a, "--against") == 0 || strcmp(a, "--prompts") == 0 ||
                      strcmp(a, "--receipt") == 0 || strcmp(a, "-n") == 0 ||
-                     strcmp(a, "--tokenizer") == 0 || strcmp(a, "--threads") == 0 ||
-                     strcmp(a, "--min-cosine") == 0 || strcmp(a, "--max-kl") == 0 ||
-                     strcmp(a, "--min-top1") == 0 || strcmp(a, "--min-greedy") == 0 ||
-                     strcmp(a, "--pubkey") == 0;
+                     strcmp(a, "--threads") == 0 || strcmp(a, "--min-cosine") == 0 ||
+                     strcmp(a, "--max-kl") == 0 || strcmp(a, "--min-top1") == 0 ||
+                     strcmp(a, "--min-greedy") == 0 || strcmp(a, "--pubkey") == 0;
         if (takes) {
             if (!v) return qp_cli_usage_error("verify: %s needs a value", a);
             i++;
         }
-        char *end;
+        /* -n and --threads: verify's own ranges and messages */
         if (strcmp(a, "--against") == 0) src_path = v;
         else if (strcmp(a, "--prompts") == 0) prompts_file = v;
         else if (strcmp(a, "--receipt") == 0) receipt = v;
-        else if (strcmp(a, "--tokenizer") == 0) oo.tokenizer_path = v;
         else if (strcmp(a, "--pubkey") == 0) pubkey = v;
         else if (strcmp(a, "-n") == 0) {
-            errno = 0;
-            n_gen = strtoll(v, &end, 10);
-            if (errno || *end || n_gen < 1 || n_gen > 65536)
+            if (!qp_cli_parse_i64(v, 1, 65536, &n_gen))
                 return qp_cli_usage_error("verify: -n must be 1..65536");
         } else if (strcmp(a, "--threads") == 0) {
-            errno = 0;
-            threads = strtoll(v, &end, 10);
-            if (errno || *end || threads < 1 || threads > 1024)
+            if (!qp_cli_parse_i64(v, 1, 1024, &threads))
                 return qp_cli_usage_error("verify: --threads must be 1..1024");
         } else if (strcmp(a, "--min-cosine") == 0) {
-            if (!parse_d(v, &min_cos)) return qp_cli_usage_error("verify: bad --min-cosine");
+            if (!qp_cli_parse_double(v, &min_cos)) return qp_cli_usage_error("verify: bad --min-cosine");
         } else if (strcmp(a, "--max-kl") == 0) {
-            if (!parse_d(v, &max_kl) || max_kl < 0) return qp_cli_usage_error("verify: bad --max-kl");
+            if (!qp_cli_parse_double(v, &max_kl) || max_kl < 0)
+                return qp_cli_usage_error("verify: bad --max-kl");
         } else if (strcmp(a, "--min-top1") == 0) {
-            if (!parse_d(v, &min_top1)) return qp_cli_usage_error("verify: bad --min-top1");
+            if (!qp_cli_parse_double(v, &min_top1)) return qp_cli_usage_error("verify: bad --min-top1");
         } else if (strcmp(a, "--min-greedy") == 0) {
-            if (!parse_d(v, &min_greedy)) return qp_cli_usage_error("verify: bad --min-greedy");
+            if (!qp_cli_parse_double(v, &min_greedy))
+                return qp_cli_usage_error("verify: bad --min-greedy");
         } else if (a[0] == '-' && a[1]) {
             return qp_cli_usage_error("verify: unknown option '%s'", a);
         } else if (!out_path) {
@@ -348,7 +300,7 @@ int qp_cmd_verify(int argc, char **argv) {
         return QP_EXIT_USAGE;
     }
     bool rdrr = qp_format_detect(out_path) == QP_FORMAT_RDRR;
-    if (!src_path && rdrr) return verify_rdrr_dir(out_path, pubkey, &oo);
+    if (!src_path && rdrr) return verify_rdrr_dir(out_path, pubkey, &o.open);
     if (pubkey && !rdrr) return qp_cli_usage_error("verify: --pubkey is for RDRR directories");
     if (!src_path) return qp_cli_usage_error("verify: --against SRC is required (or OUT is an RDRR "
                                              "directory: the integrity check alone)");
@@ -365,8 +317,8 @@ int qp_cmd_verify(int argc, char **argv) {
     char *json = NULL;
     int rc = QP_EXIT_OK;
     if (!pl) return QP_EXIT_IO;
-    if (qp_model_open(out_path, &oo, &out, &e) != QP_OK ||
-        qp_model_open(src_path, &oo, &src, &e) != QP_OK) {
+    if (qp_model_open(out_path, &o.open, &out, &e) != QP_OK ||
+        qp_model_open(src_path, &o.open, &src, &e) != QP_OK) {
         rc = qp_cli_fail(&e);
         goto done;
     }
