@@ -5,6 +5,7 @@
 
 #include "converters/convert_gguf.h"
 #include "qp_test.h"
+#include "qp_test_util.h"
 
 static void locate(const qp_model *ref, uint64_t off) {
     for (int64_t i = 0; i < ref->n_tensors; i++) {
@@ -32,9 +33,7 @@ int main(void) {
     fclose(f1);
     fclose(f2);
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tmp);
-    if (system(cmd) != 0) QP_SKIP("cannot create %s", tmp);
+    if (!qp_test_mkdir_p(tmp)) QP_SKIP("cannot create %s", tmp);
 
     qp_err e = {0};
     qp_model *m = NULL, *mref = NULL;

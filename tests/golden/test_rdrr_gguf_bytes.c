@@ -19,28 +19,7 @@
 #include <openssl/evp.h>
 
 #include "qp_test.h"
-
-static uint8_t *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            uint8_t *nb = realloc(buf, cap + 1);
-            if (!nb) { free(buf); fclose(f); return NULL; }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    buf[len] = 0;
-    *n = len;
-    return buf;
-}
+#include "qp_test_util.h"
 
 static void sha256_hex(const uint8_t *p, size_t n, char out[65]) {
     unsigned char d[EVP_MAX_MD_SIZE];
@@ -118,25 +97,24 @@ typedef struct gtensor {
 } gtensor;
 
 int main(void) {
-    char src[1024], out[1024], bin[1024], cmd[4096];
+    char src[1024], out[1024], bin[1024];
     qp_test_path(src, sizeof src, qp_test_real_dir(), "gguf/stories260K-Q4_K_M.llamacpp.gguf");
     if (access(src, R_OK) != 0) QP_SKIP("%s missing", src);
     const char *bindir = qp_test_env("QP_BIN_DIR", "bin");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
     qp_test_path(bin, sizeof bin, bindir, "gguf-to-rdrr");
     if (access(bin, X_OK) != 0) QP_SKIP("%s missing", bin);
-    mkdir(tmp, 0755);
+    qp_test_mkdir_p(tmp);
     snprintf(out, sizeof out, "%s/rdrr-gguf-bytes-%d", tmp, (int)getpid());
     /* 16 KiB shards: the ~300 KB model spreads over many shards and the largest tensors (token_embd,
      * output: over 16 KiB) span several */
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --shard-size 16384 --quiet", bin, src, out);
-    int rc = system(cmd);
-    QP_CHECK_MSG(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "gguf-to-rdrr failed: %d", rc);
+    int rc = qp_test_system("'%s' '%s' '%s' --shard-size 16384 --quiet", bin, src, out);
+    QP_CHECK_MSG(rc == 0, "gguf-to-rdrr failed: %d", rc);
     if (qp_test_failed) return qp_test_finish();
 
     /* --- the GGUF, parsed here --- */
     size_t gn = 0;
-    uint8_t *g = read_all(src, &gn);
+    uint8_t *g = qp_test_read_file(src, &gn);
     QP_CHECK(g != NULL);
     if (!g) return qp_test_finish();
     rd r = {g, gn, 0, 0};
@@ -189,7 +167,7 @@ int main(void) {
     char p[2048];
     size_t mn = 0;
     snprintf(p, sizeof p, "%s/manifest.json", out);
-    char *mtext = (char *)read_all(p, &mn);
+    char *mtext = (char *)qp_test_read_file(p, &mn);
     cJSON *man = mtext ? cJSON_ParseWithLength(mtext, mn) : NULL;
     QP_CHECK(man != NULL);
     if (!man) return qp_test_finish();
@@ -208,7 +186,7 @@ int main(void) {
         if (!cJSON_IsString(fn) || !cJSON_IsString(h) || !cJSON_IsNumber(sz)) continue;
         QP_CHECK(strchr(fn->valuestring, '/') == NULL);
         snprintf(p, sizeof p, "%s/%s", out, fn->valuestring);
-        sd[i] = read_all(p, &ss[i]);
+        sd[i] = qp_test_read_file(p, &ss[i]);
         QP_CHECK_MSG(sd[i] != NULL, "%s unreadable", p);
         if (!sd[i]) continue;
         char hex[65];
@@ -282,7 +260,6 @@ int main(void) {
     free(mtext);
     free(gt);
     free(g);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", out);
+    if (qp_test_system("rm -rf '%s'", out) != 0) fprintf(stderr, "could not remove %s\n", out);
     return qp_test_finish();
 }

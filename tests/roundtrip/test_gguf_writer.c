@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "writers/gguf_writer.h"
 
 static const char *g_tmp;
@@ -264,9 +265,8 @@ static void check_peer(const char *path, const qp_model *m) {
 
 int main(void) {
     g_tmp = qp_test_env("QP_TMP_DIR", "/tmp");
-    char cmd[4200], a[4096], b[4096];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_tmp);
-    if (system(cmd) != 0) QP_SKIP("cannot create %s", g_tmp);
+    char a[4096], b[4096];
+    if (!qp_test_mkdir_p(g_tmp)) QP_SKIP("cannot create %s", g_tmp);
     snprintf(a, sizeof a, "%s/gguf-writer-a.gguf", g_tmp);
     snprintf(b, sizeof b, "%s/gguf-writer-b.gguf", g_tmp);
     qp_err e = {0};

@@ -6,11 +6,12 @@
 #include <unistd.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 
 int main(void) {
     const char *tmp = qp_test_env("QP_TMP_DIR", "test-tmp");
-    mkdir(tmp, 0755);
+    qp_test_mkdir_p(tmp);
     char path[4096];
     snprintf(path, sizeof path, "%s/large-sparse.safetensors", tmp);
 
