@@ -2,7 +2,6 @@
  * `verify-signature` (writers/rdrr.md). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sodium.h>
 
@@ -24,12 +23,6 @@ static bool parse_size(const char *s, uint64_t *out) {
     if (*end || v > UINT64_MAX / mul) return false;
     *out = (uint64_t)v * mul;
     return true;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 typedef struct rdrr_args {
@@ -61,7 +54,7 @@ static int run_convert(const rdrr_args *a, bool passthrough) {
     qp_open_opts oo = {0};
     oo.tokenizer_path = a->tok;
     qp_model *m = NULL;
-    double t0 = now_s();
+    double t0 = qp_cli_now_s();
     if (qp_model_open(a->src, &oo, &m, &e) != QP_OK) {
         sodium_memzero(sk, sizeof sk);
         return qp_cli_fail(&e);
@@ -79,7 +72,7 @@ static int run_convert(const rdrr_args *a, bool passthrough) {
     qp_model_close(m);
     if (s != QP_OK) return qp_cli_fail(&e);
     if (!a->quiet) {
-        double el = now_s() - t0;
+        double el = qp_cli_now_s() - t0;
         fprintf(stderr, "quantpack: wrote %s: %lld tensors, %d shard%s, %.2f MB in %.2f s%s%s\n",
                 a->out, (long long)r.n_tensors, r.n_shards, r.n_shards == 1 ? "" : "s",
                 (double)r.total_bytes / 1e6, el, a->sign ? ", signed" : "",
@@ -89,25 +82,27 @@ static int run_convert(const rdrr_args *a, bool passthrough) {
     return QP_EXIT_OK;
 }
 
-static int parse_common(int argc, char **argv, int i, rdrr_args *a, bool *handled) {
-    const char *x = argv[i];
-    bool has_val = i + 1 < argc;
-    *handled = true;
-    if (strcmp(x, "--shard-size") == 0 && has_val) {
-        if (!parse_size(argv[i + 1], &a->shard_size) || a->shard_size < QP_RDRR_MIN_SHARD)
-            return -qp_cli_usage_error("--shard-size wants a byte count >= %llu (suffix K, M, G "
-                                       "allowed), not '%s'", (unsigned long long)QP_RDRR_MIN_SHARD,
-                                       argv[i + 1]);
-        return 1;
-    }
-    if (strcmp(x, "--sign") == 0 && has_val) return a->sign = argv[i + 1], 1;
-    if (strcmp(x, "--model-id") == 0 && has_val) return a->model_id = argv[i + 1], 1;
-    if (strcmp(x, "--tokenizer") == 0 && has_val) return a->tok = argv[i + 1], 1;
-    if (strcmp(x, "--replace") == 0 || strcmp(x, "--force") == 0) return a->replace = true, 0;
-    if (strcmp(x, "--no-inline-tensors") == 0) return a->no_inline = true, 0;
-    if (strcmp(x, "--quiet") == 0) return a->quiet = true, 0;
-    *handled = false;
-    return 0;
+/* The options both RDRR commands take: 1 when argv[*i] is one (*i on its last word), 0 when not,
+ * -1 after a usage error. */
+static int parse_common(int argc, char **argv, int *i, rdrr_args *a) {
+    const char *x = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (strcmp(x, "--replace") == 0 || strcmp(x, "--force") == 0) a->replace = true;
+    else if (strcmp(x, "--no-inline-tensors") == 0) a->no_inline = true;
+    else if (strcmp(x, "--quiet") == 0) a->quiet = true;
+    else if (!v) return 0;
+    else if (strcmp(x, "--sign") == 0) a->sign = argv[++*i];
+    else if (strcmp(x, "--model-id") == 0) a->model_id = argv[++*i];
+    else if (strcmp(x, "--tokenizer") == 0) a->tok = argv[++*i];
+    else if (strcmp(x, "--shard-size") == 0) {
+        if (!parse_size(v, &a->shard_size) || a->shard_size < QP_RDRR_MIN_SHARD) {
+            qp_cli_usage_error("--shard-size wants a byte count >= %llu (suffix K, M, G allowed), "
+                               "not '%s'", (unsigned long long)QP_RDRR_MIN_SHARD, v);
+            return -1;
+        }
+        ++*i;
+    } else return 0;
+    return 1;
 }
 
 static const char k_common_help[] =
@@ -128,13 +123,9 @@ int qp_cmd_gguf_to_rdrr(int argc, char **argv) {
                    k_common_help);
             return QP_EXIT_OK;
         }
-        bool handled;
-        int r = parse_common(argc, argv, i, &a, &handled);
-        if (r < 0) return -r;
-        if (handled) {
-            i += r;
-            continue;
-        }
+        int r = parse_common(argc, argv, &i, &a);
+        if (r < 0) return QP_EXIT_USAGE;
+        if (r > 0) continue;
         if (argv[i][0] == '-' && argv[i][1]) return qp_cli_usage_error("gguf-to-rdrr: unknown or incomplete option '%s'", argv[i]);
         if (!a.src) a.src = argv[i];
         else if (!a.out) a.out = argv[i];
@@ -161,13 +152,9 @@ int qp_cmd_convert_rdrr(int argc, char **argv) {
                    k_common_help);
             return QP_EXIT_OK;
         }
-        bool handled;
-        int r = parse_common(argc, argv, i, &a, &handled);
-        if (r < 0) return -r;
-        if (handled) {
-            i += r;
-            continue;
-        }
+        int r = parse_common(argc, argv, &i, &a);
+        if (r < 0) return QP_EXIT_USAGE;
+        if (r > 0) continue;
         if (strcmp(x, "--to") == 0 && has_val) {
             if (strcmp(argv[++i], "rdrr") != 0) return qp_cli_usage_error("convert: --to %s is not rdrr", argv[i]);
         } else if ((strcmp(x, "--quant") == 0 || strcmp(x, "-q") == 0) && has_val) a.quant = argv[++i];
