@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "converters/enc_blocks.h"
 #include "converters/encodings_internal.h"
 
 #define QK_K 256
@@ -240,22 +241,8 @@ void qp_q4k_dequantize(const void *vx, float *y, int64_t n) {
     }
 }
 
-/* Generic row dot: dequantize one block at a time, accumulate in element order (so it equals
- * dequantize-then-dot exactly). */
-static float dot_via_blocks(qp_dequantize_fn deq, int64_t be, size_t bb, const void *w,
-                            const float *x, int64_t n) {
-    float tmp[QK_K];
-    float s = 0.0f;
-    const uint8_t *p = w;
-    for (int64_t i = 0; i < n / be; i++) {
-        deq(p + (size_t)i * bb, tmp, be);
-        for (int64_t k = 0; k < be; k++) s += tmp[k] * x[i * be + k];
-    }
-    return s;
-}
-
 float qp_q4k_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return dot_via_blocks(qp_q4k_dequantize, QK_K, 144, w, x, n);
+    return qp_dot_via_blocks(qp_q4k_dequantize, QK_K, 144, w, x, n);
 }
 
 static bool check_f16(const uint8_t *p, int64_t blk, const char *what, char *why, size_t why_len) {
@@ -363,7 +350,7 @@ void qp_q6k_dequantize(const void *vx, float *y, int64_t n) {
 }
 
 float qp_q6k_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return dot_via_blocks(qp_q6k_dequantize, QK_K, 210, w, x, n);
+    return qp_dot_via_blocks(qp_q6k_dequantize, QK_K, 210, w, x, n);
 }
 
 bool qp_q6k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
@@ -416,7 +403,7 @@ void qp_q8k_dequantize(const void *vx, float *y, int64_t n) {
 }
 
 float qp_q8k_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return dot_via_blocks(qp_q8k_dequantize, QK_K, 292, w, x, n);
+    return qp_dot_via_blocks(qp_q8k_dequantize, QK_K, 292, w, x, n);
 }
 
 bool qp_q8k_validate(const void *vx, int64_t n, char *why, size_t why_len) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "converters/enc_blocks.h"
 #include "converters/encodings_internal.h"
 #include "converters/simd_kernels.h"
 
@@ -37,19 +38,6 @@ static bool check_f16(const uint8_t *p, int64_t blk, char *why, size_t len) {
         return false;
     }
     return true;
-}
-
-/* f32 dot of a row through a block decoder, in element order (equals dequantize-then-dot). */
-static float dot_blocks(qp_dequantize_fn deq, int be, size_t bb, const void *w, const float *x,
-                        int64_t n) {
-    float tmp[QK_K];
-    float s = 0.0f;
-    const uint8_t *p = w;
-    for (int64_t i = 0; i < n / be; i++) {
-        deq(p + (size_t)i * bb, tmp, be);
-        for (int k = 0; k < be; k++) s += tmp[k] * x[i * be + k];
-    }
-    return s;
 }
 
 /* The absmean sum: |x[i]| as double added into lane i % 16 in index order, the 16 lanes then
@@ -93,6 +81,32 @@ static bool stats_fast(const float *x, int64_t n, double *l, float *amax, bool *
     return true;
 }
 
+/* TQ1_0 / TQ2_0 blocks: codes(block, t) writes the 256 levels (-1, 0, +1); the f16 d is the
+ * block's last 2 bytes (bb bytes a block). */
+typedef void (*tq_codes_fn)(const uint8_t *b, int8_t *t);
+static inline void tq_dequantize(tq_codes_fn codes, size_t bb, const void *vx, float *y, int64_t n) {
+    const uint8_t *x = vx;
+    int8_t t[QK_K];
+    for (int64_t i = 0; i < n / QK_K; i++, x += bb, y += QK_K) {
+        const float d = qp_fp16_to_fp32(qp_load_u16le(x + bb - 2));
+        codes(x, t);
+        for (int k = 0; k < QK_K; k++) y[k] = (float)t[k] * d;
+    }
+}
+static inline double tq_vec_dot_i8(tq_codes_fn codes, size_t bb, const void *w, const int8_t *a,
+                                   int64_t n) {
+    const uint8_t *x = w;
+    int8_t t[QK_K];
+    double s = 0.0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += bb, a += QK_K) {
+        int32_t isum = 0;
+        codes(x, t);
+        for (int k = 0; k < QK_K; k++) isum += t[k] * a[k];
+        s += (double)qp_fp16_to_fp32(qp_load_u16le(x + bb - 2)) * (double)isum;
+    }
+    return s;
+}
+
 /* ---- TQ2_0: u8 qs[64] @0, f16 d @64 (66 bytes); element 128h+32n+m = (qs[32h+m] >> 2n) & 3 ---- */
 void qp_tq2_0_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
@@ -121,29 +135,12 @@ static void tq2_codes(const uint8_t *b, int8_t *t) {
             for (int m = 0; m < 32; m++)
                 t[128 * h + 32 * k + m] = (int8_t)(((b[32 * h + m] >> (2 * k)) & 3) - 1);
 }
-void qp_tq2_0_dequantize(const void *vx, float *y, int64_t n) {
-    const uint8_t *x = vx;
-    int8_t t[QK_K];
-    for (int64_t i = 0; i < n / QK_K; i++, x += 66, y += QK_K) {
-        const float d = qp_fp16_to_fp32(qp_load_u16le(x + 64));
-        tq2_codes(x, t);
-        for (int k = 0; k < QK_K; k++) y[k] = (float)t[k] * d;
-    }
-}
+void qp_tq2_0_dequantize(const void *x, float *y, int64_t n) { tq_dequantize(tq2_codes, 66, x, y, n); }
 float qp_tq2_0_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_tq2_0_dequantize, QK_K, 66, w, x, n);
+    return qp_dot_via_blocks(qp_tq2_0_dequantize, QK_K, 66, w, x, n);
 }
 double qp_tq2_0_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
-    const uint8_t *x = w;
-    int8_t t[QK_K];
-    double s = 0.0;
-    for (int64_t i = 0; i < n / QK_K; i++, x += 66, a += QK_K) {
-        int32_t isum = 0;
-        tq2_codes(x, t);
-        for (int k = 0; k < QK_K; k++) isum += t[k] * a[k];
-        s += (double)qp_fp16_to_fp32(qp_load_u16le(x + 64)) * (double)isum;
-    }
-    return s;
+    return tq_vec_dot_i8(tq2_codes, 66, w, a, n);
 }
 bool qp_tq2_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
@@ -207,29 +204,12 @@ static void tq1_codes(const uint8_t *b, int8_t *t) {
     for (int k = 0; k < 4; k++)
         for (int j = 0; j < 4; j++) t[240 + k * 4 + j] = (int8_t)(tq1_digit(b[48 + j], k) - 1);
 }
-void qp_tq1_0_dequantize(const void *vx, float *y, int64_t n) {
-    const uint8_t *x = vx;
-    int8_t t[QK_K];
-    for (int64_t i = 0; i < n / QK_K; i++, x += 54, y += QK_K) {
-        const float d = qp_fp16_to_fp32(qp_load_u16le(x + 52));
-        tq1_codes(x, t);
-        for (int k = 0; k < QK_K; k++) y[k] = (float)t[k] * d;
-    }
-}
+void qp_tq1_0_dequantize(const void *x, float *y, int64_t n) { tq_dequantize(tq1_codes, 54, x, y, n); }
 float qp_tq1_0_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_tq1_0_dequantize, QK_K, 54, w, x, n);
+    return qp_dot_via_blocks(qp_tq1_0_dequantize, QK_K, 54, w, x, n);
 }
 double qp_tq1_0_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
-    const uint8_t *x = w;
-    int8_t t[QK_K];
-    double s = 0.0;
-    for (int64_t i = 0; i < n / QK_K; i++, x += 54, a += QK_K) {
-        int32_t isum = 0;
-        tq1_codes(x, t);
-        for (int k = 0; k < QK_K; k++) isum += t[k] * a[k];
-        s += (double)qp_fp16_to_fp32(qp_load_u16le(x + 52)) * (double)isum;
-    }
-    return s;
+    return tq_vec_dot_i8(tq1_codes, 54, w, a, n);
 }
 bool qp_tq1_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
@@ -341,7 +321,7 @@ static void i2s_dequantize_tensor(const void *vx, float *y, int64_t n, int be) {
 
 void qp_i2s_dequantize(const void *x, float *y, int64_t n) { i2s_deq(x, y, n, 128); }
 float qp_i2s_vec_dot(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_i2s_dequantize, 128, 32, w, x, n);
+    return qp_dot_via_blocks(qp_i2s_dequantize, 128, 32, w, x, n);
 }
 double qp_i2s_vec_dot_i8(const void *w, const int8_t *a, int64_t n) { return i2s_dot_i8(w, a, n, 128); }
 bool qp_i2s_validate(const void *x, int64_t n, char *why, size_t len) { return i2s_valid(x, n, why, len); }
@@ -350,7 +330,7 @@ void qp_i2s_dequantize_tensor(const void *x, float *y, int64_t n) { i2s_dequanti
 
 void qp_i2s_arm_dequantize(const void *x, float *y, int64_t n) { i2s_deq(x, y, n, 64); }
 float qp_i2s_arm_vec_dot(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_i2s_arm_dequantize, 64, 16, w, x, n);
+    return qp_dot_via_blocks(qp_i2s_arm_dequantize, 64, 16, w, x, n);
 }
 double qp_i2s_arm_vec_dot_i8(const void *w, const int8_t *a, int64_t n) { return i2s_dot_i8(w, a, n, 64); }
 bool qp_i2s_arm_validate(const void *x, int64_t n, char *why, size_t len) { return i2s_valid(x, n, why, len); }
@@ -380,7 +360,7 @@ void qp_qk256_dequantize(const void *vx, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = k_qk256_level[(x[i >> 2] >> (2 * (i & 3))) & 3];
 }
 float qp_qk256_vec_dot(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_qk256_dequantize, QK_K, 64, w, x, n);
+    return qp_dot_via_blocks(qp_qk256_dequantize, QK_K, 64, w, x, n);
 }
 double qp_qk256_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
     const uint8_t *x = w;
@@ -418,7 +398,7 @@ void qp_bitnet32f16_dequantize(const void *vx, float *y, int64_t n) {
     }
 }
 float qp_bitnet32f16_vec_dot(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_bitnet32f16_dequantize, 32, 10, w, x, n);
+    return qp_dot_via_blocks(qp_bitnet32f16_dequantize, 32, 10, w, x, n);
 }
 double qp_bitnet32f16_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
     const uint8_t *x = w;
@@ -448,7 +428,7 @@ void qp_split32_dequantize_unit(const void *vx, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = (float)(((x[i >> 2] >> (2 * (i & 3))) & 3) - 2);
 }
 float qp_split32_vec_dot_unit(const void *w, const float *x, int64_t n) {
-    return dot_blocks(qp_split32_dequantize_unit, 32, 8, w, x, n);
+    return qp_dot_via_blocks(qp_split32_dequantize_unit, 32, 8, w, x, n);
 }
 double qp_split32_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
     const uint8_t *x = w;

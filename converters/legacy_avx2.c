@@ -54,8 +54,14 @@ static inline __m128i pack16(VI a, VI b) {
     return _mm_packus_epi16(lo, hi);
 }
 
-/* xi[g] = min(nmax, trunc_i8(x * id + bias)) for the 4 vectors of a block */
-static inline void levels(const V *v, float id, float bias, int nmax, VI *xi) {
+/* Q4_0 / Q5_0 block start: d = signed max / dmax stored as f16 at y, then the 4 vectors of levels
+ * xi[g] = min(nmax, trunc_i8(x * id + bias)), id = 1/d (0 when d is 0) */
+static inline void block_levels(const float *x, uint8_t *y, float dmax, float bias, int nmax, VI *xi) {
+    V v[4];
+    for (int g = 0; g < 4; g++) v[g] = _mm256_loadu_ps(x + 8 * g);
+    const float d = signed_max(v, x) / dmax;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    qp_store_u16le(y, qp_fp32_to_fp16(d));
     const V vid = _mm256_set1_ps(id), vb = _mm256_set1_ps(bias);
     for (int g = 0; g < 4; g++)
         xi[g] = _mm256_min_epi32(_mm256_set1_epi32(nmax), trunc_i8(_mm256_add_ps(_mm256_mul_ps(v[g], vid), vb)));
@@ -65,13 +71,8 @@ void qp_q4_0_quantize_avx2(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     const VI ff = _mm256_set1_epi32(0xff);
     for (int64_t i = 0; i < n / QK; i++, x += QK, y += 18) {
-        V v[4];
-        for (int g = 0; g < 4; g++) v[g] = _mm256_loadu_ps(x + 8 * g);
-        const float d = signed_max(v, x) / -8;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        qp_store_u16le(y, qp_fp32_to_fp16(d));
         VI xi[4];
-        levels(v, id, 8.5f, 15, xi);
+        block_levels(x, y, -8.0f, 8.5f, 15, xi);
         /* byte j = (uint8)(xi[j] | xi[j + 16] << 4) */
         const VI b0 = _mm256_and_si256(_mm256_or_si256(xi[0], _mm256_slli_epi32(xi[2], 4)), ff);
         const VI b1 = _mm256_and_si256(_mm256_or_si256(xi[1], _mm256_slli_epi32(xi[3], 4)), ff);
@@ -83,13 +84,8 @@ void qp_q5_0_quantize_avx2(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     const VI f = _mm256_set1_epi32(0x0f);
     for (int64_t i = 0; i < n / QK; i++, x += QK, y += 22) {
-        V v[4];
-        for (int g = 0; g < 4; g++) v[g] = _mm256_loadu_ps(x + 8 * g);
-        const float d = signed_max(v, x) / -16;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        qp_store_u16le(y, qp_fp32_to_fp16(d));
         VI xi[4];
-        levels(v, id, 16.5f, 31, xi);
+        block_levels(x, y, -16.0f, 16.5f, 31, xi);
         uint32_t qh = 0;
         for (int g = 0; g < 4; g++) /* bit 4 of element j -> bit j of qh */
             qh |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(xi[g], 27))) << (8 * g);

@@ -87,18 +87,27 @@ static inline VI ter_code(const float *x) {
     return _mm256_or_si256(big, _mm256_and_si256(small, _mm256_set1_epi32(1)));
 }
 
+/* TQ block start: amax = max |x|, stored as the f16 d at y + d_off, *id = 1/amax (0 when amax is 0).
+ * A block holding a NaN, or whose 1/amax overflows, is quantized by ref instead: returns false. */
+static inline bool tq_block_scale(const float *x, uint8_t *y, int d_off,
+                                  void (*ref)(const float *, void *, int64_t), float *id) {
+    float amax;
+    const int nan = block_amax(x, QK_K, &amax);
+    *id = amax != 0.0f ? 1.0f / amax : 0.0f;
+    if (nan || isinf(*id)) {
+        ref(x, y, QK_K);
+        return false;
+    }
+    qp_store_u16le(y + d_off, qp_fp32_to_fp16(amax));
+    return true;
+}
+
 /* ---- TQ2_0 ------------------------------------------------------------------------------------ */
 void qp_tq2_0_quantize_avx2(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 66) {
-        float amax;
-        const int nan = block_amax(x, QK_K, &amax);
-        const float id = amax != 0.0f ? 1.0f / amax : 0.0f;
-        if (nan || isinf(id)) {
-            qp_tq2_0_quantize_ref(x, y, QK_K);
-            continue;
-        }
-        qp_store_u16le(y + 64, qp_fp32_to_fp16(amax));
+        float id;
+        if (!tq_block_scale(x, y, 64, qp_tq2_0_quantize_ref, &id)) continue;
         const V vid = _mm256_set1_ps(id);
         for (int h = 0; h < 2; h++) {
             const float *xh = x + 128 * h;
@@ -126,14 +135,8 @@ static inline VI tq1_byte(const float *x, int st, V id) {
 void qp_tq1_0_quantize_avx2(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 54) {
-        float amax;
-        const int nan = block_amax(x, QK_K, &amax);
-        const float id = amax != 0.0f ? 1.0f / amax : 0.0f;
-        if (nan || isinf(id)) {
-            qp_tq1_0_quantize_ref(x, y, QK_K);
-            continue;
-        }
-        qp_store_u16le(y + 52, qp_fp32_to_fp16(amax));
+        float id;
+        if (!tq_block_scale(x, y, 52, qp_tq1_0_quantize_ref, &id)) continue;
         const V vid = _mm256_set1_ps(id);
         _mm256_storeu_si256((VI *)y, pack_u8(tq1_byte(x, 32, vid), tq1_byte(x + 8, 32, vid),
                                              tq1_byte(x + 16, 32, vid), tq1_byte(x + 24, 32, vid)));
