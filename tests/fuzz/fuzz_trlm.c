@@ -23,13 +23,10 @@ static char g_dir[256], g_tdir[320], g_bdir[320], g_lora[400];
 static bool g_keep;
 static volatile uint8_t g_sink;
 
-static const char *const k_names[] = {"qmodel.tensors", "qmodel.lora", "rope.cache",
-                                     "config.json"};
-
 static void cleanup(void) {
     if (g_keep) return;
-    qp_fuzz_rm_dir(g_tdir, k_names, sizeof k_names / sizeof k_names[0]);
-    qp_fuzz_rm_dir(g_bdir, k_names, sizeof k_names / sizeof k_names[0]);
+    qp_fuzz_rm_dir(g_tdir);
+    qp_fuzz_rm_dir(g_bdir);
     unlink(g_lora);
     rmdir(g_dir);
 }

@@ -4,10 +4,12 @@
 #ifndef QP_FUZZ_UTIL_H
 #define QP_FUZZ_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,13 +53,18 @@ static inline bool qp_fuzz_work_dir(char *dir, size_t n, const char *name) {
     return keep && *keep;
 }
 
-/* Unlinks dir/names[i] for each of the n names, then removes dir (when empty). */
-static inline void qp_fuzz_rm_dir(const char *dir, const char *const *names, size_t n) {
-    for (size_t i = 0; i < n; i++) {
+/* Unlinks every file in dir (whatever the writers made there), then removes dir when that left
+ * it empty (a sub-folder is removed first by its own call). */
+static inline void qp_fuzz_rm_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL) {
+        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, "..")) continue;
         char p[600];
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        snprintf(p, sizeof p, "%s/%s", dir, ent->d_name);
         unlink(p);
     }
+    if (d) closedir(d);
     rmdir(dir);
 }
 
