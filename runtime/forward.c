@@ -26,7 +26,7 @@ struct qp_runtime {
     /* activations of up to bcap tokens, token t at t * (row length) */
     int64_t bcap;
     float *x, *xb, *q, *k, *v, *att_out, *att_out_n, *hb, *hb2;
-    float *act_f;     /* int8-quantized activations as floats (ternary without vec_dot_i8) */
+    float *act_f;     /* int8 activations as floats, -128..127 (act_i8 without vec_dot_i8) */
     int8_t *act_i8;   /* int8 activations for vec_dot_i8, act_cols per token */
     float *act_s;     /* per token: act ~= act_i8 / act_s */
     int64_t act_cols;
@@ -233,7 +233,7 @@ typedef struct act_in {
 static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, float *y,
                                int64_t ldy) {
     qp_matvec_task t = {w, a->x, a->ld, NULL, 0, NULL, y, ldy};
-    if (!w->ternary) return t;
+    if (!w->act_i8) return t;
     int64_t la = rt->act_cols;
     if (!a->done) {
         for (int64_t tk = 0; tk < a->nt; tk++) {
@@ -242,7 +242,7 @@ static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, floa
             float *f = rt->act_f + tk * la;
             float s = qp_act_quantize_i8(x, a->n, q);
             rt->act_s[tk] = s;
-            for (int64_t i = 0; i < a->n; i++) f[i] = (float)q[i] / s;
+            for (int64_t i = 0; i < a->n; i++) f[i] = (float)q[i]; /* matvec.c divides by s */
         }
         a->done = true;
     }

@@ -207,6 +207,21 @@ typedef struct matmul_job {
     int64_t scratch_cols;
 } matmul_job;
 
+/* Scales the float dots of one row for every token: act_i8 matrices without vec_dot_i8 were
+ * dotted with the int8 activations as floats, so y = dot * scale / xa_scale (in double, as the
+ * integer path: an exactly ternary float row then gives the integer path's bits); else
+ * y *= scale. */
+static void finish(const qp_matvec_task *tk, float *y, size_t ldy, int64_t n_tok) {
+    const qp_wmat *w = tk->w;
+    if (w->act_i8) {
+        for (int64_t t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy] = (float)((double)y[(size_t)t * ldy] * (double)w->scale /
+                                         (double)tk->xa_scale[t]);
+    } else if (w->scale != 1.0f) {
+        for (int64_t t = 0; t < n_tok; t++) y[(size_t)t * ldy] *= w->scale;
+    }
+}
+
 /* Row r of one task against every token (runtime_internal.h). */
 static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, float *scratch) {
     const qp_wmat *w = tk->w;
@@ -228,8 +243,7 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
         w->tr->dequantize(row, scratch, w->cols);
         qp_f32_dot_multi(scratch, tk->x, (size_t)tk->ldx, n_tok, w->cols, y, ldy);
     }
-    if (w->scale != 1.0f)
-        for (int64_t t = 0; t < n_tok; t++) y[(size_t)t * ldy] *= w->scale;
+    finish(tk, y, ldy, n_tok);
 }
 
 /* Rows r and r+1 of one task against n_tok > 1 tokens, widened into scratch[0, 2 * cols). */
@@ -246,11 +260,8 @@ static void row_pair(const qp_matvec_task *tk, int64_t r, int64_t n_tok, float *
     size_t ldy = (size_t)tk->ldy;
     qp_f32_dot_multi2(s0, s1, tk->x, (size_t)tk->ldx, n_tok, w->cols, tk->y + r, tk->y + r + 1,
                       ldy);
-    if (w->scale != 1.0f)
-        for (int64_t t = 0; t < n_tok; t++) {
-            tk->y[(size_t)t * ldy + (size_t)r] *= w->scale;
-            tk->y[(size_t)t * ldy + (size_t)r + 1] *= w->scale;
-        }
+    finish(tk, tk->y + r, ldy, n_tok);
+    finish(tk, tk->y + r + 1, ldy, n_tok);
 }
 
 static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {

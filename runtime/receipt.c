@@ -181,41 +181,82 @@ const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r
 }
 const char *qp_verify_report_reasons(const qp_verify_report *r) { return r ? r->reasons : ""; }
 
+/* Positions are compared in chunks of this many (bounds the two logit buffers to
+ * 2 * chunk * vocab floats). */
+#define QP_VERIFY_CHUNK 64
+
 static qp_status run_prompt(qp_runtime *rs, qp_runtime *ro, int64_t vocab, prompt_rec *p,
                             int64_t n_gen, qp_err *e) {
     int64_t P = p->n_ids, npos = P + n_gen - 1;
+    int64_t chunk = npos < QP_VERIFY_CHUNK ? npos : QP_VERIFY_CHUNK;
     p->src_gen = qp_calloc((size_t)n_gen, sizeof(int32_t));
     p->out_gen = qp_calloc((size_t)n_gen, sizeof(int32_t));
     p->pos = qp_calloc((size_t)npos, sizeof(qp_logit_stats));
     p->pos_token = qp_calloc((size_t)npos, sizeof(int32_t));
-    if (!p->src_gen || !p->out_gen || !p->pos || !p->pos_token)
+    size_t nbuf;
+    if (!qp_size_mul((size_t)chunk, (size_t)vocab, &nbuf))
         return qp_fail(e, QP_ERR_NOMEM, "verify: out of memory");
+    float *ls_all = qp_malloc(nbuf * sizeof(float)), *lo_all = qp_malloc(nbuf * sizeof(float));
+    qp_status s = QP_OK;
+    if (!p->src_gen || !p->out_gen || !p->pos || !p->pos_token || !ls_all || !lo_all) {
+        s = qp_fail(e, QP_ERR_NOMEM, "verify: out of memory");
+        goto done;
+    }
     qp_runtime_reset(rs);
     qp_runtime_reset(ro);
     int64_t first_div = -1;
-    qp_status s;
-    for (int64_t pos = 0; pos < npos; pos++) {
-        int32_t tok = pos < P ? p->ids[pos] : p->src_gen[pos - P];
-        float *ls, *lo;
-        if ((s = qp_runtime_forward(rs, tok, pos, &ls, e)) != QP_OK)
-            return qp_err_prefix(e, "verify (against model): ");
-        if ((s = qp_runtime_forward(ro, tok, pos, &lo, e)) != QP_OK)
-            return qp_err_prefix(e, "verify (output model): ");
-        p->pos_token[pos] = tok;
-        qp_logits_compare(ls, lo, vocab, &p->pos[pos]);
-        if (pos >= P - 1) {
-            int64_t j = pos - (P - 1);
-            p->src_gen[j] = p->pos[pos].top1_ref;
-            p->out_gen[j] = p->pos[pos].top1_test;
-            if (first_div < 0 && p->out_gen[j] != p->src_gen[j]) first_div = j;
+    /* Teacher forcing: SRC runs the prompt batched and its greedy continuation token by token
+     * (each token is the argmax of the previous position); OUT then runs the same input tokens
+     * batched. The batched logits equal token by token (bit for bit for F32/F16/BF16/Q8_0/
+     * Q4_K/Q6_K and int8-activation matrices; runtime.md), so the receipt is the one a
+     * token-by-token run gives. */
+    for (int64_t pos0 = 0; pos0 < npos; pos0 += chunk) {
+        int64_t n = npos - pos0 < chunk ? npos - pos0 : chunk;
+        float *lg;
+        int64_t np = P > pos0 ? (P - pos0 < n ? P - pos0 : n) : 0; /* prompt tokens here */
+        if (np > 0 &&
+            (s = qp_runtime_forward_batch(rs, p->ids + pos0, np, pos0, ls_all, &lg, e)) !=
+                QP_OK) {
+            qp_err_prefix(e, "verify (against model): ");
+            goto done;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t pos = pos0 + i;
+            float *ls = ls_all + (size_t)i * (size_t)vocab;
+            p->pos_token[pos] = pos < P ? p->ids[pos] : p->src_gen[pos - P];
+            if (i >= np) {
+                if ((s = qp_runtime_forward(rs, p->pos_token[pos], pos, &lg, e)) != QP_OK) {
+                    qp_err_prefix(e, "verify (against model): ");
+                    goto done;
+                }
+                memcpy(ls, lg, (size_t)vocab * sizeof(float));
+            }
+            if (pos >= P - 1) p->src_gen[pos - (P - 1)] = qp_logits_argmax(ls, vocab);
+        }
+        if ((s = qp_runtime_forward_batch(ro, p->pos_token + pos0, n, pos0, lo_all, &lg, e)) !=
+            QP_OK) {
+            qp_err_prefix(e, "verify (output model): ");
+            goto done;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t pos = pos0 + i;
+            qp_logits_compare(ls_all + (size_t)i * (size_t)vocab,
+                              lo_all + (size_t)i * (size_t)vocab, vocab, &p->pos[pos]);
+            if (pos >= P - 1) {
+                int64_t j = pos - (P - 1);
+                p->out_gen[j] = p->pos[pos].top1_test;
+                if (first_div < 0 && p->out_gen[j] != p->src_gen[j]) first_div = j;
+            }
         }
     }
     /* OUT free-runs from its first divergence: its own greedy continuation */
     if (first_div >= 0) {
         for (int64_t j = first_div + 1; j < n_gen; j++) {
             float *lo;
-            if ((s = qp_runtime_forward(ro, p->out_gen[j - 1], P + j - 1, &lo, e)) != QP_OK)
-                return qp_err_prefix(e, "verify (output model): ");
+            if ((s = qp_runtime_forward(ro, p->out_gen[j - 1], P + j - 1, &lo, e)) != QP_OK) {
+                qp_err_prefix(e, "verify (output model): ");
+                goto done;
+            }
             p->out_gen[j] = qp_logits_argmax(lo, vocab);
         }
     }
@@ -238,7 +279,10 @@ static qp_status run_prompt(qp_runtime *rs, qp_runtime *ro, int64_t vocab, promp
     r->top1_agreement = (double)agree / (double)npos;
     r->first_divergence = first_div;
     r->matched = first_div < 0 ? n_gen : first_div;
-    return QP_OK;
+done:
+    qp_free(ls_all);
+    qp_free(lo_all);
+    return s;
 }
 
 static void add_reason(qp_verify_report *r, const char *fmt, double v, double th) {

@@ -28,9 +28,14 @@ typedef struct qp_wmat {
     const qp_encoding_traits *tr;
     int64_t rows, cols;
     size_t row_bytes;
-    float scale;  /* per-tensor scale outside the rows (I2_S trailer); 1 otherwise */
-    bool ternary; /* tr->flags & QP_ENC_FLAG_TERNARY: activations are int8-quantized first */
-    bool use_i8;  /* ternary and tr->vec_dot_i8 present: integer dot with int8 activations */
+    float scale;  /* per-tensor scale outside the rows (I2_S trailer, QK256 sibling "<base>.scale");
+                     1 otherwise */
+    bool act_i8;  /* activations are int8-quantized per token first (runtime.md "BitNet activation
+                     quantization"): the seven projections of a BitNet model whatever their
+                     encoding, and any matrix whose encoding is ternary (QP_ENC_FLAG_TERNARY) */
+    bool use_i8;  /* act_i8 and tr->vec_dot_i8 present: integer dot with int8 activations */
+    uint8_t *owned; /* data owned by the runtime (a packed BitNet U8 projection unpacked at bind
+                       time); NULL when borrowed from the model */
 } qp_wmat;
 
 typedef struct qp_layer_weights {
@@ -68,8 +73,9 @@ void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);
  * scratch holds n_threads * scratch_cols floats, scratch_cols >= 2 * the longest row. */
 typedef struct qp_matvec_task {
     const qp_wmat *w;
-    const float *x;       /* F32 activations of token t at x + t * ldx (for ternary weights
-                             without vec_dot_i8: already int8 quantize-dequantized) */
+    const float *x;       /* F32 activations of token t at x + t * ldx (for act_i8 weights
+                             without vec_dot_i8: the int8 codes as floats; the row results are
+                             then multiplied by scale / xa_scale[t] in double) */
     int64_t ldx;
     const int8_t *xa;     /* int8 activations when w->use_i8, at xa + t * ldxa */
     int64_t ldxa;

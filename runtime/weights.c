@@ -1,9 +1,11 @@
 /* Binds a qp_model's tensors, by canonical GGUF-style name, into per-layer weight views.
  * Matrices stay in place (borrowed from the model's mapping) and are read through the encodings
  * traits table; 1-D tensors (norms, biases) are dequantized once into owned F32 arrays. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "readers/gguf_meta.h"
 #include "runtime/runtime_internal.h"
 
 static const char *enc_label(const qp_tensor *t) {
@@ -53,11 +55,84 @@ static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows
     return QP_OK;
 }
 
+/* A microsoft/bitnet-b1.58 packed projection (U8 [out/4, in] + "<base>.weight_scale", W =
+ * q * weight_scale; shared/specs/ternary.md) unpacked into runtime-owned rows: I2_S codes (x86
+ * layout, 2 bits per weight, integer dot) when in % 128 == 0, else one int8 per weight; the
+ * weight_scale becomes the matrix scale. Same weights as the float checkpoint, exactly. */
+static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *name, int64_t cols,
+                             int64_t rows, qp_wmat *w, qp_err *e) {
+    char sn[160];
+    size_t nl = strlen(name);
+    if (nl < 7 || strcmp(name + nl - 7, ".weight") != 0 ||
+        snprintf(sn, sizeof sn, "%s_scale", name) >= (int)sizeof sn)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': packed U8 weights need a "
+                       "'<name>.weight_scale'", m->path, name);
+    const qp_tensor *st = find(m, sn);
+    const qp_encoding_traits *str = st ? qp_encoding_get(st->enc) : NULL;
+    if (!st || !str || !str->dequantize || qp_tensor_nelements(st) != 1 || !st->data ||
+        st->nbytes < str->block_bytes || str->block_elems != 1)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': packed U8 weights without a "
+                       "one-element float '%s'", m->path, name, sn);
+    float ws;
+    str->dequantize(st->data, &ws, 1);
+    if (!isfinite(ws))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' is not finite", m->path, sn);
+    size_t n = (size_t)rows * (size_t)cols; /* rows, cols bounded by the config checks */
+    if (t->nbytes < n / 4 || !t->data)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %llu: %zu bytes, %zu needed",
+                       m->path, name, (unsigned long long)t->offset, t->nbytes, n / 4);
+    int8_t *q = qp_malloc(n);
+    if (!q) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor '%s'", m->path, name);
+    int64_t bad = -1;
+    if (!qp_bitnet_u8_unpack(t->data, rows, cols, q, &bad)) {
+        qp_free(q);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %llu: code 3 (not ternary) "
+                       "at weight %lld", m->path, name, (unsigned long long)t->offset,
+                       (long long)bad);
+    }
+    w->name = t->canon ? t->canon : t->name;
+    w->rows = rows;
+    w->cols = cols;
+    w->scale = ws;
+    if (cols % 128 == 0) {
+        /* I2_S x86: byte 32b + p of a row = c[128b+p]<<6 | c[128b+32+p]<<4 | c[128b+64+p]<<2 |
+         * c[128b+96+p], c = q + 1 (encodings: converters/enc_ternary.md) */
+        uint8_t *codes = qp_malloc(n / 4);
+        if (!codes) {
+            qp_free(q);
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor '%s'", m->path, name);
+        }
+        for (size_t b = 0; b < n / 128; b++)
+            for (size_t p = 0; p < 32; p++) {
+                const int8_t *c = q + 128 * b + p;
+                codes[32 * b + p] = (uint8_t)((c[0] + 1) << 6 | (c[32] + 1) << 4 |
+                                              (c[64] + 1) << 2 | (c[96] + 1));
+            }
+        qp_free(q);
+        w->owned = codes;
+        w->tr = qp_encoding_get(QP_ENC_I2_S);
+        w->row_bytes = (size_t)cols / 4;
+    } else {
+        w->owned = (uint8_t *)q;
+        w->tr = qp_encoding_get(QP_ENC_I8);
+        w->row_bytes = (size_t)cols;
+    }
+    w->data = w->owned;
+    w->act_i8 = true;
+    w->use_i8 = w->tr->vec_dot_i8 != NULL;
+    return QP_OK;
+}
+
+/* bitnet_proj: one of the seven projections of a BitNet b1.58 model, whose inputs are int8-
+ * quantized per token whatever the weight encoding (runtime.md). */
 static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
-                          bool need_dequant, qp_wmat *w, qp_err *e) {
+                          bool need_dequant, bool bitnet_proj, qp_wmat *w, qp_err *e) {
     const qp_tensor *t = NULL;
     qp_status s = need(m, name, &t, e);
     if (s != QP_OK) return s;
+    if (bitnet_proj && t->enc == QP_ENC_U8 && t->ne[0] == cols && t->ne[1] * 4 == rows &&
+        t->ne[2] == 1 && t->ne[3] == 1)
+        return bind_packed(m, t, name, cols, rows, w, e);
     if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
         return qp_fail(e, QP_ERR_UNSUPPORTED,
                        "%s: tensor '%s' has shape ne=[%lld, %lld, %lld, %lld] (%s); the runtime "
@@ -84,8 +159,17 @@ static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %llu: cannot read its %s "
                        "tensor scale", m->path, name, (unsigned long long)t->offset,
                        tr->upper_name);
-    w->ternary = (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
-    w->use_i8 = w->ternary && tr->vec_dot_i8 != NULL;
+    /* QK256 keeps its per-tensor scale in a sibling F32 "<base>.scale" (converters/recipes.md);
+     * without one the rows run at unit scale (BitNet-rs GgmlQk256NoScale) */
+    float sib;
+    if (qp_gguf_sibling_scale(m, t, &sib)) {
+        if (!isfinite(sib))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': its sibling scale is not finite",
+                           m->path, name);
+        w->scale *= sib;
+    }
+    w->act_i8 = bitnet_proj || (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
+    w->use_i8 = w->act_i8 && tr->vec_dot_i8 != NULL;
     return QP_OK;
 }
 
@@ -185,10 +269,10 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
                        (long long)cfg->ffn_dim, (long long)cfg->vocab, (long long)cfg->n_layers);
     int64_t qdim = nh * hd, kvdim = nkv * hd;
 
-    if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, &w->tok_embd, e)) != QP_OK)
+    if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, false, &w->tok_embd, e)) != QP_OK)
         goto fail;
     if (find(m, "output.weight")) {
-        if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, &w->output, e)) != QP_OK)
+        if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, false, &w->output, e)) != QP_OK)
             goto fail;
         cfg->tied_output = false;
     } else {
@@ -202,18 +286,19 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
         goto fail;
     }
     w->n_layers = cfg->n_layers;
+    bool bn = a->family == QP_FAMILY_BITNET;
     for (int64_t l = 0; l < cfg->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         char nm[96];
 #define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
-        if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, &L->wq, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, &L->wk, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, &L->wv, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, &L->wo, e)) != QP_OK ||
-            (s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, &L->w_gate, e)) !=
+        if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, bn, &L->wq, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, &L->wk, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, &L->wv, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, &L->wo, e)) != QP_OK ||
+            (s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, bn, &L->w_gate, e)) !=
                 QP_OK ||
-            (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, &L->w_up, e)) != QP_OK ||
-            (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, &L->w_down, e)) !=
+            (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, bn, &L->w_up, e)) != QP_OK ||
+            (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, &L->w_down, e)) !=
                 QP_OK ||
             (s = bind_vec(m, NM("attn_norm.weight"), dim, false, &L->attn_norm, e)) != QP_OK ||
             (s = bind_vec(m, NM("ffn_norm.weight"), dim, false, &L->ffn_norm, e)) != QP_OK)
@@ -241,6 +326,8 @@ void qp_weights_free(qp_weights *w) {
     if (!w) return;
     for (int64_t l = 0; l < w->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
+        qp_wmat *mats[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) qp_free(mats[i]->owned);
         qp_free(L->attn_norm);
         qp_free(L->ffn_norm);
         qp_free(L->attn_sub_norm);

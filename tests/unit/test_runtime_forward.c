@@ -43,6 +43,9 @@ typedef struct built {
 
 static uint64_t g_rng = 88172645463325252ull;
 static const char *g_skip; /* a tensor build() leaves out */
+static bool g_tern_vals;    /* build(): projections exactly ternary whatever the encoding */
+static float g_sib_scale;   /* build(): QK256 matrices get a sibling "<base>.scale" of this value */
+static int g_ref_actq = -1; /* reference: -1 the runtime.md rule, 0 never quantize activations */
 static float frand(void) { /* uniform in [-1, 1) */
     g_rng ^= g_rng << 13;
     g_rng ^= g_rng >> 7;
@@ -75,10 +78,12 @@ static void add(built *b, const char *name, int64_t rows, int64_t cols, qp_encod
     uint8_t *bytes = calloc(1, nb + 1);
     if (tr->quantize_ref) {
         tr->quantize_ref(v, bytes, n);
+    } else if (tr->quantize_tensor) { /* I2_S: codes and the per-tensor trailer scale */
+        qp_encoding_quantize_tensor(enc, v, bytes, n);
     } else { /* integer encodings (I8): store the rounded values */
         for (int64_t k = 0; k < n; k++) bytes[k] = (uint8_t)(int8_t)lrintf(v[k]);
     }
-    tr->dequantize(bytes, v, n); /* the reference sees exactly the stored values */
+    qp_encoding_dequantize_tensor(enc, bytes, v, n); /* the reference sees the stored values */
     b->vals[i] = v;
     b->bytes[i] = bytes;
     b->rows[i] = r;
@@ -91,6 +96,12 @@ static void add(built *b, const char *name, int64_t rows, int64_t cols, qp_encod
     t->ne[1] = r;
     t->data = bytes;
     t->nbytes = nb;
+    if (enc == QP_ENC_QK256 && g_sib_scale != 0.0f) { /* weights = rows * sibling scale */
+        for (int64_t k = 0; k < n; k++) v[k] *= g_sib_scale;
+        char sn[64];
+        snprintf(sn, sizeof sn, "%.*s.scale", (int)(strlen(name) - strlen(".weight")), name);
+        add(b, sn, 0, 1, QP_ENC_F32, 0.0f, g_sib_scale, false);
+    }
 }
 
 static void build(built *b, const cfg *c, uint64_t seed) {
@@ -118,6 +129,10 @@ static void build(built *b, const cfg *c, uint64_t seed) {
     bool tern = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
     bool ints = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_INT) != 0;
     float ms = ints || tern ? 1.0f : 0.3f; /* int / ternary codes stay small */
+    if (g_tern_vals) {
+        tern = true;
+        ms = 0.25f; /* q * alpha, alpha a power of two as the BitNet fixtures */
+    }
     add(b, "token_embd.weight", c->vocab, c->dim, QP_ENC_F32, 1.0f, 0.0f, false);
     if (!c->tied) add(b, "output.weight", c->vocab, c->dim, QP_ENC_F16, 0.5f, 0.0f, false);
     add(b, "output_norm.weight", 0, c->dim, QP_ENC_F32, 0.2f, 1.0f, false);
@@ -195,7 +210,11 @@ static void ref_proj(const built *b, const char *name, int64_t rows, int64_t col
 /* Logits after feeding toks[0..n) (last position). */
 static void ref_forward(const built *b, const cfg *c, const int32_t *toks, int n, double *logits) {
     int dim = c->dim, hd = dim / c->heads, kvd = c->kv * hd, ffn = c->ffn;
-    bool aq = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
+    /* int8 activations on the seven projections: BitNet whatever the encoding, else ternary
+       encodings (runtime.md "BitNet activation quantization") */
+    bool aq = c->family == QP_FAMILY_BITNET ||
+              (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
+    if (g_ref_actq == 0) aq = false;
     static double kc[8][64][512], vc[8][64][512];
     double x[1024], h[1024], q[1024], k[1024], v[1024], att[1024], o[1024], g[1024], u[1024];
     char nm[64];
@@ -384,6 +403,13 @@ static void test_variants(void) {
     unbuild(&b);
 }
 
+/* Max |a - b| over n logits. */
+static double maxdiff(const float *a, const float *b, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
 static void test_bitnet(void) {
     /* TQ2_0 needs rows of 256 */
     cfg c = {256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0};
@@ -393,19 +419,78 @@ static void test_bitnet(void) {
     QP_CHECK_MSG(d < 2e-3, "bitnet TQ2_0: max |diff| %g", d);
     /* the reference without activation quantization must be measurably different, or the
        check above proves nothing about it */
-    cfg cf = c;
-    cf.mat_enc = QP_ENC_F32;
-    built bf;
-    build(&bf, &cf, 2024); /* same values: ternary codes times 1.0 */
-    double dq = 0;
-    {
-        float a[64], f[64];
-        run_vs_ref(&b, &c, k_toks, 4, 1, a);
-        run_vs_ref(&bf, &cf, k_toks, 4, 1, f);
-        for (int i = 0; i < 40; i++) dq = fmax(dq, fabs((double)a[i] - f[i]));
+    g_ref_actq = 0;
+    double d0 = run_vs_ref(&b, &c, k_toks, 4, 2, NULL);
+    g_ref_actq = -1;
+    QP_CHECK_MSG(d0 > 10 * 2e-3, "int8 activations change logits by only %g", d0);
+
+    /* BitNet b1.58 quantizes the projections' activations whatever holds the weights: the same
+       exactly ternary weights (q * 0.25) in F32, BF16 (float dots of the int8 activations
+       dequantized) and TQ2_0 / I2_S (integer dots) give the same logits within float rounding,
+       each against the double reference with int8 activations */
+    g_tern_vals = true;
+    qp_encoding encs[] = {QP_ENC_F32, QP_ENC_BF16, QP_ENC_TQ2_0, QP_ENC_I2_S};
+    float lg[4][64];
+    for (int i = 0; i < 4; i++) {
+        cfg ce = c;
+        ce.mat_enc = encs[i];
+        built be;
+        build(&be, &ce, 77);
+        d = run_vs_ref(&be, &ce, k_toks, NTOK, 2, lg[i]);
+        QP_CHECK_MSG(d < 2e-3, "bitnet %s: max |diff| %g", qp_encoding_get(encs[i])->name, d);
+        printf("bitnet ternary %s vs reference: %.3g\n", qp_encoding_get(encs[i])->name, d);
+        if (i == 0) {
+            g_ref_actq = 0;
+            d0 = run_vs_ref(&be, &ce, k_toks, NTOK, 2, NULL);
+            g_ref_actq = -1;
+            QP_CHECK_MSG(d0 > 10 * 2e-3, "f32 bitnet: int8 activations change logits by only %g", d0);
+            printf("bitnet f32 vs reference without int8 activations: %.3g\n", d0);
+        } else {
+            double dd = maxdiff(lg[0], lg[i], 40);
+            QP_CHECK_MSG(dd < 1e-4, "bitnet %s vs f32: %g", qp_encoding_get(encs[i])->name, dd);
+            printf("bitnet %s vs f32 runtime: %.3g\n", qp_encoding_get(encs[i])->name, dd);
+        }
+        unbuild(&be);
     }
-    QP_CHECK_MSG(dq > 10 * 2e-3, "int8 activations change logits by only %g", dq);
-    unbuild(&bf);
+    /* the same ternary weights in a Llama-family F32 model keep float activations */
+    cfg cl = c;
+    cl.family = QP_FAMILY_LLAMA;
+    cl.mat_enc = QP_ENC_F32;
+    built bl;
+    build(&bl, &cl, 77);
+    d = run_vs_ref(&bl, &cl, k_toks, NTOK, 2, NULL);
+    QP_CHECK_MSG(d < 1e-3, "llama with ternary F32 values: max |diff| %g", d);
+    unbuild(&bl);
+    g_tern_vals = false;
+
+    /* QK256 with a sibling "<base>.scale" (BitNet-rs GgmlQk256NoScale + scale tensor): the
+       weights are the LUT levels times the scale, in a BitNet model (int8 activations, integer
+       dot) and a Llama one (float activations, float dot); without the scale applied the logits
+       would be those of a model with weights 1/0.37 times larger */
+    for (int fam = 0; fam < 2; fam++) {
+        cfg cq = c;
+        cq.mat_enc = QP_ENC_QK256;
+        if (fam) cq.family = QP_FAMILY_LLAMA, cq.sub_norms = false;
+        g_sib_scale = 0.37f;
+        built bq;
+        build(&bq, &cq, 99);
+        g_sib_scale = 0.0f;
+        QP_CHECK(qp_model_find(bq.m, "blk.0.ffn_down.scale") != NULL);
+        d = run_vs_ref(&bq, &cq, k_toks, NTOK, 2, NULL);
+        QP_CHECK_MSG(d < 2e-3, "QK256 %s with sibling scale: max |diff| %g",
+                     fam ? "llama" : "bitnet", d);
+        printf("QK256 %s + sibling scale vs reference: %.3g\n", fam ? "llama" : "bitnet", d);
+        /* the reference check can fail: the same rows without the sibling */
+        built bu;
+        build(&bu, &cq, 99);
+        float a[64], u[64];
+        run_vs_ref(&bq, &cq, k_toks, 4, 1, a);
+        run_vs_ref(&bu, &cq, k_toks, 4, 1, u);
+        QP_CHECK_MSG(maxdiff(a, u, 40) > 0.1, "QK256 %s: the sibling scale changes logits by %g",
+                     fam ? "llama" : "bitnet", maxdiff(a, u, 40));
+        unbuild(&bu);
+        unbuild(&bq);
+    }
     unbuild(&b);
 }
 
@@ -498,23 +583,28 @@ static void test_batch(void) {
     for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 7 + 1) % 40);
     static const int whole[] = {N}, split[] = {5, 1, 2, 30, 32}, big[] = {66, 4};
     const int *splits[] = {whole, split, big};
-    struct { cfg c; bool exact; } cases[] = {
-        {{16, 24, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32}, true},
-        {{16, 24, 2, 4, 1, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, false, QP_ENC_F32}, true},
-        {{40, 72, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F16}, true},
-        {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_BF16}, true},
-        {{16, 24, 1, 2, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_I8}, true},
-        {{256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0}, true},
-        {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q8_0}, true},
-        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q4_K}, true},
-        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q6_K}, true},
+    struct { cfg c; bool exact, tern; } cases[] = {
+        {{16, 24, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32}, true, false},
+        {{16, 24, 2, 4, 1, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, false, QP_ENC_F32}, true, false},
+        {{40, 72, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F16}, true, false},
+        {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_BF16}, true, false},
+        {{16, 24, 1, 2, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_I8}, true, false},
+        {{256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0}, true, false},
+        {{32, 64, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q8_0}, true, false},
+        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q4_K}, true, false},
+        {{256, 512, 1, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_Q6_K}, true, false},
+        /* BitNet with exactly ternary float weights: int8 activations dequantized to floats */
+        {{256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_F32}, true, true},
+        {{256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_BF16}, true, true},
     };
     static float ref[N * 40], got[N * 40], first[N * 40];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const cfg *c = &cases[ci].c;
         const char *nm = qp_encoding_get(c->mat_enc)->name;
         built b;
+        g_tern_vals = cases[ci].tern;
         build(&b, c, 4000 + ci);
+        g_tern_vals = false;
         for (int lv = 0; lv <= max_level(); lv++) {
             qp_encoding_simd_force(lv);
             QP_CHECK(run_all(&b, 1, 80, toks, N, c->vocab, NULL, ref));
