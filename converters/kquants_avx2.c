@@ -1,4 +1,4 @@
-/* AVX2 Q4_K / Q6_K quantizers and dots. The quantizers are converters/kquants_simd.h at 8 lanes
+/* AVX2 Q4_K / Q6_K quantizers (dots: kquants_dot_avx2.c): converters/kquants_simd.h at 8 lanes
  * (8 consecutive 256-blocks per group; bytes equal quantize_row_q4_K_ref / q6_K_ref,
  * tests/peer/test_enc_vs_ggml.c checks against llama.cpp at this level); below are the AVX2
  * primitives it is written in. Lane masks are compare results in float vectors. */
@@ -53,27 +53,3 @@ static inline VI vclamp(VI l, int lo, int hi) { return _mm256_max_epi32(iset(lo)
 
 void qp_q4k_quantize_avx2(const float *x, void *y, int64_t n) { q4k_quantize_rows(x, y, n); }
 void qp_q6k_quantize_avx2(const float *x, void *y, int64_t n) { q6k_quantize_rows(x, y, n); }
-
-/* ---- dots: scalar block dequantization (exact values), 8-wide products and sums ---------------- */
-static float dot_blocks_avx2(qp_dequantize_fn deq, size_t bb, const void *w, const float *x, int64_t n) {
-    float tmp[QK_K];
-    const uint8_t *p = w;
-    V acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        deq(p + (size_t)i * bb, tmp, QK_K);
-        const float *xx = x + i * QK_K;
-        for (int k = 0; k < QK_K; k += 16) {
-            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(tmp + k), _mm256_loadu_ps(xx + k), acc0);
-            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(tmp + k + 8), _mm256_loadu_ps(xx + k + 8), acc1);
-        }
-    }
-    float s[8];
-    _mm256_storeu_ps(s, _mm256_add_ps(acc0, acc1));
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-float qp_q4k_vec_dot_avx2(const void *w, const float *x, int64_t n) {
-    return dot_blocks_avx2(qp_q4k_dequantize, 144, w, x, n);
-}
-float qp_q6k_vec_dot_avx2(const void *w, const float *x, int64_t n) {
-    return dot_blocks_avx2(qp_q6k_dequantize, 210, w, x, n);
-}

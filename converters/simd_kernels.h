@@ -10,8 +10,6 @@
 /* kquants_avx2.c */
 void qp_q4k_quantize_avx2(const float *x, void *y, int64_t n);
 void qp_q6k_quantize_avx2(const float *x, void *y, int64_t n);
-float qp_q4k_vec_dot_avx2(const void *w, const float *x, int64_t n);
-float qp_q6k_vec_dot_avx2(const void *w, const float *x, int64_t n);
 /* kquants_dot_avx2.c, kquants_dot_avx512.c: Q4_K/Q6_K dots with SIMD block widening, equal to
  * the F32 dot of the dequantized row at the same level (converters/plain_kernels.h) */
 float qp_q4k_vec_dot_f32_avx2(const void *w, const float *x, int64_t n);
