@@ -23,7 +23,10 @@ fi
 if [ ! -d "$root/tests/peer/node_modules/@node-llama-cpp/linux-x64" ] ||
    [ "$root/tests/peer/package-lock.json" -nt "$root/tests/peer/node_modules/.package-lock.json" ]; then
   echo "setup: installing npm test peers (pinned)" >&2
-  (cd "$root/tests/peer" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  # `npm ci` refuses this lock file: npm leaves other platforms' optional packages of
+  # doppler-gpu's dependency doe-gpu out of it. `npm install --no-save` installs exactly the
+  # locked versions and never rewrites the lock file.
+  (cd "$root/tests/peer" && npm install --ignore-scripts --no-save --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
