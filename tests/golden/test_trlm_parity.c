@@ -258,7 +258,11 @@ static void test_convert_float_vs_packed(void) {
         int match = 0;
         while (match < NGEN && g1[match] == g2[match]) match++;
         printf("SDK v1 convert (EMBEDDING_I8 tied embedding): min cosine %.6f, greedy prefix %d/%d\n", cmin, match, NGEN);
-        QP_CHECK_MSG(cmin >= 0.998, "cosine %f", cmin); /* I8_ROW: measured 0.99876 (per-row scale: 0.9979) */
+        /* A lossy check: the SDK stores the tied embedding as int8 rows. Since BitNet runs with
+         * int8 activations on both sides (runtime.md), the embedding's rounding moves some
+         * activations across an int8 step: measured 0.990481 (before: 0.99876 with float
+         * activations). Exactness with the same embedding is pinned by test_bitnet_parity.c. */
+        QP_CHECK_MSG(cmin >= 0.985, "cosine %f", cmin);
         free(l1);
         free(l2);
     }
@@ -385,7 +389,8 @@ static void check_i8_embedding(const char *dir, const qp_model *src, const char 
         while (match < NGEN && g1[match] == g2[match]) match++;
         printf("%s: I8_ROW embedding %s (%u x %u padded to %u x %u), min logit cosine %.6f, greedy prefix %d/%d\n",
                label, pc == cols ? "in place" : "unpadded copy", rows, cols, pr, pc, cmin, match, NGEN);
-        QP_CHECK_MSG(cmin >= 0.998, "%s: cosine %f", label, cmin);
+        /* llama-tied measured 0.999685; bitnet-float 0.990481 (int8 activations, see above) */
+        QP_CHECK_MSG(cmin >= (src->arch.family == QP_FAMILY_BITNET ? 0.985 : 0.998), "%s: cosine %f", label, cmin);
         free(l1);
         free(l2);
     }
