@@ -2,12 +2,13 @@
 # quantpack convert on the BitNet fixtures (qp-gen-fixtures bitnet-float: projections exactly
 # ternary q * alpha in BF16; bitnet-packed: the same weights packed U8 + weight_scale):
 # - I2_S, TQ2_0, TQ1_0 outputs run (quantpack run) and verify against the float source with the
-#   runtime's ternary thresholds (the runtime quantizes activations to int8 for ternary weights,
-#   so logits differ from the float source by that, not by the weights);
+#   runtime's ternary thresholds (the runtime quantizes BitNet activations to int8 whatever the
+#   weight encoding, so the float source and its exactly ternary outputs give the same logits);
 # - the packed checkpoint gives byte-identical GGUFs to the float one (unpacking is exact);
 # - I2_S tensors are GGUF type 36 with general.file_type 40, arch bitnet;
 # - --dry-run shows the seven projections ternary and the rest float;
-# - QK256: type 36 with 64-byte rows per 256, F32 "<base>.scale", quantpack.i2s.flavour (below);
+# - QK256: type 36 with 64-byte rows per 256, F32 "<base>.scale", quantpack.i2s.flavour; the
+#   runtime applies that sibling scale, so the file runs exactly as its F32 decoding (below);
 # - the ternary weights are exact: each output converted back to F32 (--allow-requantize decodes
 #   I2_S with its per-tensor scale, TQ with its block scales) is byte-identical to the HF source
 #   converted straight to F32 (alpha is a power of two, so even the f16 block scales are exact).
@@ -51,8 +52,10 @@ grep -Eq "^blk.0.attn_sub_norm.weight +F32" "$TMP/inspect" && ok || bad "attn_su
 # scale in an F32 [1] "<base>.scale", the flavour named by quantpack.i2s.flavour. The fixture's only
 # 256-wide projections are ffn_down ([256 -> 128]); the rest fall back to F32. QK256 has no level 0,
 # so ternary zeros become +scale (converters/enc_ternary.md): verify is expected to FAIL, and the
-# numbers it reports are printed. The runtime does not apply sibling scales yet (runtime/weights.c
-# binds QK256 at unit scale), so the same file decoded to F32 (scale folded in) is verified too.
+# numbers it reports are printed. The runtime applies the sibling scale (runtime/weights.c via
+# qp_gguf_sibling_scale), so the same file decoded to F32 (scale folded in) reports the same
+# numbers against the source, and the QK256 file verified against its F32 decoding passes with
+# exact thresholds (at unit scale, as before the runtime read the scale, both would fail).
 "$QP" convert "$TMP/f/model" --quant QK256 -o "$TMP/float-QK256.gguf" >/dev/null 2>"$TMP/err" && ok || bad "float QK256: $(cat "$TMP/err")"
 "$QP" convert "$TMP/p/model" --quant QK256 -o "$TMP/packed-QK256.gguf" >/dev/null 2>"$TMP/err" && ok || bad "packed QK256: $(cat "$TMP/err")"
 cmp -s "$TMP/float-QK256.gguf" "$TMP/packed-QK256.gguf" && ok || bad "QK256: packed and float checkpoints give different files"
@@ -67,7 +70,8 @@ grep -q '"blk.0.ffn_down.weight"' "$TMP/inspect.json" && ok || bad "inspect --js
 "$QP" run "$TMP/float-QK256.gguf" -p "Once upon a time" -n 8 >/dev/null 2>"$TMP/err" && ok || bad "run QK256: $(cat "$TMP/err")"
 "$QP" verify "$TMP/float-QK256.gguf" --against "$FX/bitnet-float" -n 8 >"$TMP/v" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "verdict: FAIL" "$TMP/v" && ok || bad "verify QK256: exit $rc (1 expected: ternary zeros are lost) $(tail -3 "$TMP/v")"
-echo "QK256 (runtime at unit scale): $(grep prompt "$TMP/v")"
+grep prompt "$TMP/v" >"$TMP/v-qk256"
+echo "QK256 (sibling scale applied): $(cat "$TMP/v-qk256")"
 "$QP" convert "$TMP/float-QK256.gguf" --quant F32 --allow-requantize -o "$TMP/back-QK256.gguf" >/dev/null 2>"$TMP/err" && ok || bad "decode QK256: $(cat "$TMP/err")"
 "$QP" inspect "$TMP/back-QK256.gguf" >"$TMP/inspect" 2>&1
 grep -Eq "\.scale|quantpack.i2s.flavour" "$TMP/inspect" && bad "decoded QK256 keeps its scales or key" || ok
@@ -75,6 +79,10 @@ grep -Eq "^blk.0.ffn_down.weight +F32 +\[128, 256\]" "$TMP/inspect" && ok || bad
 "$QP" verify "$TMP/back-QK256.gguf" --against "$FX/bitnet-float" -n 8 >"$TMP/v" 2>&1; rc=$?
 [ $rc -eq 1 ] && ok || bad "verify decoded QK256: exit $rc"
 echo "QK256 decoded to F32 (scale applied): $(grep prompt "$TMP/v")"
+grep prompt "$TMP/v" | cmp -s - "$TMP/v-qk256" && ok || bad "QK256 and its F32 decoding verify differently against the source (sibling scale not applied?)"
+"$QP" verify "$TMP/float-QK256.gguf" --against "$TMP/back-QK256.gguf" -n 8 --min-cosine 0.99999 --max-kl 1e-5 \
+  --min-top1 1 --min-greedy 1 >"$TMP/v" 2>&1 && ok || bad "QK256 vs its F32 decoding: $(tail -3 "$TMP/v")"
+echo "QK256 vs its F32 decoding: $(grep prompt "$TMP/v")"
 # a QK256 file turned into I2_S again: its levels are +-scale, so I2_S holds them exactly
 "$QP" convert "$TMP/float-QK256.gguf" --quant I2_S --allow-requantize -o "$TMP/qk-i2s.gguf" >/dev/null 2>"$TMP/err" && ok || bad "QK256 -> I2_S: $(cat "$TMP/err")"
 "$QP" convert "$TMP/qk-i2s.gguf" --quant F32 --allow-requantize -o "$TMP/qk-i2s-back.gguf" >/dev/null 2>"$TMP/err" && ok || bad "decode QK256 -> I2_S: $(cat "$TMP/err")"
