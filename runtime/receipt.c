@@ -96,6 +96,20 @@ done:
 
 /* ---- thresholds ---------------------------------------------------------------------------- */
 
+/* A microsoft/bitnet-b1.58 packed projection: U8 "<base>.weight" with a one-element
+ * "<base>.weight_scale" (what runtime/weights.c unpacks: four ternary weights per byte). */
+static bool is_bitnet_packed(const qp_model *m, const qp_tensor *x) {
+    if (x->enc != QP_ENC_U8) return false;
+    const char *name = x->canon ? x->canon : x->name;
+    size_t nl = name ? strlen(name) : 0;
+    char sn[200];
+    if (nl < 7 || strcmp(name + nl - 7, ".weight") != 0 ||
+        snprintf(sn, sizeof sn, "%s_scale", name) >= (int)sizeof sn)
+        return false;
+    const qp_tensor *st = qp_model_find(m, sn);
+    return st && qp_tensor_nelements(st) == 1;
+}
+
 void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
                                   qp_verify_thresholds *t) {
     double min_bpw = 64.0;
@@ -107,6 +121,11 @@ void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
         if (!tr || tr->block_elems <= 0) continue;
         any = true;
         double bpw = (double)tr->block_bytes * 8.0 / (double)tr->block_elems;
+        /* the U8 container of a packed BitNet checkpoint holds 2-bit ternary codes */
+        if (is_bitnet_packed(out, x)) {
+            bpw = 2.0;
+            ternary = true;
+        }
         if (bpw < min_bpw) min_bpw = bpw;
         if (tr->flags & QP_ENC_FLAG_TERNARY) ternary = true;
         if (src) {

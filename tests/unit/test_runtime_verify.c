@@ -4,7 +4,10 @@
  * qp_logits_compare: every per-prompt number equal bit for bit on stories260K.gguf against
  * stories260K.bin (F32) and its Q8_0 and F16 conversions, and within 1e-5 (relative) with the same greedy
  * run against llama.cpp's Q4_K_M (Q5_0 matrices: batched differs by summation order); a prompt
- * longer than verify's 64-position chunk, a one-token prompt, 1-2 threads. */
+ * longer than verify's 64-position chunk, a one-token prompt, 1-2 threads.
+ * Default threshold classes of the BitNet fixtures (qp-gen-fixtures, $QP_FIXTURES_DIR): the packed
+ * checkpoint (U8 + weight_scale: ternary codes) is "low-bit" like I2_S, not "8-bit"; its float
+ * twin (BF16) stays "16-bit"; and the packed checkpoint verifies against the float one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +114,51 @@ static void check_pair(const char *label, const qp_model *out, const qp_model *s
     }
 }
 
+static void check_bitnet_classes(void) {
+    const char *fx = qp_test_env("QP_FIXTURES_DIR", "fixtures");
+    char fdir[1024], pdir[1024];
+    qp_test_path(fdir, sizeof fdir, fx, "bitnet-float");
+    qp_test_path(pdir, sizeof pdir, fx, "bitnet-packed");
+    if (!qp_path_exists(fdir) || !qp_path_exists(pdir)) {
+        printf("BitNet threshold classes: skipped (fixtures missing in %s)\n", fx);
+        return;
+    }
+    qp_model *fl = NULL, *pk = NULL;
+    qp_err e = {0};
+    QP_CHECK(qp_model_open(fdir, NULL, &fl, &e) == QP_OK);
+    QP_CHECK(qp_model_open(pdir, NULL, &pk, &e) == QP_OK);
+    if (fl && pk) {
+        qp_verify_thresholds th;
+        qp_verify_default_thresholds(pk, fl, &th);
+        QP_CHECK_MSG(!strcmp(th.class_name, "low-bit") && th.min_cosine == 0.95 && th.max_kl == 0.5 &&
+                     th.min_top1 == 0.8, "packed vs float: class %s", th.class_name);
+        qp_verify_default_thresholds(pk, NULL, &th);
+        QP_CHECK_MSG(!strcmp(th.class_name, "low-bit"), "packed alone: class %s", th.class_name);
+        qp_verify_default_thresholds(pk, pk, &th);
+        QP_CHECK_MSG(!strcmp(th.class_name, "identical"), "packed vs packed: class %s", th.class_name);
+        qp_verify_default_thresholds(fl, pk, &th);
+        QP_CHECK_MSG(!strcmp(th.class_name, "16-bit"), "float vs packed: class %s", th.class_name);
+        /* same weights: the packed checkpoint passes against the float one */
+        static int32_t ids[5] = {1, 40, 91, 7, 250};
+        qp_verify_prompt pr = {ids, 5, NULL};
+        qp_verify_opts vo;
+        memset(&vo, 0, sizeof vo);
+        vo.n_threads = 1;
+        vo.n_generate = 8;
+        qp_verify_default_thresholds(pk, fl, &vo.th);
+        qp_verify_report *rep = NULL;
+        QP_CHECK(qp_verify_run(pk, fl, &pr, 1, &vo, &rep, &e) == QP_OK);
+        QP_CHECK(rep && qp_verify_report_passed(rep));
+        printf("BitNet packed vs float: class %s, %s\n", vo.th.class_name,
+               rep && qp_verify_report_passed(rep) ? "pass" : "FAIL");
+        qp_verify_report_free(rep);
+    }
+    qp_model_close(pk);
+    qp_model_close(fl);
+}
+
 int main(void) {
+    check_bitnet_classes();
     const char *real = qp_test_real_dir();
     char a[1024], b[1024], c[1024];
     qp_test_path(a, sizeof a, real, "stories260K.gguf");
