@@ -2,7 +2,8 @@
  * and self-consistent (config vocab = tokenizer size = embedding rows, bos/eos ids); the
  * bitnet-packed tensors unpack, by the formula of shared/specs/ternary.md implemented here
  * independently, to exactly the bitnet-float weights; llama-sharded holds exactly the tensors of
- * llama-gqa-untied. Safetensors files are parsed here with a minimal independent parser. */
+ * llama-gqa-untied; llama-k256 has its 256/512-wide shapes (all Q4_K/Q6_K under Q4_K_M), GQA 8/4,
+ * an untied lm_head and the documented value scales. Safetensors files are parsed here with a minimal independent parser. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -14,8 +15,8 @@
 #include "quantpack/core.h"
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
-                                       "qwen2", "bitnet-float", "bitnet-packed"};
-#define N_MODELS 6
+                                       "qwen2", "bitnet-float", "bitnet-packed", "llama-k256"};
+#define N_MODELS 7
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
 typedef struct st_file {
@@ -291,6 +292,64 @@ static void check_sharded(const char *dir) {
     st_free(&sh[1]);
 }
 
+/* llama-k256: rows of 256/512, 8 heads over 4 KV heads, untied, BF16; sample std of the
+ * embeddings ~1, projections ~0.05/sqrt(3), lm_head ~8x that, norms 1 + that (fixtures/README.md). */
+static double bf16_std(const st_view *v, double mean) {
+    size_t n = v->nbytes / 2;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = bf16_value(v->data + 2 * i) - mean;
+        s += d * d;
+    }
+    return n ? sqrt(s / (double)n) : 0;
+}
+
+static void check_k256(const char *dir) {
+    char md[2048], p[2300];
+    snprintf(md, sizeof md, "%s/llama-k256", dir);
+    cJSON *cfg = load_json(md, "config.json");
+    QP_CHECK_EQ_INT(json_int(cfg, "hidden_size"), 256);
+    QP_CHECK_EQ_INT(json_int(cfg, "intermediate_size"), 512);
+    QP_CHECK_EQ_INT(json_int(cfg, "num_hidden_layers"), 2);
+    QP_CHECK_EQ_INT(json_int(cfg, "num_attention_heads"), 8);
+    QP_CHECK_EQ_INT(json_int(cfg, "num_key_value_heads"), 4);
+    QP_CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings")));
+    cJSON_Delete(cfg);
+    snprintf(p, sizeof p, "%s/model.safetensors", md);
+    st_file f;
+    QP_CHECK(st_load(&f, p));
+    if (!f.header) return;
+    int n = 0;
+    for (cJSON *t = f.header->child; t; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) continue;
+        st_view v;
+        QP_CHECK(st_get(&f, t->string, &v) && strcmp(v.dtype, "BF16") == 0);
+        if (v.n_dims == 2) QP_CHECK_MSG(v.shape[1] % 256 == 0, "%s: rows of %lld", t->string, (long long)v.shape[1]);
+        n++;
+    }
+    QP_CHECK_EQ_INT(n, 2 + 2 * 9 + 1);
+    const double w = 0.05 / sqrt(3.0);
+    static const struct { const char *name; double mean, std; } k[] = {
+        {"model.embed_tokens.weight", 0, 1.0},
+        {"model.layers.0.self_attn.q_proj.weight", 0, 1.0},
+        {"model.layers.1.mlp.down_proj.weight", 0, 1.0},
+        {"model.layers.1.input_layernorm.weight", 1, 1.0},
+        {"lm_head.weight", 0, 8.0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        st_view v;
+        bool ok = st_get(&f, k[i].name, &v);
+        QP_CHECK_MSG(ok, "llama-k256: no %s", k[i].name);
+        if (!ok) continue;
+        double want = i == 0 ? 1.0 : w * k[i].std, got = bf16_std(&v, k[i].mean);
+        QP_CHECK_MSG(fabs(got / want - 1) < (v.n_dims == 1 ? 0.2 : 0.02), "%s: std %g, want %g",
+                     k[i].name, got, want);
+    }
+    st_view kv;
+    if (st_get(&f, "model.layers.0.self_attn.k_proj.weight", &kv)) QP_CHECK_EQ_INT(kv.shape[0], 128);
+    st_free(&f);
+}
+
 int main(void) {
     const char *bin = qp_test_env("QP_BIN_DIR", "bin");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
@@ -310,7 +369,7 @@ int main(void) {
         QP_CHECK_MSG(files >= 5, "%s: %d files", k_models[i], files);
         check_consistency(a, k_models[i]);
     }
-    /* nothing but the six model folders (no staging debris) */
+    /* nothing but the seven model folders (no staging debris) */
     int entries = 0;
     DIR *d = opendir(b);
     struct dirent *ent;
@@ -320,6 +379,7 @@ int main(void) {
     QP_CHECK_EQ_INT(entries, N_MODELS);
     check_bitnet(a);
     check_sharded(a);
+    check_k256(a);
     qp_path_remove_tree(a, NULL);
     qp_path_remove_tree(b, NULL);
     return qp_test_finish();
