@@ -269,11 +269,53 @@ static bool i2s_valid(const void *vx, int64_t n, char *why, size_t len) {
             }
     return true;
 }
+static void i2s_store_scale(uint8_t *y, int64_t n, float scale) {
+    memset(y + n / 4, 0, 32);
+    qp_store_f32le(y + n / 4, scale);
+}
+/* I2_S's defined input {-s, 0, +s} (ternary.md) in one pass: s = f, the first nonzero |x|; codes
+ * from the sign while every x is checked to be +-0 or +-f. Returns false at the first element that
+ * is not (another magnitude, NaN): y then holds partial codes and the caller runs the two-pass path
+ * below, which rewrites every byte. Same bytes as that path when it returns true: every x is +-0
+ * or +-f, so the two-pass path's m = max|x| is f (0 when all are zero), its ternary test passes
+ * (each x == 0 or |x| == m), and it writes scale m and c = fabs((double)x) < 1e-6 ? 1 :
+ * x*m > 0 ? 2 : 0, the formula below with m = f (tests/unit/test_enc_ternary.c checks both paths
+ * against a copy of the two-pass code). */
+static bool i2s_one_pass(const float *x, uint8_t *y, int64_t n, int be) {
+    int64_t i0 = 0;
+    while (i0 < n && x[i0] == 0.0f) i0++;
+    if (i0 == n) { /* all +-0: m = 0, every code 1 */
+        memset(y, 0x55, (size_t)(n / 4));
+        i2s_store_scale(y, n, 0.0f);
+        return true;
+    }
+    const float f = fabsf(x[i0]);
+    if (f != f) return false;
+    if (qp_simd_level() >= 2) {
+        if (qp_i2s_ternary_codes_avx512(x, n / be, be, f, y)) return false;
+    } else if (qp_simd_level() >= 1) {
+        if (qp_i2s_ternary_codes_avx2(x, n / be, be, f, y)) return false;
+    } else {
+        uint8_t c[128];
+        for (int64_t b = 0; b < n / be; b++) {
+            for (int k = 0; k < be; k++) {
+                const float v = x[b * be + k];
+                if (!(v == 0.0f || fabsf(v) == f)) return false;
+                c[k] = fabs((double)v) < 1e-6 ? 1 : ((double)v * (double)f > 0 ? 2 : 0);
+            }
+            i2s_pack_block(c, be, y + b * (be / 4));
+        }
+    }
+    i2s_store_scale(y, n, f);
+    return true;
+}
 /* Codes of a whole tensor: ternary input {-m, 0, +m} is encoded as microsoft/BitNet's
- * quantize_i2_s does (|x| < 1e-6 -> 0, else sign; scale m = max|x|); any other input is first
- * ternarized with the absmean rule (scale = max(mean|x|, 1e-5)). */
+ * quantize_i2_s does (|x| < 1e-6 -> 0, else sign; scale m = max|x|), in one pass (i2s_one_pass);
+ * any other input is first ternarized with the absmean rule (scale = max(mean|x|, 1e-5)): the
+ * two passes below (they also recognise ternary input, as before the one-pass path existed). */
 static void i2s_quantize_tensor(const float *x, void *vy, int64_t n, int be) {
     uint8_t *y = vy;
+    if (i2s_one_pass(x, y, n, be)) return;
     if (qp_simd_level() >= 1) {
         double l[16];
         float m;

@@ -52,6 +52,12 @@ void qp_bitnet32f16_quantize_avx512(const float *x, void *y, int64_t n);
 int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, float f, int *nonter);
 void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q);
 void qp_i2s_codes_avx512(const float *x, int64_t nb, int be, int mode, float s, uint8_t *y);
+/* I2_S one pass over ternary input (enc_ternary.c i2s_one_pass), ternary_avx2.c / ternary_avx512.c:
+ * codes of nb blocks of be elements when every x is +-0 or +-f (f > 0, not NaN): 1 for +-0 or when
+ * f <= 1e-6f, else 2 for x > 0, 0 for x < 0. Returns nonzero (y partly written) at the first block
+ * holding any other value (or NaN). */
+int qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y);
+int qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y);
 /* ternary_avx2.c: exact int8 dots */
 double qp_tq1_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_tq2_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);

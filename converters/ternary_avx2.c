@@ -285,6 +285,47 @@ void qp_i2s_codes_avx2(const float *x, int64_t nb, int be, int mode, float s, ui
     }
 }
 
+/* I2_S one pass over ternary input (qp_i2s_ternary_codes_avx2 in simd_kernels.h): 8 codes, and
+ * ok &= (x == 0 | |x| == f). For x = +-0 or +-f the code is the reference's fabs((double)x) < 1e-6 ?
+ * 1 : x*f > 0 ? 2 : 0, i.e. 1 when x == 0 or f <= 1e-6f (tiny = all ones), else 2 - 2 * signbit. */
+static inline VI ter1_code(const float *x, V vf, VI tiny, V *ok) {
+    const V v = _mm256_loadu_ps(x);
+    const V zr = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ);
+    *ok = _mm256_and_ps(*ok, _mm256_or_ps(zr, _mm256_cmp_ps(vabs(v), vf, _CMP_EQ_OQ)));
+    const VI one = _mm256_or_si256(mask_i(zr), tiny);
+    const VI neg = _mm256_srai_epi32(_mm256_castps_si256(v), 31);
+    return _mm256_or_si256(_mm256_and_si256(one, _mm256_set1_epi32(1)),
+                           _mm256_andnot_si256(_mm256_or_si256(one, neg), _mm256_set1_epi32(2)));
+}
+int qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y) {
+    const V vf = _mm256_set1_ps(f);
+    const VI tiny = _mm256_set1_epi32(f <= 1e-6f ? -1 : 0);
+    const int q = be / 4;
+    for (int64_t b = 0; b < nb; b++, x += be, y += q) {
+        for (int i = 0; i < be; i += 16) prefetch_ahead(x + i, AHEAD);
+        V ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int p = 0; p < q; p += 32) {
+            VI acc[4];
+            for (int g = 0; g < 4; g++) {
+                const float *xp = x + p + 8 * g;
+                VI a = _mm256_slli_epi32(ter1_code(xp, vf, tiny, &ok), 6);
+                a = _mm256_or_si256(a, _mm256_slli_epi32(ter1_code(xp + q, vf, tiny, &ok), 4));
+                a = _mm256_or_si256(a, _mm256_slli_epi32(ter1_code(xp + 2 * q, vf, tiny, &ok), 2));
+                acc[g] = _mm256_or_si256(a, ter1_code(xp + 3 * q, vf, tiny, &ok));
+                if (q == 16 && g == 1) break;
+            }
+            if (q == 16) {
+                const VI z = _mm256_setzero_si256();
+                _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(pack_u8(acc[0], acc[1], z, z)));
+            } else {
+                _mm256_storeu_si256((VI *)(y + p), pack_u8(acc[0], acc[1], acc[2], acc[3]));
+            }
+        }
+        if (_mm256_movemask_ps(ok) != 0xFF) return 1;
+    }
+    return 0;
+}
+
 /* ---- exact int8 dots -------------------------------------------------------------------------- */
 /* int32 lanes of sum u*a over 32 pairs (u unsigned <= 4, a signed) */
 static inline VI dot_u8(VI u, VI a) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1)); }

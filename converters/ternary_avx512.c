@@ -226,6 +226,50 @@ void qp_i2s_codes_avx512(const float *x, int64_t nb, int be, int mode, float s, 
     }
 }
 
+/* I2_S one pass over ternary input (qp_i2s_ternary_codes_avx2): for x = +-0 or +-f, code 1 when
+ * x == 0 or f <= 1e-6f (tiny), else 2 when x > 0, 0 when x < 0; ok &= x == 0 | |x| == f */
+static inline void ter1_masks16(const float *x, V vf, __mmask16 tiny, __mmask16 *ok, __mmask16 *one,
+                                __mmask16 *two) {
+    prefetch_ahead(x, AHEAD);
+    const V v = _mm512_loadu_ps(x);
+    const __mmask16 zr = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    *ok &= (__mmask16)(zr | _mm512_cmp_ps_mask(_mm512_abs_ps(v), vf, _CMP_EQ_OQ));
+    *one = (__mmask16)(zr | tiny);
+    *two = (__mmask16)(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ) & ~tiny);
+}
+int qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y) {
+    const V vf = _mm512_set1_ps(f);
+    const __mmask16 tiny = f <= 1e-6f ? 0xFFFF : 0;
+    const int q = be / 4;
+    for (int64_t b = 0; b < nb; b++, x += be, y += q) {
+        __mmask16 ok = 0xFFFF;
+        if (q == 32) {
+            __m256i acc = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                __mmask16 o0, t0, o1, t1;
+                ter1_masks16(x + 32 * k, vf, tiny, &ok, &o0, &t0);
+                ter1_masks16(x + 32 * k + 16, vf, tiny, &ok, &o1, &t1);
+                const int sh = 6 - 2 * k;
+                acc = _mm256_or_si256(acc, _mm256_maskz_set1_epi8((__mmask32)((uint32_t)o0 | (uint32_t)o1 << 16), (char)(1 << sh)));
+                acc = _mm256_or_si256(acc, _mm256_maskz_set1_epi8((__mmask32)((uint32_t)t0 | (uint32_t)t1 << 16), (char)(2 << sh)));
+            }
+            _mm256_storeu_si256((__m256i *)y, acc);
+        } else {
+            __m128i acc = _mm_setzero_si128();
+            for (int k = 0; k < 4; k++) {
+                __mmask16 o, t;
+                ter1_masks16(x + 16 * k, vf, tiny, &ok, &o, &t);
+                const int sh = 6 - 2 * k;
+                acc = _mm_or_si128(acc, _mm_maskz_set1_epi8(o, (char)(1 << sh)));
+                acc = _mm_or_si128(acc, _mm_maskz_set1_epi8(t, (char)(2 << sh)));
+            }
+            _mm_storeu_si128((__m128i *)y, acc);
+        }
+        if (ok != 0xFFFF) return 1;
+    }
+    return 0;
+}
+
 void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q) {
     const V vs = _mm512_set1_ps(s);
     const __m128i m1 = _mm_set1_epi8(-1);

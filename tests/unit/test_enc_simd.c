@@ -92,8 +92,8 @@ static float lanes_mean(const float *x, int64_t n) {
 static void test_tensor_quantizers(void) {
     static int8_t q0[NMAX], q1[NMAX];
     int64_t bad = 0, runs = 0;
-    for (int rep = 0; rep < 200; rep++) {
-        const int shape = rep % 8;
+    for (int rep = 0; rep < 250; rep++) {
+        const int shape = rep % 10;
         int64_t n = 128 * (1 + (int64_t)(rnd() % (NMAX / 128)));
         if (shape == 0) { /* ternary {-m, 0, m} */
             /* also below BitNet's 1e-6 zero threshold, and exactly at it (1e-6f < 1e-6) */
@@ -101,6 +101,16 @@ static void test_tensor_quantizers(void) {
             for (int64_t i = 0; i < n; i++) g_x[i] = (float)((int)(rnd() % 3) - 1) * m;
         } else if (shape == 1) {
             memset(g_x, 0, sizeof g_x);
+        } else if (shape == 8 || shape == 9) { /* I2_S one pass: ternary after a run of +-0 ... */
+            const float m = rep % 40 == 8 ? INFINITY : rep % 40 == 18 ? 1e-6f : fabsf(gauss()) + 0.1f;
+            const int64_t lead = (int64_t)(rnd() % (uint64_t)n);
+            for (int64_t i = 0; i < n; i++)
+                g_x[i] = i < lead ? ((rnd() & 1) ? 0.0f : -0.0f) : (float)((int)(rnd() % 3) - 1) * m;
+            if (shape == 9) { /* ... broken by one element: 1 ulp off, NaN, inf or half */
+                const int64_t p = (rnd() & 1) ? n - 1 - (int64_t)(rnd() % 3) : (int64_t)(rnd() % (uint64_t)n);
+                const int k = (int)(rnd() % 4);
+                g_x[p] = k == 0 ? nextafterf(m, 0.0f) : k == 1 ? NAN : k == 2 ? -INFINITY : -0.5f * m;
+            }
         } else if (shape == 2) { /* |x| = 1, 3 alternating: mean 2, so x * (1/mean) = +-0.5 exactly */
             for (int64_t i = 0; i < n; i++) g_x[i] = (float)(1 + 2 * (i & 1)) * ((rnd() & 1) ? 1.0f : -1.0f);
         } else {
@@ -151,14 +161,16 @@ static void test_tensor_quantizers(void) {
 
 /* Large tensors (196608 elements, several stats chunks' worth of lanes): normal data, a strided
  * 100x outlier pattern, |x| = 1, 3 (every 1 exactly on the rounding threshold), ternary input, one
- * NaN, slowly varying scale, and a tail of 5 elements for absmean; every level equals level 0. */
+ * NaN, slowly varying scale, ternary input broken by its last element (the I2_S one pass falls
+ * back at the end) and ternary input after 100000 zeros, and a tail of 5 elements for absmean;
+ * every level equals level 0. */
 static void test_large_absmean(void) {
     enum { NL = 3 << 16 };
     static float x[NL + 5];
     static int8_t q0[NL + 5], q1[NL + 5];
     static uint8_t a[NL / 4 + 32], b[NL / 4 + 32];
     int bad = 0;
-    for (int shape = 0; shape < 6; shape++) {
+    for (int shape = 0; shape < 8; shape++) {
         for (int64_t i = 0; i < NL + 5; i++) {
             switch (shape) {
             case 0: x[i] = gauss(); break;
@@ -166,6 +178,8 @@ static void test_large_absmean(void) {
             case 2: x[i] = (float)(1 + 2 * (i & 1)) * ((rnd() & 1) ? 1.0f : -1.0f); break;
             case 3: x[i] = (float)((int)(rnd() % 3) - 1) * 0.5f; break;
             case 4: x[i] = i == 777 ? NAN : gauss(); break;
+            case 6: x[i] = i == NL - 1 ? 0.25f : (float)((int)(rnd() % 3) - 1) * 0.5f; break;
+            case 7: x[i] = i < 100000 ? 0.0f : (float)((int)(rnd() % 3) - 1) * 0.5f; break;
             default: x[i] = gauss() * ((i / 4096) % 2 ? 1.02f : 0.98f); break;
             }
         }

@@ -1,8 +1,11 @@
 /* Ternary dot products with int8 activations equal exact integer arithmetic: for every ternary
  * encoding, vec_dot_i8 on the encoded row equals sum(level * a) computed here from the source
  * levels (not through our decoder), times the block scale where the encoding has one. Also: the
- * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly. All of it
- * at every SIMD level (scalar, AVX2, AVX-512 as far as the CPU goes). */
+ * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly; the
+ * I2_S encoder (one pass on ternary input, two passes otherwise) writes the bytes of the two-pass
+ * encoder it replaced (a copy of that code lives here) on ternary, near-ternary, random, zero,
+ * NaN and inf tensors. All of it at every SIMD level (scalar, AVX2, AVX-512 as far as the CPU
+ * goes). */
 #include <stdint.h>
 #include <string.h>
 
@@ -145,10 +148,154 @@ static void run_all(void) {
     }
 }
 
+/* ---- I2_S: one pass on ternary input = the previous two-pass encoder ---------------------------
+ * The encoder before the one-pass path (enc_ternary.c at 5974fc9, scalar), copied: m = max|x|
+ * (QP_MAX order), ternary iff every x is 0 or |x| == m; ternary -> scale m, c = fabs((double)x) <
+ * 1e-6 ? 1 : x*m > 0 ? 2 : 0; else scale = absmean (16 double lanes, pairwise, >= 1e-5), c =
+ * clamp(rint(x / scale)) + 1 (NaN -> 1). */
+static void old_i2s_encode(const float *x, int64_t n, int be, uint8_t *y) {
+    float m = 0.0f;
+    int ternary = 1;
+    for (int64_t i = 0; i < n; i++) m = m > fabsf(x[i]) ? m : fabsf(x[i]);
+    for (int64_t i = 0; i < n && ternary; i++)
+        if (!(x[i] == 0.0f || fabsf(x[i]) == m)) ternary = 0;
+    float scale = m, inv = 0.0f;
+    if (!ternary) {
+        double l[16] = {0};
+        for (int64_t i = 0; i < n; i++) l[i % 16] += fabs((double)x[i]);
+        for (int w = 16; w > 1; w /= 2)
+            for (int k = 0; k < w / 2; k++) l[k] = l[2 * k] + l[2 * k + 1];
+        float mean = n > 0 ? (float)(l[0] / (double)n) : 0.0f;
+        if (!(mean >= 1e-5f)) mean = 1e-5f;
+        scale = mean;
+        inv = 1.0f / mean;
+    }
+    const int q = be / 4;
+    memset(y, 0, (size_t)(n / 4));
+    for (int64_t i = 0; i < n; i++) {
+        const float v = x[i];
+        int c;
+        if (ternary) {
+            c = fabs((double)v) < 1e-6 ? 1 : ((double)v * (double)m > 0 ? 2 : 0);
+        } else {
+            const float t = v * inv;
+            c = t != t ? 1 : t <= -1.0f ? 0 : t >= 1.0f ? 2 : (int)rintf(t) + 1;
+        }
+        const int64_t b = i / be, k = i % be;
+        y[b * q + k % q] |= (uint8_t)(c << (6 - 2 * (k / q)));
+    }
+    memset(y + n / 4, 0, 32);
+    memcpy(y + n / 4, &scale, 4);
+}
+
+/* The derivation, checked directly: for x in {+-0, +-s} (s > 0 or inf) the two-pass encoder takes
+ * m = s, so it writes scale s, 28 zero bytes, and c = sign code (+s -> 2, -s -> 0, +-0 -> 1) when
+ * (double)s >= 1e-6, every c = 1 when s <= 1e-6f (BitNet's |x| < 1e-6 threshold); all zeros -> 0x55
+ * with scale 0. Built here from the signs, not from either encoder. */
+static void expect_ternary_bytes(const float *x, int64_t n, int be, float s, uint8_t *y) {
+    const int q = be / 4;
+    memset(y, 0, (size_t)(n / 4) + 32);
+    for (int64_t i = 0; i < n; i++) {
+        const int c = (s <= 1e-6f || x[i] == 0.0f) ? 1 : x[i] > 0.0f ? 2 : 0;
+        y[i / be * q + (i % be) % q] |= (uint8_t)(c << (6 - 2 * ((i % be) / q)));
+    }
+    memcpy(y + n / 4, &s, 4);
+}
+
+enum { NI = 4096 };
+static int64_t g_i2s_runs, g_i2s_bad;
+static void check_i2s(const float *x, int64_t n, const char *what, int derived, float s) {
+    static uint8_t want[NI / 4 + 32], got[NI / 4 + 32], der[NI / 4 + 32];
+    for (int e = 0; e < 2; e++) {
+        const int be = e ? 64 : 128;
+        old_i2s_encode(x, n, be, want);
+        memset(got, 0xCD, sizeof got);
+        QP_CHECK(qp_encoding_quantize_tensor(e ? QP_ENC_I2_S_ARM : QP_ENC_I2_S, x, got, n));
+        int bad = memcmp(want, got, (size_t)(n / 4) + 32) != 0;
+        if (derived) {
+            expect_ternary_bytes(x, n, be, s, der);
+            bad |= memcmp(der, want, (size_t)(n / 4) + 32) != 0;
+        }
+        if (bad && g_i2s_bad < 5)
+            fprintf(stderr, "i2s one pass: %s (be %d, n %lld, level %s) differs\n", what, be, (long long)n,
+                    qp_encoding_simd_level());
+        g_i2s_bad += bad;
+        g_i2s_runs++;
+    }
+}
+/* ternary {-s, 0, s} (signed zeros too), optionally starting with `lead` zeros */
+static void fill_ternary(float *x, int64_t n, float s, int64_t lead) {
+    for (int64_t i = 0; i < n; i++) {
+        const int r = (int)(rnd() % 4);
+        x[i] = i < lead ? ((r & 1) ? -0.0f : 0.0f) : r == 0 ? -s : r == 1 ? s : r == 2 ? 0.0f : -0.0f;
+    }
+    if (lead < n) x[lead] = (rnd() & 1) ? s : -s;
+}
+static void test_i2s_one_pass(void) {
+    static float x[NI];
+    const float scales[] = {0.37f, 1.0f, 0.0213f, 3e-7f, 1e-6f, nextafterf(1e-6f, 1.0f), 1e-40f,
+                            0x1p-126f, 3e38f, INFINITY};
+    const int nsc = (int)(sizeof scales / sizeof scales[0]);
+    const float other[] = {NAN, -NAN, INFINITY, 0.5f, 1e-41f};
+    g_i2s_runs = g_i2s_bad = 0;
+    for (int rep = 0; rep < 160; rep++) {
+        const int64_t n = 128 * (1 + (int64_t)(rnd() % (NI / 128)));
+        const float s = scales[rep % nsc];
+        const int64_t lead = rep % 3 == 0 ? 0 : rep % 3 == 1 ? (int64_t)(rnd() % (uint64_t)n) : n / 2;
+        /* exactly ternary: one pass */
+        fill_ternary(x, n, s, lead);
+        check_i2s(x, n, "ternary", 1, s);
+        /* one element breaks the pattern (first, somewhere, last, the first nonzero): fallback */
+        const int64_t where[4] = {0, (int64_t)(rnd() % (uint64_t)n), n - 1, lead};
+        for (int w = 0; w < 4; w++) {
+            const int64_t p = where[w];
+            const float keep = x[p];
+            const float sign = (rnd() & 1) ? 1.0f : -1.0f;
+            const int kind = (int)(rnd() % 8);
+            float v;
+            if (kind == 0) v = sign * nextafterf(s, INFINITY);     /* 1 ulp above */
+            else if (kind == 1) v = sign * nextafterf(s, 0.0f); /* 1 ulp below */
+            else if (kind == 2) v = sign * 2.0f * s;
+            else v = sign * other[kind - 3 < 5 ? kind - 3 : 0];
+            if (fabsf(v) == s || v == 0.0f) v = NAN; /* (inf * 2, etc.) must break the pattern */
+            x[p] = v;
+            check_i2s(x, n, "near-ternary", 0, 0.0f);
+            x[p] = keep;
+        }
+    }
+    /* zeros, a single nonzero at the end, random normal data, normal data with NaN / inf */
+    for (int64_t i = 0; i < NI; i++) x[i] = (i & 1) ? -0.0f : 0.0f;
+    check_i2s(x, NI, "zeros", 1, 0.0f);
+    x[NI - 1] = -0.5f;
+    check_i2s(x, NI, "one nonzero last", 1, 0.5f);
+    x[NI - 1] = NAN;
+    check_i2s(x, NI, "zeros then NaN", 0, 0.0f);
+    for (int rep = 0; rep < 8; rep++) {
+        for (int64_t i = 0; i < NI; i++) {
+            const uint64_t r = rnd();
+            x[i] = ((float)(r >> 40) / 16777216.0f - 0.5f) + ((float)((r >> 16) & 0xffffff) / 16777216.0f - 0.5f);
+        }
+        if (rep == 1) x[rnd() % NI] = NAN;
+        if (rep == 2) x[0] = NAN;
+        if (rep == 3) x[rnd() % NI] = -INFINITY;
+        if (rep == 4) for (int64_t i = 0; i < NI; i++) x[i] = (float)((int)(rnd() % 3) - 1) * (1.0f + (float)(i % 2));
+        check_i2s(x, NI, "random", 0, 0.0f);
+    }
+    QP_CHECK_MSG(g_i2s_bad == 0, "I2_S: %lld of %lld encodings differ from the two-pass encoder",
+                 (long long)g_i2s_bad, (long long)g_i2s_runs);
+    /* spec vector (ternary.md): elements 0/32/64/96 = -1, +1, 0, -1 -> byte 0x24, scale 1 */
+    memset(x, 0, 128 * sizeof *x);
+    x[0] = -1.0f, x[32] = 1.0f, x[96] = -1.0f;
+    static uint8_t v[128 / 4 + 32];
+    QP_CHECK(qp_encoding_quantize_tensor(QP_ENC_I2_S, x, v, 128) && v[0] == 0x24 && v[1] == 0x55 &&
+             qp_load_f32le(v + 32) == 1.0f);
+}
+
 int main(void) {
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
         run_all();
+        test_i2s_one_pass();
     }
     qp_encoding_simd_force(-1);
     return qp_test_finish();
