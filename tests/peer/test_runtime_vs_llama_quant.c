@@ -3,8 +3,9 @@
  * safetensors fixtures llama-tied, llama-gqa-untied (GQA 8/2, untied lm_head, BF16) and qwen2
  * (q/k/v bias), from the real stories260K.gguf, and from a random 256-wide Llama GGUF written
  * here (kquant-random) so that one file is all Q4_K/Q6_K; and from llama-k256, a generated
- * safetensors Llama (hidden 256, ffn 512: all Q4_K/Q6_K, GQA 8/4, untied) held to the issue-5 bound
- * A and (V) checked by qp_verify_run against its own safetensors source. llama.cpp (libllama.v0.5.0.so from
+ * safetensors Llama (hidden 256, ffn 512: all Q4_K/Q6_K, GQA 8/4, untied, Zipf-scaled lm_head rows)
+ * held to the issue-5 bound A and (V) checked by qp_verify_run against its own safetensors source
+ * within all three 4-bit thresholds. llama.cpp (libllama.v0.5.0.so from
  * npm @node-llama-cpp/linux-x64 3.22.1, dlopen, one CPU variant: libggml-cpu-x64.so or env
  * QP_GGML_CPU) must load it and see the same shape; our runtime runs the prompt then its greedy
  * tokens, and llama.cpp is fed the same tokens one per llama_decode. Per position:
@@ -239,19 +240,21 @@ static void check_verify_source(const peer_case *pc, const char *q4) {
                    "(class %s: >= %g, <= %g, >= %g): %s\n", (long long)npos, sc / (double)npos,
                    mc, sk / (double)npos, st / (double)npos, vo.th.class_name, vo.th.min_cosine,
                    vo.th.max_kl, vo.th.min_top1, qp_verify_report_passed(rep) ? "pass" : "FAIL");
-        /* Asserted: the 4-bit mean cosine and mean KL. NOT asserted (printed, with the verdict):
-         * top-1 >= 0.9, which Q4_K_M of this random model does not reach (0.884 measured):
-         * Q4_K's ~8% logit error flips the near-ties of 408 random-Gaussian logits at ~12% of
-         * positions. The weights are byte-identical to llama_model_quantize's Q4_K_M
-         * (peer.convert_vs_llama_quantize) and B shows our products equal llama.cpp's F32 ones,
-         * so this is Q4_K_M's own loss on this model, not ours (see fixtures/README.md). */
+        /* Asserted: all three 4-bit thresholds (mean cosine, mean KL, top-1) and verify's own
+         * verdict. llama-k256's lm_head rows follow Zipf's law (fixtures/README.md), so its
+         * next-token distributions are peaked like a trained model's; with the earlier flat
+         * random lm_head, 408 near-tied Gaussian logits made Q4_K's ~8% logit error flip the
+         * top-1 at ~12% of positions (top-1 0.884, not assertable). Measured now: mean cosine
+         * 0.9974, mean KL 0.093, top-1 0.955 over the 155 positions. */
         QP_CHECK_MSG(npos > 0 && sc / (double)npos >= vo.th.min_cosine, "%s: Q4_K_M vs source: "
                      "mean cosine %.6f < %g", pc->label, npos ? sc / (double)npos : 0.0,
                      vo.th.min_cosine);
         QP_CHECK_MSG(npos > 0 && sk / (double)npos <= vo.th.max_kl, "%s: Q4_K_M vs source: "
                      "mean KL %.4f > %g", pc->label, npos ? sk / (double)npos : 0.0, vo.th.max_kl);
-        if (!qp_verify_report_passed(rep))
-            printf("  V verdict FAIL (not asserted): %s\n", qp_verify_report_reasons(rep));
+        QP_CHECK_MSG(npos > 0 && st / (double)npos >= vo.th.min_top1, "%s: Q4_K_M vs source: "
+                     "top-1 %.4f < %g", pc->label, npos ? st / (double)npos : 0.0, vo.th.min_top1);
+        QP_CHECK_MSG(qp_verify_report_passed(rep), "%s: Q4_K_M vs source: verify FAIL: %s",
+                     pc->label, qp_verify_report_reasons(rep));
     }
     qp_verify_report_free(rep);
     qp_model_close(out);
@@ -383,8 +386,9 @@ int main(void) {
         {"llama-tied", tied, gen_prompt, 16, 48, 0.993, 0.4, 0.85, false, false},
         {"llama-gqa-untied", gqa, gen_prompt, 16, 48, 0.99, 0.4, 0.85, true, false},
         {"qwen2", qwen, gen_prompt, 16, 48, 0.993, 0.4, 0.85, false, false},
-        /* llama-k256 (hidden 256, ffn 512: all Q4_K/Q6_K): the issue-5 bound, no relaxation,
-         * and verify against its safetensors source within the 4-bit thresholds */
+        /* llama-k256 (hidden 256, ffn 512: all Q4_K/Q6_K): the issue-5 bound, no relaxation
+         * (measured A min 0.99982, top-1 48/48), and verify against its safetensors source
+         * within the 4-bit thresholds (mean cosine 0.9974, KL 0.093, top-1 0.955) */
         {"llama-k256", k256, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], bin_dir, tmp);

@@ -293,7 +293,8 @@ static void check_sharded(const char *dir) {
 }
 
 /* llama-k256: rows of 256/512, 8 heads over 4 KV heads, untied, BF16; sample std of the
- * embeddings ~1, projections ~0.05/sqrt(3), lm_head ~8x that, norms 1 + that (fixtures/README.md). */
+ * embeddings ~1, projections ~0.05/sqrt(3), norms 1 + that, lm_head ~8x that overall with rows
+ * scaled by Zipf's law, c / rank, c = sqrt(408 / sum_k 1/k^2) = 15.8 (fixtures/README.md). */
 static double bf16_std(const st_view *v, double mean) {
     size_t n = v->nbytes / 2;
     double s = 0;
@@ -334,7 +335,6 @@ static void check_k256(const char *dir) {
         {"model.layers.0.self_attn.q_proj.weight", 0, 1.0},
         {"model.layers.1.mlp.down_proj.weight", 0, 1.0},
         {"model.layers.1.input_layernorm.weight", 1, 1.0},
-        {"lm_head.weight", 0, 8.0},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         st_view v;
@@ -345,6 +345,40 @@ static void check_k256(const char *dir) {
         QP_CHECK_MSG(fabs(got / want - 1) < (v.n_dims == 1 ? 0.2 : 0.02), "%s: std %g, want %g",
                      k[i].name, got, want);
     }
+    /* lm_head: the row RMS values, largest first, follow 8w * c / k (ranks 1..4 within 15%, the
+     * 100th-largest within 30%) and their mean square is (8w)^2 (within 10%) */
+    st_view hd;
+    bool have_head = st_get(&f, "lm_head.weight", &hd);
+    QP_CHECK_MSG(have_head, "llama-k256: no lm_head.weight");
+    if (have_head && hd.n_dims == 2 && hd.shape[0] == 408 && hd.shape[1] == 256) {
+        double rms[408], inv2 = 0, ms = 0;
+        for (int q = 1; q <= 408; q++) inv2 += 1.0 / ((double)q * (double)q);
+        for (int r = 0; r < 408; r++) {
+            double sq = 0;
+            for (int i = 0; i < 256; i++) {
+                double x = bf16_value(hd.data + 2 * ((size_t)r * 256 + (size_t)i));
+                sq += x * x;
+            }
+            rms[r] = sqrt(sq / 256);
+            ms += sq / 256 / 408;
+        }
+        for (int i = 0; i < 408; i++) /* descending */
+            for (int j = i + 1; j < 408; j++)
+                if (rms[j] > rms[i]) {
+                    double t = rms[i];
+                    rms[i] = rms[j];
+                    rms[j] = t;
+                }
+        const double c = sqrt(408.0 / inv2), head = 8.0 * w;
+        static const int ranks[] = {1, 2, 3, 4, 100};
+        for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++) {
+            double want = head * c / ranks[i], got = rms[ranks[i] - 1];
+            QP_CHECK_MSG(fabs(got / want - 1) < (ranks[i] <= 4 ? 0.15 : 0.3),
+                         "lm_head: row RMS of rank %d %g, want %g", ranks[i], got, want);
+        }
+        QP_CHECK_MSG(fabs(sqrt(ms) / head - 1) < 0.1, "lm_head: RMS %g, want %g", sqrt(ms), head);
+    } else
+        QP_CHECK_MSG(false, "llama-k256: lm_head.weight is not [408, 256]");
     st_view kv;
     if (st_get(&f, "model.layers.0.self_attn.k_proj.weight", &kv)) QP_CHECK_EQ_INT(kv.shape[0], 128);
     st_free(&f);
