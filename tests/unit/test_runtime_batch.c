@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
 
@@ -28,53 +29,6 @@ static int max_level(void) {
 
 #define MAX_IDS 512
 #define V 512
-
-/* Reads the integers after "KEY:" at a line start. */
-static int read_ids(const char *path, const char *key, int32_t *ids, int max) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[8192];
-    int n = -1;
-    size_t kl = strlen(key);
-    while (n < 0 && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, kl) != 0 || line[kl] != ':') continue;
-        n = 0;
-        char *p = line + kl + 1, *end;
-        for (;;) {
-            long v = strtol(p, &end, 10);
-            if (end == p || n == max) break;
-            ids[n++] = (int32_t)v;
-            p = end;
-        }
-    }
-    fclose(f);
-    return n;
-}
-
-/* "LOGITS pos=P token=T: v0 v1 ..." lines into logits[P][i]; returns the positions read. */
-static int read_logits(const char *path, float logits[4][V]) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    static char line[1 << 16];
-    int npos = 0;
-    while (fgets(line, sizeof line, f)) {
-        int pos, tok, off = 0;
-        if (sscanf(line, "LOGITS pos=%d token=%d:%n", &pos, &tok, &off) != 2 || pos < 0 ||
-            pos >= 4)
-            continue;
-        char *p = line + off, *end;
-        int i = 0;
-        for (; i < V; i++) {
-            float v = strtof(p, &end);
-            if (end == p) break;
-            logits[pos][i] = v;
-            p = end;
-        }
-        if (i == V) npos++;
-    }
-    fclose(f);
-    return npos;
-}
 
 static void check_model(const char *path, const char *tok_path, const int32_t *greedy,
                         int n_greedy, float ref[4][V]) {
@@ -161,9 +115,9 @@ int main(void) {
         QP_SKIP("real stories260K fixtures not found under %s", dir);
     static int32_t greedy[MAX_IDS];
     static float ref[4][V];
-    int n_greedy = read_ids(ids, "IDS", greedy, MAX_IDS);
+    int n_greedy = qp_test_oracle_ids(ids, "IDS", greedy, MAX_IDS);
     QP_CHECK_EQ_INT(n_greedy, 257);
-    QP_CHECK_EQ_INT(read_logits(lg, ref), 4);
+    QP_CHECK_EQ_INT(qp_test_oracle_logits(lg, &ref[0][0], 4, V, NULL), 4);
     if (n_greedy != 257) return qp_test_finish();
     check_model(bin, qp_path_exists(tok) ? tok : NULL, greedy, n_greedy, ref);
     check_model(gguf, NULL, greedy, n_greedy, ref);
