@@ -12,7 +12,8 @@
  * QP_BENCH_HOT=1 skips the flushes (input cache-resident: compute-bound numbers).
  * Ternary rows include the absmean quantizer (qp_ternary_absmean, f32 -> int8 levels). I2_S runs
  * twice: on its defined input, a ternary tensor {-s, 0, +s} (one pass, the main row), and on the
- * normal-ish data the other rows use (not ternary: the two-pass absmean fallback). */
+ * normal-ish data the other rows use (not ternary: the absmean path, one pass with verified
+ * speculation, enc_ternary.md "absmean in one pass"). */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>

@@ -9,6 +9,7 @@
  * form of microsoft/bitnet-b1.58. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "converters/enc_blocks.h"
@@ -78,6 +79,83 @@ static bool stats_fast(const float *x, int64_t n, double *l, float *amax, bool *
     }
     *amax = m;
     *ternary = !nonter; /* all nonzero |x| equal f, hence equal max |x| */
+    return true;
+}
+
+/* ---- absmean in one pass over memory (enc_ternary.md "absmean in one pass") ----------------------
+ * The codes need s = 1/mean of the whole tensor; instead each chunk of SPEC_CHUNK floats (L2-sized)
+ * is coded, while in cache, with s_est = 1/mean of the prefix summed so far (chunk 0: of itself),
+ * and its decision boundary is recorded: lo = largest |x| coded 0, hi = smallest |x| coded +-1.
+ * For a fixed s > 0, fl(x * s) = sign(x) fl(|x| * s) and fl(a * s) is monotone in a, so the
+ * level is sign(x) * [|x| >= t(s)] with t(s) = the smallest float a with fl(a * s) > 0.5
+ * (nz_threshold). The chunk's codes equal the codes under the true s iff lo < t(s) <= hi; chunks
+ * that fail are coded again (re-read). The sums are the reference's (same lanes, same index order
+ * in each lane, same pairwise combination), so the true s is the reference's. A sum that is not
+ * finite (NaN or inf in x) returns false: the caller runs the whole-tensor path. */
+enum { SPEC_CHUNK = 16384, SPEC_SUB = 1024 }; /* floats; bounds are kept per SPEC_SUB */
+static float nz_threshold(float s) {
+    uint32_t lo = 0, hi = 0x7f800000u; /* inf * s = inf > 0.5 for s > 0 */
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        float a;
+        memcpy(&a, &mid, 4);
+        if (a * s > 0.5f) hi = mid;
+        else lo = mid + 1;
+    }
+    float t;
+    memcpy(&t, &lo, 4);
+    return t;
+}
+/* be = 0: absmean levels of all n into out (int8); be = 64 / 128: I2_S codes of the n / be blocks
+ * into out (no trailer). Sets *mean_out to lanes_mean of all n. Needs qp_simd_level() >= 1. */
+static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float *mean_out) {
+    const int64_t reg = be ? n / be * be : n / 32 * 32; /* coded by the kernels; the rest scalar */
+    const int64_t nsub = (reg + SPEC_SUB - 1) / SPEC_SUB;
+    float *bd = nsub ? malloc((size_t)nsub * 2 * sizeof *bd) : NULL;
+    if (nsub && !bd) return false;
+    const bool v512 = qp_simd_level() >= 2;
+    double l[16] = {0};
+    for (int64_t i0 = 0; i0 < reg; i0 += SPEC_CHUNK) {
+        const int64_t len = QP_MIN((int64_t)SPEC_CHUNK, reg - i0);
+        double t[16];
+        int64_t cnt = i0;
+        if (i0 == 0) { /* chunk 0: its own mean (it stays in cache for the coding pass) */
+            float m = 0.0f;
+            int nonter = 0;
+            memset(t, 0, sizeof t);
+            (void)qp_tern_stats_avx2(x, len, t, &m, 0.0f, &nonter);
+            cnt = len;
+        } else {
+            memcpy(t, l, sizeof t);
+        }
+        const float s = 1.0f / lanes_mean(t, cnt), th = nz_threshold(s);
+        for (int64_t j = i0; j < i0 + len; j += SPEC_SUB) {
+            const int64_t sl = QP_MIN((int64_t)SPEC_SUB, i0 + len - j);
+            float *lo = bd + 2 * (j / SPEC_SUB), *hi = lo + 1;
+            *lo = 0.0f, *hi = INFINITY;
+            if (be && v512) qp_i2s_absmean_spec_avx512(x + j, sl / be, be, l, th, lo, hi, s, (uint8_t *)out + j / 4);
+            else if (be) qp_i2s_absmean_spec_avx2(x + j, sl / be, be, l, th, lo, hi, s, (uint8_t *)out + j / 4);
+            else if (v512) qp_tern_absmean_spec_avx512(x + j, sl, l, th, lo, hi, s, (int8_t *)out + j);
+            else qp_tern_absmean_spec_avx2(x + j, sl, l, th, lo, hi, s, (int8_t *)out + j);
+        }
+    }
+    for (int64_t i = reg; i < n; i++) l[i % 16] += fabs((double)x[i]);
+    const float mean = lanes_mean(l, n); /* l[0] is now the whole sum */
+    if (!isfinite(l[0])) {
+        free(bd);
+        return false;
+    }
+    const float s = 1.0f / mean, tt = nz_threshold(s);
+    for (int64_t k = 0; k < nsub; k++) {
+        if (bd[2 * k] < tt && tt <= bd[2 * k + 1]) continue;
+        const int64_t j = k * SPEC_SUB, sl = QP_MIN((int64_t)SPEC_SUB, reg - j);
+        if (be) qp_i2s_codes_avx2(x + j, sl / be, be, 0, s, (uint8_t *)out + j / 4);
+        else qp_tern_levels_avx2(x + j, sl, s, (int8_t *)out + j);
+    }
+    free(bd);
+    if (!be)
+        for (int64_t i = reg; i < n; i++) ((int8_t *)out)[i] = (int8_t)round_even_clamp(x[i] * s, -1, 1);
+    *mean_out = mean;
     return true;
 }
 
@@ -311,11 +389,18 @@ static bool i2s_one_pass(const float *x, uint8_t *y, int64_t n, int be) {
 }
 /* Codes of a whole tensor: ternary input {-m, 0, +m} is encoded as microsoft/BitNet's
  * quantize_i2_s does (|x| < 1e-6 -> 0, else sign; scale m = max|x|), in one pass (i2s_one_pass);
- * any other input is first ternarized with the absmean rule (scale = max(mean|x|, 1e-5)): the
- * two passes below (they also recognise ternary input, as before the one-pass path existed). */
+ * any other input is first ternarized with the absmean rule (scale = max(mean|x|, 1e-5)): with SIMD
+ * in one pass (absmean_one_pass), else (or with NaN / inf) the two passes below (they also
+ * recognise ternary input, as before the one-pass path existed). */
 static void i2s_quantize_tensor(const float *x, void *vy, int64_t n, int be) {
     uint8_t *y = vy;
     if (i2s_one_pass(x, y, n, be)) return;
+    /* not ternary (i2s_one_pass accepts every ternary tensor) unless x holds a NaN */
+    float amean;
+    if (qp_simd_level() >= 1 && absmean_one_pass(x, n, be, y, &amean)) {
+        i2s_store_scale(y, n, amean);
+        return;
+    }
     if (qp_simd_level() >= 1) {
         double l[16];
         float m;
@@ -481,6 +566,7 @@ double qp_split32_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
 
 /* ---- BitNet b1.58 quantizers ------------------------------------------------------------------ */
 void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale) {
+    if (qp_simd_level() >= 1 && absmean_one_pass(w, n, 0, q, scale)) return;
     if (qp_simd_level() >= 1) {
         double l[16];
         float m;

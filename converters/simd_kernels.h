@@ -44,7 +44,21 @@ void qp_tern_levels_avx2(const float *x, int64_t n, float s, int8_t *q);
 /* I2_S codes of nb blocks of be (64 or 128) elements: mode 0 absmean (c = level(x*s) + 1),
  * mode 1 ternary (|x| < 1e-6 -> 1, x > 0 -> 2, else 0). */
 void qp_i2s_codes_avx2(const float *x, int64_t nb, int be, int mode, float s, uint8_t *y);
+/* absmean in one pass (enc_ternary.c absmean_one_pass), ternary_avx2.c:
+ * over n (multiple of 32) floats / nb blocks of be: lanes[i % 16] += |x[i]| (double, index order,
+ * as qp_tern_stats_avx2), *lo = max(*lo, largest |x| < t), *hi = min(*hi, smallest |x| >= t), and
+ * the codes with s as qp_tern_levels_avx2 / qp_i2s_codes_avx2 mode 0, where t must be the smallest
+ * float a with fl(a * s) > 0.5 (s > 0). NaN elements may spoil the bounds: the caller falls back
+ * when the sum is not finite. */
+void qp_tern_absmean_spec_avx2(const float *x, int64_t n, double *lanes, float t, float *lo, float *hi,
+                               float s, int8_t *q);
+void qp_i2s_absmean_spec_avx2(const float *x, int64_t nb, int be, double *lanes, float t, float *lo,
+                              float *hi, float s, uint8_t *y);
 /* ternary_avx512.c: the same contracts */
+void qp_tern_absmean_spec_avx512(const float *x, int64_t n, double *lanes, float t, float *lo, float *hi,
+                                 float s, int8_t *q);
+void qp_i2s_absmean_spec_avx512(const float *x, int64_t nb, int be, double *lanes, float t, float *lo,
+                                float *hi, float s, uint8_t *y);
 void qp_tq1_0_quantize_avx512(const float *x, void *y, int64_t n);
 void qp_tq2_0_quantize_avx512(const float *x, void *y, int64_t n);
 void qp_qk256_quantize_avx512(const float *x, void *y, int64_t n);

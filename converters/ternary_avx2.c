@@ -260,29 +260,96 @@ void qp_tern_levels_avx2(const float *x, int64_t n, float s, int8_t *q) {
 
 static inline VI i2s_code(const float *x, int mode, V s) { return mode ? ter_code(x) : rint_code(x, s); }
 
+/* the q = be/4 code bytes of one I2_S block */
+static inline void i2s_block(const float *x, int q, int mode, V vs, uint8_t *y) {
+    for (int p = 0; p < q; p += 32) {
+        VI acc[4];
+        for (int g = 0; g < 4; g++) {
+            const float *xp = x + p + 8 * g;
+            VI a = _mm256_slli_epi32(i2s_code(xp, mode, vs), 6);
+            a = _mm256_or_si256(a, _mm256_slli_epi32(i2s_code(xp + q, mode, vs), 4));
+            a = _mm256_or_si256(a, _mm256_slli_epi32(i2s_code(xp + 2 * q, mode, vs), 2));
+            acc[g] = _mm256_or_si256(a, i2s_code(xp + 3 * q, mode, vs));
+            if (q == 16 && g == 1) break;
+        }
+        if (q == 16) {
+            const VI z = _mm256_setzero_si256();
+            _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(pack_u8(acc[0], acc[1], z, z)));
+        } else {
+            _mm256_storeu_si256((VI *)(y + p), pack_u8(acc[0], acc[1], acc[2], acc[3]));
+        }
+    }
+}
 void qp_i2s_codes_avx2(const float *x, int64_t nb, int be, int mode, float s, uint8_t *y) {
     const V vs = _mm256_set1_ps(s);
     const int q = be / 4;
     for (int64_t b = 0; b < nb; b++, x += be, y += q) {
         for (int i = 0; i < be; i += 16) prefetch_ahead(x + i, AHEAD);
-        for (int p = 0; p < q; p += 32) {
-            VI acc[4];
-            for (int g = 0; g < 4; g++) {
-                const float *xp = x + p + 8 * g;
-                VI a = _mm256_slli_epi32(i2s_code(xp, mode, vs), 6);
-                a = _mm256_or_si256(a, _mm256_slli_epi32(i2s_code(xp + q, mode, vs), 4));
-                a = _mm256_or_si256(a, _mm256_slli_epi32(i2s_code(xp + 2 * q, mode, vs), 2));
-                acc[g] = _mm256_or_si256(a, i2s_code(xp + 3 * q, mode, vs));
-                if (q == 16 && g == 1) break;
-            }
-            if (q == 16) {
-                const VI z = _mm256_setzero_si256();
-                _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(pack_u8(acc[0], acc[1], z, z)));
-            } else {
-                _mm256_storeu_si256((VI *)(y + p), pack_u8(acc[0], acc[1], acc[2], acc[3]));
-            }
-        }
+        i2s_block(x, q, mode, vs, y);
     }
+}
+
+/* ---- absmean in one pass (enc_ternary.c absmean_one_pass): sums + boundary + codes ------------ */
+typedef struct {
+    __m256d acc[4];
+    V lo, hi, t;
+} spec_state;
+static inline void spec_load(spec_state *st, const double *lanes, float t, float lo, float hi) {
+    for (int k = 0; k < 4; k++) st->acc[k] = _mm256_loadu_pd(lanes + 4 * k);
+    st->lo = _mm256_set1_ps(lo), st->hi = _mm256_set1_ps(hi), st->t = _mm256_set1_ps(t);
+}
+static inline void spec_store(const spec_state *st, double *lanes, float *lo, float *hi) {
+    for (int k = 0; k < 4; k++) _mm256_storeu_pd(lanes + 4 * k, st->acc[k]);
+    *lo = hmax8(st->lo);
+    __m128 m = _mm_min_ps(_mm256_castps256_ps128(st->hi), _mm256_extractf128_ps(st->hi, 1));
+    m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_min_ss(m, _mm_shuffle_ps(m, m, 1));
+    *hi = _mm_cvtss_f32(m);
+}
+/* 16 elements in index order: lanes[i % 16] += |x|; lo = max |x| < t, hi = min |x| >= t (NaN in
+ * neither: the caller falls back when the sum is not finite) */
+static inline void spec16(spec_state *st, const float *x) {
+    const V a0 = vabs(_mm256_loadu_ps(x)), a1 = vabs(_mm256_loadu_ps(x + 8));
+    st->acc[0] = _mm256_add_pd(st->acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(a0)));
+    st->acc[1] = _mm256_add_pd(st->acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(a0, 1)));
+    st->acc[2] = _mm256_add_pd(st->acc[2], _mm256_cvtps_pd(_mm256_castps256_ps128(a1)));
+    st->acc[3] = _mm256_add_pd(st->acc[3], _mm256_cvtps_pd(_mm256_extractf128_ps(a1, 1)));
+    const V inf = _mm256_set1_ps(INFINITY), m1 = _mm256_set1_ps(-1.0f);
+    st->hi = _mm256_min_ps(st->hi, _mm256_blendv_ps(inf, a0, _mm256_cmp_ps(a0, st->t, _CMP_GE_OQ)));
+    st->hi = _mm256_min_ps(st->hi, _mm256_blendv_ps(inf, a1, _mm256_cmp_ps(a1, st->t, _CMP_GE_OQ)));
+    st->lo = _mm256_max_ps(st->lo, _mm256_blendv_ps(m1, a0, _mm256_cmp_ps(a0, st->t, _CMP_LT_OQ)));
+    st->lo = _mm256_max_ps(st->lo, _mm256_blendv_ps(m1, a1, _mm256_cmp_ps(a1, st->t, _CMP_LT_OQ)));
+}
+void qp_tern_absmean_spec_avx2(const float *x, int64_t n, double *lanes, float t, float *lo, float *hi,
+                               float s, int8_t *q) {
+    spec_state st;
+    spec_load(&st, lanes, t, *lo, *hi);
+    const V vs = _mm256_set1_ps(s);
+    for (int64_t i = 0; i + 32 <= n; i += 32) {
+        prefetch_ahead(x + i, AHEAD);
+        prefetch_ahead(x + i + 16, AHEAD);
+        spec16(&st, x + i);
+        spec16(&st, x + i + 16);
+        const VI l = pack_u8(rint_code(x + i, vs), rint_code(x + i + 8, vs), rint_code(x + i + 16, vs),
+                             rint_code(x + i + 24, vs));
+        _mm256_storeu_si256((VI *)(q + i), _mm256_sub_epi8(l, _mm256_set1_epi8(1)));
+    }
+    spec_store(&st, lanes, lo, hi);
+}
+void qp_i2s_absmean_spec_avx2(const float *x, int64_t nb, int be, double *lanes, float t, float *lo,
+                              float *hi, float s, uint8_t *y) {
+    spec_state st;
+    spec_load(&st, lanes, t, *lo, *hi);
+    const V vs = _mm256_set1_ps(s);
+    const int q = be / 4;
+    for (int64_t b = 0; b < nb; b++, x += be, y += q) {
+        for (int i = 0; i < be; i += 16) {
+            prefetch_ahead(x + i, AHEAD);
+            spec16(&st, x + i);
+        }
+        i2s_block(x, q, 0, vs, y);
+    }
+    spec_store(&st, lanes, lo, hi);
 }
 
 /* I2_S one pass over ternary input (qp_i2s_ternary_codes_avx2 in simd_kernels.h): 8 codes, and

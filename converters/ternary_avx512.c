@@ -310,3 +310,82 @@ int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, 
     if (bad) *nonter = 1;
     return nan != 0;
 }
+
+/* ---- absmean in one pass (qp_tern_absmean_spec_avx2's contract) ------------------------------
+ * The level comes from the same compare as the boundary: for s > 0, fl(x * s) = sign(x) fl(|x| * s)
+ * and fl(a * s) is monotone in a, so with t = the smallest float a with fl(a * s) > 0.5 (the caller
+ * passes both), clamp(rint(x * s), -1, 1) = |x| >= t ? (x < 0 ? -1 : +1) : 0 for every non-NaN x. */
+static inline __mmask16 spec16_512(const float *x, V vt, __m512d *acc0, __m512d *acc1, V *lo, V *hi,
+                                   __mmask16 *neg) {
+    const V v = _mm512_loadu_ps(x), a = _mm512_abs_ps(v);
+    *acc0 = _mm512_add_pd(*acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
+    *acc1 = _mm512_add_pd(*acc1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+    const __mmask16 ge = _mm512_cmp_ps_mask(a, vt, _CMP_GE_OQ);
+    *hi = _mm512_mask_min_ps(*hi, ge, *hi, a);
+    *lo = _mm512_mask_max_ps(*lo, (__mmask16)~ge, *lo, a); /* a NaN may land here: sum is NaN then */
+    *neg = _mm512_movepi32_mask(_mm512_castps_si512(v));
+    return ge;
+}
+static inline void spec_bounds_512(V lo, V hi, float *plo, float *phi) {
+    *plo = QP_MAX(*plo, _mm512_reduce_max_ps(lo));
+    const float h = _mm512_reduce_min_ps(hi);
+    *phi = h < *phi ? h : *phi;
+}
+void qp_tern_absmean_spec_avx512(const float *x, int64_t n, double *lanes, float t, float *lo, float *hi,
+                                 float s, int8_t *q) {
+    (void)s;
+    __m512d acc0 = _mm512_loadu_pd(lanes), acc1 = _mm512_loadu_pd(lanes + 8);
+    const V vt = _mm512_set1_ps(t);
+    V vlo = _mm512_setzero_ps(), vhi = _mm512_set1_ps(INFINITY);
+    const __m128i one = _mm_set1_epi8(1), m1 = _mm_set1_epi8(-1);
+    for (int64_t i = 0; i + 16 <= n; i += 16) {
+        prefetch_ahead(x + i, AHEAD);
+        __mmask16 neg;
+        const __mmask16 ge = spec16_512(x + i, vt, &acc0, &acc1, &vlo, &vhi, &neg);
+        _mm_storeu_si128((__m128i *)(q + i), _mm_maskz_mov_epi8(ge, _mm_mask_blend_epi8(neg, one, m1)));
+    }
+    _mm512_storeu_pd(lanes, acc0);
+    _mm512_storeu_pd(lanes + 8, acc1);
+    spec_bounds_512(vlo, vhi, lo, hi);
+}
+void qp_i2s_absmean_spec_avx512(const float *x, int64_t nb, int be, double *lanes, float t, float *lo,
+                                float *hi, float s, uint8_t *y) {
+    (void)s;
+    __m512d acc0 = _mm512_loadu_pd(lanes), acc1 = _mm512_loadu_pd(lanes + 8);
+    const V vt = _mm512_set1_ps(t);
+    V vlo = _mm512_setzero_ps(), vhi = _mm512_set1_ps(INFINITY);
+    const int q = be / 4;
+    for (int64_t b = 0; b < nb; b++, x += be, y += q) {
+        /* code 1 for |x| < t, 2 for x >= t, 0 for x <= -t; element 32k + p (q = 32) or 16k + p
+         * (q = 16) goes to byte p at shift 6 - 2k; steps of 16 in index order (the lane sums) */
+        if (q == 32) {
+            __m256i acc = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                __mmask16 n0, n1;
+                prefetch_ahead(x + 32 * k, AHEAD);
+                prefetch_ahead(x + 32 * k + 16, AHEAD);
+                const __mmask16 g0 = spec16_512(x + 32 * k, vt, &acc0, &acc1, &vlo, &vhi, &n0);
+                const __mmask16 g1 = spec16_512(x + 32 * k + 16, vt, &acc0, &acc1, &vlo, &vhi, &n1);
+                const uint32_t g = (uint32_t)g0 | (uint32_t)g1 << 16, ng = (uint32_t)n0 | (uint32_t)n1 << 16;
+                const int sh = 6 - 2 * k;
+                acc = _mm256_or_si256(acc, _mm256_maskz_set1_epi8((__mmask32)~g, (char)(1 << sh)));
+                acc = _mm256_or_si256(acc, _mm256_maskz_set1_epi8((__mmask32)(g & ~ng), (char)(2 << sh)));
+            }
+            _mm256_storeu_si256((__m256i *)y, acc);
+        } else {
+            __m128i acc = _mm_setzero_si128();
+            for (int k = 0; k < 4; k++) {
+                __mmask16 ng;
+                prefetch_ahead(x + 16 * k, AHEAD);
+                const __mmask16 g = spec16_512(x + 16 * k, vt, &acc0, &acc1, &vlo, &vhi, &ng);
+                const int sh = 6 - 2 * k;
+                acc = _mm_or_si128(acc, _mm_maskz_set1_epi8((__mmask16)~g, (char)(1 << sh)));
+                acc = _mm_or_si128(acc, _mm_maskz_set1_epi8((__mmask16)(g & ~ng), (char)(2 << sh)));
+            }
+            _mm_storeu_si128((__m128i *)y, acc);
+        }
+    }
+    _mm512_storeu_pd(lanes, acc0);
+    _mm512_storeu_pd(lanes + 8, acc1);
+    spec_bounds_512(vlo, vhi, lo, hi);
+}

@@ -4,7 +4,9 @@
  * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly; the
  * I2_S encoder (one pass on ternary input, two passes otherwise) writes the bytes of the two-pass
  * encoder it replaced (a copy of that code lives here) on ternary, near-ternary, random, zero,
- * NaN and inf tensors. All of it at every SIMD level (scalar, AVX2, AVX-512 as far as the CPU
+ * NaN and inf tensors; and absmean / I2_S on multi-chunk tensors (the one-pass speculation with
+ * verified chunks) equal that reference on normal, exact-tie, near-tie, drifting, tiny-mean (1e-5
+ * floor), subnormal, huge, zero and NaN / inf data. All of it at every SIMD level (scalar, AVX2, AVX-512 as far as the CPU
  * goes). */
 #include <stdint.h>
 #include <string.h>
@@ -291,11 +293,121 @@ static void test_i2s_one_pass(void) {
              qp_load_f32le(v + 32) == 1.0f);
 }
 
+/* ---- absmean / I2_S in one pass (chunked speculation) = the scalar two-pass reference ---------
+ * Tensors of several 16K-float chunks (enc_ternary.c SPEC_CHUNK) whose prefix means wander around
+ * the final mean, so chunks are coded with a wrong scale estimate and must be recoded exactly where
+ * an element lies between the estimated and the true rounding threshold. The reference is the
+ * copy above (old_i2s_encode) for I2_S / I2_S_ARM and, for absmean, the same sum and
+ * clamp(rint(x / mean)) as scalar code here. */
+static float old_absmean(const float *x, int64_t n, int8_t *q) {
+    double l[16] = {0};
+    for (int64_t i = 0; i < n; i++) l[i % 16] += fabs((double)x[i]);
+    for (int w = 16; w > 1; w /= 2)
+        for (int k = 0; k < w / 2; k++) l[k] = l[2 * k] + l[2 * k + 1];
+    float mean = n > 0 ? (float)(l[0] / (double)n) : 0.0f;
+    if (!(mean >= 1e-5f)) mean = 1e-5f;
+    const float s = 1.0f / mean;
+    for (int64_t i = 0; i < n; i++) {
+        const float t = x[i] * s;
+        q[i] = (int8_t)(t != t ? 0 : t <= -1.0f ? -1 : t >= 1.0f ? 1 : (int)rintf(t));
+    }
+    return mean;
+}
+enum { NS = 3 * 16384 + 640 }; /* 389 blocks of 128, 778 of 64 */
+static int64_t g_sp_runs, g_sp_bad;
+static void check_spec(const float *x, int64_t n, const char *what) {
+    static int8_t q0[NS + 16], q1[NS + 16];
+    static uint8_t want[NS / 4 + 32], got[NS / 4 + 32];
+    if (n < 128 || n > NS) return;
+    for (int tail = 0; tail < 2; tail++) { /* absmean also on n + 5 (scalar tail) */
+        const int64_t m = tail && n + 5 <= NS + 16 ? n + 5 : n;
+        float s1 = -1.0f;
+        const float s0 = old_absmean(x, m, q0);
+        memset(q1, 0x7f, sizeof q1);
+        qp_ternary_absmean(x, m, q1, &s1);
+        const int bad = memcmp(q0, q1, (size_t)m) != 0 || memcmp(&s0, &s1, 4) != 0;
+        if (bad && g_sp_bad < 5)
+            fprintf(stderr, "absmean one pass: %s (n %lld, level %s) differs\n", what, (long long)m, qp_encoding_simd_level());
+        g_sp_bad += bad;
+        g_sp_runs++;
+    }
+    for (int e = 0; e < 2; e++) {
+        const int be = e ? 64 : 128;
+        const int64_t m = n / 128 * 128;
+        old_i2s_encode(x, m, be, want);
+        memset(got, 0xCD, sizeof got);
+        QP_CHECK(qp_encoding_quantize_tensor(e ? QP_ENC_I2_S_ARM : QP_ENC_I2_S, x, got, m));
+        const int bad = memcmp(want, got, (size_t)(m / 4) + 32) != 0;
+        if (bad && g_sp_bad < 5)
+            fprintf(stderr, "i2s one pass: %s (be %d, n %lld, level %s) differs\n", what, be, (long long)m,
+                    qp_encoding_simd_level());
+        g_sp_bad += bad;
+        g_sp_runs++;
+    }
+}
+static float unif(void) { return (float)(rnd() >> 40) / 16777216.0f - 0.5f; }
+static void test_absmean_one_pass(void) {
+    static float x[NS + 16];
+    const int64_t n = NS;
+    g_sp_runs = g_sp_bad = 0;
+    for (int rep = 0; rep < 6; rep++) {
+        /* normal-ish (the bench's data) */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = unif() + unif() + unif() + unif();
+        check_spec(x, n, "normal");
+        /* |x| in {1, 3} in equal numbers, shuffled: mean exactly 2, every 1 exactly on the
+         * round-half-even tie (1 * 0.5 = 0.5 -> 0) while prefix means put it on either side */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = (i & 1) ? 3.0f : 1.0f;
+        for (int64_t i = n - 1; i > 0; i--) {
+            const int64_t j = (int64_t)(rnd() % (uint64_t)(i + 1));
+            const float t = x[i];
+            x[i] = x[j], x[j] = t;
+        }
+        for (int64_t i = 0; i < n + 16; i++) x[i] = (rnd() & 1) ? -x[i] : x[i];
+        check_spec(x, n, "ties 1/3");
+        /* the same with the 1s moved 1 ulp either way (near-threshold on both sides) */
+        for (int64_t i = 0; i < n + 16; i++)
+            if (fabsf(x[i]) == 1.0f && rnd() % 3) x[i] = nextafterf(x[i], (rnd() & 1) ? 0.0f : 2.0f * x[i]);
+        check_spec(x, n, "near ties");
+        /* drifting scale: the first chunk small, later ones larger (estimates far off) */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = unif() * (1.0f + (float)(i / 8192) * (rep & 1 ? 3.0f : 0.25f));
+        check_spec(x, n, "drift");
+        for (int64_t i = 0; i < n + 16; i++) x[i] = unif() * (i < 16384 ? 100.0f : 1.0f);
+        check_spec(x, n, "large first chunk");
+        /* tiny means at the 1e-5 floor: prefix means on both sides of it */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = unif() * (rep < 3 ? 4e-5f : 2.1e-5f);
+        check_spec(x, n, "tiny mean");
+        /* subnormals (mean at the floor), and subnormals mixed with normal values */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = unif() * 0x1p-126f;
+        check_spec(x, n, "subnormal");
+        for (int64_t i = 0; i < n + 16; i++) x[i] = (rnd() % 4) ? unif() * 0x1p-130f : unif();
+        check_spec(x, n, "subnormal mix");
+        /* huge values: x * s overflows for some */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = (rnd() % 64) ? unif() : unif() * 3e38f;
+        check_spec(x, n, "huge");
+        /* zeros (+-0), a run of zeros then data */
+        for (int64_t i = 0; i < n + 16; i++) x[i] = (rnd() & 1) ? -0.0f : 0.0f;
+        check_spec(x, n, "zeros");
+        for (int64_t i = 40000; i < n + 16; i++) x[i] = unif();
+        check_spec(x, n, "zeros then data");
+        /* NaN / inf at the first, a random, the last element of the kernels' range, in the tail */
+        const float bad[4] = {NAN, -NAN, INFINITY, -INFINITY};
+        const int64_t where[5] = {0, (int64_t)(rnd() % (uint64_t)n), 16384 + 3, n - 1, n + 2};
+        for (int w = 0; w < 5; w++) {
+            for (int64_t i = 0; i < n + 16; i++) x[i] = unif() + unif();
+            x[where[w]] = bad[(rep + w) % 4];
+            check_spec(x, n, "NaN / inf");
+        }
+    }
+    QP_CHECK_MSG(g_sp_bad == 0, "absmean / I2_S one pass: %lld of %lld encodings differ from the reference",
+                 (long long)g_sp_bad, (long long)g_sp_runs);
+}
+
 int main(void) {
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
         run_all();
         test_i2s_one_pass();
+        test_absmean_one_pass();
     }
     qp_encoding_simd_force(-1);
     return qp_test_finish();
