@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what quantpack needs to build and test on Debian (run as root), then builds it.
-#   Debian: cmake pkg-config gcc libcjson-dev libsodium-dev zlib1g-dev libssl-dev clang (fuzzing)
+#   Debian: cmake pkg-config gcc libcjson-dev libsodium-dev zlib1g-dev libssl-dev clang (fuzzing),
+#           curl (the serve tests)
 #   npm (tests only, pinned in tests/peer/package-lock.json): shared/specs/peers.md
 # Usage: scripts/setup.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 
-pkgs=(cmake pkg-config gcc make libcjson-dev libsodium-dev zlib1g-dev libssl-dev clang)
+pkgs=(cmake pkg-config gcc make libcjson-dev libsodium-dev zlib1g-dev libssl-dev clang curl)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
