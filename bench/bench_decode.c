@@ -8,8 +8,7 @@
  * --repeat R runs each side R times and keeps the best speeds (the machine is shared). Prints
  * the SIMD level of the runtime's kernels. --cpu picks one libggml-cpu-VARIANT.so (default: the best one ggml scores for
  * this CPU, via ggml_backend_load_all_from_path). Same ABI notes as
- * tests/peer/test_runtime_vs_llama.c. */
-#include <dlfcn.h>
+ * tests/peer/llama_peer.h (the declarations and the loader: tests/peer/llama_peer_abi.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,85 +18,12 @@
 
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
+#include "tests/peer/llama_peer_abi.h"
 #include "writers/gguf_writer.h"
 
 #ifndef QP_BENCH_PEER_DIR
 #define QP_BENCH_PEER_DIR "tests/peer/node_modules"
 #endif
-
-typedef struct opaque_params {
-    _Alignas(16) unsigned char b[1024];
-} opaque_params;
-
-typedef struct llama_batch {
-    int32_t n_tokens;
-    int32_t *token;
-    float *embd;
-    int32_t *pos;
-    int32_t *n_seq_id;
-    int32_t **seq_id;
-    int8_t *logits;
-} llama_batch;
-
-typedef void (*log_cb)(int level, const char *text, void *user);
-
-static struct {
-    void (*backend_init)(void);
-    void (*log_set)(log_cb, void *);
-    void *(*model_default_params)(void *ret);
-    void *(*context_default_params)(void *ret);
-    void *(*model_load)(const char *, opaque_params);
-    void *(*init_from_model)(void *, opaque_params);
-    llama_batch (*batch_get_one)(int32_t *, int32_t);
-    int32_t (*decode)(void *, llama_batch);
-    float *(*get_logits_ith)(void *, int32_t);
-    void (*set_n_threads)(void *, int32_t, int32_t);
-    uint32_t (*n_ctx)(const void *);
-    void (*free_ctx)(void *);
-    void (*model_free)(void *);
-    void *(*backend_load)(const char *);
-    void (*backend_load_all_from_path)(const char *);
-} L;
-
-static void quiet(int level, const char *text, void *user) {
-    (void)level;
-    (void)text;
-    (void)user;
-}
-
-static bool load_llama(const char *bins) {
-    char p[2048];
-    snprintf(p, sizeof p, "%s/libggml.v0.5.0.so", bins);
-    void *gg = dlopen(p, RTLD_NOW | RTLD_GLOBAL);
-    snprintf(p, sizeof p, "%s/libllama.v0.5.0.so", bins);
-    void *ll = gg ? dlopen(p, RTLD_NOW | RTLD_GLOBAL) : NULL;
-    if (!gg || !ll) return false;
-    struct { void **slot; void *lib; const char *name; } syms[] = {
-        {(void **)&L.backend_init, ll, "llama_backend_init"},
-        {(void **)&L.log_set, ll, "llama_log_set"},
-        {(void **)&L.model_default_params, ll, "llama_model_default_params"},
-        {(void **)&L.context_default_params, ll, "llama_context_default_params"},
-        {(void **)&L.model_load, ll, "llama_model_load_from_file"},
-        {(void **)&L.init_from_model, ll, "llama_init_from_model"},
-        {(void **)&L.batch_get_one, ll, "llama_batch_get_one"},
-        {(void **)&L.decode, ll, "llama_decode"},
-        {(void **)&L.get_logits_ith, ll, "llama_get_logits_ith"},
-        {(void **)&L.set_n_threads, ll, "llama_set_n_threads"},
-        {(void **)&L.n_ctx, ll, "llama_n_ctx"},
-        {(void **)&L.free_ctx, ll, "llama_free"},
-        {(void **)&L.model_free, ll, "llama_model_free"},
-        {(void **)&L.backend_load, gg, "ggml_backend_load"},
-        {(void **)&L.backend_load_all_from_path, gg, "ggml_backend_load_all_from_path"},
-    };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(syms[i].lib, syms[i].name);
-        if (!*syms[i].slot) {
-            fprintf(stderr, "bench: missing symbol %s\n", syms[i].name);
-            return false;
-        }
-    }
-    return true;
-}
 
 static double now_s(void) {
     struct timespec ts;
@@ -265,7 +191,7 @@ static int run_ours(const char *path, int threads, const int32_t *prompt, int np
 
 static int run_llama(const char *path, int threads, const int32_t *prompt, int np, int ng,
                      int64_t nv, result *r) {
-    opaque_params mp, cp;
+    llama_peer_params mp, cp;
     memset(&mp, 0, sizeof mp);
     memset(&cp, 0, sizeof cp);
     L.model_default_params(&mp);
@@ -333,11 +259,11 @@ int main(int argc, char **argv) {
     const char *peer = getenv("QP_PEER_DIR") ? getenv("QP_PEER_DIR") : QP_BENCH_PEER_DIR;
     char bins[1024];
     snprintf(bins, sizeof bins, "%s/@node-llama-cpp/linux-x64/bins/linux-x64", peer);
-    if (!load_llama(bins)) {
+    if (!llama_peer_load_from(bins)) {
         fprintf(stderr, "bench: libllama not found under %s\n", bins);
         return 77;
     }
-    L.log_set(quiet, NULL);
+    L.log_set(llama_peer_quiet, NULL);
     if (cpu) {
         char p[1200];
         snprintf(p, sizeof p, "%s/libggml-cpu-%s.so", bins, cpu);

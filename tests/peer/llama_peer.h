@@ -25,77 +25,8 @@
 
 #include "qp_test.h"
 #include "qp_test_util.h"
+#include "peer/llama_peer_abi.h"
 #include "quantpack/runtime.h"
-
-/* Any llama_*_params obtained from its default function and passed back by value. */
-typedef struct llama_peer_params {
-    _Alignas(16) unsigned char b[1024];
-} llama_peer_params;
-
-typedef struct llama_batch {
-    int32_t n_tokens;
-    int32_t *token;
-    float *embd;
-    int32_t *pos;
-    int32_t *n_seq_id;
-    int32_t **seq_id;
-    int8_t *logits;
-} llama_batch;
-
-/* llama_model_quantize_params of libllama.v0.5.0 (llama.cpp of the node-llama-cpp 3.22.1 build).
- * The layout was checked against the disassembly of llama_model_quantize_default_params in that
- * library: it stores 64 bytes (nthread 0, ftype 7 @4, output/token_embedding types 43 @8/@12, the
- * six bools @16..@21 with quantize_output_tensor = 1, four pointers @24..@55) and two 32-bit words
- * @56/@60 (0 and 2) newer than any llama.h we could read; they are kept at their defaults. */
-typedef struct llama_model_quantize_params {
-    int32_t nthread;
-    int32_t ftype;                /* enum llama_ftype: 0 = all F32 */
-    int32_t output_tensor_type;   /* enum ggml_type */
-    int32_t token_embedding_type; /* enum ggml_type */
-    bool allow_requantize;
-    bool quantize_output_tensor;
-    bool only_copy;
-    bool pure;
-    bool keep_split;
-    bool dry_run;
-    void *imatrix;
-    void *kv_overrides;
-    void *tensor_types;
-    void *prune_layers;
-    int32_t reserved_56;
-    int32_t reserved_60;
-} llama_model_quantize_params;
-_Static_assert(sizeof(llama_model_quantize_params) == 64, "v0.5.0 layout is 64 bytes");
-
-typedef void (*llama_peer_log_cb)(int level, const char *text, void *user);
-
-static struct {
-    void (*backend_init)(void);
-    void (*log_set)(llama_peer_log_cb, void *);
-    /* struct-returning functions called with the hidden return pointer made explicit (%rdi),
-       so the bytes they write can be counted */
-    void *(*model_default_params)(void *ret);
-    void *(*context_default_params)(void *ret);
-    void *(*model_load)(const char *, llama_peer_params);
-    void *(*init_from_model)(void *, llama_peer_params);
-    llama_batch (*batch_get_one)(int32_t *, int32_t);
-    int32_t (*decode)(void *, llama_batch);
-    float *(*get_logits_ith)(void *, int32_t);
-    void (*set_n_threads)(void *, int32_t, int32_t);
-    uint32_t (*n_ctx)(const void *);
-    void (*free_ctx)(void *);
-    void (*model_free)(void *);
-    const void *(*model_get_vocab)(const void *);
-    int32_t (*vocab_n_tokens)(const void *);
-    int32_t (*model_n_embd)(const void *);
-    int32_t (*model_n_layer)(const void *);
-    int32_t (*model_n_head)(const void *);
-    int32_t (*model_n_head_kv)(const void *);
-    llama_model_quantize_params (*quantize_default_params)(void);
-    uint32_t (*model_quantize)(const char *, const char *, const llama_model_quantize_params *);
-    void *(*backend_load)(const char *);
-    size_t (*dev_count)(void);
-} L;
 
 /* The folder of the peer's libraries: $QP_PEER_DIR/@node-llama-cpp/linux-x64/bins/linux-x64. */
 static inline const char *llama_peer_bins(void) {
@@ -112,63 +43,10 @@ static inline const char *llama_peer_lib(void) {
     return lib;
 }
 
-static inline void llama_peer_quiet(int level, const char *text, void *user) {
-    (void)level;
-    (void)text;
-    (void)user;
-}
 
-/* dlopens libggml and libllama and resolves every symbol of L; false (the reason on stderr)
- * when a library or a symbol is missing. */
-static inline bool llama_peer_load(void) {
-    const char *bins = llama_peer_bins();
-    char p[2048];
-    snprintf(p, sizeof p, "%s/libggml.v0.5.0.so", bins);
-    void *gg = dlopen(p, RTLD_NOW | RTLD_GLOBAL);
-    snprintf(p, sizeof p, "%s/libllama.v0.5.0.so", bins);
-    void *ll = gg ? dlopen(p, RTLD_NOW | RTLD_GLOBAL) : NULL;
-    if (!gg || !ll) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        return false;
-    }
-    const struct {
-        void **slot;
-        void *lib;
-        const char *name;
-    } syms[] = {
-        {(void **)&L.backend_init, ll, "llama_backend_init"},
-        {(void **)&L.log_set, ll, "llama_log_set"},
-        {(void **)&L.model_default_params, ll, "llama_model_default_params"},
-        {(void **)&L.context_default_params, ll, "llama_context_default_params"},
-        {(void **)&L.model_load, ll, "llama_model_load_from_file"},
-        {(void **)&L.init_from_model, ll, "llama_init_from_model"},
-        {(void **)&L.batch_get_one, ll, "llama_batch_get_one"},
-        {(void **)&L.decode, ll, "llama_decode"},
-        {(void **)&L.get_logits_ith, ll, "llama_get_logits_ith"},
-        {(void **)&L.set_n_threads, ll, "llama_set_n_threads"},
-        {(void **)&L.n_ctx, ll, "llama_n_ctx"},
-        {(void **)&L.free_ctx, ll, "llama_free"},
-        {(void **)&L.model_free, ll, "llama_model_free"},
-        {(void **)&L.model_get_vocab, ll, "llama_model_get_vocab"},
-        {(void **)&L.vocab_n_tokens, ll, "llama_vocab_n_tokens"},
-        {(void **)&L.model_n_embd, ll, "llama_model_n_embd"},
-        {(void **)&L.model_n_layer, ll, "llama_model_n_layer"},
-        {(void **)&L.model_n_head, ll, "llama_model_n_head"},
-        {(void **)&L.model_n_head_kv, ll, "llama_model_n_head_kv"},
-        {(void **)&L.quantize_default_params, ll, "llama_model_quantize_default_params"},
-        {(void **)&L.model_quantize, ll, "llama_model_quantize"},
-        {(void **)&L.backend_load, gg, "ggml_backend_load"},
-        {(void **)&L.dev_count, gg, "ggml_backend_dev_count"},
-    };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(syms[i].lib, syms[i].name);
-        if (!*syms[i].slot) {
-            fprintf(stderr, "missing symbol %s\n", syms[i].name);
-            return false;
-        }
-    }
-    return true;
-}
+/* llama_peer_load_from on the peer's folder under $QP_PEER_DIR. */
+static inline bool llama_peer_load(void) { return llama_peer_load_from(llama_peer_bins()); }
+
 
 /* After llama_peer_load: silences llama.cpp's log (unless QP_PEER_VERBOSE), loads the one CPU
  * variant libggml-cpu-$QP_GGML_CPU.so (default x64) and initialises the backend. Checked: the
