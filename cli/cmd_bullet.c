@@ -3,7 +3,7 @@
  *               [--head-weights FILE.safetensors] [--name NAME] [--checksum]
  *   quantpack convert SRC --to bullet -o OUT [same options]
  *   quantpack run MODEL --task gen|sentiment|ner|pos|classifier (-p TEXT | --ids "...")
- * Layout, mapping and limits: writers/bullet.md. */
+ * Layout, mapping and limits: readers/bullet.md. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -108,25 +108,9 @@ int qp_cmd_run_task(int argc, char **argv) {
     const char *task = NULL, *path = NULL;
     qp_cli_model_opts o = {.cmd = "run",
                            .takes = QP_CLI_OPT_PROMPT | QP_CLI_OPT_TOKENIZER | QP_CLI_OPT_THREADS};
-    /* gen: plain generation; hand everything else to `run` */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--task") == 0) task = argv[i + 1];
     if (!task) return qp_cli_usage_error("run: --task needs a value");
-    if (strcmp(task, "gen") == 0) {
-        char **av = qp_malloc((size_t)argc * sizeof *av);
-        if (!av) return QP_EXIT_IO;
-        int n = 0;
-        for (int i = 0; i < argc; i++) {
-            if (i > 0 && strcmp(argv[i], "--task") == 0) {
-                i++;
-                continue;
-            }
-            av[n++] = argv[i];
-        }
-        int rc = qp_cmd_run(n, av);
-        qp_free(av);
-        return rc;
-    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = qp_cli_parse_common(argc, argv, &i, &o);

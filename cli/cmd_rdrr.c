@@ -1,5 +1,5 @@
 /* RDRR commands: the gguf-to-rdrr companion, `convert --to rdrr`, `keygen` and
- * `verify-signature` (writers/rdrr.md). */
+ * `verify-signature` (readers/rdrr.md). */
 #include <stdlib.h>
 #include <string.h>
 

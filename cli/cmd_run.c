@@ -48,8 +48,11 @@ static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
 }
 
 int qp_cmd_run(int argc, char **argv) {
-    for (int i = 1; i + 1 < argc; i++) /* --task: .bullet task heads, cli/cmd_bullet.c */
-        if (strcmp(argv[i], "--task") == 0) return qp_cmd_run_task(argc, argv);
+    /* --task NAME other than gen: .bullet task heads (cli/cmd_bullet.c); --task gen is plain run */
+    int task_at = 0;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--task") == 0) task_at = i;
+    if (task_at && strcmp(argv[task_at + 1], "gen") != 0) return qp_cmd_run_task(argc, argv);
     const char *path = NULL;
     qp_cli_model_opts o = {.cmd = "run",
                            .takes = QP_CLI_OPT_PROMPT | QP_CLI_OPT_TOKENIZER | QP_CLI_OPT_THREADS |
@@ -66,7 +69,8 @@ int qp_cmd_run(int argc, char **argv) {
         int r = qp_cli_parse_common(argc, argv, &i, &o);
         if (r < 0) return QP_EXIT_USAGE;
         if (r > 0) continue;
-        if (strcmp(a, "--print-ids") == 0) print_ids = true;
+        if (i == task_at) i++; /* --task gen */
+        else if (strcmp(a, "--print-ids") == 0) print_ids = true;
         else if (a[0] == '-' && a[1]) return qp_cli_usage_error("run: unknown option '%s'", a);
         else if (!path) path = a;
         else return qp_cli_usage_error("run: unexpected argument '%s' (quote the prompt)", a);

@@ -1,5 +1,5 @@
 /* quantpack serve DIR [--port P] [--bind ADDR]: a small HTTP/1.1 file server for RDRR
- * directories (writers/rdrr.md "serving"): GET/HEAD/OPTIONS, "/" -> manifest.json, single byte
+ * directories (readers/rdrr.md "serving"): GET/HEAD/OPTIONS, "/" -> manifest.json, single byte
  * ranges (206 / 416), ETag from the manifest's shard hash, If-Range, If-None-Match, CORS as
  * DOPPLER expects, 403 outside DIR, 404 when missing, one thread per connection (bounded),
  * keep-alive, clean shutdown on SIGINT/SIGTERM. Binds 127.0.0.1 unless told otherwise. */

@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "core/model_internal.h"
 #include "quantpack/tokenizer.h"
-#include "readers/hf_config.h"
 
 #define TOKENIZE_MAX_INPUT ((size_t)1 << 30)
 
@@ -29,27 +27,6 @@ static void tokenize_help(FILE *f) {
 static bool has_suffix(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-/* A bare tokenizer.json: a model holding only its vocabulary. */
-static qp_status open_tokenizer_json(const char *path, qp_model **out, qp_err *e) {
-    qp_model *m = NULL;
-    qp_status s = qp_model_new(QP_FORMAT_UNKNOWN, path, &m, e);
-    if (s != QP_OK) return s;
-    const char *slash = strrchr(path, '/');
-    size_t dir_len = slash ? (size_t)(slash - path) : 1;
-    char *dir = qp_strndup(slash ? path : ".", dir_len);
-    char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
-    if (!dir || !cfg) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    if (s == QP_OK) s = qp_hf_tokenizer_read(m, path, qp_path_exists(cfg) ? cfg : NULL, e);
-    qp_free(dir);
-    qp_free(cfg);
-    if (s != QP_OK) {
-        qp_model_close(m);
-        return s;
-    }
-    *out = m;
-    return QP_OK;
 }
 
 static qp_status read_stdin(char **out, size_t *out_len, qp_err *e) {
@@ -125,7 +102,7 @@ int qp_cmd_tokenize(int argc, char **argv) {
     qp_err e = {0};
     qp_model *m = NULL;
     qp_status s = has_suffix(path, ".json") && !qp_path_is_dir(path)
-                      ? open_tokenizer_json(path, &m, &e)
+                      ? qp_model_open_tokenizer_json(path, &m, &e)
                       : qp_model_open(path, &opts, &m, &e);
     if (s != QP_OK) return qp_cli_fail(&e);
     if (m->vocab.model == QP_TOK_NONE || m->vocab.n_tokens <= 0) {

@@ -1,6 +1,6 @@
 /* Trillim companions: `trillim-quantize` (the SDK v1 command line), `inference` (protocol v1 on
  * stdin/stdout, shared/seeds/000_27cc55f45ce5de42.txt) and `quantpack convert --to trlm`.
- * Formats and rules: writers/trlm.md. */
+ * Formats and rules: readers/trlm.md. */
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
@@ -14,7 +14,7 @@
 #include "converters/trillim_quantize.h"
 #include "quantpack/runtime.h"
 #include "quantpack/sampler.h"
-#include "writers/trlm.h"
+#include "writers/trlm_writer.h"
 
 static bool parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return false;
@@ -53,7 +53,7 @@ static void tq_usage(FILE *f) {
             "actions BF16_RAW, TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padded to the manifest's\n"
             "padded rows x cols. Writes qmodel.tensors (TRLM v1), rope.cache (TRRC) and qmodel.lora (TRLA)\n"
             "atomically (temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA.\n"
-            "Byte layouts: writers/trlm.md. Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O.\n");
+            "Byte layouts: readers/trlm.md. Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O.\n");
 }
 
 int qp_cmd_trillim_quantize(int argc, char **argv) {

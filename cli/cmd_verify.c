@@ -3,7 +3,7 @@
  * [--min-greedy X] [--pubkey K.pub]: runs the same prompts through both models with the
  * reference runtime and compares the logits at every position (runtime/runtime.md "verify").
  * quantpack verify RDRR_DIR [--pubkey K.pub] (no --against): the integrity check alone: every
- * shard, group and Merkle hash (the reader), then manifest.json.sig (writers/rdrr.md "Signature":
+ * shard, group and Merkle hash (the reader), then manifest.json.sig (readers/rdrr.md "Signature":
  * only --pubkey makes the signer trusted; a key found in the signature or beside the manifest is
  * reported, never trusted). An RDRR OUT with --against gets the same signature check first.
  * Exit 0 pass, 1 fail (thresholds, hashes, a bad or missing-but-required signature), 2 usage,
@@ -150,7 +150,7 @@ static void print_summary(const qp_verify_report *r, const qp_verify_thresholds 
     else printf("verdict: FAIL\n%s", qp_verify_report_reasons(r));
 }
 
-/* ---- RDRR: signature and integrity (writers/rdrr.md "Signature") ----------------------------- */
+/* ---- RDRR: signature and integrity (readers/rdrr.md "Signature") ----------------------------- */
 
 static bool has_suffix(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);

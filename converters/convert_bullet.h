@@ -1,5 +1,5 @@
 /* Any readable Llama-family model -> .bullet (bullet-core's container, BQ4 weights), and the
- * multi-task heads around it. Mapping, padding and refusals: writers/bullet.md. */
+ * multi-task heads around it. Mapping, padding and refusals: readers/bullet.md. */
 #ifndef QP_CONVERT_BULLET_H
 #define QP_CONVERT_BULLET_H
 

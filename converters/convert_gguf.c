@@ -271,7 +271,7 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
                 }
             }
             /* QK256 stores the unit-scale levels; the scale goes to "<base>.scale". Its LUT has
-             * no 0: the encoder maps 0 to +1 (converters/enc_ternary.md), lossy by design. */
+             * no 0: the encoder maps 0 to +1 (encodings/enc_ternary.md), lossy by design. */
             if (s == QP_OK && pe->dst_enc == QP_ENC_QK256) {
                 *qk_scale = sc;
                 if (sc > 0.0f)

@@ -1,4 +1,4 @@
-/* Model -> RDRR directory (converters/convert_rdrr.h, writers/rdrr.md). */
+/* Model -> RDRR directory (converters/convert_rdrr.h, readers/rdrr.md). */
 #include "converters/convert_rdrr.h"
 
 #include <ctype.h>
@@ -375,7 +375,7 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
     ok = ok && (ident = cJSON_AddObjectToObject(j, "artifactIdentity")) &&
          cJSON_AddStringToObject(ident, "sourceFormat", qp_format_name(m->format)) &&
          cJSON_AddStringToObject(ident, "artifactCompleteness", "complete");
-    /* What the reference runtime needs and DOPPLER's blocks do not say (writers/rdrr.md). */
+    /* What the reference runtime needs and DOPPLER's blocks do not say (readers/rdrr.md). */
     ok = ok && (qpx = cJSON_AddObjectToObject(j, "quantpack")) &&
          cJSON_AddNumberToObject(qpx, "version", 1) &&
          cJSON_AddStringToObject(qpx, "family", qp_family_name(a->family)) &&

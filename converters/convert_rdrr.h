@@ -1,4 +1,4 @@
-/* Any readable model -> an RDRR directory for DOPPLER (writers/rdrr.md).
+/* Any readable model -> an RDRR directory for DOPPLER (readers/rdrr.md).
  *
  * passthrough (gguf-to-rdrr): every tensor's bytes, name and type are kept exactly as the source
  * stores them. Otherwise the llama.cpp recipe of `quant` (converters/recipe.h) chooses each

@@ -1,5 +1,5 @@
 /* PEFT LoRA adapter -> RDRR adapter + DOPPLER standalone adapter manifest
- * (converters/lora_adapter.h, writers/rdrr.md "LoRA"). */
+ * (converters/lora_adapter.h, readers/rdrr.md "LoRA"). */
 #include "converters/lora_adapter.h"
 
 #include <ctype.h>
@@ -97,7 +97,7 @@ static int64_t base_eos(const char *base) {
 
 /* doppler-gpu 0.5.1 checks architecture.headDim/maxSeqLen even for adapters: the base model's
  * architecture when it can be opened here, else the shape the adapter itself shows (hidden from
- * lora_A, layer count; one head of hiddenSize), documented in writers/rdrr.md. */
+ * lora_A, layer count; one head of hiddenSize), documented in readers/rdrr.md. */
 static bool add_architecture(cJSON *fields, const char *base, int64_t n_layers, int64_t hidden) {
     qp_model *bm = NULL;
     cJSON *ar = NULL;

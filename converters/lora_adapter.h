@@ -4,7 +4,7 @@
  * adapter manifest adapter_manifest.json pointing at a byte-exact copy of
  * adapter_model.safetensors (checksum = its SHA-256). Matrices keep PEFT's orientation:
  * lora_a = lora_A.weight [rank, in], lora_b = lora_B.weight [out, rank]; scale = alpha / rank.
- * Details: writers/rdrr.md "LoRA". */
+ * Details: readers/rdrr.md "LoRA". */
 #ifndef QP_LORA_ADAPTER_H
 #define QP_LORA_ADAPTER_H
 

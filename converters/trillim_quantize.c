@@ -1,5 +1,5 @@
 /* trillim-quantize: manifest -> qmodel.tensors + rope.cache + qmodel.lora.
- * Rules (roles, padding, scales): writers/trlm.md. */
+ * Rules (roles, padding, scales): readers/trlm.md. */
 #include "converters/trillim_quantize.h"
 
 #include <math.h>
@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "converters/encodings_internal.h"
+#include "encodings/encodings_internal.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
-#include "writers/trlm.h"
+#include "writers/trlm_writer.h"
 
 #define R(x) QP_TRLM_ROLE_##x
 static const qp_trlm_role k_pat_llama[] = {R(ATTN_NORM), R(K), R(V), R(Q), R(O), R(FFN_NORM),
@@ -90,7 +90,7 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
                    "12, BitNet with sub-norms: 11) in order and 1-D/2-D shape", file, rest, i);
 }
 
-/* Shape rules between roles (writers/trlm.md, "Roles"). */
+/* Shape rules between roles (readers/trlm.md, "Roles"). */
 static qp_status check_shapes(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
                               const qp_trlm_record *rec, uint32_t n_layers, const char *file,
                               qp_err *e) {

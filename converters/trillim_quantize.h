@@ -1,6 +1,6 @@
 /* trillim-quantize as a library call: executes a Trillim SDK v1 manifest (actions BF16_RAW,
  * TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padding to padded_rows x padded_cols) into
- * qmodel.tensors, rope.cache and qmodel.lora (TRLM v1 bodies: writers/trlm.md). */
+ * qmodel.tensors, rope.cache and qmodel.lora (TRLM v1 bodies: readers/trlm.md). */
 #ifndef QP_TRILLIM_QUANTIZE_H
 #define QP_TRILLIM_QUANTIZE_H
 

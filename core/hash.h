@@ -1,7 +1,7 @@
 /* SHA-256 through OpenSSL libcrypto (EVP): one-shot, streaming, whole files; lowercase hex; and
  * the block Merkle root RDRR manifests carry (integrityExtensions.blockMerkle).
  *
- * Merkle construction (writers/rdrr.md "Block Merkle roots", same as DOPPLER's merkle.js):
+ * Merkle construction (readers/rdrr.md "Block Merkle roots", same as DOPPLER's merkle.js):
  *   leaves  = SHA-256 of each block_size-byte block of the data (the last block may be short);
  *             empty data has the one leaf SHA-256("").
  *   parents = SHA-256(left || right) over the 32-byte raw digests, pairing neighbours left to

@@ -1,4 +1,4 @@
-/* .bullet reader (bullet-core's container; layout, limits and statuses in writers/bullet.md).
+/* .bullet reader (bullet-core's container; layout, limits and statuses in readers/bullet.md).
  * The header's integers are read the way bullet-core's C++ reader reads them (first occurrence of
  * "key": as a substring, spaces and newlines skipped, an optional '-' and digits, int32); the
  * keys only we write (tokenizer ids, token types, task labels, checksum) come from a JSON parse.
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/model_internal.h"
-#include "writers/bullet_writer.h"
+#include "readers/bullet_format.h"
 
 /* ---- header ------------------------------------------------------------------------------- */
 

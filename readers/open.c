@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/model_internal.h"
+#include "readers/hf_config.h"
 
 typedef qp_status (*reader_fn)(qp_model *, const char *, const qp_open_opts *, qp_err *);
 
@@ -91,4 +92,26 @@ qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **o
         return qp_fail(e, QP_ERR_FORMAT, "%s: not a recognised model (expected safetensors, GGUF, "
                                          "llama2.c, TRLM, RDRR or .bullet)", path);
     return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s models cannot be read yet", path, qp_format_name(f));
+}
+
+/* A bare tokenizer.json: a model holding only its vocabulary. */
+qp_status qp_model_open_tokenizer_json(const char *path, qp_model **out, qp_err *e) {
+    if (!path || !out) return qp_fail(e, QP_ERR_ARG, "qp_model_open_tokenizer_json: NULL argument");
+    qp_model *m = NULL;
+    qp_status s = qp_model_new(QP_FORMAT_UNKNOWN, path, &m, e);
+    if (s != QP_OK) return s;
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) : 1;
+    char *dir = qp_strndup(slash ? path : ".", dir_len);
+    char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
+    if (!dir || !cfg) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    if (s == QP_OK) s = qp_hf_tokenizer_read(m, path, qp_path_exists(cfg) ? cfg : NULL, e);
+    qp_free(dir);
+    qp_free(cfg);
+    if (s != QP_OK) {
+        qp_model_close(m);
+        return s;
+    }
+    *out = m;
+    return QP_OK;
 }

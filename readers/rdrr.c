@@ -1,4 +1,4 @@
-/* RDRR directory reader (writers/rdrr.md "Reading"): manifest.json (+ tensors.json), shards
+/* RDRR directory reader (readers/rdrr.md "Reading"): manifest.json (+ tensors.json), shards
  * mapped and checked (name confined to the directory, size, SHA-256; group hashes and block
  * Merkle roots when present) before any tensor is exposed. */
 #include <ctype.h>
@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "converters/name_map.h"
+#include "readers/name_map.h"
 #include "core/hash.h"
 #include "core/model_internal.h"
 #include "readers/hf_config.h"

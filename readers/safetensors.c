@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "converters/name_map.h"
+#include "readers/name_map.h"
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
 

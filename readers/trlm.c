@@ -1,14 +1,13 @@
 /* TRLM v1 reader: a Trillim model directory (qmodel.tensors + rope.cache [+ config.json,
  * tokenizer.json]) -> qp_model; and the LoRA merge of qmodel.lora. Byte tables and the limits
- * enforced here: writers/trlm.md. Every size and offset is checked before use. */
+ * enforced here: readers/trlm.md. Every size and offset is checked before use. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "converters/encodings_internal.h"
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
-#include "writers/trlm.h"
+#include "readers/trlm_format.h"
 
 static char *dir_of(const char *path) {
     const char *sl = strrchr(path, '/');
@@ -70,51 +69,42 @@ static qp_status read_rope(qp_model *m, const char *path, rope_info *ri, qp_err 
 static qp_status decode_record(const uint8_t *p, const qp_trlm_body *b, size_t file_size,
                                uint64_t *prev_end, const char *path, uint32_t i, size_t at,
                                qp_trlm_record *r, qp_err *e) {
-    r->kind = (qp_trlm_kind)p[0];
-    r->role = (qp_trlm_role)p[1];
-    r->layer = qp_load_u32le(p + 4);
-    r->rows = qp_load_u32le(p + 8);
-    r->cols = qp_load_u32le(p + 12);
-    r->padded_rows = qp_load_u32le(p + 16);
-    r->padded_cols = qp_load_u32le(p + 20);
-    r->offset = qp_load_u64le(p + 24);
-    r->size = qp_load_u64le(p + 32);
-    r->scale = qp_load_f32le(p + 40);
-    if (p[0] >= QP_TRLM_KIND_COUNT)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown kind %u", path, i, at, p[0]);
-    if (p[1] >= QP_TRLM_ROLE_COUNT)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown role %u", path, i, at + 1, p[1]);
-    if (qp_load_u16le(p + 2) != 0 || qp_load_u32le(p + 44) != 0)
+    qp_trlm_record_decode(p, r);
+    if (p[QP_TRLM_REC_KIND] >= QP_TRLM_KIND_COUNT)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown kind %u", path, i, at + QP_TRLM_REC_KIND, p[QP_TRLM_REC_KIND]);
+    if (p[QP_TRLM_REC_ROLE] >= QP_TRLM_ROLE_COUNT)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown role %u", path, i, at + QP_TRLM_REC_ROLE, p[QP_TRLM_REC_ROLE]);
+    if (qp_load_u16le(p + QP_TRLM_REC_RESERVED16) != 0 || qp_load_u32le(p + QP_TRLM_REC_RESERVED32) != 0)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: reserved bytes are not 0", path, i, at);
     bool global = r->role <= QP_TRLM_ROLE_OUTPUT_NORM;
     if (global ? r->layer != QP_TRLM_LAYER_NONE : r->layer >= b->n_layers)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: layer %u invalid for its role "
-                       "(%u layers)", path, i, at + 4, r->layer, b->n_layers);
+                       "(%u layers)", path, i, at + QP_TRLM_REC_LAYER, r->layer, b->n_layers);
     if (r->rows == 0 || r->cols == 0 || r->rows > QP_TRLM_MAX_DIM || r->cols > QP_TRLM_MAX_DIM ||
         r->padded_rows < r->rows || r->padded_cols < r->cols || r->padded_rows > QP_TRLM_MAX_DIM ||
         r->padded_cols > QP_TRLM_MAX_DIM)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: shape %u x %u padded to %u x %u",
-                       path, i, at + 8, r->rows, r->cols, r->padded_rows, r->padded_cols);
+                       path, i, at + QP_TRLM_REC_ROWS, r->rows, r->cols, r->padded_rows, r->padded_cols);
     if (qp_trlm_role_is_1d(r->role) && (r->cols != 1 || r->kind != QP_TRLM_KIND_BF16))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: a 1-D role must be BF16 with 1 "
                        "column", path, i, at);
     uint64_t want = 0;
     if (!qp_trlm_data_size(r->kind, r->padded_rows, r->padded_cols, &want) || r->size != want)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: size %llu, its kind and shape "
-                       "need %llu", path, i, at + 32, (unsigned long long)r->size, (unsigned long long)want);
+                       "need %llu", path, i, at + QP_TRLM_REC_SIZE, (unsigned long long)r->size, (unsigned long long)want);
     if (r->offset % QP_TRLM_ALIGN != 0 || r->offset < *prev_end || r->offset > file_size ||
         r->size > file_size - r->offset)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: data [%llu, +%llu) misaligned, "
-                       "overlapping or outside the file (%zu bytes)", path, i, at + 24,
+                       "overlapping or outside the file (%zu bytes)", path, i, at + QP_TRLM_REC_OFFSET,
                        (unsigned long long)r->offset, (unsigned long long)r->size, file_size);
     *prev_end = r->offset + r->size;
     if (r->kind == QP_TRLM_KIND_TERNARY) {
         if (!isfinite(r->scale) || r->scale < 0.0f)
             return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: ternary scale %g", path, i,
-                           at + 40, (double)r->scale);
+                           at + QP_TRLM_REC_SCALE, (double)r->scale);
     } else if (r->scale != 0.0f) {
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: scale must be 0 for this kind",
-                       path, i, at + 40);
+                       path, i, at + QP_TRLM_REC_SCALE);
     }
     return QP_OK;
 }
@@ -157,10 +147,11 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
         return QP_OK;
     }
     if (r->kind == QP_TRLM_KIND_TERNARY) {
+        const qp_encoding_traits *t2 = qp_encoding_get(QP_ENC_TRLM_T2);
         size_t rb = ((size_t)pc + 3) / 4;
         char why[128];
         for (uint32_t y = 0; y < pr; y++)
-            if (!qp_trlm_t2_validate(data + (size_t)y * rb, pc, why, sizeof why))
+            if (!t2->validate(data + (size_t)y * rb, pc, why, sizeof why))
                 return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (record %u) at offset %llu: row %u: %s",
                                path, name, idx, (unsigned long long)(r->offset + (uint64_t)y * rb), y, why);
         float tr = qp_load_f32le(data + (size_t)pr * rb);
@@ -186,7 +177,7 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
         float *row = qp_malloc((size_t)pc * sizeof *row);
         if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
         for (uint32_t y = 0; y < rows; y++) {
-            qp_trlm_t2_dequantize(data + (size_t)y * rb, row, pc);
+            t2->dequantize(data + (size_t)y * rb, row, pc);
             for (uint32_t x = 0; x < cols; x++) c[(size_t)y * cols + x] = row[x] * r->scale;
         }
         qp_free(row);
@@ -283,13 +274,12 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         goto done;
     }
     const uint8_t *bh = p + QP_TRLM_HEADER_BYTES;
-    qp_trlm_body b = {qp_load_u32le(bh + 4), qp_load_u32le(bh + 8), qp_load_u32le(bh + 12),
-                      qp_load_u32le(bh + 16), qp_load_u32le(bh + 20), qp_load_f32le(bh + 24),
-                      qp_load_u32le(bh + 28), qp_load_u32le(bh + 32)};
-    if (qp_load_u32le(bh) != QP_TRLM_VERSION || qp_load_u32le(bh + 36) != QP_TRLM_ALIGN ||
-        qp_load_u64le(bh + 40) != 0) {
+    qp_trlm_body b;
+    qp_trlm_body_decode(bh, &b);
+    if (qp_load_u32le(bh + QP_TRLM_BODY_VERSION) != QP_TRLM_VERSION ||
+        qp_load_u32le(bh + QP_TRLM_BODY_ALIGN) != QP_TRLM_ALIGN || qp_load_u64le(bh + QP_TRLM_BODY_RESERVED) != 0) {
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 16: body version %u / alignment %u / reserved "
-                    "(TRLM v1 body: 1 / 64 / 0)", tpath, qp_load_u32le(bh), qp_load_u32le(bh + 36));
+                    "(TRLM v1 body: 1 / 64 / 0)", tpath, qp_load_u32le(bh + QP_TRLM_BODY_VERSION), qp_load_u32le(bh + QP_TRLM_BODY_ALIGN));
         goto done;
     }
     if (b.n_tensors == 0 || b.n_tensors > QP_TRLM_MAX_TENSORS || b.n_layers == 0 ||

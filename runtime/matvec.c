@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "converters/plain_kernels.h"
+#include "encodings/plain_kernels.h"
 #include "runtime/runtime_internal.h"
 
 /* A job's items are cut into fixed chunks (at most QP_POOL_CHUNKS per thread) that the caller

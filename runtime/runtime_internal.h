@@ -67,7 +67,7 @@ void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);
  *  - n_tok == 1: tr->vec_dot_f32 when present, else dequantize the row into scratch and dot;
  *  - n_tok > 1 with tr->dequantize: the row is widened once into the thread's scratch, then
  *    dotted with every token by qp_f32_dot_multi (equal to vec_dot_f32 bit for bit when that
- *    sums like the F32 kernel: F32/F16/BF16/Q8_0/Q4_K/Q6_K, converters/plain_kernels.h; else it
+ *    sums like the F32 kernel: F32/F16/BF16/Q8_0/Q4_K/Q6_K, encodings/plain_kernels.h; else it
  *    differs by summation order);
  *    two rows at a time when a thread has two rows of one task (qp_f32_dot_multi2).
  * scratch holds n_threads * scratch_cols floats, scratch_cols >= 2 * the longest row. */

@@ -96,7 +96,7 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
     w->scale = ws;
     if (cols % 128 == 0) {
         /* I2_S x86: byte 32b + p of a row = c[128b+p]<<6 | c[128b+32+p]<<4 | c[128b+64+p]<<2 |
-         * c[128b+96+p], c = q + 1 (encodings: converters/enc_ternary.md) */
+         * c[128b+96+p], c = q + 1 (encodings: encodings/enc_ternary.md) */
         uint8_t *codes = qp_malloc(n / 4);
         if (!codes) {
             qp_free(q);

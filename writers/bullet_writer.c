@@ -1,6 +1,6 @@
 /* .bullet writer: compact header JSON (bullet-core's reader finds "key": by substring), BULK
  * tokenizer at a 4 KiB boundary, BWT0 table at a 64-byte boundary with 32-byte aligned BQ4 data,
- * optional CSUM record, END! footer. Layout and limits: writers/bullet.md. */
+ * optional CSUM record, END! footer. Layout and limits: readers/bullet.md. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,94 +10,6 @@
 #include "writers/bullet_writer.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
-
-const char *const qp_bullet_tasks[QP_BULLET_N_TASKS] = {"gen", "ner", "pos", "sentiment",
-                                                        "classifier"};
-
-int qp_bullet_task_index(const char *name) {
-    if (!name) return -1;
-    if (strcmp(name, "cls") == 0) return 4;
-    for (int i = 0; i < QP_BULLET_N_TASKS; i++)
-        if (strcmp(name, qp_bullet_tasks[i]) == 0) return i;
-    return -1;
-}
-
-uint64_t qp_bullet_fnv1a64_update(uint64_t h, const void *data, size_t n) {
-    const uint8_t *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-uint64_t qp_bullet_fnv1a64(const void *data, size_t n) {
-    return qp_bullet_fnv1a64_update(0xcbf29ce484222325ULL, data, n);
-}
-
-/* ---- names ------------------------------------------------------------------------------- */
-
-static const struct {
-    const char *bullet, *canon;
-} k_layer_names[] = {
-    {"norm.attn.weight", "attn_norm.weight"},      {"attention.query.weight", "attn_q.weight"},
-    {"attention.key.weight", "attn_k.weight"},     {"attention.value.weight", "attn_v.weight"},
-    {"attention.output.weight", "attn_output.weight"}, {"norm.ffn.weight", "ffn_norm.weight"},
-    {"ffn.w1.weight", "ffn_gate.weight"},          {"ffn.w3.weight", "ffn_up.weight"},
-    {"ffn.w2.weight", "ffn_down.weight"},
-};
-
-static const struct {
-    const char *bullet, *canon;
-} k_global_names[] = {
-    {"tok_embeddings.weight", "token_embd.weight"},
-    {"final_layernorm.weight", "output_norm.weight"},
-    {"gen_head.weight", "output.weight"},
-};
-
-/* "PREFIX<digits>.REST" -> layer and rest; false otherwise. */
-static bool split_layer(const char *s, const char *prefix, long *layer, const char **rest) {
-    size_t pl = strlen(prefix);
-    if (strncmp(s, prefix, pl) != 0) return false;
-    const char *p = s + pl;
-    if (*p < '0' || *p > '9') return false;
-    long l = 0;
-    while (*p >= '0' && *p <= '9') {
-        l = l * 10 + (*p - '0');
-        if (l > 1000000) return false;
-        p++;
-    }
-    if (*p != '.') return false;
-    *layer = l;
-    *rest = p + 1;
-    return true;
-}
-
-bool qp_bullet_canon_name(const char *b, char *out, size_t cap) {
-    for (size_t i = 0; i < sizeof k_global_names / sizeof k_global_names[0]; i++)
-        if (strcmp(b, k_global_names[i].bullet) == 0)
-            return (size_t)snprintf(out, cap, "%s", k_global_names[i].canon) < cap;
-    long l;
-    const char *rest;
-    if (!split_layer(b, "layers.", &l, &rest)) return false;
-    for (size_t i = 0; i < sizeof k_layer_names / sizeof k_layer_names[0]; i++)
-        if (strcmp(rest, k_layer_names[i].bullet) == 0)
-            return (size_t)snprintf(out, cap, "blk.%ld.%s", l, k_layer_names[i].canon) < cap;
-    return false;
-}
-
-bool qp_bullet_name_from_canon(const char *c, char *out, size_t cap) {
-    for (size_t i = 0; i < sizeof k_global_names / sizeof k_global_names[0]; i++)
-        if (strcmp(c, k_global_names[i].canon) == 0)
-            return (size_t)snprintf(out, cap, "%s", k_global_names[i].bullet) < cap;
-    long l;
-    const char *rest;
-    if (!split_layer(c, "blk.", &l, &rest)) return false;
-    for (size_t i = 0; i < sizeof k_layer_names / sizeof k_layer_names[0]; i++)
-        if (strcmp(rest, k_layer_names[i].canon) == 0)
-            return (size_t)snprintf(out, cap, "layers.%ld.%s", l, k_layer_names[i].bullet) < cap;
-    return false;
-}
 
 /* ---- a growing string ---------------------------------------------------------------------- */
 
@@ -318,7 +230,7 @@ static qp_status check_tensor(const char *path, const qp_bullet_tensor *t, int64
 }
 
 /* ---- BQ4 ------------------------------------------------------------------------------------
- * The encodings table's BQ4 encoder (converters/enc_bq4.c) is the only encoder: it includes the
+ * The encodings table's BQ4 encoder (encodings/enc_bq4.c) is the only encoder: it includes the
  * bracketing refinement for one-signed blocks that once lived here. qp_bullet_bq4_refine stays
  * for callers of the old two-step API: it re-encodes every whole block with the table, which
  * gives back what the table wrote (the encoder is deterministic). */

@@ -1,5 +1,6 @@
-/* .bullet writer (bullet-core's container: header JSON, BULK tokenizer, BWT0 BQ4 tensors, END!)
- * and the format constants and helpers shared with readers/bullet.c. Layout: writers/bullet.md. */
+/* .bullet writer (bullet-core's container: header JSON, BULK tokenizer, BWT0 BQ4 tensors, END!).
+ * The format's constants and name helpers live with the reader (readers/bullet_format.h);
+ * layout: readers/bullet.md. */
 #ifndef QP_BULLET_WRITER_H
 #define QP_BULLET_WRITER_H
 
@@ -9,40 +10,7 @@
 
 #include "quantpack/model.h"
 #include "quantpack/status.h"
-
-#define QP_BULLET_HEADER_RESERVE 4096u  /* the builder reserves 4096 bytes for the JSON */
-#define QP_BULLET_TOK_ALIGN 4096u       /* tokenizer section alignment */
-#define QP_BULLET_WEIGHTS_ALIGN 64u     /* weights section alignment */
-#define QP_BULLET_DATA_ALIGN 32u        /* tensor data alignment (absolute file offsets) */
-#define QP_BULLET_BLOCK_ELEMS 32
-#define QP_BULLET_BLOCK_BYTES 20u
-#define QP_BULLET_MAX_DIM 65535         /* u16 dims */
-#define QP_BULLET_MAX_HEADER (1u << 20) /* our limit on the header JSON */
-#define QP_BULLET_MAX_TENSORS (1u << 20)
-#define QP_BULLET_MAX_VOCAB 65535       /* the embedding's rows are a u16 dim */
-#define QP_BULLET_MAX_MERGES (1u << 24)
-#define QP_BULLET_MAX_LAYERS 4096
-#define QP_BULLET_MAX_LABELS 4096
-#define QP_BULLET_INT_MAX 2147483647LL  /* bullet-core parses header integers with std::stoi */
-
-/* Quant type ids of the tensor table (only BQ4 is implemented by bullet-core's runtime). */
-enum { QP_BULLET_QT_BQ4 = 0, QP_BULLET_QT_BQ5 = 1, QP_BULLET_QT_BQ8 = 2, QP_BULLET_QT_FP16 = 3 };
-
-/* The heads bullet-core's runtime looks up ("<task>_head.weight"). */
-#define QP_BULLET_N_TASKS 5
-extern const char *const qp_bullet_tasks[QP_BULLET_N_TASKS]; /* gen ner pos sentiment classifier */
-/* Index of a task name ("cls" is an alias of "classifier"); -1 when unknown. */
-int qp_bullet_task_index(const char *name);
-
-/* FNV-1a 64 (basis 0xcbf29ce484222325, prime 0x100000001b3), as bullet-core hashes names. */
-uint64_t qp_bullet_fnv1a64(const void *data, size_t n);
-uint64_t qp_bullet_fnv1a64_update(uint64_t h, const void *data, size_t n);
-
-/* bullet-core name -> canonical GGUF-style name ("layers.3.ffn.w1.weight" ->
- * "blk.3.ffn_gate.weight", "gen_head.weight" -> "output.weight"); false when it has none. */
-bool qp_bullet_canon_name(const char *bullet_name, char *out, size_t cap);
-/* The reverse, for converters: canonical -> bullet-core name; false when bullet-core has none. */
-bool qp_bullet_name_from_canon(const char *canon, char *out, size_t cap);
+#include "readers/bullet_format.h"
 
 /* One tensor to write. Shape outer-first as bullet-core writes it ([out, in] for matrices).
  * Exactly one data source: bq4 (encoded blocks copied verbatim), f32 (encoded with BQ4 through
@@ -93,7 +61,7 @@ typedef struct qp_bullet_info {
 } qp_bullet_info;
 
 /* Kept for old callers: BQ4 as the writer stores it is the encodings table's encoder alone (it
- * includes the bracketing refinement; converters/enc_bq4.md). Re-encodes every whole block of x
+ * includes the bracketing refinement; encodings/enc_bq4.md). Re-encodes every whole block of x
  * into y with the table, so y ends as qp_encoding_quantize_tensor(QP_ENC_BQ4, x, y, n) writes it. */
 void qp_bullet_bq4_refine(const float *x, uint8_t *y, int64_t n);
 

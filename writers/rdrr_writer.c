@@ -1,4 +1,4 @@
-/* RDRR directory writer. Format and placement rules: writers/rdrr.md. */
+/* RDRR directory writer. Format and placement rules: readers/rdrr.md. */
 #include "writers/rdrr_writer.h"
 
 #include <ctype.h>

@@ -1,5 +1,5 @@
 /* RDRR (DOPPLER) directory writer: shard_NNNNN.bin + tensors.json + manifest.json (+ side files
- * such as tokenizer.json, + manifest.json.sig when signing). Format: writers/rdrr.md.
+ * such as tokenizer.json, + manifest.json.sig when signing). Format: readers/rdrr.md.
  *
  * Use: qp_rdrr_writer_open -> for each tensor qp_rdrr_writer_begin_tensor then
  * qp_rdrr_writer_write (any chunks, exactly `size` bytes in all) -> qp_rdrr_writer_add_file for
@@ -62,13 +62,13 @@ void qp_rdrr_writer_abort(qp_rdrr_writer *w); /* NULL is fine */
 uint64_t qp_rdrr_writer_total_bytes(const qp_rdrr_writer *w); /* shard bytes so far */
 int qp_rdrr_writer_n_shards(const qp_rdrr_writer *w);
 
-/* Group id of a tensor name (writers/rdrr.md "groups"): "embed", "head", "layer.N", or "" when
+/* Group id of a tensor name (readers/rdrr.md "groups"): "embed", "head", "layer.N", or "" when
  * none fits. buf needs 32 bytes. */
 const char *qp_rdrr_group_of(const char *name, char *buf, size_t cap);
 /* Role: "embedding", "lm_head", "norm", "matmul", "other". */
 const char *qp_rdrr_role_of(const char *name);
 
-/* ---- signatures (writers/rdrr.md "signature") -------------------------------------------- */
+/* ---- signatures (readers/rdrr.md "signature") -------------------------------------------- */
 #define QP_RDRR_SIG_FILE "manifest.json.sig"
 /* Key files: secret = 128 hex digits (libsodium's 64-byte Ed25519 secret key) + "\n", mode 0600;
  * public = 64 hex digits + "\n" at "<path>.pub". */

@@ -1,88 +1,10 @@
-/* TRLM v1 writer: qmodel.tensors, rope.cache, qmodel.lora. Byte tables: writers/trlm.md.
+/* TRLM v1 writer: qmodel.tensors, rope.cache, qmodel.lora. Byte tables: readers/trlm.md.
  * Every file goes through qp_outfile (temp name, renamed on success). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "writers/trlm.h"
-
-static const char *const k_role_fmt[QP_TRLM_ROLE_COUNT] = {
-    [QP_TRLM_ROLE_EMBED] = "token_embd.weight",
-    [QP_TRLM_ROLE_OUTPUT] = "output.weight",
-    [QP_TRLM_ROLE_OUTPUT_NORM] = "output_norm.weight",
-    [QP_TRLM_ROLE_ATTN_NORM] = "blk.%u.attn_norm.weight",
-    [QP_TRLM_ROLE_ATTN_SUB_NORM] = "blk.%u.attn_sub_norm.weight",
-    [QP_TRLM_ROLE_K] = "blk.%u.attn_k.weight",
-    [QP_TRLM_ROLE_V] = "blk.%u.attn_v.weight",
-    [QP_TRLM_ROLE_Q] = "blk.%u.attn_q.weight",
-    [QP_TRLM_ROLE_O] = "blk.%u.attn_output.weight",
-    [QP_TRLM_ROLE_FFN_NORM] = "blk.%u.ffn_norm.weight",
-    [QP_TRLM_ROLE_GATE] = "blk.%u.ffn_gate.weight",
-    [QP_TRLM_ROLE_UP] = "blk.%u.ffn_up.weight",
-    [QP_TRLM_ROLE_FFN_SUB_NORM] = "blk.%u.ffn_sub_norm.weight",
-    [QP_TRLM_ROLE_DOWN] = "blk.%u.ffn_down.weight",
-    [QP_TRLM_ROLE_Q_BIAS] = "blk.%u.attn_q.bias",
-    [QP_TRLM_ROLE_K_BIAS] = "blk.%u.attn_k.bias",
-    [QP_TRLM_ROLE_V_BIAS] = "blk.%u.attn_v.bias",
-};
-
-const char *qp_trlm_role_name(qp_trlm_role r, uint32_t layer, char *buf, size_t cap) {
-    if ((unsigned)r >= QP_TRLM_ROLE_COUNT || cap == 0) return NULL;
-    if (r <= QP_TRLM_ROLE_OUTPUT_NORM) snprintf(buf, cap, "%s", k_role_fmt[r]);
-    else snprintf(buf, cap, k_role_fmt[r], (unsigned)layer);
-    return buf;
-}
-
-bool qp_trlm_role_is_1d(qp_trlm_role r) {
-    switch (r) {
-    case QP_TRLM_ROLE_OUTPUT_NORM: case QP_TRLM_ROLE_ATTN_NORM: case QP_TRLM_ROLE_ATTN_SUB_NORM:
-    case QP_TRLM_ROLE_FFN_NORM: case QP_TRLM_ROLE_FFN_SUB_NORM: case QP_TRLM_ROLE_Q_BIAS:
-    case QP_TRLM_ROLE_K_BIAS: case QP_TRLM_ROLE_V_BIAS:
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_cols, uint64_t *out) {
-    uint64_t r = padded_rows, c = padded_cols;
-    switch (kind) {
-    case QP_TRLM_KIND_BF16: *out = r * c * 2u; return true;
-    case QP_TRLM_KIND_TERNARY: *out = r * ((c + 3u) / 4u) + 4u; return true;
-    case QP_TRLM_KIND_I8ROWS: *out = r * ((c + 31u) / 32u) * 36u; return true; /* I8_ROW blocks */
-    default: return false;
-    }
-}
-
-void qp_trlm_body_encode(const qp_trlm_body *b, uint8_t out[QP_TRLM_BODY_HEADER_BYTES]) {
-    memset(out, 0, QP_TRLM_BODY_HEADER_BYTES);
-    qp_store_u32le(out + 0, QP_TRLM_VERSION);
-    qp_store_u32le(out + 4, b->n_tensors);
-    qp_store_u32le(out + 8, b->hidden);
-    qp_store_u32le(out + 12, b->intermediate);
-    qp_store_u32le(out + 16, b->hidden_orig);
-    qp_store_u32le(out + 20, b->intermediate_orig);
-    qp_store_f32le(out + 24, b->norm_eps);
-    qp_store_u32le(out + 28, b->flags);
-    qp_store_u32le(out + 32, b->n_layers);
-    qp_store_u32le(out + 36, QP_TRLM_ALIGN);
-    /* 40..47 reserved, zero */
-}
-
-void qp_trlm_record_encode(const qp_trlm_record *r, uint8_t out[QP_TRLM_RECORD_BYTES]) {
-    memset(out, 0, QP_TRLM_RECORD_BYTES);
-    out[0] = (uint8_t)r->kind;
-    out[1] = (uint8_t)r->role;
-    qp_store_u32le(out + 4, r->layer);
-    qp_store_u32le(out + 8, r->rows);
-    qp_store_u32le(out + 12, r->cols);
-    qp_store_u32le(out + 16, r->padded_rows);
-    qp_store_u32le(out + 20, r->padded_cols);
-    qp_store_u64le(out + 24, r->offset);
-    qp_store_u64le(out + 32, r->size);
-    qp_store_f32le(out + 40, r->scale);
-    /* 44..47 reserved, zero */
-}
+#include "writers/trlm_writer.h"
 
 /* ---- qmodel.tensors ------------------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* The one traits table of tensor encodings. Nothing outside converters/encodings*.c switches on
+/* The one traits table of tensor encodings. Nothing outside encodings/encodings*.c switches on
  * an encoding: callers look up a qp_encoding_traits and call through it. */
 #ifndef QUANTPACK_ENCODING_H
 #define QUANTPACK_ENCODING_H
@@ -62,9 +62,9 @@ typedef enum qp_encoding {
     QP_ENC_SPLIT32,   /* BitNet-rs Split32WithSibling: 32 elements in 8 bytes, scales elsewhere */
     QP_ENC_BQ4,       /* bullet-core BQ4: 32 elements in 20 bytes (f16 scale, i8 zero, nibbles) */
     QP_ENC_TRLM_T2,   /* TRLM v1 ternary rows: 4 codes per byte (q+1, LSB first) + f32 tensor scale
-                         trailer; F32 activations (writers/trlm.md) */
+                         trailer; F32 activations (readers/trlm.md) */
     QP_ENC_I8_ROW,    /* int8 rows for embeddings: 32 elements in 36 bytes (f32 absmax/127 scale, then
-                         32 int8); TRLM I8ROWS tensors (converters/encodings.md "I8_ROW") */
+                         32 int8); TRLM I8ROWS tensors (encodings/encodings.md "I8_ROW") */
     /* add new encodings above this line */
     QP_ENC_COUNT
 } qp_encoding;

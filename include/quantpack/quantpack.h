@@ -5,5 +5,8 @@
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
 #include "quantpack/model.h"
+#include "quantpack/tokenizer.h"
+#include "quantpack/sampler.h"
+#include "quantpack/runtime.h"
 #define QP_VERSION_STRING "0.1.0"
 #endif

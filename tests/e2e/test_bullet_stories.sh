@@ -2,7 +2,7 @@
 #  - bullet-pack and `convert --to bullet` write the same bytes; the GGUF twin of the model
 #    (stories260K.gguf, written by llama.cpp's converter) packs to the same weights;
 #  - `run` produces text; `run --task gen` is plain generation;
-#  - `verify` against the F32 source: receipt numbers printed; BQ4 thresholds (writers/bullet.md):
+#  - `verify` against the F32 source: receipt numbers printed; BQ4 thresholds (readers/bullet.md):
 #    mean cosine >= 0.95, mean KL <= 0.1, top-1 >= 0.85;
 #  - task heads from a safetensors file: class scores sum to 1, per-token labels come from the
 #    header's label list; misuse exits 2, corrupt input 3.

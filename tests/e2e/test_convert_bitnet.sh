@@ -51,7 +51,7 @@ grep -Eq "^blk.0.attn_sub_norm.weight +F32" "$TMP/inspect" && ok || bad "attn_su
 # QK256 (BitNet-rs GgmlQk256NoScale): GGUF type 36, 64 bytes per 256 elements per row, the per-tensor
 # scale in an F32 [1] "<base>.scale", the flavour named by quantpack.i2s.flavour. The fixture's only
 # 256-wide projections are ffn_down ([256 -> 128]); the rest fall back to F32. QK256 has no level 0,
-# so ternary zeros become +scale (converters/enc_ternary.md): verify is expected to FAIL, and the
+# so ternary zeros become +scale (encodings/enc_ternary.md): verify is expected to FAIL, and the
 # numbers it reports are printed. The runtime applies the sibling scale (runtime/weights.c via
 # qp_gguf_sibling_scale), so the same file decoded to F32 (scale folded in) reports the same
 # numbers against the source, and the QK256 file verified against its F32 decoding passes with

@@ -4,7 +4,7 @@
  *  - anything else: the bytes become qmodel.tensors of a directory holding a valid rope.cache
  *    (8 positions, head_dim 2) and config.json; a model that opens also gets the fixed valid
  *    qmodel.lora applied (it fails cleanly when the shapes differ).
- * The fixed model (writers/trlm.md): Llama, 1 layer, hidden 32 (unpadded), intermediate 64
+ * The fixed model (readers/trlm.md): Llama, 1 layer, hidden 32 (unpadded), intermediate 64
  * padded to 96, 2 heads of 8 (rope.cache head_dim 8), 1 kv head, vocab 8, tied. BF16 norms;
  * TERNARY k/v/q (unpadded: borrowed TRLM_T2) and gate (rows padded: copied TRLM_T2); I8ROWS in
  * the current layout (rows of I8_ROW blocks, each row zero-padded to a multiple of 32, made by
@@ -22,8 +22,9 @@
 #include <unistd.h>
 
 #include "core/model_internal.h"
+#include "encodings/encodings_internal.h"
 #include "fuzz_util.h"
-#include "writers/trlm.h"
+#include "writers/trlm_writer.h"
 
 static char g_dir[256], g_tdir[320], g_bdir[320], g_lora[400];
 static bool g_keep;

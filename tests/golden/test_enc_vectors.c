@@ -1,5 +1,5 @@
 /* Hand-checked test vectors for the BitNet and bullet encodings (byte tables in
- * converters/enc_ternary.md and enc_bq4.md). Every expected byte here was worked out by hand from
+ * encodings/enc_ternary.md and enc_bq4.md). Every expected byte here was worked out by hand from
  * shared/specs/ternary.md, bullet.md and seed 003, never taken from our own output.
  * TQ1_0 / TQ2_0 are pinned against llama.cpp itself in tests/peer/test_enc_vs_ggml.c. */
 #include <stdint.h>

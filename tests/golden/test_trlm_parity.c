@@ -17,13 +17,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "converters/name_map.h"
+#include "readers/name_map.h"
 #include "core/model_internal.h"
 #include "qp_test.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
 #include "writers/safetensors_writer.h"
-#include "writers/trlm.h"
+#include "writers/trlm_writer.h"
 
 static const char *g_bin, *g_fix, *g_tmp;
 static bool g_embed_i8; /* write_manifest: the embedding as EMBEDDING_I8 (else BF16_RAW) */

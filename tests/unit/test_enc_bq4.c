@@ -1,4 +1,4 @@
-/* BQ4 encoder (converters/enc_bq4.md "Encoder"): the error bound, the base encoder it must never
+/* BQ4 encoder (encodings/enc_bq4.md "Encoder"): the error bound, the base encoder it must never
  * be worse than, zero kept in 0..15 for blocks with both signs or a 0, a hand-worked one-signed
  * vector, and one encoder for every caller (table, quantize_tensor, the bullet writer's helper).
  * Decoding here is bullet-core's formula written out again (value = (q - (int8)zero) * f16

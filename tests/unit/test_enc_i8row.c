@@ -1,4 +1,4 @@
-/* I8_ROW (converters/enc_i8row.c, encodings.md "I8_ROW"): hand-computed block bytes (round half
+/* I8_ROW (encodings/enc_i8row.c, encodings.md "I8_ROW"): hand-computed block bytes (round half
  * to even, clamp to +-127, all-zero blocks), the documented error bound on random data checked in
  * double, chunk independence, vec_dot_f32 against an element-order sum computed here (scalar) and
  * against the F32 dot of the dequantized row (every SIMD level: the runtime's batched path),

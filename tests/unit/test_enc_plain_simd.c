@@ -1,5 +1,5 @@
 /* SIMD dots of the plain float encodings (F32, F16, BF16) against the scalar reference, and the
- * bit-identities the runtime's batched matrix product relies on (converters/plain_kernels.h):
+ * bit-identities the runtime's batched matrix product relies on (encodings/plain_kernels.h):
  *  - |simd - scalar| <= 2 * (n + 8) * 2^-24 * sum |w_i x_i| (both are float sums of the same
  *    exact products in different orders, one with FMA: the classical gamma_n bound for each);
  *    the measured worst relative error is printed;
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "converters/plain_kernels.h"
+#include "encodings/plain_kernels.h"
 #include "qp_test.h"
 #include "quantpack/quantpack.h"
 

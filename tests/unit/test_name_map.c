@@ -1,7 +1,7 @@
-/* HF <-> GGUF tensor names (converters/name_map.h). Expected names: the table in
+/* HF <-> GGUF tensor names (readers/name_map.h). Expected names: the table in
  * shared/specs/gguf-kquants.md "HF -> GGUF names" and llama.cpp's tensor names (the GGUF column
  * matches the tensor names in the real fixture gguf/llama-2-tiny-random.gguf). */
-#include "converters/name_map.h"
+#include "readers/name_map.h"
 #include "qp_test.h"
 
 static const struct {

@@ -1,0 +1,113 @@
+/* HF <-> GGUF tensor names (readers/name_map.h). Pure string work on caller buffers. */
+#include "readers/name_map.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct name_pair {
+    const char *hf;
+    const char *gguf;
+} name_pair;
+
+static const name_pair k_global[] = {
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"lm_head", "output"},
+};
+
+static const name_pair k_layer[] = {
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"post_attention_layernorm", "ffn_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+    {"self_attn.attn_sub_norm", "attn_sub_norm"},
+    {"mlp.ffn_sub_norm", "ffn_sub_norm"},
+};
+
+/* Longest first: ".weight_scale" must win over ".weight" (which is not its suffix anyway, but
+ * keep the order explicit). */
+static const char *const k_suffixes[] = {".weight_scale", ".weight", ".bias"};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Splits name into a stem and one of the known suffixes. Returns the suffix or NULL. */
+static const char *split_suffix(const char *name, size_t *stem_len) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < N_OF(k_suffixes); i++) {
+        size_t s = strlen(k_suffixes[i]);
+        if (n > s && memcmp(name + n - s, k_suffixes[i], s) == 0) {
+            *stem_len = n - s;
+            return k_suffixes[i];
+        }
+    }
+    return NULL;
+}
+
+/* Parses a layer number at s (decimal, no sign, no leading zero unless "0", at most 6 digits)
+ * followed by '.'. Returns the digits consumed (excluding the dot) or 0. */
+static size_t parse_layer(const char *s, size_t len, unsigned *out) {
+    size_t i = 0;
+    unsigned v = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        if (i == 6) return 0;
+        v = v * 10u + (unsigned)(s[i] - '0');
+        i++;
+    }
+    if (i == 0 || i >= len || s[i] != '.') return 0;
+    if (i > 1 && s[0] == '0') return 0;
+    *out = v;
+    return i;
+}
+
+static bool stem_eq(const char *stem, size_t len, const char *lit) {
+    return strlen(lit) == len && memcmp(stem, lit, len) == 0;
+}
+
+static const char *emit(char *buf, size_t cap, int n) {
+    if (n < 0 || (size_t)n >= cap) return NULL;
+    return buf;
+}
+
+static const char *map(const char *name, char *buf, size_t cap, bool to_gguf) {
+    if (!name || !buf || cap == 0) return NULL;
+    size_t stem_len;
+    const char *suffix = split_suffix(name, &stem_len);
+    if (!suffix) return NULL;
+    for (size_t i = 0; i < N_OF(k_global); i++) {
+        const char *from = to_gguf ? k_global[i].hf : k_global[i].gguf;
+        const char *to = to_gguf ? k_global[i].gguf : k_global[i].hf;
+        if (stem_eq(name, stem_len, from))
+            return emit(buf, cap, snprintf(buf, cap, "%s%s", to, suffix));
+    }
+    const char *prefix = to_gguf ? "model.layers." : "blk.";
+    size_t pl = strlen(prefix);
+    if (stem_len <= pl || memcmp(name, prefix, pl) != 0) return NULL;
+    unsigned layer;
+    size_t digits = parse_layer(name + pl, stem_len - pl, &layer);
+    if (!digits) return NULL;
+    const char *module = name + pl + digits + 1;
+    size_t module_len = stem_len - pl - digits - 1;
+    for (size_t i = 0; i < N_OF(k_layer); i++) {
+        const char *from = to_gguf ? k_layer[i].hf : k_layer[i].gguf;
+        const char *to = to_gguf ? k_layer[i].gguf : k_layer[i].hf;
+        if (stem_eq(module, module_len, from))
+            return emit(buf, cap,
+                        snprintf(buf, cap, "%s%u.%s%s", to_gguf ? "blk." : "model.layers.", layer, to,
+                                 suffix));
+    }
+    return NULL;
+}
+
+const char *qp_name_map_hf_to_gguf(const char *hf_name, char *buf, size_t cap) {
+    return map(hf_name, buf, cap, true);
+}
+
+const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap) {
+    return map(gguf_name, buf, cap, false);
+}

@@ -1,0 +1,122 @@
+/* TRLM v1: the Trillim/DarkNet model directory (qmodel.tensors, rope.cache, qmodel.lora).
+ * Headers are public (shared/specs/trillim.md); the bodies are defined by this project, byte by
+ * byte, in readers/trlm.md. Every on-disk record is defined here once: encoders for the writer
+ * (writers/trlm_writer.c), decoders for the reader (readers/trlm.c). */
+#ifndef QP_TRLM_FORMAT_H
+#define QP_TRLM_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quantpack/core.h"
+#include "quantpack/model.h"
+#include "quantpack/status.h"
+
+/* ---- constants ------------------------------------------------------------------------------ */
+#define QP_TRLM_VERSION 1u
+#define QP_TRLM_HEADER_BYTES 16   /* "TRLM", version, arch, reserved */
+#define QP_TRLM_BODY_HEADER_BYTES 48
+#define QP_TRLM_RECORD_BYTES 48
+#define QP_TRLM_ALIGN 64          /* every tensor's data starts at a multiple of this */
+#define QP_TRRC_HEADER_BYTES 12   /* "TRRC", version, reserved */
+#define QP_TRRC_BODY_HEADER_BYTES 16
+#define QP_TRLA_HEADER_BYTES 12   /* "TRLA", version, reserved */
+#define QP_TRLA_BODY_HEADER_BYTES 32
+#define QP_TRLA_SLOT_BYTES 32
+#define QP_TRLA_TARGETS 7
+#define QP_TRLM_MAX_TENSORS 1000000u
+#define QP_TRLM_MAX_DIM (1u << 24)
+#define QP_TRLM_MAX_LAYERS 4096u
+#define QP_TRLM_MAX_POS (1u << 22)
+#define QP_TRLM_LAYER_NONE 0xFFFFFFFFu
+
+enum { QP_TRLM_ARCH_UNKNOWN = 0, QP_TRLM_ARCH_BITNET = 1, QP_TRLM_ARCH_LLAMA = 2 };
+enum { QP_TRLM_ACTIVATION_RELU_SQR = 0, QP_TRLM_ACTIVATION_SILU = 1 };
+
+/* Storage kind of one tensor in qmodel.tensors. */
+typedef enum qp_trlm_kind {
+    QP_TRLM_KIND_BF16 = 0,    /* padded_rows x padded_cols bf16 */
+    QP_TRLM_KIND_TERNARY = 1, /* padded_rows x ceil(padded_cols/4) code bytes, then f32 scale */
+    QP_TRLM_KIND_I8ROWS = 2,  /* padded_rows rows of ceil(padded_cols/32) I8_ROW blocks (36 bytes) */
+    QP_TRLM_KIND_COUNT
+} qp_trlm_kind;
+
+/* What a tensor is in the model (one per manifest entry, in the SDK's order). */
+typedef enum qp_trlm_role {
+    QP_TRLM_ROLE_EMBED = 0,
+    QP_TRLM_ROLE_OUTPUT,
+    QP_TRLM_ROLE_OUTPUT_NORM,
+    QP_TRLM_ROLE_ATTN_NORM,
+    QP_TRLM_ROLE_ATTN_SUB_NORM,
+    QP_TRLM_ROLE_K,
+    QP_TRLM_ROLE_V,
+    QP_TRLM_ROLE_Q,
+    QP_TRLM_ROLE_O,
+    QP_TRLM_ROLE_FFN_NORM,
+    QP_TRLM_ROLE_GATE,
+    QP_TRLM_ROLE_UP,
+    QP_TRLM_ROLE_FFN_SUB_NORM,
+    QP_TRLM_ROLE_DOWN,
+    QP_TRLM_ROLE_Q_BIAS,
+    QP_TRLM_ROLE_K_BIAS,
+    QP_TRLM_ROLE_V_BIAS,
+    QP_TRLM_ROLE_COUNT
+} qp_trlm_role;
+
+/* GGUF-style name of a role ("token_embd.weight", "blk.%u.attn_q.weight", ...) into buf. */
+const char *qp_trlm_role_name(qp_trlm_role r, uint32_t layer, char *buf, size_t cap);
+bool qp_trlm_role_is_1d(qp_trlm_role r);
+
+/* The body header of qmodel.tensors (after the 16-byte TRLM header). */
+typedef struct qp_trlm_body {
+    uint32_t n_tensors;
+    uint32_t hidden, intermediate, hidden_orig, intermediate_orig;
+    float norm_eps;
+    uint32_t flags; /* bit 0: tie_embeddings */
+    uint32_t n_layers;
+} qp_trlm_body;
+
+/* One tensor record (48 bytes on disk). rows/cols: the logical (unpadded) shape; for 1-D
+ * tensors cols = 1. */
+typedef struct qp_trlm_record {
+    qp_trlm_kind kind;
+    qp_trlm_role role;
+    uint32_t layer; /* QP_TRLM_LAYER_NONE for embed/output/output_norm */
+    uint32_t rows, cols, padded_rows, padded_cols;
+    uint64_t offset, size;
+    float scale; /* TERNARY: the tensor scale (also in the trailer); else 0 */
+} qp_trlm_record;
+
+/* Bytes of a tensor's data for its kind and padded shape; false on overflow or a bad kind. */
+bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_cols, uint64_t *out);
+
+void qp_trlm_body_encode(const qp_trlm_body *b, uint8_t out[QP_TRLM_BODY_HEADER_BYTES]);
+void qp_trlm_record_encode(const qp_trlm_record *r, uint8_t out[QP_TRLM_RECORD_BYTES]);
+/* The inverse of the encoders: fields only, no checks (readers/trlm.c checks each field and names
+ * its offset, QP_TRLM_REC_* below). */
+void qp_trlm_body_decode(const uint8_t in[QP_TRLM_BODY_HEADER_BYTES], qp_trlm_body *b);
+void qp_trlm_record_decode(const uint8_t in[QP_TRLM_RECORD_BYTES], qp_trlm_record *r);
+
+/* Byte offsets of the fields of a 48-byte record (readers/trlm.md "Tensor record"). */
+enum {
+    QP_TRLM_REC_KIND = 0, QP_TRLM_REC_ROLE = 1, QP_TRLM_REC_RESERVED16 = 2, QP_TRLM_REC_LAYER = 4,
+    QP_TRLM_REC_ROWS = 8, QP_TRLM_REC_COLS = 12, QP_TRLM_REC_PADDED_ROWS = 16,
+    QP_TRLM_REC_PADDED_COLS = 20, QP_TRLM_REC_OFFSET = 24, QP_TRLM_REC_SIZE = 32,
+    QP_TRLM_REC_SCALE = 40, QP_TRLM_REC_RESERVED32 = 44,
+};
+/* Byte offsets of the fields of the 48-byte body header. */
+enum {
+    QP_TRLM_BODY_VERSION = 0, QP_TRLM_BODY_N_TENSORS = 4, QP_TRLM_BODY_HIDDEN = 8,
+    QP_TRLM_BODY_INTERMEDIATE = 12, QP_TRLM_BODY_HIDDEN_ORIG = 16,
+    QP_TRLM_BODY_INTERMEDIATE_ORIG = 20, QP_TRLM_BODY_NORM_EPS = 24, QP_TRLM_BODY_FLAGS = 28,
+    QP_TRLM_BODY_N_LAYERS = 32, QP_TRLM_BODY_ALIGN = 36, QP_TRLM_BODY_RESERVED = 40,
+};
+
+/* ---- reading (readers/trlm.c) ---------------------------------------------------------------- */
+/* Merges the LoRA of a TRLA file into m: every present slot's base tensor (blk.L.attn_k.weight
+ * ...) becomes F32 W + scale * (B @ A), held in m's arena (delta summed in f32 over the rank in
+ * order, then scaled and added). Works on any model whose tensors the traits can dequantize. */
+qp_status qp_trlm_apply_lora(qp_model *m, const char *lora_path, qp_err *e);
+
+#endif
