@@ -54,7 +54,7 @@ static bool encode_k(const float *x, float mn, float mx, double k, uint8_t *b) {
     while ((double)qp_fp16_to_fp32(sh) < lo && sh < 0x7bffu) sh++;
     const double s = (double)qp_fp16_to_fp32(sh);
     if (!(s >= lo) || s > hi) return false;
-    memset(b, 0, 20);
+    memset(b, 0, QP_BQ4_BYTES);
     qp_store_u16le(b, sh);
     b[2] = (uint8_t)(int8_t)(int)(-k);
     for (int i = 0; i < 32; i++) {
@@ -86,20 +86,20 @@ static void refine_block(const float *x, uint8_t *y) {
         const double e = block_sse(x, alt);
         if (e < best) {
             best = e;
-            memcpy(y, alt, 20);
+            memcpy(y, alt, QP_BQ4_BYTES);
         }
     }
 }
 
 void qp_bq4_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / 32; i++, x += 32, y += 20) {
+    for (int64_t i = 0; i < n / 32; i++, x += 32, y += QP_BQ4_BYTES) {
         float lo = 0.0f, hi = 0.0f;
         for (int k = 0; k < 32; k++) {
             if (x[k] < lo) lo = x[k];
             if (x[k] > hi) hi = x[k];
         }
-        memset(y, 0, 20);
+        memset(y, 0, QP_BQ4_BYTES);
         /* blocks whose non-zero values all equal one c: scale = f16(|c|), exact whenever c is an
          * f16 value (every bf16 value in the f16 normal range is) */
         float c = 0.0f;
@@ -138,7 +138,7 @@ void qp_bq4_quantize_ref(const float *x, void *vy, int64_t n) {
 
 void qp_bq4_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / 32; i++, x += 20, y += 32) {
+    for (int64_t i = 0; i < n / 32; i++, x += QP_BQ4_BYTES, y += 32) {
         const float scale = qp_fp16_to_fp32(qp_load_u16le(x));
         const int zero = (int8_t)x[2];
         for (int k = 0; k < 16; k++) {
@@ -153,7 +153,7 @@ float qp_bq4_vec_dot(const void *w, const float *x, int64_t n) {
     float s = 0.0f;
     const uint8_t *p = w;
     for (int64_t i = 0; i < n / 32; i++) {
-        qp_bq4_dequantize(p + 20 * i, tmp, 32);
+        qp_bq4_dequantize(p + QP_BQ4_BYTES * i, tmp, 32);
         for (int k = 0; k < 32; k++) s += tmp[k] * x[32 * i + k];
     }
     return s;
@@ -162,7 +162,7 @@ float qp_bq4_vec_dot(const void *w, const float *x, int64_t n) {
 bool qp_bq4_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / 32; i++) {
-        const uint16_t h = qp_load_u16le(x + 20 * i);
+        const uint16_t h = qp_load_u16le(x + QP_BQ4_BYTES * i);
         if ((h & 0x7c00u) == 0x7c00u) {
             if (why) snprintf(why, len, "block %lld: scale is not finite (f16 0x%04x)", (long long)i, h);
             return false;

@@ -12,8 +12,8 @@
 
 #include "encodings/encodings_internal.h"
 
-#define I8ROW_QK 32
-#define I8ROW_BYTES 36
+#define I8ROW_QK QP_QK
+#define I8ROW_BYTES QP_I8_ROW_BYTES
 /* vec_dot_f32 widens rows up to this many elements on the stack and reuses the F32 dot, so it is
  * bit-identical to dequantize-then-F32-dot at every SIMD level (the runtime's batched path). */
 #define I8ROW_STACK_ELEMS 8192

@@ -10,7 +10,7 @@
 #include "encodings/enc_blocks.h"
 #include "encodings/encodings_internal.h"
 
-#define QK_K 256
+#define QK_K QP_QK_K
 #define GROUP_MAX_EPS 1e-15f
 
 /* ---- shared helpers -------------------------------------------------------------------------- */
@@ -213,13 +213,13 @@ void qp_q4k_quantize_block_ref(const float *x, uint8_t *y) {
 
 void qp_q4k_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK_K; i++) qp_q4k_quantize_block_ref(x + i * QK_K, y + i * 144);
+    for (int64_t i = 0; i < n / QK_K; i++) qp_q4k_quantize_block_ref(x + i * QK_K, y + i * QP_Q4_K_BYTES);
 }
 
 void qp_q4k_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const uint8_t *b = x + i * 144;
+        const uint8_t *b = x + i * QP_Q4_K_BYTES;
         const float d = qp_fp16_to_fp32(qp_load_u16le(b));
         const float min = qp_fp16_to_fp32(qp_load_u16le(b + 2));
         const uint8_t *scales = b + 4;
@@ -242,7 +242,7 @@ void qp_q4k_dequantize(const void *vx, float *y, int64_t n) {
 }
 
 float qp_q4k_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return qp_dot_via_blocks(qp_q4k_dequantize, QK_K, 144, w, x, n);
+    return qp_dot_via_blocks(qp_q4k_dequantize, QK_K, QP_Q4_K_BYTES, w, x, n);
 }
 
 static bool check_f16(const uint8_t *p, int64_t blk, const char *what, char *why, size_t why_len) {
@@ -257,8 +257,8 @@ static bool check_f16(const uint8_t *p, int64_t blk, const char *what, char *why
 bool qp_q4k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        if (!check_f16(x + i * 144, i, "d", why, why_len)) return false;
-        if (!check_f16(x + i * 144 + 2, i, "dmin", why, why_len)) return false;
+        if (!check_f16(x + i * QP_Q4_K_BYTES, i, "d", why, why_len)) return false;
+        if (!check_f16(x + i * QP_Q4_K_BYTES + 2, i, "dmin", why, why_len)) return false;
     }
     return true;
 }
@@ -280,12 +280,12 @@ void qp_q6k_quantize_block_ref(const float *x, uint8_t *y) {
         }
     }
     if (max_abs_scale < GROUP_MAX_EPS) {
-        memset(y, 0, 210);
+        memset(y, 0, QP_Q6_K_BYTES);
         return;
     }
     float iscale = -128.f / max_scale;
     uint16_t dh = qp_fp32_to_fp16(1 / iscale);
-    qp_store_u16le(y + 208, dh);
+    qp_store_u16le(y + QP_Q6_K_OFF_D, dh);
     int8_t *sc = (int8_t *)(y + 192);
     for (int ib = 0; ib < QK_K / 16; ++ib)
         sc[ib] = (int8_t)QP_MIN(127, qp_nearest_int(iscale * scales[ib]));
@@ -318,14 +318,14 @@ void qp_q6k_quantize_block_ref(const float *x, uint8_t *y) {
 
 void qp_q6k_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK_K; i++) qp_q6k_quantize_block_ref(x + i * QK_K, y + i * 210);
+    for (int64_t i = 0; i < n / QK_K; i++) qp_q6k_quantize_block_ref(x + i * QK_K, y + i * QP_Q6_K_BYTES);
 }
 
 void qp_q6k_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const uint8_t *b = x + i * 210;
-        const float d = qp_fp16_to_fp32(qp_load_u16le(b + 208));
+        const uint8_t *b = x + i * QP_Q6_K_BYTES;
+        const float d = qp_fp16_to_fp32(qp_load_u16le(b + QP_Q6_K_OFF_D));
         const uint8_t *ql = b;
         const uint8_t *qh = b + 128;
         const uint8_t *scb = b + 192;
@@ -350,13 +350,13 @@ void qp_q6k_dequantize(const void *vx, float *y, int64_t n) {
 }
 
 float qp_q6k_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return qp_dot_via_blocks(qp_q6k_dequantize, QK_K, 210, w, x, n);
+    return qp_dot_via_blocks(qp_q6k_dequantize, QK_K, QP_Q6_K_BYTES, w, x, n);
 }
 
 bool qp_q6k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++)
-        if (!check_f16(x + i * 210 + 208, i, "d", why, why_len)) return false;
+        if (!check_f16(x + i * QP_Q6_K_BYTES + QP_Q6_K_OFF_D, i, "d", why, why_len)) return false;
     return true;
 }
 
@@ -364,7 +364,7 @@ bool qp_q6k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
 
 void qp_q8k_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 292) {
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += QP_Q8_K_BYTES) {
         float max = 0;
         float amax = 0;
         for (int j = 0; j < QK_K; ++j) {
@@ -375,7 +375,7 @@ void qp_q8k_quantize_ref(const float *x, void *vy, int64_t n) {
             }
         }
         if (amax == 0.0f) {
-            memset(y, 0, 292);
+            memset(y, 0, QP_Q8_K_BYTES);
             continue;
         }
         const float iscale = -127.f / max;
@@ -396,20 +396,20 @@ void qp_q8k_quantize_ref(const float *x, void *vy, int64_t n) {
 void qp_q8k_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const uint8_t *b = x + i * 292;
+        const uint8_t *b = x + i * QP_Q8_K_BYTES;
         const float d = qp_load_f32le(b);
         for (int j = 0; j < QK_K; ++j) *y++ = d * (float)(int8_t)b[4 + j];
     }
 }
 
 float qp_q8k_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return qp_dot_via_blocks(qp_q8k_dequantize, QK_K, 292, w, x, n);
+    return qp_dot_via_blocks(qp_q8k_dequantize, QK_K, QP_Q8_K_BYTES, w, x, n);
 }
 
 bool qp_q8k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const uint8_t *b = x + i * 292;
+        const uint8_t *b = x + i * QP_Q8_K_BYTES;
         if (!isfinite(qp_load_f32le(b))) {
             if (why) snprintf(why, why_len, "block %lld: d is not finite", (long long)i);
             return false;

@@ -14,7 +14,7 @@
 
 #include "encodings/encodings_internal.h"
 
-#define QK 32
+#define QK QP_QK
 
 /* (int8_t)(float) as x86 gcc compiles the reference: truncate toward zero, keep 8 bits. Only
  * called on values in [0, 33) for finite input; guarded against UB for NaN / Inf. */
@@ -48,7 +48,7 @@ static bool check_f16_at(const uint8_t *p, int64_t blk, const char *what, char *
 /* ---- Q4_0 ------------------------------------------------------------------------------------ */
 void qp_q4_0_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK; i++, x += QK, y += 18) {
+    for (int64_t i = 0; i < n / QK; i++, x += QK, y += QP_Q4_0_BYTES) {
         float amax, max;
         absmax_signed(x, &amax, &max);
         const float d = max / -8;
@@ -65,7 +65,7 @@ void qp_q4_0_quantize_ref(const float *x, void *vy, int64_t n) {
 }
 void qp_q4_0_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK; i++, x += 18, y += QK) {
+    for (int64_t i = 0; i < n / QK; i++, x += QP_Q4_0_BYTES, y += QK) {
         const float d = qp_fp16_to_fp32(qp_load_u16le(x));
         for (int j = 0; j < QK / 2; ++j) {
             const int x0 = (x[2 + j] & 0x0F) - 8;
@@ -78,14 +78,14 @@ void qp_q4_0_dequantize(const void *vx, float *y, int64_t n) {
 bool qp_q4_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK; i++)
-        if (!check_f16_at(x + i * 18, i, "d", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q4_0_BYTES, i, "d", why, len)) return false;
     return true;
 }
 
 /* ---- Q4_1 ------------------------------------------------------------------------------------ */
 void qp_q4_1_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK; i++, x += QK, y += 20) {
+    for (int64_t i = 0; i < n / QK; i++, x += QK, y += QP_Q4_1_BYTES) {
         float min = FLT_MAX, max = -FLT_MAX;
         for (int j = 0; j < QK; j++) {
             const float v = x[j];
@@ -107,7 +107,7 @@ void qp_q4_1_quantize_ref(const float *x, void *vy, int64_t n) {
 }
 void qp_q4_1_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK; i++, x += 20, y += QK) {
+    for (int64_t i = 0; i < n / QK; i++, x += QP_Q4_1_BYTES, y += QK) {
         const float d = qp_fp16_to_fp32(qp_load_u16le(x));
         const float m = qp_fp16_to_fp32(qp_load_u16le(x + 2));
         for (int j = 0; j < QK / 2; ++j) {
@@ -121,8 +121,8 @@ void qp_q4_1_dequantize(const void *vx, float *y, int64_t n) {
 bool qp_q4_1_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK; i++) {
-        if (!check_f16_at(x + i * 20, i, "d", why, len)) return false;
-        if (!check_f16_at(x + i * 20 + 2, i, "m", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q4_1_BYTES, i, "d", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q4_1_BYTES + 2, i, "m", why, len)) return false;
     }
     return true;
 }
@@ -130,7 +130,7 @@ bool qp_q4_1_validate(const void *vx, int64_t n, char *why, size_t len) {
 /* ---- Q5_0 ------------------------------------------------------------------------------------ */
 void qp_q5_0_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK; i++, x += QK, y += 22) {
+    for (int64_t i = 0; i < n / QK; i++, x += QK, y += QP_Q5_0_BYTES) {
         float amax, max;
         absmax_signed(x, &amax, &max);
         const float d = max / -16;
@@ -151,7 +151,7 @@ void qp_q5_0_quantize_ref(const float *x, void *vy, int64_t n) {
 }
 void qp_q5_0_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK; i++, x += 22, y += QK) {
+    for (int64_t i = 0; i < n / QK; i++, x += QP_Q5_0_BYTES, y += QK) {
         const float d = qp_fp16_to_fp32(qp_load_u16le(x));
         const uint32_t qh = qp_load_u32le(x + 2);
         for (int j = 0; j < QK / 2; ++j) {
@@ -167,14 +167,14 @@ void qp_q5_0_dequantize(const void *vx, float *y, int64_t n) {
 bool qp_q5_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK; i++)
-        if (!check_f16_at(x + i * 22, i, "d", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q5_0_BYTES, i, "d", why, len)) return false;
     return true;
 }
 
 /* ---- Q5_1 ------------------------------------------------------------------------------------ */
 void qp_q5_1_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK; i++, x += QK, y += 24) {
+    for (int64_t i = 0; i < n / QK; i++, x += QK, y += QP_Q5_1_BYTES) {
         float min = x[0], max = x[0];
         for (int j = 1; j < QK; j++) {
             const float v = x[j];
@@ -200,7 +200,7 @@ void qp_q5_1_quantize_ref(const float *x, void *vy, int64_t n) {
 }
 void qp_q5_1_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK; i++, x += 24, y += QK) {
+    for (int64_t i = 0; i < n / QK; i++, x += QP_Q5_1_BYTES, y += QK) {
         const float d = qp_fp16_to_fp32(qp_load_u16le(x));
         const float m = qp_fp16_to_fp32(qp_load_u16le(x + 2));
         const uint32_t qh = qp_load_u32le(x + 4);
@@ -217,8 +217,8 @@ void qp_q5_1_dequantize(const void *vx, float *y, int64_t n) {
 bool qp_q5_1_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK; i++) {
-        if (!check_f16_at(x + i * 24, i, "d", why, len)) return false;
-        if (!check_f16_at(x + i * 24 + 2, i, "m", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q5_1_BYTES, i, "d", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q5_1_BYTES + 2, i, "m", why, len)) return false;
     }
     return true;
 }
@@ -226,7 +226,7 @@ bool qp_q5_1_validate(const void *vx, int64_t n, char *why, size_t len) {
 /* ---- Q8_0 ------------------------------------------------------------------------------------ */
 void qp_q8_0_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK; i++, x += QK, y += 34) {
+    for (int64_t i = 0; i < n / QK; i++, x += QK, y += QP_Q8_0_BYTES) {
         float amax = 0.0f;
         for (int j = 0; j < QK; j++) amax = QP_MAX(amax, fabsf(x[j]));
         const float d = amax / ((1 << 7) - 1);
@@ -241,7 +241,7 @@ void qp_q8_0_quantize_ref(const float *x, void *vy, int64_t n) {
 }
 void qp_q8_0_dequantize(const void *vx, float *y, int64_t n) {
     const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK; i++, x += 34, y += QK) {
+    for (int64_t i = 0; i < n / QK; i++, x += QP_Q8_0_BYTES, y += QK) {
         const float d = qp_fp16_to_fp32(qp_load_u16le(x));
         for (int j = 0; j < QK; ++j) y[j] = (float)(int8_t)x[2 + j] * d;
     }
@@ -249,7 +249,7 @@ void qp_q8_0_dequantize(const void *vx, float *y, int64_t n) {
 bool qp_q8_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK; i++)
-        if (!check_f16_at(x + i * 34, i, "d", why, len)) return false;
+        if (!check_f16_at(x + i * QP_Q8_0_BYTES, i, "d", why, len)) return false;
     return true;
 }
 
@@ -265,8 +265,8 @@ bool qp_q8_0_validate(const void *vx, int64_t n, char *why, size_t len) {
         }                                                                                        \
         return s;                                                                                \
     }
-LEGACY_DOT(q4_0, 18)
+LEGACY_DOT(q4_0, QP_Q4_0_BYTES)
 LEGACY_DOT(q4_1, 20)
-LEGACY_DOT(q5_0, 22)
+LEGACY_DOT(q5_0, QP_Q5_0_BYTES)
 LEGACY_DOT(q5_1, 24)
-LEGACY_DOT(q8_0, 34)
+LEGACY_DOT(q8_0, QP_Q8_0_BYTES)

@@ -16,7 +16,7 @@
 #include "encodings/encodings_internal.h"
 #include "encodings/simd_kernels.h"
 
-#define QK_K 256
+#define QK_K QP_QK_K
 
 /* lroundf for values known to lie in [-1.5, 1.5] (x * 1/absmax); NaN -> 0. */
 static inline int lround_small(float v) {
@@ -185,10 +185,10 @@ static inline double tq_vec_dot_i8(tq_codes_fn codes, size_t bb, const void *w, 
     return s;
 }
 
-/* ---- TQ2_0: u8 qs[64] @0, f16 d @64 (66 bytes); element 128h+32n+m = (qs[32h+m] >> 2n) & 3 ---- */
+/* ---- TQ2_0: u8 qs[64] @0, f16 d @64 (QP_TQ2_0_BYTES bytes); element 128h+32n+m = (qs[32h+m] >> 2n) & 3 ---- */
 void qp_tq2_0_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
-    for (int64_t i = 0; i < n / QK_K; i++, y += 66) {
+    for (int64_t i = 0; i < n / QK_K; i++, y += QP_TQ2_0_BYTES) {
         float amax = 0.0f;
         for (int j = 0; j < QK_K; j++) amax = QP_MAX(amax, fabsf(x[j]));
         const float d = amax;
@@ -213,19 +213,19 @@ static void tq2_codes(const uint8_t *b, int8_t *t) {
             for (int m = 0; m < 32; m++)
                 t[128 * h + 32 * k + m] = (int8_t)(((b[32 * h + m] >> (2 * k)) & 3) - 1);
 }
-void qp_tq2_0_dequantize(const void *x, float *y, int64_t n) { tq_dequantize(tq2_codes, 66, x, y, n); }
+void qp_tq2_0_dequantize(const void *x, float *y, int64_t n) { tq_dequantize(tq2_codes, QP_TQ2_0_BYTES, x, y, n); }
 float qp_tq2_0_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return qp_dot_via_blocks(qp_tq2_0_dequantize, QK_K, 66, w, x, n);
+    return qp_dot_via_blocks(qp_tq2_0_dequantize, QK_K, QP_TQ2_0_BYTES, w, x, n);
 }
 double qp_tq2_0_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
-    return tq_vec_dot_i8(tq2_codes, 66, w, a, n);
+    return tq_vec_dot_i8(tq2_codes, QP_TQ2_0_BYTES, w, a, n);
 }
 bool qp_tq2_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        if (!check_f16(x + i * 66 + 64, i, why, len)) return false;
+        if (!check_f16(x + i * QP_TQ2_0_BYTES + QP_TQ2_0_OFF_D, i, why, len)) return false;
         for (int j = 0; j < 64; j++) {
-            uint8_t b = x[i * 66 + j];
+            uint8_t b = x[i * QP_TQ2_0_BYTES + j];
             for (int k = 0; k < 4; k++)
                 if (((b >> (2 * k)) & 3) == 3) {
                     if (why) snprintf(why, len, "block %lld: byte %d holds code 3", (long long)i, j);
@@ -236,7 +236,7 @@ bool qp_tq2_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     return true;
 }
 
-/* ---- TQ1_0: u8 qs[48] @0, u8 qh[4] @48, f16 d @52 (54 bytes), base-3 ------------------------- */
+/* ---- TQ1_0: u8 qs[48] @0, u8 qh[4] @48, f16 d @52 (QP_TQ1_0_BYTES bytes), base-3 ------------------------- */
 static uint8_t tq1_pack(const int *t, int count) { /* trits (0..2), first most significant */
     unsigned q = 0;
     for (int k = 0; k < count; k++) q = q * 3 + (unsigned)t[k];
@@ -246,7 +246,7 @@ static uint8_t tq1_pack(const int *t, int count) { /* trits (0..2), first most s
 void qp_tq1_0_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     int t[5];
-    for (int64_t i = 0; i < n / QK_K; i++, y += 54) {
+    for (int64_t i = 0; i < n / QK_K; i++, y += QP_TQ1_0_BYTES) {
         float amax = 0.0f;
         for (int j = 0; j < QK_K; j++) amax = QP_MAX(amax, fabsf(x[j]));
         const float d = amax;
@@ -282,17 +282,17 @@ static void tq1_codes(const uint8_t *b, int8_t *t) {
     for (int k = 0; k < 4; k++)
         for (int j = 0; j < 4; j++) t[240 + k * 4 + j] = (int8_t)(tq1_digit(b[48 + j], k) - 1);
 }
-void qp_tq1_0_dequantize(const void *x, float *y, int64_t n) { tq_dequantize(tq1_codes, 54, x, y, n); }
+void qp_tq1_0_dequantize(const void *x, float *y, int64_t n) { tq_dequantize(tq1_codes, QP_TQ1_0_BYTES, x, y, n); }
 float qp_tq1_0_vec_dot_ref(const void *w, const float *x, int64_t n) {
-    return qp_dot_via_blocks(qp_tq1_0_dequantize, QK_K, 54, w, x, n);
+    return qp_dot_via_blocks(qp_tq1_0_dequantize, QK_K, QP_TQ1_0_BYTES, w, x, n);
 }
 double qp_tq1_0_vec_dot_i8(const void *w, const int8_t *a, int64_t n) {
-    return tq_vec_dot_i8(tq1_codes, 54, w, a, n);
+    return tq_vec_dot_i8(tq1_codes, QP_TQ1_0_BYTES, w, a, n);
 }
 bool qp_tq1_0_validate(const void *vx, int64_t n, char *why, size_t len) {
     const uint8_t *x = vx;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        if (!check_f16(x + i * 54 + 52, i, why, len)) return false;
+        if (!check_f16(x + i * QP_TQ1_0_BYTES + QP_TQ1_0_OFF_D, i, why, len)) return false;
         /* every byte decodes to some trits; bytes above ceil(242*256/243) = 255 cannot occur */
     }
     return true;

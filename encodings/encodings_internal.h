@@ -5,6 +5,7 @@
 
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
+#include "encodings/block_layouts.h"
 
 /* enc_plain.c */
 void qp_f32_quantize(const float *x, void *y, int64_t n);
