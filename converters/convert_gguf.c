@@ -192,9 +192,9 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
         qp_status s = qp_gguf_writer_write(w, b, sizeof b, e);
         return s == QP_OK ? qp_gguf_writer_end_tensor(w, e) : s;
     }
-    if (pe->dst_enc == QP_ENC_QK256) { /* copied QK256 keeps its source's scale (1: none) */
+    if (qp_encoding_has_sibling_scale(pe->dst_enc)) { /* a copy keeps its source's scale (1: none) */
         *qk_scale = 1.0f;
-        if (pe->src_enc == QP_ENC_QK256) (void)qp_gguf_sibling_scale(m, t, qk_scale);
+        if (qp_encoding_has_sibling_scale(pe->src_enc)) (void)qp_gguf_sibling_scale(m, t, qk_scale);
     }
     if (!pe->convert) {
         size_t done = 0;
@@ -272,7 +272,7 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
             }
             /* QK256 stores the unit-scale levels; the scale goes to "<base>.scale". Its LUT has
              * no 0: the encoder maps 0 to +1 (encodings/enc_ternary.md), lossy by design. */
-            if (s == QP_OK && pe->dst_enc == QP_ENC_QK256) {
+            if (s == QP_OK && qp_encoding_has_sibling_scale(pe->dst_enc)) {
                 *qk_scale = sc;
                 if (sc > 0.0f)
                     for (int64_t i = 0; i < total; i++) x[i] /= sc;
@@ -344,11 +344,19 @@ qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp
         else
             s = qp_hf_gguf_metadata(m, arch, plan->file_type, w, e);
     }
-    /* type-36 tensors holding QK256 say so (readers/gguf.md "Type 36 flavours") */
-    bool has_qk256 = false;
-    for (int64_t i = 0; i < plan->n; i++) has_qk256 |= plan->t[i].dst_enc == QP_ENC_QK256;
-    if (s == QP_OK && has_qk256)
-        s = qp_gguf_writer_add_str(w, QP_GGUF_I2S_FLAVOUR_KEY, "qk256", 5, e);
+    /* tensors written under a shared GGUF type (QK256 under 36) say which flavour they are
+     * (readers/gguf.md "Type 36 flavours"); one file holds one flavour */
+    const char *flavour = NULL;
+    for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
+        const qp_encoding_traits *dt = qp_encoding_get(plan->t[i].dst_enc);
+        if (!dt || dt->ggml_type >= 0 || !dt->gguf_flavour) continue;
+        if (flavour && strcmp(flavour, dt->gguf_flavour) != 0)
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: one GGUF file cannot hold both %s and %s tensors "
+                        "under type %d", m->path, flavour, dt->gguf_flavour, dt->gguf_shared_type);
+        flavour = dt->gguf_flavour;
+    }
+    if (s == QP_OK && flavour)
+        s = qp_gguf_writer_add_str(w, QP_GGUF_I2S_FLAVOUR_KEY, flavour, strlen(flavour), e);
     for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
         const qp_plan_entry *pe = &plan->t[i];
         s = qp_gguf_writer_add_tensor_sized(w, pe->name, pe->ggml_type, pe->n_dims, pe->ne,

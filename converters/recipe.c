@@ -11,15 +11,24 @@
 #include "converters/recipe.h"
 #include "readers/gguf_meta.h"
 
+/* Each recipe: its name, llama.cpp's general.file_type, the encoding of its main tensors, and
+ * whether it is a BitNet (ternary) recipe applied to the seven projections only. */
 static const struct {
     const char *name;
     uint32_t file_type;
+    qp_encoding base;
+    bool bitnet;
 } k_quants[QP_QUANT_COUNT] = {
-    [QP_QUANT_F32] = {"F32", 0},      [QP_QUANT_F16] = {"F16", 1},
-    [QP_QUANT_BF16] = {"BF16", 32},   [QP_QUANT_Q8_0] = {"Q8_0", 7},
-    [QP_QUANT_Q6_K] = {"Q6_K", 18},   [QP_QUANT_Q4_K_M] = {"Q4_K_M", 15},
-    [QP_QUANT_I2_S] = {"I2_S", 40},   [QP_QUANT_TQ1_0] = {"TQ1_0", 36},
-    [QP_QUANT_TQ2_0] = {"TQ2_0", 37}, [QP_QUANT_QK256] = {"QK256", 40},
+    [QP_QUANT_F32] = {.name = "F32", .file_type = 0, .base = QP_ENC_F32},
+    [QP_QUANT_F16] = {.name = "F16", .file_type = 1, .base = QP_ENC_F16},
+    [QP_QUANT_BF16] = {.name = "BF16", .file_type = 32, .base = QP_ENC_BF16},
+    [QP_QUANT_Q8_0] = {.name = "Q8_0", .file_type = 7, .base = QP_ENC_Q8_0},
+    [QP_QUANT_Q6_K] = {.name = "Q6_K", .file_type = 18, .base = QP_ENC_Q6_K},
+    [QP_QUANT_Q4_K_M] = {.name = "Q4_K_M", .file_type = 15, .base = QP_ENC_Q4_K},
+    [QP_QUANT_I2_S] = {.name = "I2_S", .file_type = 40, .base = QP_ENC_I2_S, .bitnet = true},
+    [QP_QUANT_TQ1_0] = {.name = "TQ1_0", .file_type = 36, .base = QP_ENC_TQ1_0, .bitnet = true},
+    [QP_QUANT_TQ2_0] = {.name = "TQ2_0", .file_type = 37, .base = QP_ENC_TQ2_0, .bitnet = true},
+    [QP_QUANT_QK256] = {.name = "QK256", .file_type = 40, .base = QP_ENC_QK256, .bitnet = true},
 };
 
 const char *qp_quant_name(qp_quant q) {
@@ -38,7 +47,7 @@ uint32_t qp_quant_file_type(qp_quant q) {
 }
 
 bool qp_quant_is_ternary(qp_quant q) {
-    return q == QP_QUANT_I2_S || q == QP_QUANT_TQ1_0 || q == QP_QUANT_TQ2_0 || q == QP_QUANT_QK256;
+    return (unsigned)q < QP_QUANT_COUNT && k_quants[q].bitnet;
 }
 
 bool qp_recipe_use_more_bits(int i, int n) {
@@ -192,19 +201,7 @@ static void llama_fallback(qstate *qs, qp_plan_entry *pe, qp_encoding *type) {
 }
 
 static qp_encoding default_type(qp_quant q) {
-    switch (q) {
-    case QP_QUANT_F32: return QP_ENC_F32;
-    case QP_QUANT_F16: return QP_ENC_F16;
-    case QP_QUANT_BF16: return QP_ENC_BF16;
-    case QP_QUANT_Q8_0: return QP_ENC_Q8_0;
-    case QP_QUANT_Q6_K: return QP_ENC_Q6_K;
-    case QP_QUANT_Q4_K_M: return QP_ENC_Q4_K;
-    case QP_QUANT_I2_S: return QP_ENC_I2_S;
-    case QP_QUANT_TQ1_0: return QP_ENC_TQ1_0;
-    case QP_QUANT_TQ2_0: return QP_ENC_TQ2_0;
-    case QP_QUANT_QK256: return QP_ENC_QK256;
-    default: return QP_ENC_COUNT;
-    }
+    return (unsigned)q < QP_QUANT_COUNT ? k_quants[q].base : QP_ENC_COUNT;
 }
 
 /* The seven ternary projections of a BitNet block. */
@@ -252,23 +249,24 @@ static const qp_tensor *find_scale(const qp_model *m, const char *name) {
     return qp_model_find(m, buf);
 }
 
-/* A GGUF source's "<base>.scale" next to a QK256 "<base>.weight": folded into the decoded
- * weights (and written anew after every QK256 output), so not a tensor of its own. */
-static bool is_qk256_sibling(const qp_model *m, const qp_tensor *t) {
+/* A GGUF source's "<base>.scale" next to a "<base>.weight" whose encoding keeps its scale in a
+ * sibling (QP_ENC_FLAG_SIBLING_SCALE: QK256): folded into the decoded weights (and written anew
+ * after every such output), so not a tensor of its own. */
+static bool is_sibling_scale(const qp_model *m, const qp_tensor *t) {
     size_t n = strlen(t->name);
     char w[160];
     if (m->format != QP_FORMAT_GGUF || n < 6 || n + 2 >= sizeof w || !ends_with(t->name, ".scale"))
         return false;
     snprintf(w, sizeof w, "%.*s.weight", (int)(n - 6), t->name);
     const qp_tensor *wt = qp_model_find(m, w);
-    return wt && wt->enc == QP_ENC_QK256;
+    return wt && qp_encoding_has_sibling_scale(wt->enc);
 }
 
-/* After every entry written as QK256, its per-tensor scale as an F32 [1] "<base>.scale" (the
- * name llama.cpp's BitNet graph multiplies by and BitNet-rs looks for first). */
-static qp_status add_qk256_scales(const qp_model *m, qp_plan *p, qp_err *e) {
+/* After every entry written in a sibling-scale encoding (QK256), its per-tensor scale as an F32 [1]
+ * "<base>.scale" (the name llama.cpp's BitNet graph multiplies by and BitNet-rs looks for first). */
+static qp_status add_sibling_scales(const qp_model *m, qp_plan *p, qp_err *e) {
     int64_t k = 0;
-    for (int64_t i = 0; i < p->n; i++) k += p->t[i].dst_enc == QP_ENC_QK256;
+    for (int64_t i = 0; i < p->n; i++) k += qp_encoding_has_sibling_scale(p->t[i].dst_enc);
     if (k == 0) return QP_OK;
     int64_t n = p->n + k;
     qp_plan_entry *t = qp_calloc((size_t)n, sizeof *t);
@@ -281,7 +279,7 @@ static qp_status add_qk256_scales(const qp_model *m, qp_plan *p, qp_err *e) {
     int64_t j = 0;
     for (int64_t i = 0; i < p->n; i++) {
         t[j++] = p->t[i];
-        if (p->t[i].dst_enc != QP_ENC_QK256) continue;
+        if (!qp_encoding_has_sibling_scale(p->t[i].dst_enc)) continue;
         char sn[160];
         qp_plan_entry *se = &t[j];
         if (!qp_gguf_scale_name(p->t[i].name, sn, sizeof sn) || !(names[j] = qp_strdup(sn))) {
@@ -295,8 +293,9 @@ static qp_status add_qk256_scales(const qp_model *m, qp_plan *p, qp_err *e) {
                 for (int64_t y = 0; y <= j; y++) qp_free(names[y]);
                 qp_free(t);
                 qp_free(names);
-                return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' would clash with the QK256 "
-                               "scale of '%s'", m->path, sn, p->t[i].name);
+                return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' would clash with the %s "
+                               "scale of '%s'", m->path, sn, qp_encoding_get(p->t[i].dst_enc)->upper_name,
+                               p->t[i].name);
             }
         se->src = p->t[i].src;
         se->name = names[j];
@@ -368,12 +367,12 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))
         pe->convert = true; /* rows are moved, bytes kept */
     const qp_encoding_traits *tr = qp_encoding_get(dst);
-    if (!tr || (tr->ggml_type < 0 && dst != QP_ENC_QK256))
+    if (!tr || qp_encoding_gguf_type(dst) < 0)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s cannot be stored in GGUF",
                        m->path, pe->name, tr ? tr->upper_name : "?");
-    /* QK256 has no GGUF type of its own: BitNet-rs reads it from an I2_S-typed (36) tensor of
-     * 64 bytes per 256 elements, told apart by the quantpack.i2s.flavour key (readers/gguf.md) */
-    pe->ggml_type = dst == QP_ENC_QK256 ? qp_encoding_get(QP_ENC_I2_S)->ggml_type : tr->ggml_type;
+    /* an encoding without a GGUF type of its own (QK256) is written under a shared one, told
+     * apart by the quantpack.i2s.flavour key (readers/gguf.md "Type 36 flavours") */
+    pe->ggml_type = qp_encoding_gguf_type(dst);
     if (pe->convert) {
         const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
         if (pe->src_kind == QP_SRC_PLAIN && enc_is_quantized(pe->src_enc) && !o->allow_requantize)
@@ -424,7 +423,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         const qp_tensor *t = &m->tensors[i];
         const char *name = out_name(m, t);
         if (!name || (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name)) ||
-            is_qk256_sibling(m, t)) {
+            is_sibling_scale(m, t)) {
             p.n_dropped++;
             continue;
         }
@@ -440,7 +439,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         pe->src_enc = t->enc;
         pe->n_dims = effective_dims(t->ne, t->n_dims);
         for (int d = 0; d < QP_MAX_DIMS; d++) pe->ne[d] = d < t->n_dims ? t->ne[d] : 1;
-        if (t->enc == QP_ENC_QK256) { /* rows decode at unit scale, times the sibling */
+        if (qp_encoding_has_sibling_scale(t->enc)) { /* rows decode at unit scale, times the sibling */
             char sn[160];
             if (qp_gguf_scale_name(t->name, sn, sizeof sn)) pe->src_scale = qp_model_find(m, sn);
             float v;
@@ -498,7 +497,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
             p.dst_bytes += p.t[i].dst_bytes;
         }
     }
-    if (s == QP_OK) s = add_qk256_scales(m, &p, e);
+    if (s == QP_OK) s = add_sibling_scales(m, &p, e);
     if (s != QP_OK) {
         qp_plan_free(&p);
         return s;

@@ -187,8 +187,10 @@ static qp_status encode_entry(const qp_trillim_entry *t, const qp_trlm_record *r
     if (r->kind == QP_TRLM_KIND_I8ROWS) {
         /* each padded row: I8_ROW blocks of the row zero-padded to a multiple of 32 (padding
            rows stay all-zero blocks: scale 0, q 0) */
-        size_t nb = ((size_t)pc + 31) / 32, rb = nb * 36;
-        float *row = qp_calloc(nb * 32, sizeof *row);
+        const qp_encoding_traits *i8 = qp_encoding_get(QP_ENC_I8_ROW);
+        size_t nb = ((size_t)pc + (size_t)i8->block_elems - 1) / (size_t)i8->block_elems;
+        size_t rb = nb * i8->block_bytes, row_len = nb * (size_t)i8->block_elems;
+        float *row = qp_calloc(row_len, sizeof *row);
         if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor entry %u", file, idx);
         for (uint32_t y = 0; y < rows; y++) {
             for (uint32_t x = 0; x < cols; x++) {
@@ -199,7 +201,7 @@ static qp_status encode_entry(const qp_trillim_entry *t, const qp_trlm_record *r
                                    "finite", file, idx, (size_t)y * cols + x);
                 }
             }
-            qp_encoding_get(QP_ENC_I8_ROW)->quantize_ref(row, out + (size_t)y * rb, (int64_t)(nb * 32));
+            i8->quantize_ref(row, out + (size_t)y * rb, (int64_t)row_len);
         }
         qp_free(row);
         return QP_OK;

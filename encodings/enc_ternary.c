@@ -446,6 +446,14 @@ static void i2s_dequantize_tensor(const void *vx, float *y, int64_t n, int be) {
     for (int64_t i = 0; i < n; i++) y[i] *= s;
 }
 
+void qp_i2s_pack_levels(const int8_t *q, uint8_t *y, int64_t n) {
+    uint8_t c[QP_I2S_BLOCK];
+    for (int64_t b = 0; b < n / QP_I2S_BLOCK; b++) {
+        for (int k = 0; k < QP_I2S_BLOCK; k++) c[k] = (uint8_t)(q[b * QP_I2S_BLOCK + k] + 1);
+        i2s_pack_block(c, QP_I2S_BLOCK, y + b * QP_I2S_BYTES);
+    }
+}
+
 void qp_i2s_dequantize(const void *x, float *y, int64_t n) { i2s_deq(x, y, n, 128); }
 float qp_i2s_vec_dot(const void *w, const float *x, int64_t n) {
     return qp_dot_via_blocks(qp_i2s_dequantize, 128, 32, w, x, n);

@@ -481,6 +481,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .vec_dot_i8 = qp_i2s_vec_dot_i8_fast,
         .quantize_tensor = qp_i2s_quantize_tensor,
         .dequantize_tensor = qp_i2s_dequantize_tensor,
+        .gguf_flavour = "i2_s",
     },
     [QP_ENC_I2_S_ARM] = {
         .id = QP_ENC_I2_S_ARM,
@@ -506,7 +507,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .block_elems = QP_QK256_BLOCK,
         .block_bytes = QP_QK256_BYTES,
         .ggml_type = -1,
-        .flags = QP_ENC_FLAG_BLOCK,
+        .flags = QP_ENC_FLAG_BLOCK | QP_ENC_FLAG_SIBLING_SCALE,
         .quantize_ref = qp_qk256_quantize_ref,
         .dequantize = qp_qk256_dequantize,
         .vec_dot_f32 = qp_qk256_vec_dot,
@@ -514,6 +515,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "exact for values in {-2,-1,+1,+2}; nearest level otherwise (ternary 0 -> +1)",
         .quantize = qp_qk256_quantize,
         .vec_dot_i8 = qp_qk256_vec_dot_i8_fast,
+        .gguf_shared_type = 36, /* I2_S's id (BitNet-rs reads it from type 36) */
+        .gguf_flavour = "qk256",
     },
     [QP_ENC_BITNET32F16] = {
         .id = QP_ENC_BITNET32F16,
@@ -532,6 +535,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "rounding",
         .quantize = qp_bitnet32f16_quantize,
         .vec_dot_i8 = qp_bitnet32f16_vec_dot_i8_fast,
+        .gguf_flavour = "bitnet32f16",
     },
     [QP_ENC_SPLIT32] = {
         .id = QP_ENC_SPLIT32,
@@ -545,6 +549,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .vec_dot_f32 = qp_split32_vec_dot_unit,
         .error_bound = "codes only; scales in a sibling tensor (qp_split32_quantize)",
         .vec_dot_i8 = qp_split32_vec_dot_i8_fast,
+        .gguf_flavour = "split32",
     },
     /* bullet-core (enc_bq4.c, enc_bq4.md) */
     [QP_ENC_BQ4] = {
@@ -611,6 +616,25 @@ const qp_encoding_traits *qp_encoding_get(qp_encoding enc) {
     return &k_traits[enc];
 }
 
+int qp_encoding_gguf_type(qp_encoding enc) {
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    if (!t) return -1;
+    return t->ggml_type >= 0 ? t->ggml_type : t->gguf_shared_type > 0 ? t->gguf_shared_type : -1;
+}
+
+bool qp_encoding_has_sibling_scale(qp_encoding enc) {
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    return t && (t->flags & QP_ENC_FLAG_SIBLING_SCALE) != 0;
+}
+
+qp_encoding qp_encoding_from_gguf_flavour(const char *flavour) {
+    if (!flavour) return QP_ENC_COUNT;
+    for (int i = 0; i < QP_ENC_COUNT; i++)
+        if (k_traits[i].gguf_flavour && strcmp(k_traits[i].gguf_flavour, flavour) == 0)
+            return (qp_encoding)i;
+    return QP_ENC_COUNT;
+}
+
 qp_encoding qp_encoding_from_name(const char *name) {
     if (!name) return QP_ENC_COUNT;
     for (int i = 0; i < QP_ENC_COUNT; i++)
@@ -637,6 +661,13 @@ bool qp_encoding_row_bytes(qp_encoding enc, int64_t n, size_t *out) {
     const qp_encoding_traits *t = qp_encoding_get(enc);
     if (!t || n < 0 || n % t->block_elems != 0) return false;
     return qp_size_mul((size_t)(n / t->block_elems), t->block_bytes, out);
+}
+
+bool qp_encoding_padded_row_bytes(qp_encoding enc, int64_t n, size_t *out) {
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    if (!t || n < 0) return false;
+    int64_t blocks = n / t->block_elems + (n % t->block_elems != 0);
+    return qp_size_mul((size_t)blocks, t->block_bytes, out);
 }
 
 bool qp_encoding_tensor_bytes(qp_encoding enc, int64_t n_elems, size_t *out) {

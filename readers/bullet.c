@@ -442,12 +442,12 @@ static qp_status read_weights(rd *r, uint64_t start, int64_t n_layers, bool want
                 break;
             }
         c.pos = data_at + csize;
-        uint64_t want = ((uint64_t)numel + 31) / 32 * 20;
-        if (csize != want)
+        size_t want = 0;
+        if (!qp_encoding_padded_row_bytes(QP_ENC_BQ4, numel, &want) || csize != want)
             qp_model_add_problem(r->m, "tensor '%s': shape holds %" PRId64 " elements (%" PRIu64
                                  " BQ4 bytes) but %" PRIu32 " bytes are stored (%" PRIu32
-                                 " elements); the runtime cannot use it", nm, numel, want, csize,
-                                 csize / 20 * 32);
+                                 " elements); the runtime cannot use it", nm, numel, (uint64_t)want, csize,
+                                 csize / QP_BULLET_BLOCK_BYTES * QP_BULLET_BLOCK_ELEMS);
         if (qp_model_find(r->m, nm)) { /* bullet-core's map would silently keep the last */
             uint64_t prev = 0;
             for (uint32_t j = 0; j < i; j++)

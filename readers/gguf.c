@@ -325,17 +325,16 @@ static const qp_encoding k_fl_enc[FL_COUNT] = {QP_ENC_QK256, QP_ENC_I2_S, QP_ENC
  * QK256 rows * ceil(ne0/256) * 64; MS I2_S ceil(n/128) * 32 + 32; BitNet32F16 ceil(n/32) * 10;
  * Split32 ceil(n/32) * 8. False on overflow. */
 static bool fl_need(const qp_tensor *t, int64_t n, int f, size_t *out) {
-    uint64_t un = (uint64_t)n;
-    switch (f) {
-    case FL_QK256: {
+    qp_encoding enc = k_fl_enc[f];
+    if (f == FL_QK256) { /* each row padded to whole blocks */
+        size_t rb;
         if (t->ne[0] == 0) { *out = 0; return true; }
-        uint64_t rows = un / (uint64_t)t->ne[0];
-        return qp_size_mul((size_t)rows, (size_t)(((uint64_t)t->ne[0] + 255) / 256) * 64, out);
+        return qp_encoding_padded_row_bytes(enc, t->ne[0], &rb) &&
+               qp_size_mul((size_t)(n / t->ne[0]), rb, out);
     }
-    case FL_MS: return qp_size_mul((size_t)((un + 127) / 128), 32, out) && qp_size_add(*out, 32, out);
-    case FL_B32F16: return qp_size_mul((size_t)((un + 31) / 32), 10, out);
-    default: return qp_size_mul((size_t)((un + 31) / 32), 8, out);
-    }
+    /* the flattened tensor padded to whole blocks, then the trailer (MS I2_S: 32 bytes) */
+    return qp_encoding_padded_row_bytes(enc, n, out) &&
+           qp_size_add(*out, qp_encoding_get(enc)->tensor_trailer_bytes, out);
 }
 
 typedef struct off_idx {
@@ -366,11 +365,10 @@ static qp_status resolve_i2s_flavours(gguf_reader *r, size_t infos_end, size_t a
         if (md->type != QP_META_STRING)
             return qp_fail(r->e, QP_ERR_CORRUPT, "%s: metadata '%s' has type %s; a string is "
                            "expected", r->path, QP_GGUF_I2S_FLAVOUR_KEY, qp_gguf_meta_type_name(md->type));
-        if (strcmp(md->str, "qk256") == 0) declared = FL_QK256;
-        else if (strcmp(md->str, "i2_s") == 0) declared = FL_MS;
-        else if (strcmp(md->str, "bitnet32f16") == 0) declared = FL_B32F16;
-        else if (strcmp(md->str, "split32") == 0) declared = FL_SPLIT32;
-        else
+        qp_encoding fe = qp_encoding_from_gguf_flavour(md->str);
+        for (int f = 0; f < FL_COUNT; f++)
+            if (k_fl_enc[f] == fe) declared = f;
+        if (declared < 0)
             return qp_fail(r->e, QP_ERR_UNSUPPORTED, "%s: metadata '%s' = '%.40s' is not a type-36 "
                            "flavour quantpack knows (qk256, i2_s, bitnet32f16, split32)", r->path,
                            QP_GGUF_I2S_FLAVOUR_KEY, md->str);
@@ -521,7 +519,8 @@ static qp_status check_i2s_siblings(gguf_reader *r) {
     bool declared = md != NULL;
     for (int64_t i = 0; i < m->n_tensors; i++) {
         const qp_tensor *t = &m->tensors[i];
-        if (t->enc != QP_ENC_QK256 && t->enc != QP_ENC_SPLIT32) continue;
+        bool per_tensor = qp_encoding_has_sibling_scale(t->enc); /* QK256: one element */
+        if (!per_tensor && t->enc != QP_ENC_SPLIT32) continue;   /* Split32: one per 32 */
         char sib[96];
         if (!qp_gguf_scale_name(t->name, sib, sizeof sib))
             return qp_fail(r->e, QP_ERR_INTERNAL, "%s: tensor '%s': name too long", r->path, t->name);
@@ -533,7 +532,7 @@ static qp_status check_i2s_siblings(gguf_reader *r) {
                                (unsigned long long)t->offset, qp_encoding_get(t->enc)->upper_name, sib);
             continue;
         }
-        int64_t want = t->enc == QP_ENC_QK256 ? 1 : (qp_tensor_nelements(t) + 31) / 32;
+        int64_t want = per_tensor ? 1 : (qp_tensor_nelements(t) + 31) / 32;
         if ((s->enc != QP_ENC_F32 && s->enc != QP_ENC_F16) || qp_tensor_nelements(s) != want)
             return qp_fail(r->e, QP_ERR_CORRUPT, "%s: scale tensor '%s' at offset %llu of '%s': %s "
                            "with %lld elements; F32 or F16 with %lld expected", r->path, sib,

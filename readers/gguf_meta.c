@@ -358,7 +358,8 @@ bool qp_gguf_scale_name(const char *weight_name, char *buf, size_t n) {
 
 bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale) {
     char name[160];
-    if (!m || !t || t->enc != QP_ENC_QK256 || !qp_gguf_scale_name(t->name, name, sizeof name))
+    if (!m || !t || !qp_encoding_has_sibling_scale(t->enc) ||
+        !qp_gguf_scale_name(t->name, name, sizeof name))
         return false;
     const qp_tensor *s = qp_model_find(m, name);
     if (!s || !s->data || qp_tensor_nelements(s) != 1 || (s->enc != QP_ENC_F32 && s->enc != QP_ENC_F16))

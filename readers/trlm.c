@@ -188,16 +188,17 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
     }
     /* I8ROWS: padded_rows rows of ceil(pc/32) I8_ROW blocks. Every stored block is validated. */
     const qp_encoding_traits *i8 = qp_encoding_get(QP_ENC_I8_ROW);
-    size_t nb = ((size_t)pc + 31) / 32, rb = nb * 36;
+    const size_t be = (size_t)i8->block_elems;
+    size_t nb = ((size_t)pc + be - 1) / be, rb = nb * i8->block_bytes;
     char why[128];
     for (uint32_t y = 0; y < pr; y++)
-        if (!i8->validate(data + (size_t)y * rb, (int64_t)nb * 32, why, sizeof why))
+        if (!i8->validate(data + (size_t)y * rb, (int64_t)(nb * be), why, sizeof why))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (record %u) at offset %llu: row %u: %s",
                            path, name, idx, (unsigned long long)(r->offset + (uint64_t)y * rb), y, why);
-    if (cols % 32 == 0) {
+    if (cols % be == 0) {
         /* the logical row is whole blocks: run in place (no column padding) or keep the first
            cols/32 blocks of each row (1.125 bytes per element either way) */
-        size_t lrb = (size_t)cols / 32 * 36;
+        size_t lrb = (size_t)cols / be * i8->block_bytes;
         t->enc = QP_ENC_I8_ROW;
         t->nbytes = (size_t)rows * lrb;
         if (lrb == rb) {
@@ -213,10 +214,10 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
     /* a row that ends inside a block -> F32 (4 bytes per element) */
     float *c = qp_arena_alloc(ar, n * 4);
     if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, name);
-    float *row = qp_malloc(nb * 32 * sizeof *row);
+    float *row = qp_malloc(nb * be * sizeof *row);
     if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
     for (uint32_t y = 0; y < rows; y++) {
-        i8->dequantize(data + (size_t)y * rb, row, (int64_t)nb * 32);
+        i8->dequantize(data + (size_t)y * rb, row, (int64_t)(nb * be));
         memcpy(c + (size_t)y * cols, row, (size_t)cols * sizeof *row);
     }
     qp_free(row);

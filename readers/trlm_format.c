@@ -48,7 +48,12 @@ bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_
     switch (kind) {
     case QP_TRLM_KIND_BF16: *out = r * c * 2u; return true;
     case QP_TRLM_KIND_TERNARY: *out = r * ((c + 3u) / 4u) + 4u; return true;
-    case QP_TRLM_KIND_I8ROWS: *out = r * ((c + 31u) / 32u) * 36u; return true; /* I8_ROW blocks */
+    case QP_TRLM_KIND_I8ROWS: { /* rows of I8_ROW blocks */
+        size_t rb;
+        if (!qp_encoding_padded_row_bytes(QP_ENC_I8_ROW, (int64_t)c, &rb)) return false;
+        *out = r * rb;
+        return true;
+    }
     default: return false;
     }
 }

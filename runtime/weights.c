@@ -94,23 +94,17 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
     w->rows = rows;
     w->cols = cols;
     w->scale = ws;
-    if (cols % 128 == 0) {
-        /* I2_S x86: byte 32b + p of a row = c[128b+p]<<6 | c[128b+32+p]<<4 | c[128b+64+p]<<2 |
-         * c[128b+96+p], c = q + 1 (encodings: encodings/enc_ternary.md) */
+    const qp_encoding_traits *i2s = qp_encoding_get(QP_ENC_I2_S);
+    if (cols % i2s->block_elems == 0) { /* rows of I2_S blocks (encodings/enc_ternary.md) */
         uint8_t *codes = qp_malloc(n / 4);
         if (!codes) {
             qp_free(q);
             return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor '%s'", m->path, name);
         }
-        for (size_t b = 0; b < n / 128; b++)
-            for (size_t p = 0; p < 32; p++) {
-                const int8_t *c = q + 128 * b + p;
-                codes[32 * b + p] = (uint8_t)((c[0] + 1) << 6 | (c[32] + 1) << 4 |
-                                              (c[64] + 1) << 2 | (c[96] + 1));
-            }
+        qp_i2s_pack_levels(q, codes, (int64_t)n);
         qp_free(q);
         w->owned = codes;
-        w->tr = qp_encoding_get(QP_ENC_I2_S);
+        w->tr = i2s;
         w->row_bytes = (size_t)cols / 4;
     } else {
         w->owned = (uint8_t *)q;

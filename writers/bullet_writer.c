@@ -215,14 +215,15 @@ static qp_status check_tensor(const char *path, const qp_bullet_tensor *t, int64
         return qp_fail(e, QP_ERR_LIMIT, "%s: tensor '%s': rows of %" PRId64 " elements are not a "
                        "multiple of 32; bullet-core's runtime reads every row as whole BQ4 blocks "
                        "and would misread it", path, t->name, row);
-    if (((uint64_t)n + 31) / 32 * 20 > 0xffffffffULL)
+    size_t bytes = 0;
+    if (!qp_encoding_padded_row_bytes(QP_ENC_BQ4, n, &bytes) || bytes > 0xffffffffULL)
         return qp_fail(e, QP_ERR_LIMIT, "%s: tensor '%s': %" PRId64 " elements exceed the u32 "
                        "compressed size", path, t->name, n);
     int srcs = (t->bq4 != NULL) + (t->f32 != NULL) + (t->fill != NULL);
     if (srcs != 1)
         return qp_fail(e, QP_ERR_ARG, "%s: tensor '%s': give exactly one of bq4, f32, fill", path,
                        t->name);
-    if (t->bq4 && t->bq4_bytes != (size_t)((n + 31) / 32) * 20)
+    if (t->bq4 && t->bq4_bytes != bytes)
         return qp_fail(e, QP_ERR_ARG, "%s: tensor '%s': %zu BQ4 bytes for %" PRId64 " elements", path,
                        t->name, t->bq4_bytes, n);
     *numel = n;
@@ -235,7 +236,8 @@ static qp_status check_tensor(const char *path, const qp_bullet_tensor *t, int64
  * for callers of the old two-step API: it re-encodes every whole block with the table, which
  * gives back what the table wrote (the encoder is deterministic). */
 void qp_bullet_bq4_refine(const float *x, uint8_t *y, int64_t n) {
-    if (n >= 32) qp_encoding_get(QP_ENC_BQ4)->quantize_ref(x, y, n / 32 * 32);
+    const int64_t be = qp_encoding_get(QP_ENC_BQ4)->block_elems;
+    if (n >= be) qp_encoding_get(QP_ENC_BQ4)->quantize_ref(x, y, n / be * be);
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */
@@ -298,8 +300,9 @@ static qp_status write_tokenizer(wctx *w, const qp_bullet_vocab *v) {
 static qp_status write_tensor(wctx *w, const char *path, const qp_bullet_tensor *t, int64_t n,
                               float **fbuf, size_t *fcap, uint8_t **bbuf, size_t *bcap) {
     uint8_t rec[8 + 1 + 8 + 1 + 4];
-    int64_t npad = (n + 31) / 32 * 32; /* a 1-D tensor's last block is zero-padded, as the builder does */
-    size_t bytes = (size_t)(npad / 32) * 20;
+    /* a 1-D tensor's last block is zero-padded, as the builder does */
+    int64_t npad = (n + QP_BULLET_BLOCK_ELEMS - 1) / QP_BULLET_BLOCK_ELEMS * QP_BULLET_BLOCK_ELEMS;
+    size_t bytes = (size_t)(npad / QP_BULLET_BLOCK_ELEMS) * QP_BULLET_BLOCK_BYTES;
     qp_store_u64le(rec, tensor_hash(t));
     rec[8] = (uint8_t)t->rank;
     for (int d = 0; d < 4; d++) qp_store_u16le(rec + 9 + 2 * d, (uint16_t)(d < t->rank ? t->dims[d] : 1));

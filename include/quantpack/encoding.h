@@ -78,6 +78,12 @@ enum {
      * row functions (dequantize, vec_dot_*) then work at unit scale: multiply by the scale from
      * qp_encoding_tensor_scale() (I2_S) or the sibling tensor. quantize_tensor writes it. */
     QP_ENC_FLAG_EXT_SCALE = 1u << 4,
+    /* The rows decode at unit scale and the tensor's scale, when there is one, is a one-element
+     * F32/F16 sibling tensor "<base>.scale" next to "<base>.weight" (QK256, as BitNet-rs and
+     * llama.cpp's BitNet graph name it). A converter folds the source's sibling into the decoded
+     * weights, never copies it as a tensor of its own, and writes a fresh one after every output
+     * tensor of such an encoding. Without a sibling the scale is 1. */
+    QP_ENC_FLAG_SIBLING_SCALE = 1u << 5,
 };
 
 /* x: n floats (n a multiple of block_elems) -> y: n/block_elems blocks. Deterministic bytes. */
@@ -118,10 +124,22 @@ typedef struct qp_encoding_traits {
     qp_vec_dot_i8_fn vec_dot_i8;      /* see qp_vec_dot_i8_fn */
     qp_quantize_tensor_fn quantize_tensor; /* whole tensor incl. trailer; NULL when rows suffice */
     qp_dequantize_fn dequantize_tensor;    /* whole tensor incl. trailer scale; NULL likewise */
+    /* GGUF: an encoding without a type id of its own is written under a shared one (QK256 under
+     * type 36, I2_S's id; 0 = none), and every encoding that shares type 36 names its flavour in
+     * the file's quantpack.i2s.flavour key (readers/gguf.md "Type 36 flavours"); NULL = none. */
+    int gguf_shared_type;
+    const char *gguf_flavour;
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */
 const qp_encoding_traits *qp_encoding_get(qp_encoding enc);
+/* The GGUF type id a tensor of this encoding is written under: its own ggml_type, else its
+ * gguf_shared_type; -1 when GGUF cannot hold it. */
+int qp_encoding_gguf_type(qp_encoding enc);
+/* Whether an encoding's tensor scale is a "<base>.scale" sibling (QP_ENC_FLAG_SIBLING_SCALE). */
+bool qp_encoding_has_sibling_scale(qp_encoding enc);
+/* The encoding a quantpack.i2s.flavour value names (gguf_flavour); QP_ENC_COUNT when none. */
+qp_encoding qp_encoding_from_gguf_flavour(const char *flavour);
 /* Lookups; return QP_ENC_COUNT when there is no match. */
 qp_encoding qp_encoding_from_name(const char *lower_or_upper_name);
 qp_encoding qp_encoding_from_ggml_type(int64_t ggml_type);
@@ -130,6 +148,9 @@ qp_encoding qp_encoding_from_st_dtype(const char *dtype, size_t len);
 /* Bytes of n elements (n must be a multiple of block_elems), excluding any tensor trailer.
  * False when n is negative, not a multiple, or the size overflows. */
 bool qp_encoding_row_bytes(qp_encoding enc, int64_t n, size_t *out);
+/* Bytes of n elements zero-padded up to whole blocks: ceil(n / block_elems) * block_bytes
+ * (no trailer). False when n is negative or the size overflows. */
+bool qp_encoding_padded_row_bytes(qp_encoding enc, int64_t n, size_t *out);
 /* Bytes of a whole tensor of n_elems elements, including the trailer. */
 bool qp_encoding_tensor_bytes(qp_encoding enc, int64_t n_elems, size_t *out);
 /* Per-tensor scale of an encoding with QP_ENC_FLAG_EXT_SCALE and a trailer (I2_S, I2_S_ARM):
@@ -169,6 +190,9 @@ bool qp_bitnet_u8_unpack(const uint8_t *packed, int64_t out, int64_t in, int8_t 
                          int64_t *bad_index);
 bool qp_bitnet_u8_to_f32(const uint8_t *packed, int64_t out, int64_t in, float weight_scale,
                          float *w, int64_t *bad_index);
+/* Levels q[n] in {-1, 0, +1} (n a multiple of 128) -> n/4 bytes of x86 I2_S blocks (no trailer):
+ * byte 32b + p = c[128b+p]<<6 | c[128b+32+p]<<4 | c[128b+64+p]<<2 | c[128b+96+p], c = q + 1. */
+void qp_i2s_pack_levels(const int8_t *q, uint8_t *y, int64_t n);
 
 /* Split32WithSibling: n elements (multiple of 32) -> n/4 code bytes + n/32 f32 block scales
  * (absmax per block; q = clamp(round_half_even(x / scale), -1, 1)); and back. */
