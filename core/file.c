@@ -8,9 +8,28 @@
 
 #include "quantpack/core.h"
 
-qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return qp_fail(e, QP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
+    return "not a regular file";
+}
+
+qp_status qp_file_open_regular(const char *path, unsigned flags, int *out_fd, uint64_t *size, qp_err *e) {
+    if (!path || !out_fd) return qp_fail(e, QP_ERR_ARG, "qp_file_open_regular: NULL argument");
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer */
+    int oflags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | ((flags & QP_FILE_NOFOLLOW) ? O_NOFOLLOW : 0);
+    int fd = open(path, oflags);
+    if (fd < 0) {
+        int err = errno;
+        if (err == ELOOP && (flags & QP_FILE_NOFOLLOW))
+            return qp_fail(e, QP_ERR_IO, "%s: is a symbolic link; package files must be regular files "
+                           "inside the package", path);
+        return qp_fail(e, QP_ERR_IO, "%s: cannot open: %s", path, strerror(err));
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int err = errno;
@@ -19,13 +38,29 @@ qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return qp_fail(e, QP_ERR_IO, "%s: not a regular file", path);
+        return qp_fail(e, QP_ERR_IO, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
     }
-    if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int err = errno;
+        close(fd);
+        return qp_fail(e, QP_ERR_IO, "%s: cannot set blocking mode: %s", path, strerror(err));
+    }
+    *out_fd = fd;
+    if (size) *size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+    return QP_OK;
+}
+
+qp_status qp_file_map_flags(const char *path, unsigned flags, qp_mapped_file *out, qp_err *e) {
+    int fd;
+    uint64_t fsize;
+    qp_status s = qp_file_open_regular(path, flags, &fd, &fsize, e);
+    if (s != QP_OK) return s;
+    if (fsize > (uint64_t)SIZE_MAX) {
         close(fd);
         return qp_fail(e, QP_ERR_LIMIT, "%s: file too large to map", path);
     }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)fsize;
     void *p = NULL;
     if (size > 0) {
         p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -47,6 +82,10 @@ qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e) {
     return QP_OK;
 }
 
+qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e) {
+    return qp_file_map_flags(path, 0, out, e);
+}
+
 void qp_file_unmap(qp_mapped_file *f) {
     if (!f) return;
     if (f->data && f->size) munmap((void *)f->data, f->size);
@@ -56,48 +95,77 @@ void qp_file_unmap(qp_mapped_file *f) {
     f->path = NULL;
 }
 
-qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len, qp_err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return qp_fail(e, QP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = qp_malloc(cap);
+/* read() until n bytes or the end of the file; false on an error (errno kept). */
+static bool read_full(int fd, uint8_t *p, size_t n, size_t *got) {
+    *got = 0;
+    while (*got < n) {
+        ssize_t k = read(fd, p + *got, n - *got);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if (k == 0) break;
+        *got += (size_t)k;
+    }
+    return true;
+}
+
+qp_status qp_file_read_all_flags(const char *path, unsigned flags, size_t max_size, char **out,
+                                 size_t *out_len, qp_err *e) {
+    int fd;
+    uint64_t size;
+    qp_status s = qp_file_open_regular(path, flags, &fd, &size, e);
+    if (s != QP_OK) return s;
+    if (size > max_size) {
+        close(fd);
+        return qp_fail(e, QP_ERR_LIMIT, "%s: %llu bytes, larger than the %zu-byte limit", path,
+                       (unsigned long long)size, max_size);
+    }
+    /* one byte more than the size: a file that grew since fstat is caught as over the size */
+    char *buf = qp_malloc((size_t)size + 2);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
     }
-    for (;;) {
-        if (len + 1 >= cap) {
-            if (cap > max_size) {
-                qp_free(buf);
-                fclose(f);
-                return qp_fail(e, QP_ERR_LIMIT, "%s: larger than the %zu-byte limit", path, max_size);
-            }
-            char *nb = qp_realloc(buf, cap * 2);
-            if (!nb) {
-                qp_free(buf);
-                fclose(f);
-                return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - 1 - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
+    size_t got;
+    bool ok = read_full(fd, (uint8_t *)buf, (size_t)size + 1, &got);
+    int err = errno;
+    close(fd);
+    if (!ok || got > size) {
         qp_free(buf);
-        return qp_fail(e, QP_ERR_IO, "%s: read error", path);
+        return ok ? qp_fail(e, QP_ERR_IO, "%s: changed while being read", path)
+                  : qp_fail(e, QP_ERR_IO, "%s: read error: %s", path, strerror(err));
     }
-    if (len > max_size) {
-        qp_free(buf);
-        return qp_fail(e, QP_ERR_LIMIT, "%s: larger than the %zu-byte limit", path, max_size);
-    }
-    buf[len] = '\0';
+    buf[got] = '\0';
     *out = buf;
-    if (out_len) *out_len = len;
+    if (out_len) *out_len = got;
+    return QP_OK;
+}
+
+qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len, qp_err *e) {
+    return qp_file_read_all_flags(path, 0, max_size, out, out_len, e);
+}
+
+qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got, uint64_t *size,
+                            qp_err *e) {
+    int fd;
+    qp_status s = qp_file_open_regular(path, 0, &fd, size, e);
+    if (s != QP_OK) return s;
+    bool ok = read_full(fd, buf, cap, got);
+    int err = errno;
+    close(fd);
+    return ok ? QP_OK : qp_fail(e, QP_ERR_IO, "%s: read error: %s", path, strerror(err));
+}
+
+qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e) {
+    struct stat st;
+    int rc = (flags & QP_FILE_NOFOLLOW) ? lstat(path, &st) : stat(path, &st);
+    if (rc != 0) return qp_fail(e, QP_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        return qp_fail(e, QP_ERR_IO, "%s: is a symbolic link; package files must be regular files "
+                       "inside the package", path);
+    if (!S_ISREG(st.st_mode))
+        return qp_fail(e, QP_ERR_IO, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
     return QP_OK;
 }
 

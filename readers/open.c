@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
@@ -47,16 +48,10 @@ static qp_format detect_dir(const char *path) {
 
 qp_format qp_format_detect(const char *path) {
     if (qp_path_is_dir(path)) return detect_dir(path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return QP_FORMAT_UNKNOWN;
     uint8_t head[64] = {0};
-    size_t n = fread(head, 1, sizeof head, f);
+    size_t n = 0;
     uint64_t size = 0;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long pos = ftell(f);
-        if (pos > 0) size = (uint64_t)pos;
-    }
-    fclose(f);
+    if (qp_file_read_head(path, head, sizeof head, &n, &size, NULL) != QP_OK) return QP_FORMAT_UNKNOWN;
     if (n >= 4 && memcmp(head, "GGUF", 4) == 0) return QP_FORMAT_GGUF;
     if (n >= 4 && memcmp(head, "TRLM", 4) == 0) return QP_FORMAT_TRLM;
     if (n >= 9 && head[8] == '{') {
@@ -73,6 +68,12 @@ qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **o
     if (!path || !out) return qp_fail(e, QP_ERR_ARG, "qp_model_open: NULL argument");
     if (!opts) opts = &k_default;
     if (!qp_path_exists(path)) return qp_fail(e, QP_ERR_IO, "%s: no such file or directory", path);
+    if (!qp_path_is_dir(path)) { /* a FIFO or a device is refused here, before any read blocks */
+        int fd;
+        qp_status s = qp_file_open_regular(path, 0, &fd, NULL, e);
+        if (s != QP_OK) return s;
+        close(fd);
+    }
     qp_format f = qp_format_detect(path);
     for (size_t i = 0; i < sizeof k_readers / sizeof k_readers[0]; i++) {
         if (k_readers[i].format != f) continue;

@@ -619,14 +619,30 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
         own = qp_path_join(r->dir, name);
         if (!own) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
         file = own;
+        /* a package's own tokenizer file: a regular file inside it, never a link out of it */
+        struct stat lst;
+        if (lstat(own, &lst) == 0) {
+            qp_status cs = qp_path_check_regular(own, QP_FILE_NOFOLLOW, e);
+            if (cs != QP_OK) {
+                qp_free(own);
+                return cs;
+            }
+        }
     }
     qp_err le = {0};
-    qp_status s;
+    qp_status s = QP_OK;
     if (spm) {
         s = qp_vocab_read_spm_model(m, file, &le);
     } else {
         char *cfg = qp_path_join(r->dir, "tokenizer_config.json");
-        s = qp_hf_tokenizer_read(m, file, cfg && qp_path_exists(cfg) ? cfg : NULL, &le);
+        bool has_cfg = cfg && qp_path_exists(cfg);
+        if (has_cfg) s = qp_path_check_regular(cfg, QP_FILE_NOFOLLOW, e);
+        if (s != QP_OK) {
+            qp_free(cfg);
+            qp_free(own);
+            return s;
+        }
+        s = qp_hf_tokenizer_read(m, file, has_cfg ? cfg : NULL, &le);
         qp_free(cfg);
     }
     if (s != QP_OK) {
@@ -653,7 +669,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     char *text = NULL, *ttext = NULL;
     size_t len = 0, tlen = 0;
     cJSON *man = NULL, *tfile = NULL;
-    qp_status s = qp_file_read_all(mp, RDRR_MAX_MANIFEST, &text, &len, e);
+    qp_status s = qp_file_read_all_flags(mp, QP_FILE_NOFOLLOW, RDRR_MAX_MANIFEST, &text, &len, e);
     if (s == QP_OK && !(man = cJSON_ParseWithLength(text, len)))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON (truncated or damaged near byte %zu of %zu)",
                     mp, (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0), len);
@@ -683,7 +699,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
                                                "the directory (refused)", mp, tf);
             else {
                 char *tp = qp_path_join(path, tf);
-                s = tp ? qp_file_read_all(tp, RDRR_MAX_MANIFEST, &ttext, &tlen, e)
+                s = tp ? qp_file_read_all_flags(tp, QP_FILE_NOFOLLOW, RDRR_MAX_MANIFEST, &ttext, &tlen, e)
                        : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", mp);
                 if (s == QP_OK && !(tfile = cJSON_ParseWithLength(ttext, tlen)))
                     s = qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", tp);

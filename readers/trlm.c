@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
@@ -244,6 +245,14 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         !(tokc = qp_path_join(dir, "tokenizer_config.json"))) {
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
         goto done;
+    }
+    /* the files of the folder are regular files inside it, never links out of it */
+    const char *pkg_files[] = {qp_path_is_dir(path) ? tpath : NULL, rpath, cpath, tokp, tokc};
+    for (size_t k = 0; k < sizeof pkg_files / sizeof pkg_files[0]; k++) {
+        struct stat lst;
+        if (pkg_files[k] && lstat(pkg_files[k], &lst) == 0 &&
+            (s = qp_path_check_regular(pkg_files[k], QP_FILE_NOFOLLOW, e)) != QP_OK)
+            goto done;
     }
     int fi = qp_model_add_file(m, tpath, e);
     if (fi < 0) {

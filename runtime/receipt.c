@@ -4,6 +4,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,8 +59,14 @@ void qp_logits_compare(const float *ref, const float *test, int64_t n, qp_logit_
 }
 
 qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return qp_fail(e, QP_ERR_IO, "%s: cannot open for hashing", path);
+    int fd;
+    qp_status so = qp_file_open_regular(path, 0, &fd, NULL, e);
+    if (so != QP_OK) return so;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return qp_fail(e, QP_ERR_IO, "%s: cannot open for hashing", path);
+    }
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     unsigned char *buf = qp_malloc(1 << 20);
     qp_status s = QP_OK;

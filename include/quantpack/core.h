@@ -129,10 +129,29 @@ typedef struct qp_mapped_file {
     char *path;          /* owned copy, for messages */
 } qp_mapped_file;
 
+/* Every file is opened O_NONBLOCK and checked with fstat before a byte is read: anything but a
+ * regular file (a FIFO, a device, a socket, a directory) is refused with QP_ERR_IO and never
+ * blocks. QP_FILE_NOFOLLOW also refuses a symbolic link as the last path component (files inside
+ * a package folder: RDRR, TRLM); without it a link to a regular file is followed (a Hugging Face
+ * cache folder links every file to a blob). */
+enum { QP_FILE_NOFOLLOW = 1u << 0 };
+/* Opens path for reading under the rules above; *fd (O_CLOEXEC, blocking again) and *size on
+ * success. */
+qp_status qp_file_open_regular(const char *path, unsigned flags, int *fd, uint64_t *size, qp_err *e);
 qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e);
+qp_status qp_file_map_flags(const char *path, unsigned flags, qp_mapped_file *out, qp_err *e);
 void qp_file_unmap(qp_mapped_file *f); /* idempotent; a zeroed struct is fine */
 /* Reads a whole (small) file into a NUL-terminated heap buffer; fails past max_size. */
 qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len, qp_err *e);
+qp_status qp_file_read_all_flags(const char *path, unsigned flags, size_t max_size, char **out,
+                                 size_t *out_len, qp_err *e);
+/* Reads up to cap bytes from the start of a regular file (format detection): *got and the file's
+ * *size. */
+qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got, uint64_t *size,
+                            qp_err *e);
+/* QP_OK when path is a regular file (with QP_FILE_NOFOLLOW: and not a symbolic link); otherwise
+ * QP_ERR_IO naming what it is. Opens nothing. */
+qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e);
 bool qp_path_is_dir(const char *path);
 bool qp_path_exists(const char *path);
 /* Joins dir + "/" + name into a new heap string. */
