@@ -184,7 +184,7 @@ int qp_cmd_convert_trlm(int argc, char **argv) {
     size_t mlen = 0;
     qp_status s = qp_trillim_config_from_hf(src, &c, &e);
     if (s == QP_OK) s = qp_trillim_manifest_build(src, &c, lora, &m, &e);
-    if (s == QP_OK) s = qp_outdir_open(out, replace, &od, &e);
+    if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, replace, &od, &e);
     if (s == QP_OK && (!(mpath = qp_outdir_join(od, ".quantize_manifest.bin")) ||
                        !(tpath = qp_outdir_join(od, "qmodel.tensors")) ||
                        !(rpath = qp_outdir_join(od, "rope.cache")) ||

@@ -25,6 +25,11 @@ typedef struct rdrr_group {
     int n_shards, cap_shards;
 } rdrr_group;
 
+static const char *const k_rdrr_files[] = {"manifest.json", QP_RDRR_SIG_FILE, "tensors.json",
+                                           "shard_*.bin", "tokenizer.json", "tokenizer.model",
+                                           "tokenizer_config.json", NULL};
+const qp_outdir_kind qp_rdrr_outdir_kind = {"RDRR package", "manifest.json", k_rdrr_files};
+
 struct qp_rdrr_writer {
     qp_rdrr_writer_opts o;
     uint64_t shard_size;
@@ -277,7 +282,7 @@ qp_status qp_rdrr_writer_open(const char *dir, const qp_rdrr_writer_opts *o, qp_
         s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", dir);
     if (s == QP_OK) s = qp_sha256_new(&w->shard_h, e);
     if (s == QP_OK) s = qp_merkle_new(QP_MERKLE_BLOCK_DEFAULT, &w->merkle, e);
-    if (s == QP_OK) s = qp_outdir_open(dir, o->replace, &w->dir, e);
+    if (s == QP_OK) s = qp_outdir_open(dir, &qp_rdrr_outdir_kind, o->replace, &w->dir, e);
     if (s != QP_OK) {
         qp_rdrr_writer_abort(w);
         return s;

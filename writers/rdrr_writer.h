@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "quantpack/core.h"
 #include "quantpack/status.h"
 
 #define QP_RDRR_SHARD_DEFAULT ((uint64_t)64 << 20)
@@ -70,6 +71,9 @@ const char *qp_rdrr_role_of(const char *name);
 
 /* ---- signatures (readers/rdrr.md "signature") -------------------------------------------- */
 #define QP_RDRR_SIG_FILE "manifest.json.sig"
+/* The files an RDRR package folder holds (what -f/--force may replace; anything else in the
+ * folder is kept): core.h qp_outdir_kind. */
+extern const qp_outdir_kind qp_rdrr_outdir_kind;
 /* Key files: secret = 128 hex digits (libsodium's 64-byte Ed25519 secret key) + "\n", mode 0600;
  * public = 64 hex digits + "\n" at "<path>.pub". */
 qp_status qp_rdrr_keygen(const char *path, qp_err *e);

@@ -6,6 +6,12 @@
 
 #include "writers/trlm_writer.h"
 
+static const char *const k_trlm_files[] = {
+    "qmodel.tensors", "rope.cache", "qmodel.lora", "inference.config", ".quantize_manifest.bin",
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+    "tokenizer.model", "special_tokens_map.json", NULL};
+const qp_outdir_kind qp_trlm_outdir_kind = {"TRLM model folder", "qmodel.tensors", k_trlm_files};
+
 /* ---- qmodel.tensors ------------------------------------------------------------------------- */
 
 struct qp_trlm_writer {

@@ -5,6 +5,10 @@
 
 #include "readers/trlm_format.h"
 
+/* The files a TRLM folder holds (what -f/--force may replace; anything else in the folder is
+ * kept): core.h qp_outdir_kind. */
+extern const qp_outdir_kind qp_trlm_outdir_kind;
+
 /* ---- qmodel.tensors writer (writers/trlm_writer.c) -------------------------------------------
  * open (declares every record: offsets are laid out at once) -> for each record in order:
  * write its data in any chunks (exactly record.size bytes) -> commit (atomic rename) or abort. */

@@ -178,10 +178,12 @@ float qp_bf16_to_fp32(uint16_t h);
 uint16_t qp_fp32_to_bf16(float f);
 
 /* ---- atomic output files (core/outfile.c) ---------------------------------------------------
- * Every output is written to "<path>.tmp.<pid>.<n>" in the same directory and renamed onto
- * <path> only by a successful commit: no partial file ever appears under the final name, and a
- * failed or aborted output leaves nothing behind. Writes are buffered; the first error is kept
- * and returned again by every later call and by commit. Not shared between threads. */
+ * Every output is written to ".<name>.quantpack-partial.<pid>.<n>" in the directory of <path>
+ * and renamed onto <path> only by a successful commit: no partial file ever appears under the
+ * final name, and a failed or aborted output leaves nothing behind. Writes are buffered; the
+ * first error is kept and returned again by every later call and by commit. Not shared between
+ * threads. Every partial output of the process is listed until it is committed or aborted, so
+ * qp_outputs_remove_partials can remove them (a signal handler thread does; core/outfile.md). */
 typedef struct qp_outfile qp_outfile;
 
 qp_status qp_outfile_open(const char *path, qp_outfile **out, qp_err *e);
@@ -197,17 +199,47 @@ void qp_outfile_abort(qp_outfile *f); /* removes the temporary file and frees f;
 /* One-shot: writes n bytes atomically to path. */
 qp_status qp_file_write_atomic(const char *path, const void *data, size_t n, qp_err *e);
 
-/* Directory outputs: files are written into the staging folder "<dir>.tmp.<pid>.<n>" (use
- * qp_outdir_path or qp_outdir_join), which commit renames onto dir. An existing dir that is
- * not empty is replaced only when `replace` is true (otherwise open fails with QP_ERR_IO).
- * Abort (and a failed commit) removes the staging folder and everything in it. */
+/* Directory outputs (packages): files are written into the staging folder
+ * ".<name>.quantpack-partial.<pid>.<n>" beside dir (use qp_outdir_path or qp_outdir_join), which
+ * commit renames onto dir. An existing dir that is not empty is replaced only when `replace` is
+ * true and it holds a previous package of the same kind (kind->marker is in it); then the files
+ * of that package (names matching kind->patterns) are replaced and every other file or folder in
+ * dir is kept (hard-linked or moved into the new package before the swap, so dir is a whole
+ * package at every moment). kind NULL: a non-empty dir is never replaced. Abort (and a failed
+ * commit) removes the staging folder and everything in it. */
+typedef struct qp_outdir_kind {
+    const char *name;            /* "RDRR package", for messages */
+    const char *marker;          /* a file every package of this kind has ("manifest.json") */
+    const char *const *patterns; /* NULL-terminated fnmatch(3) patterns of the files it writes */
+} qp_outdir_kind;
 typedef struct qp_outdir qp_outdir;
 
-qp_status qp_outdir_open(const char *dir, bool replace, qp_outdir **out, qp_err *e);
+qp_status qp_outdir_open(const char *dir, const qp_outdir_kind *kind, bool replace, qp_outdir **out,
+                         qp_err *e);
 const char *qp_outdir_path(const qp_outdir *d); /* the staging folder; borrowed */
 char *qp_outdir_join(const qp_outdir *d, const char *name); /* heap string; NULL on OOM */
 qp_status qp_outdir_commit(qp_outdir *d, qp_err *e); /* always frees d */
 void qp_outdir_abort(qp_outdir *d);                  /* NULL is fine */
+
+/* ---- the output rule of every command (zstd's): core/outfile.md ----------------------------
+ * Before anything is written: an output that resolves to an input (same device and inode,
+ * through links; for a folder output, an input inside it) is refused even with force; an
+ * existing output is replaced only with force; only regular files (file outputs) or folders
+ * holding a previous package of the same kind (folder outputs, see qp_outdir_kind) are
+ * replaced, never a device, FIFO or other file. QP_ERR_IO with a message naming the path. */
+typedef struct qp_output_rule {
+    bool force;                 /* -f/--force */
+    bool directory;             /* the output is a folder */
+    const qp_outdir_kind *kind; /* folder outputs: the package kind that may be replaced */
+    const char *const *inputs;  /* NULL-terminated paths the command reads; NULL: none */
+} qp_output_rule;
+qp_status qp_output_check(const char *path, const qp_output_rule *rule, qp_err *e);
+/* Removes the partial outputs of path left by runs that were killed (their process is gone):
+ * ".<name>.quantpack-partial.<pid>.*" beside path. *removed (optional) counts them. */
+qp_status qp_output_remove_stale(const char *path, int *removed, qp_err *e);
+/* Removes every partial output this process has open (files and staging folders). Safe to call
+ * from any thread, at any time; outputs committed or aborted since are not touched. */
+void qp_outputs_remove_partials(void);
 /* Removes a file or a whole directory tree (symlinks are removed, never followed). */
 qp_status qp_path_remove_tree(const char *path, qp_err *e);
 

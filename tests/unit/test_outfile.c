@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "qp_test.h"
@@ -198,7 +199,7 @@ static void test_alloc_failure_no_debris(void) {
         qp_err_clear(&e);
         qp_alloc_fail_after(k);
         qp_outdir *d = NULL;
-        qp_status s = qp_outdir_open(out, true, &d, &e);
+        qp_status s = qp_outdir_open(out, NULL, false, &d, &e);
         char *file = NULL;
         if (s == QP_OK) {
             file = qp_outdir_join(d, "a.txt");
@@ -231,6 +232,16 @@ static void write_in(qp_outdir *d, const char *name, const char *text) {
     qp_free(p);
 }
 
+static const char *const k_pkg_files[] = {"a.txt", "b.txt", "sub", NULL};
+static const qp_outdir_kind k_pkg = {"test package", "a.txt", k_pkg_files};
+
+static char *slurp(const char *dir, const char *name) {
+    char p[1600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    size_t len = 0;
+    return read_file(p, &len);
+}
+
 static void test_outdir(void) {
     char dir[1200], out[1300], file[1400];
     fresh_dir(dir, sizeof dir, "outdir");
@@ -240,7 +251,7 @@ static void test_outdir(void) {
     qp_err e;
     qp_err_clear(&e);
     /* a new directory */
-    QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, false, &d, &e), QP_OK);
     QP_CHECK(!qp_path_exists(out));
     write_in(d, "a.txt", "one");
     QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
@@ -251,12 +262,12 @@ static void test_outdir(void) {
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* refuses to replace a non-empty directory unless asked */
     qp_err_clear(&e);
-    QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_ERR_IO);
-    QP_CHECK_MSG(strstr(e.msg, out) != NULL, "message: %s", e.msg);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, false, &d, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, out) != NULL && strstr(e.msg, "--force"), "message: %s", e.msg);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* abort leaves the existing output as it was */
     qp_err_clear(&e);
-    QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, true, &d, &e), QP_OK);
     write_in(d, "a.txt", "two");
     write_in(d, "b.txt", "bee");
     qp_outdir_abort(d);
@@ -265,21 +276,41 @@ static void test_outdir(void) {
     qp_free(got);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
-    /* replace when asked: the old content is gone entirely */
-    QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_OK);
+    /* replace a previous package: its files go, files and folders it does not own stay */
+    char notes[1400], keep[1400];
+    snprintf(notes, sizeof notes, "%s/notes.txt", out);
+    snprintf(keep, sizeof keep, "%s/keep", out);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(notes, "mine", 4, &e), QP_OK);
+    mkdir(keep, 0777);
+    QP_CHECK_EQ_INT(qp_test_count_entries(out), 3);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, true, &d, &e), QP_OK);
     write_in(d, "b.txt", "bee");
     char *sub = qp_outdir_join(d, "sub");
     mkdir(sub, 0777);
     qp_free(sub);
     write_in(d, "sub/c.txt", "sea");
     QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
-    QP_CHECK(!qp_path_exists(file));
-    QP_CHECK_EQ_INT(qp_test_count_entries(out), 2);
+    QP_CHECK(!qp_path_exists(file));                 /* a.txt: the old package's, not rewritten */
+    got = slurp(out, "notes.txt");                    /* not the package's: kept */
+    QP_CHECK(got && strcmp(got, "mine") == 0);
+    qp_free(got);
+    QP_CHECK(qp_path_is_dir(keep));
+    got = slurp(out, "sub/c.txt");
+    QP_CHECK(got && strcmp(got, "sea") == 0);
+    qp_free(got);
+    QP_CHECK_EQ_INT(qp_test_count_entries(out), 4); /* b.txt sub notes.txt keep */
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
+    /* a folder that holds no previous package (no marker) is never replaced, even when asked */
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, true, &d, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, "did not write") != NULL, "message: %s", e.msg);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, NULL, true, &d, &e), QP_ERR_IO);
+    QP_CHECK_EQ_INT(qp_test_count_entries(out), 4);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* an empty existing directory is fine without replace */
     qp_path_remove_tree(out, NULL);
     mkdir(out, 0777);
-    QP_CHECK_EQ_INT(qp_outdir_open(out, false, &d, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, false, &d, &e), QP_OK);
     write_in(d, "a.txt", "three");
     QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
@@ -287,10 +318,135 @@ static void test_outdir(void) {
     qp_path_remove_tree(out, NULL);
     QP_CHECK_EQ_INT(qp_file_write_atomic(out, "f", 1, &e), QP_OK);
     qp_err_clear(&e);
-    QP_CHECK_EQ_INT(qp_outdir_open(out, true, &d, &e), QP_ERR_IO);
+    QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, true, &d, &e), QP_ERR_IO);
     QP_CHECK(qp_path_exists(out) && !qp_path_is_dir(out));
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     QP_CHECK_EQ_INT(e.status, QP_ERR_IO);
+}
+
+/* Temporary names: ".<name>.quantpack-partial.<pid>.<n>" beside the output. */
+static void test_partial_names_and_cleanup(void) {
+    char dir[1200], path[1300], want[1400];
+    fresh_dir(dir, sizeof dir, "partials");
+    snprintf(path, sizeof path, "%s/out.gguf", dir);
+    snprintf(want, sizeof want, ".out.gguf.quantpack-partial.%ld.", (long)getpid());
+    qp_outfile *f = NULL;
+    qp_outdir *d = NULL;
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
+    char pkg[1300];
+    snprintf(pkg, sizeof pkg, "%s/pkg", dir);
+    QP_CHECK_EQ_INT(qp_outdir_open(pkg, &k_pkg, false, &d, &e), QP_OK);
+    write_in(d, "a.txt", "x");
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 2);
+    DIR *dd = opendir(dir);
+    int named = 0;
+    for (struct dirent *ent; dd && (ent = readdir(dd)) != NULL;)
+        named += strncmp(ent->d_name, want, strlen(want)) == 0 ||
+                 strncmp(ent->d_name, ".pkg.quantpack-partial.", 23) == 0;
+    if (dd) closedir(dd);
+    QP_CHECK_EQ_INT(named, 2);
+    /* what a signal handler thread calls: every partial output of the process goes */
+    qp_outputs_remove_partials();
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
+    qp_outfile_abort(f);
+    qp_outdir_abort(d);
+    QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
+    /* committed outputs are no longer partial: removing partials leaves them */
+    QP_CHECK_EQ_INT(qp_file_write_atomic(path, "ok", 2, &e), QP_OK);
+    qp_outputs_remove_partials();
+    QP_CHECK(qp_path_exists(path));
+}
+
+/* Partial outputs of killed runs (their pid is gone) are removed by the next run; a live
+ * process's are not. */
+static void test_remove_stale(void) {
+    char dir[1200], path[1300], dead[1500], live[1500], other[1500];
+    fresh_dir(dir, sizeof dir, "stale");
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    int st;
+    waitpid(child, &st, 0); /* child's pid is now free (not reused this fast in practice) */
+    snprintf(dead, sizeof dead, "%s/.m.gguf.quantpack-partial.%ld.0", dir, (long)child);
+    snprintf(live, sizeof live, "%s/.m.gguf.quantpack-partial.%ld.0", dir, (long)getppid());
+    snprintf(other, sizeof other, "%s/.n.gguf.quantpack-partial.%ld.0", dir, (long)child);
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(dead, "x", 1, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(live, "x", 1, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(other, "x", 1, &e), QP_OK);
+    char deaddir[1500];
+    snprintf(deaddir, sizeof deaddir, "%s/.m.gguf.quantpack-partial.%ld.1", dir, (long)child);
+    mkdir(deaddir, 0777);
+    int removed = -1;
+    QP_CHECK_EQ_INT(qp_output_remove_stale(path, &removed, &e), QP_OK);
+    QP_CHECK_EQ_INT(removed, 2);
+    QP_CHECK(!qp_path_exists(dead) && !qp_path_exists(deaddir));
+    QP_CHECK(qp_path_exists(live) && qp_path_exists(other));
+}
+
+/* The output rule: no replacing without force, never an input, only regular files. */
+static void test_output_rule(void) {
+    char dir[1200], in[1300], out[1300], slink[1300], hard[1300], pkg[1300];
+    fresh_dir(dir, sizeof dir, "rule");
+    snprintf(in, sizeof in, "%s/in.gguf", dir);
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    snprintf(slink, sizeof slink, "%s/link.gguf", dir);
+    snprintf(hard, sizeof hard, "%s/hard.gguf", dir);
+    snprintf(pkg, sizeof pkg, "%s/pkg", dir);
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(in, "in", 2, &e), QP_OK);
+    QP_CHECK(symlink(in, slink) == 0);
+    QP_CHECK(link(in, hard) == 0);
+    const char *inputs[] = {in, NULL};
+    qp_output_rule r = {.inputs = inputs};
+    QP_CHECK_EQ_INT(qp_output_check(out, &r, &e), QP_OK); /* absent */
+    QP_CHECK_EQ_INT(qp_file_write_atomic(out, "old", 3, &e), QP_OK);
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_output_check(out, &r, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, "already exists") && strstr(e.msg, "--force"), "%s", e.msg);
+    r.force = true;
+    QP_CHECK_EQ_INT(qp_output_check(out, &r, &e), QP_OK);
+    /* the input itself, through a symbolic link and through a hard link: refused with force */
+    const char *same[] = {in, slink, hard};
+    for (int i = 0; i < 3; i++) {
+        qp_err_clear(&e);
+        QP_CHECK_EQ_INT(qp_output_check(same[i], &r, &e), QP_ERR_IO);
+        QP_CHECK_MSG(strstr(e.msg, "is the input") != NULL, "%s: %s", same[i], e.msg);
+    }
+    /* never a device, a FIFO or a directory */
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_output_check("/dev/null", &r, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, "character device") != NULL, "%s", e.msg);
+    char fifo[1300];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    QP_CHECK(mkfifo(fifo, 0666) == 0);
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_output_check(fifo, &r, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, "FIFO") != NULL, "%s", e.msg);
+    QP_CHECK_EQ_INT(qp_output_check(dir, &r, &e), QP_ERR_IO);
+    /* a folder output holding an input is refused even with force */
+    qp_output_rule rd = {.force = true, .directory = true, .kind = &k_pkg, .inputs = inputs};
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_output_check(dir, &rd, &e), QP_ERR_IO);
+    QP_CHECK_MSG(strstr(e.msg, "holds the input") != NULL, "%s", e.msg);
+    /* a folder output: absent ok; a previous package with force ok; without force refused */
+    QP_CHECK_EQ_INT(qp_output_check(pkg, &rd, &e), QP_OK);
+    mkdir(pkg, 0777);
+    char marker[1400];
+    snprintf(marker, sizeof marker, "%s/a.txt", pkg);
+    QP_CHECK_EQ_INT(qp_file_write_atomic(marker, "a", 1, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_output_check(pkg, &rd, &e), QP_OK);
+    rd.force = false;
+    QP_CHECK_EQ_INT(qp_output_check(pkg, &rd, &e), QP_ERR_IO);
+    /* the input untouched by all of this */
+    size_t len = 0;
+    char *got = read_file(in, &len);
+    QP_CHECK(got && len == 2 && memcmp(got, "in", 2) == 0);
+    qp_free(got);
 }
 
 int main(void) {
@@ -303,6 +459,9 @@ int main(void) {
     test_write_error_remembered();
     test_alloc_failure_no_debris();
     test_outdir();
+    test_partial_names_and_cleanup();
+    test_remove_stale();
+    test_output_rule();
     qp_path_remove_tree(g_root, NULL);
     return qp_test_finish();
 }
