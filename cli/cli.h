@@ -37,6 +37,15 @@ bool qp_cli_parse_ids(const char *s, const char *seps, int32_t **ids, int64_t *n
 /* Whether a prompt gets BOS: the vocabulary's add_bos; GGUF SPM without
  * tokenizer.ggml.add_bos_token adds it (as llama.cpp). */
 bool qp_cli_add_bos(const qp_model *m);
+/* Before a command writes path: the output rule (core.h qp_output_check: never over an input,
+ * never an existing output without force, only regular files or a previous package), then the
+ * partial outputs of killed runs removed (with a note on stderr). 0, or the exit code after the
+ * message. */
+int qp_cli_prepare_output(const char *path, const qp_output_rule *rule);
+/* For commands that write outputs: SIGINT, SIGTERM and SIGHUP remove every partial output, then
+ * end the process as the signal would (exit status 128 + N); SIGXFSZ is ignored so a write past
+ * the size limit fails and cleans up. Call before starting any thread. */
+void qp_cli_clean_up_on_signals(void);
 /* Monotonic clock in seconds (durations only). */
 double qp_cli_now_s(void);
 

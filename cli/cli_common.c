@@ -1,8 +1,11 @@
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -176,4 +179,53 @@ int qp_cli_parse_common(int argc, char **argv, int *i, qp_cli_model_opts *o) {
     const char *name = k == N ? "-n" : k == TEMP ? "--temp" : k == THREADS ? "--threads" : a;
     qp_cli_usage_error("%s: bad %s '%s'", o->cmd, name, v);
     return -1;
+}
+
+/* ---- outputs: the rule, stale partials, signals (core/outfile.md) --------------------------- */
+
+int qp_cli_prepare_output(const char *path, const qp_output_rule *rule) {
+    qp_err e;
+    qp_err_clear(&e);
+    if (qp_output_check(path, rule, &e) != QP_OK) return qp_cli_fail(&e);
+    int removed = 0;
+    if (qp_output_remove_stale(path, &removed, &e) != QP_OK) return qp_cli_fail(&e);
+    if (removed > 0)
+        fprintf(stderr, "quantpack: removed %d partial output%s of %s left by an interrupted run\n",
+                removed, removed == 1 ? "" : "s", path);
+    return QP_EXIT_OK;
+}
+
+static sigset_t g_cleanup_signals;
+
+static void *signal_watcher(void *arg) {
+    (void)arg;
+    int sig = 0;
+    if (sigwait(&g_cleanup_signals, &sig) != 0) return NULL;
+    qp_outputs_remove_partials();
+    /* the default action now: the process ends as killed by sig (status 128 + sig) */
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    _exit(128 + sig); /* not reached */
+}
+
+void qp_cli_clean_up_on_signals(void) {
+    sigemptyset(&g_cleanup_signals);
+    sigaddset(&g_cleanup_signals, SIGINT);
+    sigaddset(&g_cleanup_signals, SIGTERM);
+    sigaddset(&g_cleanup_signals, SIGHUP);
+    /* past the file size limit a write fails (EFBIG) and the error path removes the partial */
+    signal(SIGXFSZ, SIG_IGN);
+    /* blocked here, before any other thread exists, so every later thread inherits the mask and
+       only the watcher receives them */
+    if (pthread_sigmask(SIG_BLOCK, &g_cleanup_signals, NULL) != 0) return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, signal_watcher, NULL) != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &g_cleanup_signals, NULL);
+        return;
+    }
+    pthread_detach(t);
 }

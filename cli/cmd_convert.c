@@ -76,10 +76,12 @@ static void print_plan(const qp_plan *p) {
                qp_encoding_get(pe->dst_enc)->upper_name, pe->src->nbytes, pe->dst_bytes, act,
                pe->fallback ? " (shape fallback)" : "");
     }
+    for (int64_t i = 0; i < p->n_skipped; i++)
+        printf("skipped %-32s %s\n", p->skipped[i].src->name, p->skipped[i].rule);
     printf("%lld tensors, %llu -> %llu bytes (%.2f MB), %lld shape fallbacks, %lld source tensors "
-           "dropped\n", (long long)p->n, (unsigned long long)p->src_bytes,
+           "skipped by a rule\n", (long long)p->n, (unsigned long long)p->src_bytes,
            (unsigned long long)p->dst_bytes, (double)p->dst_bytes / 1e6, (long long)p->n_fallback,
-           (long long)p->n_dropped);
+           (long long)p->n_skipped);
 }
 
 /* Targets other than GGUF have their own option sets and live beside their format. */
@@ -170,6 +172,8 @@ int qp_cmd_convert(int argc, char **argv) {
         double el = now_s() - pr.t0;
         fprintf(stderr, "quantpack: wrote %s: %lld tensors, %.2f MB (%s, file type %u) in %.2f s\n", out,
                 (long long)plan.n, (double)plan.dst_bytes / 1e6, qp_quant_name(q), plan.file_type, el);
+        for (int64_t i = 0; i < plan.n_skipped; i++)
+            fprintf(stderr, "quantpack: skipped %s: %s\n", plan.skipped[i].src->name, plan.skipped[i].rule);
     }
     qp_plan_free(&plan);
     qp_model_close(m);

@@ -6,33 +6,36 @@
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
+/* writes: the command writes output files (partial outputs are removed on SIGINT/TERM/HUP) */
 static const struct {
     const char *name;
     cmd_fn fn;
+    bool writes;
     const char *summary;
 } k_commands[] = {
-    {"inspect", qp_cmd_inspect, "describe any supported model file or directory"},
-    {"convert", qp_cmd_convert, "convert a model to GGUF (Q4_K_M, Q8_0, F16, I2_S, TQ2_0, ...)"},
-    {"tokenize", qp_cmd_tokenize, "print the token ids of a text"},
-    {"run", qp_cmd_run, "generate text with the reference runtime"},
-    {"verify", qp_cmd_verify, "compare an output model with its source (parity receipt)"},
-    {"encode", qp_cmd_encode, "f32 rows -> encoded rows (encode --list: every encoding)"},
-    {"decode", qp_cmd_decode, "encoded rows -> f32 rows"},
-    {"serve", qp_cmd_serve, "serve an RDRR directory over HTTP (Range, CORS)"},
-    {"keygen", qp_cmd_keygen, "write an Ed25519 key pair for signing manifests"},
-    {"verify-signature", qp_cmd_verify_signature, "check an RDRR manifest signature"},
+    {"inspect", qp_cmd_inspect, false, "describe any supported model file or directory"},
+    {"convert", qp_cmd_convert, true, "convert a model to GGUF (Q4_K_M, Q8_0, F16, I2_S, TQ2_0, ...)"},
+    {"tokenize", qp_cmd_tokenize, false, "print the token ids of a text"},
+    {"run", qp_cmd_run, false, "generate text with the reference runtime"},
+    {"verify", qp_cmd_verify, true, "compare an output model with its source (parity receipt)"},
+    {"encode", qp_cmd_encode, true, "f32 rows -> encoded rows (encode --list: every encoding)"},
+    {"decode", qp_cmd_decode, true, "encoded rows -> f32 rows"},
+    {"serve", qp_cmd_serve, false, "serve an RDRR directory over HTTP (Range, CORS)"},
+    {"keygen", qp_cmd_keygen, true, "write an Ed25519 key pair for signing manifests"},
+    {"verify-signature", qp_cmd_verify_signature, false, "check an RDRR manifest signature"},
 };
 
 /* Companion executables: argv[0] basename -> handler (added by the format issues). */
 static const struct {
     const char *name;
     cmd_fn fn;
+    bool writes;
 } k_companions[] = {
-    {"quantpack-inspect", qp_cmd_inspect},
-    {"bullet-pack", qp_cmd_bullet_pack},
-    {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr},
-    {"trillim-quantize", qp_cmd_trillim_quantize},
-    {"inference", qp_cmd_inference},
+    {"quantpack-inspect", qp_cmd_inspect, false},
+    {"bullet-pack", qp_cmd_bullet_pack, true},
+    {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr, true},
+    {"trillim-quantize", qp_cmd_trillim_quantize, true},
+    {"inference", qp_cmd_inference, false},
 };
 
 static void usage(FILE *f) {
@@ -49,7 +52,10 @@ int main(int argc, char **argv) {
     const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
     base = base ? base + 1 : (argc > 0 ? argv[0] : "quantpack");
     for (size_t i = 0; i < sizeof k_companions / sizeof k_companions[0]; i++)
-        if (strcmp(base, k_companions[i].name) == 0) return k_companions[i].fn(argc, argv);
+        if (strcmp(base, k_companions[i].name) == 0) {
+            if (k_companions[i].writes) qp_cli_clean_up_on_signals();
+            return k_companions[i].fn(argc, argv);
+        }
     if (argc < 2) {
         usage(stderr);
         return QP_EXIT_USAGE;
@@ -63,6 +69,9 @@ int main(int argc, char **argv) {
         return QP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
-        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], k_commands[i].name) == 0) {
+            if (k_commands[i].writes) qp_cli_clean_up_on_signals();
+            return k_commands[i].fn(argc - 1, argv + 1);
+        }
     return qp_cli_usage_error("unknown command '%s'", argv[1]);
 }

@@ -228,6 +228,7 @@ void qp_plan_free(qp_plan *p) {
         for (int64_t i = 0; i < p->n; i++) qp_free(p->names[i]);
     qp_free(p->names);
     qp_free(p->t);
+    qp_free(p->skipped);
     memset(p, 0, sizeof *p);
 }
 
@@ -260,6 +261,17 @@ static bool is_sibling_scale(const qp_model *m, const qp_tensor *t) {
     snprintf(w, sizeof w, "%.*s.weight", (int)(n - 6), t->name);
     const qp_tensor *wt = qp_model_find(m, w);
     return wt && qp_encoding_has_sibling_scale(wt->enc);
+}
+
+/* The named rules by which a source tensor is left out of an output (recipes.md "Every tensor
+ * accounted for"); NULL for a tensor that must be mapped. */
+static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
+    if (ends_with(t->name, ".rotary_emb.inv_freq"))
+        return "rotary inv_freq: recomputed from rope_theta by every runtime";
+    if (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name))
+        return "BitNet weight_scale: folded into its unpacked weight";
+    if (is_sibling_scale(m, t)) return "sibling <base>.scale: folded into its decoded weight";
+    return NULL;
 }
 
 /* After every entry written in a sibling-scale encoding (QK256), its per-tensor scale as an F32 [1]
@@ -414,18 +426,27 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
     p.file_type = qp_quant_file_type(o->quant);
     p.t = qp_calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *p.t);
     p.names = qp_calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *p.names);
-    if (!p.t || !p.names) {
+    p.skipped = qp_calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *p.skipped);
+    if (!p.t || !p.names || !p.skipped) {
         qp_plan_free(&p);
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
     }
     qp_status s = QP_OK;
     for (int64_t i = 0; i < m->n_tensors && s == QP_OK; i++) {
         const qp_tensor *t = &m->tensors[i];
-        const char *name = out_name(m, t);
-        if (!name || (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name)) ||
-            is_sibling_scale(m, t)) {
-            p.n_dropped++;
+        const char *rule = skip_rule(m, t);
+        if (rule) {
+            p.skipped[p.n_skipped++] = (qp_plan_skip){t, rule};
             continue;
+        }
+        const char *name = out_name(m, t);
+        if (!name) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' (%s) has no place in the output: it "
+                        "maps to no GGUF name and no rule skips it (architecture '%s' is not fully "
+                        "supported; nothing is dropped silently)", m->path, t->name,
+                        qp_encoding_get(t->enc) ? qp_encoding_get(t->enc)->upper_name : "?",
+                        m->arch_name ? m->arch_name : "unknown");
+            break;
         }
         char *copy = qp_strdup(name);
         if (!copy) {

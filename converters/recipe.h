@@ -64,13 +64,21 @@ typedef struct qp_plan_entry {
     int64_t permute_heads;   /* > 0: HF -> GGUF q/k row permutation with this many heads */
 } qp_plan_entry;
 
+/* A source tensor left out of the output by a named rule (recipes.md "Every tensor accounted
+ * for"); the rule is a static string. */
+typedef struct qp_plan_skip {
+    const qp_tensor *src;
+    const char *rule;
+} qp_plan_skip;
+
 typedef struct qp_plan {
     qp_quant quant;
     uint32_t file_type;
     qp_plan_entry *t;        /* in output order */
     int64_t n;
     int64_t n_fallback;
-    int64_t n_dropped;       /* source tensors without an output name (e.g. rotary inv_freq) */
+    qp_plan_skip *skipped;   /* source tensors left out, each by a named rule */
+    int64_t n_skipped;
     uint64_t src_bytes, dst_bytes;
     char **names;            /* owned name strings */
 } qp_plan;
@@ -85,9 +93,11 @@ typedef struct qp_recipe_opts {
     bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
 } qp_recipe_opts;
 
-/* Builds the plan for m. Fails with QP_ERR_UNSUPPORTED naming the tensor when a quantized
- * source tensor would have to be requantized without allow_requantize, or when a source encoding
- * cannot be decoded. */
+/* Builds the plan for m. Every source tensor is accounted for: mapped to an output tensor, or
+ * skipped by a named rule (listed in plan->skipped); any other tensor fails the plan with
+ * QP_ERR_UNSUPPORTED naming it (a converter never drops what it does not understand). Also fails
+ * with QP_ERR_UNSUPPORTED naming the tensor when a quantized source tensor would have to be
+ * requantized without allow_requantize, or when a source encoding cannot be decoded. */
 qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e);
 void qp_plan_free(qp_plan *p);
 
