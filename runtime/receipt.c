@@ -317,6 +317,60 @@ static void add_reason(qp_verify_report *r, const char *fmt, double v, double th
     snprintf(r->reasons + k, sizeof r->reasons - k, fmt, v, th);
 }
 
+/* The first difference between two tokenizers that changes what the model reads or writes:
+ * the model kind, the token strings, the special ids, add_bos, the BPE merges. False and a
+ * sentence in why when they differ (a model without a tokenizer differs from one with). */
+static bool vocab_same(const qp_vocab *o, const qp_vocab *s, char *why, size_t cap) {
+    static const char *const k_kind[] = {"none", "SentencePiece", "byte-level BPE", "WordPiece"};
+    if (o->model != s->model) {
+        snprintf(why, cap, "tokenizer differs: the output's is %s, the source's %s",
+                 (unsigned)o->model < 4 ? k_kind[o->model] : "?", (unsigned)s->model < 4 ? k_kind[s->model] : "?");
+        return false;
+    }
+    if (o->model == QP_TOK_NONE) return true;
+    if (o->n_tokens != s->n_tokens) {
+        snprintf(why, cap, "tokenizer differs: %lld tokens in the output, %lld in the source",
+                 (long long)o->n_tokens, (long long)s->n_tokens);
+        return false;
+    }
+    for (int64_t i = 0; i < o->n_tokens; i++) {
+        uint32_t lo = o->token_lens ? o->token_lens[i] : (uint32_t)strlen(o->tokens[i]);
+        uint32_t ls = s->token_lens ? s->token_lens[i] : (uint32_t)strlen(s->tokens[i]);
+        if (lo != ls || memcmp(o->tokens[i], s->tokens[i], lo) != 0) {
+            snprintf(why, cap, "tokenizer differs: token %lld is '%.40s' in the output, '%.40s' in "
+                     "the source", (long long)i, o->tokens[i], s->tokens[i]);
+            return false;
+        }
+    }
+    const struct { const char *name; int32_t a, b; } ids[] = {
+        {"BOS", o->bos_id, s->bos_id}, {"EOS", o->eos_id, s->eos_id}, {"UNK", o->unk_id, s->unk_id}};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
+        if (ids[k].a != ids[k].b) {
+            snprintf(why, cap, "tokenizer differs: %s id %d in the output, %d in the source",
+                     ids[k].name, ids[k].a, ids[k].b);
+            return false;
+        }
+    if (o->add_bos != s->add_bos) {
+        snprintf(why, cap, "tokenizer differs: the output %s BOS, the source %s", o->add_bos ? "adds" : "does not add",
+                 s->add_bos ? "does" : "does not");
+        return false;
+    }
+    if (o->model == QP_TOK_BPE) {
+        if (o->n_merges != s->n_merges) {
+            snprintf(why, cap, "tokenizer differs: %lld merges in the output, %lld in the source",
+                     (long long)o->n_merges, (long long)s->n_merges);
+            return false;
+        }
+        for (int64_t i = 0; i < o->n_merges; i++)
+            if (strcmp(o->merges[i], s->merges[i]) != 0) {
+                snprintf(why, cap, "tokenizer differs: merge %lld is '%.40s' in the output, '%.40s' "
+                         "in the source", (long long)i, o->merges[i], s->merges[i]);
+                return false;
+            }
+    }
+    return true;
+}
+
 qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verify_prompt *prompts,
                         int64_t n_prompts, const qp_verify_opts *o, qp_verify_report **rep,
                         qp_err *e) {
@@ -408,6 +462,12 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
     r->top1 = (double)agree / (double)r->positions;
     r->greedy_match = (double)matched / (double)(o->n_generate * n_prompts);
     r->passed = true;
+    char why[256];
+    if (!vocab_same(&out->vocab, &src->vocab, why, sizeof why)) {
+        r->passed = false;
+        size_t k = strlen(r->reasons);
+        snprintf(r->reasons + k, sizeof r->reasons - k, "%s\n", why);
+    }
     if (!(r->mean_cosine >= r->th.min_cosine)) {
         r->passed = false;
         add_reason(r, "mean cosine %.9g < %.9g\n", r->mean_cosine, r->th.min_cosine);

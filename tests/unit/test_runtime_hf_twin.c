@@ -32,6 +32,7 @@ static qp_status make_twin(const qp_model *src, twin *tw, qp_err *e) {
     m->arch = src->arch;
     m->arch.rope_style = QP_ROPE_NORM;
     m->arch_name = src->arch_name;
+    m->vocab = src->vocab; /* borrowed (arena of src, which outlives the twin): the same tokenizer */
     int64_t hd = src->arch.head_dim > 0 ? src->arch.head_dim : src->arch.hidden / src->arch.n_heads;
     for (int64_t i = 0; i < src->n_tensors; i++) {
         const qp_tensor *st = &src->tensors[i];
@@ -138,6 +139,38 @@ static void check(const char *dir, const char *name) {
             QP_CHECK_MSG(false, "%s: verify: %s", name, e.msg);
         }
         qp_verify_report_free(rep);
+        /* the same weights under a changed tokenizer: verify fails and says what differs */
+        const qp_vocab good = tw.m->vocab;
+        char **toks = malloc((size_t)good.n_tokens * sizeof *toks);
+        uint32_t *lens = malloc((size_t)good.n_tokens * sizeof *lens);
+        memcpy(toks, good.tokens, (size_t)good.n_tokens * sizeof *toks);
+        memcpy(lens, good.token_lens, (size_t)good.n_tokens * sizeof *lens);
+        char empty[1] = "";
+        for (int k = 0; k < 4; k++) {
+            qp_vocab v = good;
+            const char *want = NULL;
+            switch (k) {
+            case 0: v.bos_id = good.bos_id + 1; want = "BOS id"; break;
+            case 1: v.tokens = toks; v.token_lens = lens; toks[7] = empty; lens[7] = 0; want = "token 7"; break;
+            case 2: v.model = QP_TOK_NONE; want = "the output's is none"; break;
+            default: v.eos_id = -1; want = "EOS id -1"; break;
+            }
+            tw.m->vocab = v;
+            rep = NULL;
+            if (qp_verify_run(tw.m, hf, &vp, 1, &vo, &rep, &e) == QP_OK) {
+                QP_CHECK_MSG(!qp_verify_report_passed(rep) &&
+                                 strstr(qp_verify_report_reasons(rep), want) != NULL,
+                             "%s: changed tokenizer %d: %s", name, k, qp_verify_report_reasons(rep));
+            } else {
+                QP_CHECK_MSG(false, "%s: verify: %s", name, e.msg);
+            }
+            qp_verify_report_free(rep);
+            toks[7] = good.tokens[7];
+            lens[7] = good.token_lens[7];
+        }
+        tw.m->vocab = good;
+        free(toks);
+        free(lens);
     }
     qp_runtime_free(a);
     qp_runtime_free(b);
