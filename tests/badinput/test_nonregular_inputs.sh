@@ -5,21 +5,13 @@
 # symbolic link inside a package (RDRR tokenizer.model, tokenizer.json, manifest.json; a TRLM
 # folder's files) is refused, even when it points at a valid file; a link given on the command
 # line (as a Hugging Face cache folder has for every file) is followed.
-# Every command runs under `timeout 20`: exit 124 means it blocked.
+# Every command runs under `timeout 60` (tests/sh_check.sh): exit 124 means it blocked.
 set -u
 B=${QP_BIN_DIR:?}; FX=${QP_FIXTURES_DIR:?}; T=${QP_TMP_DIR:?}/nonregular
 [ -d "$FX/llama-tied" ] || { echo "skipped: no fixtures"; exit 77; }
 rm -rf "$T"; mkdir -p "$T"
-fail=0; pass=0
+. "$(dirname "$0")/../sh_check.sh"
 Q="$B/quantpack"
-
-# check NAME WANT_RC REGEX CMD... : exit code and combined output must match
-check() {
-  local name=$1 want=$2 re=$3 out rc; shift 3
-  out=$(timeout 20 "$@" 2>&1 </dev/null); rc=$?
-  if [ "$rc" -eq "$want" ] && [[ $out =~ $re ]]; then pass=$((pass+1))
-  else fail=$((fail+1)); echo "FAIL: $name: rc $rc (want $want): ${out:0:300}"; fi
-}
 
 # --- FIFOs named like model files -------------------------------------------------------------
 mkfifo "$T/model.gguf" "$T/stories.bin"
@@ -70,5 +62,4 @@ mkdir -p "$T/blobs" "$T/snap"
 for f in "$FX/llama-tied"/*; do cp "$f" "$T/blobs/$(basename "$f").blob"; ln -s "$T/blobs/$(basename "$f").blob" "$T/snap/$(basename "$f")"; done
 check "hf cache links followed" 0 "" "$Q" inspect "$T/snap"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

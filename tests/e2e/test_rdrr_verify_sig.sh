@@ -9,16 +9,8 @@ set -u
 B=${QP_BIN_DIR:?}; FX=${QP_FIXTURES_DIR:?}; T=${QP_TMP_DIR:?}/rdrr-verify-sig
 [ -d "$FX/llama-tied" ] || { echo "skipped: no fixtures"; exit 77; }
 rm -rf "$T"; mkdir -p "$T"
-fail=0; pass=0
+. "$(dirname "$0")/../sh_check.sh"
 Q="$B/quantpack"
-
-# check NAME WANT_RC REGEX CMD... : exit code and combined output must match
-check() {
-  local name=$1 want=$2 re=$3 out rc; shift 3
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -eq "$want" ] && [[ $out =~ $re ]]; then pass=$((pass+1))
-  else fail=$((fail+1)); echo "FAIL: $name: rc $rc (want $want): $out"; fi
-}
 
 "$Q" keygen "$T/k.key" 2>/dev/null && "$Q" keygen "$T/evil.key" 2>/dev/null || { echo "FAIL: keygen"; exit 1; }
 "$Q" convert "$FX/llama-tied" --to rdrr --quant F16 -o "$T/plain" --shard-size 65536 --quiet || { echo "FAIL: convert"; exit 1; }
@@ -82,5 +74,4 @@ check "tensor in two groups" 3 "lists tensor '.*', already listed" "$Q" verify "
 check "verify-signature" 0 "signature ok: .*\(the given key\)" "$Q" verify-signature "$T/signed" --pubkey "$T/k.key.pub"
 
 rm -rf "$T"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
