@@ -22,18 +22,91 @@ enum {
 int qp_cli_exit_code(qp_status s);
 /* Prints "quantpack: <msg>" (or the status name) to stderr and returns the exit code. */
 int qp_cli_fail(const qp_err *e);
+/* The same for a status and a message made here: qp_cli_error(QP_ERR_NOMEM, "out of memory"). */
+int qp_cli_error(qp_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Flushes stdout: QP_EXIT_OK, or QP_EXIT_IO after the message "cannot write standard output". */
+int qp_cli_flush_stdout(void);
 /* Prints "quantpack: <fmt>" to stderr and returns QP_EXIT_USAGE. */
 int qp_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* True when argv[i] is -h or --help. */
 bool qp_cli_is_help(const char *arg);
 
-/* Option values: true when the whole of s is a base-10 integer in [lo, hi] / a number (not NaN). */
+/* ---- options (cli/cli_args.c): one table-driven parser for every command ------------------
+ * A command lists its options as an array of qp_cli_opt and its positional arguments in a
+ * qp_cli_cmd, then calls qp_cli_parse once. Options are written `--name VALUE` or
+ * `--name=VALUE` (an alias such as -n: `-n VALUE`); a flag takes no value; `--` ends the options.
+ * Numbers are parsed strictly: the whole word, base 10, inside the row's range, no overflow
+ * (99999999999999999999 is refused, never clamped); floats are finite. --help/-h prints the
+ * usage and the option table. The last of repeated options wins. */
+typedef enum qp_cli_kind {
+    QP_CLI_FLAG,  /* bool: set to true */
+    QP_CLI_STR,   /* const char *: the word as given */
+    QP_CLI_I64,   /* int64_t in [lo, hi] */
+    QP_CLI_I32,   /* int32_t in [lo, hi] (within int32) */
+    QP_CLI_U64,   /* uint64_t, any value (seeds) */
+    QP_CLI_BYTES, /* uint64_t byte count >= lo; suffix K, M or G (x1024^k), then B or iB */
+    QP_CLI_F32,   /* float in [flo, fhi] */
+    QP_CLI_F64,   /* double in [flo, fhi] */
+    QP_CLI_REST,  /* qp_cli_rest: every later word, as given (inference --config ...) */
+} qp_cli_kind;
+
+typedef struct qp_cli_rest {
+    char **argv;
+    int argc;
+} qp_cli_rest;
+
+typedef struct qp_cli_opt {
+    const char *name;  /* "--threads"; in a field table (qp_cli_parse_value) the field's name */
+    const char *alias; /* "-t", or NULL */
+    qp_cli_kind kind;
+    void *dst;         /* of the type kind names */
+    int64_t lo, hi;    /* QP_CLI_I64 / I32; BYTES: lo only */
+    double flo, fhi;   /* QP_CLI_F32 / F64 (both 0: any finite value) */
+    unsigned used_by;  /* sub-command bits (convert --to X, run --task); 0 = every one */
+    const char *arg;   /* value name in the help ("N", "FILE") */
+    const char *help;  /* one or more lines, '\n' separated */
+} qp_cli_opt;
+
+/* The one range of --threads in every command (inference's num_threads too, where 0 = auto):
+ * the runtime's thread pool takes at most 1024. */
+#define QP_CLI_MAX_THREADS 1024
+#define QP_CLI_THREADS(dst, used)                                                              \
+    {"--threads", "-t", QP_CLI_I64, (dst), .lo = 1, .hi = QP_CLI_MAX_THREADS, .used_by = (used), \
+     .arg = "N", .help = "threads, 1..1024 (default: all cores); results do not depend on it"}
+
+typedef struct qp_cli_cmd {
+    const char *name;     /* message prefix: "convert --to rdrr" */
+    const char *usage;    /* --help: printed before the option list */
+    const char *more;     /* --help: printed after it (or NULL) */
+    const qp_cli_opt *opts;
+    int n_opts;
+    unsigned accept;      /* only rows with used_by & accept (or used_by 0); 0 = every row */
+    const char **pos;     /* positional arguments, in order (NULL: none taken) */
+    int max_pos;
+    int *n_pos;           /* how many were given (may be NULL) */
+    const char *pos_hint; /* appended to "unexpected argument 'x'" (may be NULL) */
+} qp_cli_cmd;
+
+/* What qp_cli_parse returns when the command should go on. */
+#define QP_CLI_RUN (-1)
+
+/* Parses argv[1..argc-1] into the rows' destinations; given (n_opts entries, may be NULL) records
+ * which rows were on the command line. Returns QP_CLI_RUN, or an exit code after printing:
+ * QP_EXIT_OK for --help (on stdout), QP_EXIT_USAGE with one message for an unknown option, a
+ * missing or malformed value, or a surplus argument. */
+int qp_cli_parse(const qp_cli_cmd *c, int argc, char **argv, bool *given);
+/* Prints the usage text, the option table and the closing text. */
+void qp_cli_help(const qp_cli_cmd *c, FILE *f);
+/* Parses one value for row o (its kind and range); false with the expected form in why
+ * ("an integer in 1..1024"). Also used for positional field tables (inference --config). */
+bool qp_cli_parse_value(const qp_cli_opt *o, const char *s, char *why, size_t why_cap);
+/* Strict base-10 numbers: the whole of s, no overflow, inside the range; floats finite. */
 bool qp_cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
-bool qp_cli_parse_float(const char *s, float *out);
-bool qp_cli_parse_double(const char *s, double *out);
+bool qp_cli_parse_f64(const char *s, double lo, double hi, double *out);
+
 /* "1 403 407" -> *ids (qp_malloc'd, caller frees), non-negative int32 separated by any run of
- * the characters of seps. False on a bad number or no memory (nothing allocated). */
-bool qp_cli_parse_ids(const char *s, const char *seps, int32_t **ids, int64_t *n);
+ * the characters of seps. QP_ERR_ARG on a bad number, QP_ERR_NOMEM; nothing allocated then. */
+qp_status qp_cli_parse_ids(const char *s, const char *seps, int32_t **ids, int64_t *n, qp_err *e);
 /* Whether a prompt gets BOS: the vocabulary's add_bos; GGUF SPM without
  * tokenizer.ggml.add_bos_token adds it (as llama.cpp). */
 bool qp_cli_add_bos(const qp_model *m);
@@ -49,28 +122,33 @@ void qp_cli_clean_up_on_signals(void);
 /* Monotonic clock in seconds (durations only). */
 double qp_cli_now_s(void);
 
-/* The model options of the commands that run a model (run, run --task, verify), parsed by
- * qp_cli_parse_common. The command fills cmd, takes and the defaults; given values overwrite them. */
-enum {
-    QP_CLI_OPT_PROMPT = 1 << 0,    /* -p/--prompt TEXT, --ids "1 403 ...", --no-bos */
-    QP_CLI_OPT_TOKENIZER = 1 << 1, /* --tokenizer FILE */
-    QP_CLI_OPT_THREADS = 1 << 2,   /* --threads/-t N (1..1024) */
-    QP_CLI_OPT_GENERATE = 1 << 3,  /* -n/--n-predict N (0..2^24), --ctx N (1..2^20), --temp/
-                                      --temperature, --top-k, --top-p, --repeat-penalty,
-                                      --repeat-last-n, --seed */
-};
-typedef struct qp_cli_model_opts {
-    const char *cmd; /* message prefix: "<cmd>: bad --top-k '...'" */
-    unsigned takes;  /* QP_CLI_OPT_* */
-    const char *prompt, *ids;
-    bool no_bos;
+/* run and run --task: cli/cmd_run.c parses once, then runs text generation or hands a task
+ * head to cli/cmd_bullet.c. Rows' used_by bits: */
+enum { QP_RUN_GEN = 1u << 0, QP_RUN_TASK = 1u << 1 };
+typedef struct qp_cli_run_args {
+    const char *path, *task, *prompt, *ids;
+    bool no_bos, print_ids;
     qp_open_opts open; /* tokenizer_path */
     int64_t threads, n_new, ctx;
     qp_sampler_params sampler;
-} qp_cli_model_opts;
-/* Parses argv[*i] when it is one of the options o->takes names: returns 1 with *i on its last
- * word; 0 when it is not one of them; -1 after printing the usage error (exit QP_EXIT_USAGE). */
-int qp_cli_parse_common(int argc, char **argv, int *i, qp_cli_model_opts *o);
+} qp_cli_run_args;
+
+/* convert (every target), bullet-pack and gguf-to-rdrr: cli/cmd_convert.c parses once with one
+ * table, then the target's function runs. Rows' used_by bits: */
+enum { QP_TO_GGUF = 1u << 0, QP_TO_RDRR = 1u << 1, QP_TO_TRLM = 1u << 2, QP_TO_BULLET = 1u << 3 };
+typedef struct qp_cli_convert_args {
+    const char *cmd; /* message prefix */
+    const char *src, *out, *to, *quant, *tokenizer;
+    int64_t threads;
+    bool dry_run, allow_requantize;
+    const char *sign, *model_id; /* rdrr */
+    bool gguf_only;              /* gguf-to-rdrr: SRC must be a GGUF file (bytes kept) */
+    uint64_t shard_size;
+    bool replace, no_inline, quiet;
+    const char *lora;                        /* trlm */
+    const char *heads, *head_weights, *name; /* bullet */
+    bool checksum;
+} qp_cli_convert_args;
 
 /* Commands: argv[0] is the command name. */
 int qp_cmd_inspect(int argc, char **argv);
@@ -82,18 +160,18 @@ int qp_cmd_encode(int argc, char **argv);
 int qp_cmd_decode(int argc, char **argv);
 /* RDRR (cli/cmd_rdrr.c, cli/cmd_serve.c) */
 int qp_cmd_gguf_to_rdrr(int argc, char **argv);
-int qp_cmd_convert_rdrr(int argc, char **argv);
+int qp_cli_convert_rdrr(const qp_cli_convert_args *a);
 int qp_cmd_keygen(int argc, char **argv);
 int qp_cmd_verify_signature(int argc, char **argv);
 int qp_cmd_serve(int argc, char **argv);
 /* Trillim (cli/cmd_trillim.c) */
 int qp_cmd_trillim_quantize(int argc, char **argv);
 int qp_cmd_inference(int argc, char **argv);
-int qp_cmd_convert_trlm(int argc, char **argv);
+int qp_cli_convert_trlm(const qp_cli_convert_args *a);
 
 /* .bullet (cli/cmd_bullet.c) */
 int qp_cmd_bullet_pack(int argc, char **argv);
-int qp_cmd_bullet_convert(int argc, char **argv);
-int qp_cmd_run_task(int argc, char **argv);
+int qp_cli_convert_bullet(const qp_cli_convert_args *a);
+int qp_cli_run_task(const qp_cli_run_args *a);
 
 #endif

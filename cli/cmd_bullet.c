@@ -14,49 +14,16 @@
 #include "quantpack/runtime.h"
 #include "quantpack/tokenizer.h"
 
-static void pack_usage(FILE *f, const char *name) {
-    fprintf(f,
-            "usage: %s SRC [--tokenizer FILE] -o MODEL.bullet [--heads gen,sentiment,...]\n"
-            "       %*s [--head-weights FILE.safetensors] [--name NAME] [--checksum]\n\n"
-            "Packs a Llama-family model (safetensors directory, GGUF, llama2.c + --tokenizer, or\n"
-            ".bullet) for bullet-core: its tensor names, BQ4 weights, BULK tokenizer, header JSON.\n"
-            "Grouped K/V heads are written repeated, a narrower FFN zero-padded to 4 x hidden and\n"
-            "NEOX q/k rows reordered (all exact); what bullet-core would misread is refused.\n"
-            "  --heads LIST         task heads: gen (always written) and any of ner, pos,\n"
-            "                       sentiment, classifier (from --head-weights)\n"
-            "  --head-weights FILE  safetensors with <task>_head.weight [n_out, hidden]; labels\n"
-            "                       from __metadata__ <task>_labels (JSON array or a,b,c)\n"
-            "  --checksum           FNV-1a 64 of the file before END! (flagged in the header)\n",
-            name, (int)strlen(name), "");
-}
-
-/* argv[0] is the command name; "--to bullet" is accepted (convert). */
-static int pack_main(int argc, char **argv, const char *name) {
-    const char *src = NULL, *out = NULL, *heads = NULL;
+/* Packs a->src as .bullet (options parsed by cli/cmd_convert.c). */
+int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
+    const char *name = a->cmd, *heads = a->heads;
     qp_open_opts oo = {0};
+    oo.tokenizer_path = a->tokenizer;
     qp_bullet_convert_opts co = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (qp_cli_is_help(a)) {
-            pack_usage(stdout, name);
-            return QP_EXIT_OK;
-        }
-        if (strcmp(a, "--to") == 0 && v && strcmp(v, "bullet") == 0) i++;
-        else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && v) out = argv[++i];
-        else if (strcmp(a, "--tokenizer") == 0 && v) oo.tokenizer_path = argv[++i];
-        else if (strcmp(a, "--heads") == 0 && v) heads = argv[++i];
-        else if (strcmp(a, "--head-weights") == 0 && v) co.head_weights = argv[++i];
-        else if (strcmp(a, "--name") == 0 && v) co.model_name = argv[++i];
-        else if (strcmp(a, "--checksum") == 0) co.checksum = true;
-        else if (a[0] == '-' && a[1]) return qp_cli_usage_error("%s: unknown or incomplete option '%s'", name, a);
-        else if (!src) src = a;
-        else return qp_cli_usage_error("%s: unexpected argument '%s'", name, a);
-    }
-    if (!src || !out) {
-        pack_usage(stderr, name);
-        return QP_EXIT_USAGE;
-    }
+    co.head_weights = a->head_weights;
+    co.model_name = a->name;
+    co.checksum = a->checksum;
+    if (!a->out) return qp_cli_usage_error("%s: -o MODEL.bullet is required", name);
     char buf[256];
     const char *tasks[QP_BULLET_N_TASKS + 1];
     int n_tasks = 0;
@@ -81,13 +48,13 @@ static int pack_main(int argc, char **argv, const char *name) {
         return qp_cli_usage_error("%s: --head-weights without --heads naming a task head", name);
     qp_err e = {0};
     qp_model *m = NULL;
-    if (qp_model_open(src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    if (qp_model_open(a->src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
     qp_bullet_convert_stats st;
-    qp_status s = qp_convert_to_bullet(m, out, &co, &st, &e);
+    qp_status s = qp_convert_to_bullet(m, a->out, &co, &st, &e);
     int64_t n_heads = m->arch.n_heads;
     qp_model_close(m);
     if (s != QP_OK) return qp_cli_fail(&e);
-    fprintf(stderr, "%s: wrote %s: %lld tensors", name, out, (long long)st.n_tensors);
+    fprintf(stderr, "%s: wrote %s: %lld tensors", name, a->out, (long long)st.n_tensors);
     if (st.ffn_out && st.ffn_src != st.ffn_out)
         fprintf(stderr, ", FFN %lld zero-padded to %lld", (long long)st.ffn_src, (long long)st.ffn_out);
     if (st.kv_heads_src && st.kv_heads_src != n_heads)
@@ -98,33 +65,11 @@ static int pack_main(int argc, char **argv, const char *name) {
     return QP_EXIT_OK;
 }
 
-int qp_cmd_bullet_pack(int argc, char **argv) { return pack_main(argc, argv, "bullet-pack"); }
-
-int qp_cmd_bullet_convert(int argc, char **argv) { return pack_main(argc, argv, "convert --to bullet"); }
-
 /* ---- run --task ------------------------------------------------------------------------------ */
 
-int qp_cmd_run_task(int argc, char **argv) {
-    const char *task = NULL, *path = NULL;
-    qp_cli_model_opts o = {.cmd = "run",
-                           .takes = QP_CLI_OPT_PROMPT | QP_CLI_OPT_TOKENIZER | QP_CLI_OPT_THREADS};
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--task") == 0) task = argv[i + 1];
-    if (!task) return qp_cli_usage_error("run: --task needs a value");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = qp_cli_parse_common(argc, argv, &i, &o);
-        if (r < 0) return QP_EXIT_USAGE;
-        if (r > 0) continue;
-        if (strcmp(a, "--task") == 0 && i + 1 < argc) i++;
-        else if (a[0] == '-' && a[1])
-            return qp_cli_usage_error("run --task %s: option '%s' is not used by task heads", task, a);
-        else if (!path) path = a;
-        else return qp_cli_usage_error("run: unexpected argument '%s'", a);
-    }
-    if (!path) return qp_cli_usage_error("run: no model given");
-    if ((o.prompt != NULL) == (o.ids != NULL))
-        return qp_cli_usage_error("run: give either -p TEXT or --ids \"ID ...\"");
+/* run --task NAME (options parsed by cli/cmd_run.c): a .bullet task head over the input. */
+int qp_cli_run_task(const qp_cli_run_args *a) {
+    const char *task = a->task, *path = a->path;
     int ti = qp_bullet_task_index(task);
     if (ti < 0) return qp_cli_usage_error("run: unknown task '%s' (gen, ner, pos, sentiment, classifier)", task);
     bool per_token = ti == 1 || ti == 2; /* ner, pos */
@@ -138,29 +83,28 @@ int qp_cmd_run_task(int argc, char **argv) {
     int64_t n_ids = 0;
     float *scores = NULL;
     int rc = QP_EXIT_OK;
-    qp_status s = qp_model_open(path, &o.open, &m, &e);
+    qp_status s = qp_model_open(path, &a->open, &m, &e);
     if (s != QP_OK) return qp_cli_fail(&e);
     if ((s = qp_bullet_task_head_get(m, task, &head, &e)) != QP_OK) goto fail;
     if (m->vocab.model != QP_TOK_NONE && m->vocab.n_tokens > 0 &&
         (s = qp_tokenizer_new(&m->vocab, &tok, &e)) != QP_OK)
         goto fail;
-    if (o.prompt) {
+    if (a->prompt) {
         if (!tok) {
             qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer we can run; use --ids", path);
             goto fail;
         }
-        if ((s = qp_tokenizer_encode(tok, o.prompt, strlen(o.prompt), m->vocab.add_bos && !o.no_bos,
+        if ((s = qp_tokenizer_encode(tok, a->prompt, strlen(a->prompt), m->vocab.add_bos && !a->no_bos,
                                      false, &ids, &n_ids, &e)) != QP_OK)
             goto fail;
-    } else if (!qp_cli_parse_ids(o.ids, " ,\t\n", &ids, &n_ids)) {
-        rc = qp_cli_usage_error("run: --ids must be non-negative integers");
-        goto done;
+    } else if ((s = qp_cli_parse_ids(a->ids, " ,\t\n", &ids, &n_ids, &e)) != QP_OK) {
+        goto fail;
     }
     if (n_ids == 0) {
         rc = qp_cli_usage_error("run: the input has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {(int)o.threads, 0};
+    qp_runtime_opts ro = {(int)a->threads, 0};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
     if (n_ids > c->n_ctx) {
@@ -196,7 +140,7 @@ int qp_cmd_run_task(int argc, char **argv) {
         for (int64_t k = 0; k < head.n_out; k++)
             printf("%s: %.6f\n", head.labels[k], exp((double)scores[k] - mx) / sum);
     }
-    if (fflush(stdout) != 0) rc = QP_EXIT_IO;
+    rc = qp_cli_flush_stdout();
     goto done;
 fail:
     rc = qp_cli_fail(&e);

@@ -1,6 +1,8 @@
-/* quantpack convert SRC --to gguf --quant Q -o OUT [--threads N] [--tokenizer FILE] [--dry-run]
- * [--allow-requantize]: any readable model to a GGUF file (converters/recipes.md); --to rdrr,
- * trlm and bullet are handed to their own commands. */
+/* quantpack convert SRC --to gguf|rdrr|trlm|bullet ... and the companions bullet-pack and
+ * gguf-to-rdrr: one option table for every target, parsed once; each row names the targets that
+ * use it, and a row given to a target that does not is refused. The GGUF target lives here
+ * (converters/recipes.md); rdrr, trlm and bullet run in cli/cmd_rdrr.c, cmd_trillim.c and
+ * cmd_bullet.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,23 +10,7 @@
 
 #include "cli/cli.h"
 #include "converters/convert_gguf.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
-            "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n\n"
-            "SRC: a safetensors model directory (Llama, Mistral, Qwen2, BitNet float or packed),\n"
-            "     a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
-            "Q:   Q4_K_M, Q6_K, Q8_0, F16, BF16, F32 (llama.cpp's recipes, byte-identical to\n"
-            "     llama-quantize for GGUF sources); for BitNet: I2_S, TQ1_0, TQ2_0, QK256.\n"
-            "--dry-run prints the plan (tensor, source and target encoding, bytes) and writes\n"
-            "nothing. A tensor that is already quantized is refused unless --allow-requantize.\n"
-            "Memory is bounded by the largest tensor, not the model.\n\n"
-            "Other targets (each has its own --help):\n"
-            "  quantpack convert SRC --to rdrr --quant Q4_K_M|F16|F32 -o DIR   DOPPLER RDRR\n"
-            "  quantpack convert SRC --to trlm -o DIR [--lora PEFT_DIR]       Trillim TRLM\n"
-            "  quantpack convert SRC --to bullet -o MODEL.bullet             bullet-core BQ4\n");
-}
+#include "writers/rdrr_writer.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -84,56 +70,14 @@ static void print_plan(const qp_plan *p) {
            (long long)p->n_skipped);
 }
 
-/* Targets other than GGUF have their own option sets and live beside their format. */
-static const struct {
-    const char *to;
-    int (*fn)(int argc, char **argv);
-} k_other_targets[] = {
-    {"bullet", qp_cmd_bullet_convert}, /* cli/cmd_bullet.c */
-    {"trlm", qp_cmd_convert_trlm},     /* cli/cmd_trillim.c */
-    {"rdrr", qp_cmd_convert_rdrr},     /* cli/cmd_rdrr.c */
-};
-
-int qp_cmd_convert(int argc, char **argv) {
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--to") != 0) continue;
-        for (size_t k = 0; k < sizeof k_other_targets / sizeof k_other_targets[0]; k++)
-            if (strcmp(argv[i + 1], k_other_targets[k].to) == 0) return k_other_targets[k].fn(argc, argv);
-    }
-    const char *src = NULL, *to = NULL, *quant = NULL, *out = NULL, *tok = NULL;
-    int threads = 0;
-    bool dry = false, requant = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (qp_cli_is_help(a)) {
-            usage(stdout);
-            return QP_EXIT_OK;
-        }
-        bool has_val = i + 1 < argc;
-        if (strcmp(a, "--to") == 0 && has_val) to = argv[++i];
-        else if ((strcmp(a, "--quant") == 0 || strcmp(a, "-q") == 0) && has_val) quant = argv[++i];
-        else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && has_val) out = argv[++i];
-        else if (strcmp(a, "--tokenizer") == 0 && has_val) tok = argv[++i];
-        else if (strcmp(a, "--threads") == 0 && has_val) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 256) return qp_cli_usage_error("--threads wants 1..256, not '%s'", argv[i]);
-            threads = (int)v;
-        } else if (strcmp(a, "--dry-run") == 0) dry = true;
-        else if (strcmp(a, "--allow-requantize") == 0) requant = true;
-        else if (a[0] == '-' && a[1]) return qp_cli_usage_error("convert: unknown or incomplete option '%s'", a);
-        else if (!src) src = a;
-        else return qp_cli_usage_error("convert: unexpected argument '%s'", a);
-    }
-    if (!src) return qp_cli_usage_error("convert: no source model given");
-    if (!to) to = "gguf";
-    if (strcmp(to, "gguf") != 0)
-        return qp_cli_usage_error("convert: unknown --to %s (gguf, trlm, rdrr, bullet)", to);
+static int convert_gguf(const qp_cli_convert_args *a) {
+    const char *src = a->src, *quant = a->quant, *out = a->out;
     if (!quant) return qp_cli_usage_error("convert: --quant is required (Q4_K_M, Q6_K, Q8_0, F16, BF16, "
                                           "F32, I2_S, TQ1_0, TQ2_0, QK256)");
     qp_quant q = qp_quant_from_name(quant);
     if (q == QP_QUANT_COUNT) return qp_cli_usage_error("convert: unknown --quant '%s'", quant);
-    if (!out && !dry) return qp_cli_usage_error("convert: -o OUT is required");
+    if (!out && !a->dry_run) return qp_cli_usage_error("convert: -o OUT is required");
+    int threads = (int)a->threads;
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)(n > 64 ? 64 : n) : 1;
@@ -141,7 +85,7 @@ int qp_cmd_convert(int argc, char **argv) {
 
     qp_err e = {0};
     qp_open_opts oo = {0};
-    oo.tokenizer_path = tok;
+    oo.tokenizer_path = a->tokenizer;
     qp_model *m = NULL;
     if (qp_model_open(src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
     if (qp_quant_is_ternary(q) && m->arch.family != QP_FAMILY_BITNET) {
@@ -153,7 +97,7 @@ int qp_cmd_convert(int argc, char **argv) {
     qp_convert_opts co = {0};
     co.quant = q;
     co.threads = threads;
-    co.allow_requantize = requant;
+    co.allow_requantize = a->allow_requantize;
     progress pr = {now_s(), 0, false};
     co.progress = on_progress;
     co.progress_ud = &pr;
@@ -163,7 +107,7 @@ int qp_cmd_convert(int argc, char **argv) {
         return qp_cli_fail(&e);
     }
     int rc = QP_EXIT_OK;
-    if (dry) {
+    if (a->dry_run) {
         print_plan(&plan);
     } else if (qp_convert_gguf_write(m, &plan, &co, out, &e) != QP_OK) {
         if (pr.shown) fputc('\n', stderr);
@@ -178,4 +122,150 @@ int qp_cmd_convert(int argc, char **argv) {
     qp_plan_free(&plan);
     qp_model_close(m);
     return rc;
+}
+
+/* Bits of the rows that are not a target of convert --to: --to itself, and gguf-to-rdrr. */
+enum { TO_ARG = 1u << 4, PASSTHRU = 1u << 5 };
+
+static const struct {
+    const char *to;
+    unsigned bit;
+    int (*fn)(const qp_cli_convert_args *a);
+} k_targets[] = {
+    {"gguf", QP_TO_GGUF, convert_gguf},
+    {"rdrr", QP_TO_RDRR, qp_cli_convert_rdrr},     /* cli/cmd_rdrr.c */
+    {"trlm", QP_TO_TRLM, qp_cli_convert_trlm},     /* cli/cmd_trillim.c */
+    {"bullet", QP_TO_BULLET, qp_cli_convert_bullet}, /* cli/cmd_bullet.c */
+};
+
+static const char k_convert_usage[] =
+    "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
+    "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
+    "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|Q8_0|F16|BF16|F32|keep -o DIR\n"
+    "       quantpack convert SRC --to trlm -o DIR [--lora PEFT_DIR]\n"
+    "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n\n"
+    "SRC: a safetensors model directory (Llama, Mistral, Qwen2, BitNet float or packed),\n"
+    "     a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
+    "gguf (default): Q4_K_M, Q6_K, Q8_0, F16, BF16, F32 (llama.cpp's recipes, byte-identical\n"
+    "     to llama-quantize for GGUF sources); for BitNet: I2_S, TQ1_0, TQ2_0, QK256. A tensor\n"
+    "     that is already quantized is refused unless --allow-requantize. Memory is bounded\n"
+    "     by the largest tensor, not the model.\n"
+    "rdrr: an RDRR directory for DOPPLER; source names are kept, rows whose length is not a\n"
+    "     multiple of 256 are zero-padded for Q4_K (layout \"row\"); --quant keep copies every\n"
+    "     tensor's bytes (as gguf-to-rdrr). A PEFT LoRA folder as SRC: an adapter manifest.\n"
+    "trlm: Trillim TRLM from a Hugging Face safetensors folder: the SDK v1 quantize manifest\n"
+    "     (kept as DIR/.quantize_manifest.bin), qmodel.tensors, rope.cache, qmodel.lora with\n"
+    "     --lora, config and tokenizer files, and DIR/inference.config (the --config values of\n"
+    "     `inference DIR --config ...`).\n"
+    "bullet: a .bullet file for bullet-core (see bullet-pack --help).\n"
+    "An option marked [x,y] is used by those targets only.\n";
+
+static const char k_bullet_usage[] =
+    "usage: bullet-pack SRC [--tokenizer FILE] -o MODEL.bullet [--heads gen,sentiment,...]\n"
+    "                   [--head-weights FILE.safetensors] [--name NAME] [--checksum]\n\n"
+    "Packs a Llama-family model (safetensors directory, GGUF, llama2.c + --tokenizer, or\n"
+    ".bullet) for bullet-core: its tensor names, BQ4 weights, BULK tokenizer, header JSON.\n"
+    "Grouped K/V heads are written repeated, a narrower FFN zero-padded to 4 x hidden and\n"
+    "NEOX q/k rows reordered (all exact); what bullet-core would misread is refused.\n";
+
+static const char k_g2r_usage[] =
+    "usage: gguf-to-rdrr MODEL.gguf OUT [--shard-size BYTES] [--sign KEY]\n\n"
+    "Packages a GGUF file as an RDRR directory for DOPPLER: every tensor's bytes,\n"
+    "type and name are kept exactly (Q4_K, Q6_K, F16, ... pass through).\n";
+
+/* Parses argv with the one convert table. fixed: the target bit of a companion (its rows only),
+ * 0 for convert (every row; the target is --to). Then every row given must be used by the
+ * target. *target: the index in k_targets. */
+static int convert_parse(const char *name, const char *usage, unsigned fixed, int max_pos,
+                         int argc, char **argv, qp_cli_convert_args *a, size_t *target) {
+    const unsigned G = QP_TO_GGUF, R = QP_TO_RDRR | PASSTHRU, T = QP_TO_TRLM, B = QP_TO_BULLET;
+    const qp_cli_opt opts[] = {
+        {"--to", NULL, QP_CLI_STR, &a->to, .used_by = TO_ARG, .arg = "TARGET",
+         .help = "gguf (default), rdrr, trlm or bullet"},
+        {"--quant", "-q", QP_CLI_STR, &a->quant, .used_by = G | QP_TO_RDRR, .arg = "Q",
+         .help = "[gguf,rdrr] target encoding recipe"},
+        {"--output", "-o", QP_CLI_STR, &a->out, .used_by = G | QP_TO_RDRR | T | B, .arg = "OUT",
+         .help = "output file or directory"},
+        {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B,
+         .arg = "FILE", .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
+        QP_CLI_THREADS(&a->threads, G | QP_TO_RDRR),
+        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G,
+         .help = "[gguf] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
+        {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
+         .help = "[gguf,rdrr] quantized sources may be quantized again"},
+        {"--shard-size", NULL, QP_CLI_BYTES, &a->shard_size, .lo = (int64_t)QP_RDRR_MIN_SHARD,
+         .used_by = R, .arg = "BYTES",
+         .help = "[rdrr] shard size (default 64M; K/M/G suffixes; minimum 4096)"},
+        {"--sign", NULL, QP_CLI_STR, &a->sign, .used_by = R, .arg = "KEY",
+         .help = "[rdrr] sign manifest.json with an Ed25519 key from `quantpack keygen`"},
+        {"--model-id", NULL, QP_CLI_STR, &a->model_id, .used_by = R, .arg = "ID",
+         .help = "[rdrr] modelId (default: the source name)"},
+        {"--no-inline-tensors", NULL, QP_CLI_FLAG, &a->no_inline, .used_by = R,
+         .help = "[rdrr] tensor locations only in tensors.json (default: both)"},
+        {"--replace", "--force", QP_CLI_FLAG, &a->replace, .used_by = R,
+         .help = "[rdrr] replace an existing non-empty OUT"},
+        {"--quiet", NULL, QP_CLI_FLAG, &a->quiet, .used_by = R, .help = "[rdrr] no summary on stderr"},
+        {"--lora", NULL, QP_CLI_STR, &a->lora, .used_by = T, .arg = "PEFT_DIR",
+         .help = "[trlm] also write qmodel.lora from this PEFT adapter"},
+        {"--heads", NULL, QP_CLI_STR, &a->heads, .used_by = B, .arg = "LIST",
+         .help = "[bullet] task heads: gen (always written) and any of ner, pos,\nsentiment, "
+                 "classifier (from --head-weights)"},
+        {"--head-weights", NULL, QP_CLI_STR, &a->head_weights, .used_by = B, .arg = "FILE",
+         .help = "[bullet] safetensors with <task>_head.weight [n_out, hidden]; labels\nfrom "
+                 "__metadata__ <task>_labels (JSON array or a,b,c)"},
+        {"--name", NULL, QP_CLI_STR, &a->name, .used_by = B, .arg = "NAME",
+         .help = "[bullet] model name in the header"},
+        {"--checksum", NULL, QP_CLI_FLAG, &a->checksum, .used_by = B,
+         .help = "[bullet] FNV-1a 64 of the file before END! (flagged in the header)"},
+    };
+    enum { N_OPTS = sizeof opts / sizeof opts[0] };
+    const char *pos[2] = {NULL, NULL};
+    const qp_cli_cmd cmd = {name, usage, NULL, opts, N_OPTS, fixed, pos, max_pos, NULL, NULL};
+    bool given[N_OPTS];
+    memset(a, 0, sizeof *a);
+    a->cmd = name;
+    int rc = qp_cli_parse(&cmd, argc, argv, given);
+    if (rc != QP_CLI_RUN) return rc;
+    a->src = pos[0];
+    if (max_pos == 2) a->out = pos[1];
+    unsigned bit = fixed ? fixed : QP_TO_GGUF;
+    if (a->to) {
+        bit = 0;
+        for (size_t k = 0; k < sizeof k_targets / sizeof k_targets[0]; k++)
+            if (strcmp(a->to, k_targets[k].to) == 0) bit = k_targets[k].bit;
+        if (!bit) return qp_cli_usage_error("%s: unknown --to %s (gguf, rdrr, trlm, bullet)", name, a->to);
+    }
+    for (size_t k = 0; k < sizeof k_targets / sizeof k_targets[0]; k++)
+        if (k_targets[k].bit & (bit == PASSTHRU ? QP_TO_RDRR : bit)) *target = k;
+    for (int k = 0; k < N_OPTS; k++)
+        if (given[k] && opts[k].used_by != TO_ARG && !(opts[k].used_by & bit))
+            return qp_cli_usage_error("%s --to %s: option '%s' is not used by this target", name,
+                                      k_targets[*target].to, opts[k].name);
+    if (!a->src) return qp_cli_usage_error("%s: no source model given", name);
+    return QP_CLI_RUN;
+}
+
+int qp_cmd_convert(int argc, char **argv) {
+    qp_cli_convert_args a;
+    size_t t = 0;
+    int rc = convert_parse("convert", k_convert_usage, 0, 1, argc, argv, &a, &t);
+    return rc != QP_CLI_RUN ? rc : k_targets[t].fn(&a);
+}
+
+int qp_cmd_bullet_pack(int argc, char **argv) {
+    qp_cli_convert_args a;
+    size_t t = 0;
+    int rc = convert_parse("bullet-pack", k_bullet_usage, QP_TO_BULLET, 1, argc, argv, &a, &t);
+    return rc != QP_CLI_RUN ? rc : qp_cli_convert_bullet(&a);
+}
+
+int qp_cmd_gguf_to_rdrr(int argc, char **argv) {
+    qp_cli_convert_args a;
+    size_t t = 0;
+    int rc = convert_parse("gguf-to-rdrr", k_g2r_usage, PASSTHRU, 2, argc, argv, &a, &t);
+    if (rc != QP_CLI_RUN) return rc;
+    if (!a.out) return qp_cli_usage_error("usage: gguf-to-rdrr MODEL.gguf OUT [--shard-size BYTES] [--sign KEY]");
+    a.quant = "keep";
+    a.gguf_only = true;
+    return qp_cli_convert_rdrr(&a);
 }

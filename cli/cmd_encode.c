@@ -11,15 +11,6 @@
 
 #include "cli/cli.h"
 
-static void encode_usage(FILE *f) {
-    fprintf(f, "usage: quantpack encode --type NAME --cols N IN.f32 OUT\n"
-               "       quantpack decode --type NAME --cols N IN OUT.f32\n"
-               "       quantpack encode --list\n\n"
-               "IN.f32 / OUT.f32 are raw little-endian float32 rows of N columns. Encoded output is\n"
-               "the tensor bytes as stored in GGUF (I2_S appends its 32-byte scale trailer).\n"
-               "N must be a multiple of the encoding's block; the input must hold whole rows.\n");
-}
-
 static void list_encodings(void) {
     printf("%-12s %-12s %6s %6s %7s %5s  %-8s %-10s %-7s %-7s\n", "name", "gguf-name", "block",
            "bytes", "bpw", "ggml", "quantize", "dequantize", "vec_dot", "dot_i8");
@@ -43,61 +34,47 @@ static void list_encodings(void) {
 
 typedef struct {
     const char *type;
-    long long cols;
+    int64_t cols;
     const char *in, *out;
 } enc_args;
 
-static int parse(int argc, char **argv, enc_args *a, bool *list, bool decode) {
-    memset(a, 0, sizeof *a);
-    a->cols = -1;
-    *list = false;
-    const char *pos[2];
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        if (qp_cli_is_help(argv[i])) {
-            encode_usage(stdout);
-            return -1;
-        } else if (strcmp(argv[i], "--list") == 0 && !decode) {
-            *list = true;
-        } else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
-            a->type = argv[++i];
-        } else if (strcmp(argv[i], "--cols") == 0 && i + 1 < argc) {
-            char *end;
-            a->cols = strtoll(argv[++i], &end, 10);
-            if (*end || a->cols <= 0)
-                return qp_cli_usage_error("--cols wants a positive integer, got '%s'", argv[i]);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return qp_cli_usage_error("%s: unknown or incomplete option '%s'", argv[0], argv[i]);
-        } else {
-            if (npos == 2) return qp_cli_usage_error("%s: too many arguments", argv[0]);
-            pos[npos++] = argv[i];
-        }
-    }
-    if (*list) return 0;
-    if (!a->type) return qp_cli_usage_error("%s: --type NAME is required (encode --list)", argv[0]);
-    if (a->cols < 0) return qp_cli_usage_error("%s: --cols N is required", argv[0]);
-    if (npos != 2) return qp_cli_usage_error("%s: wants an input and an output path", argv[0]);
-    a->in = pos[0];
-    a->out = pos[1];
-    return 0;
-}
-
 static int run(int argc, char **argv, bool decode) {
-    enc_args a;
-    bool list;
-    int rc = parse(argc, argv, &a, &list, decode);
-    if (rc < 0) return QP_EXIT_OK;
-    if (rc) return rc;
+    enc_args a = {.cols = -1};
+    bool list = false;
+    const char *pos[2] = {NULL, NULL};
+    int n_pos = 0;
+    const qp_cli_opt opts[] = {
+        {"--type", NULL, QP_CLI_STR, &a.type, .arg = "NAME", .help = "encoding (encode --list)"},
+        {"--cols", NULL, QP_CLI_I64, &a.cols, .lo = 1, .hi = INT64_MAX, .arg = "N",
+         .help = "columns per row (a multiple of the encoding's block)"},
+        {"--list", NULL, QP_CLI_FLAG, &list, .help = "encode: print every encoding and its facts"},
+    };
+    const qp_cli_cmd cmd = {
+        decode ? "decode" : "encode",
+        "usage: quantpack encode --type NAME --cols N IN.f32 OUT\n"
+        "       quantpack decode --type NAME --cols N IN OUT.f32\n"
+        "       quantpack encode --list\n\n"
+        "IN.f32 / OUT.f32 are raw little-endian float32 rows of N columns. Encoded output is\n"
+        "the tensor bytes as stored in GGUF (I2_S appends its 32-byte scale trailer).\n"
+        "N must be a multiple of the encoding's block; the input must hold whole rows.\n",
+        NULL, opts, decode ? 2 : 3, 0, pos, 2, &n_pos, NULL};
+    int rc = qp_cli_parse(&cmd, argc, argv, NULL);
+    if (rc != QP_CLI_RUN) return rc;
     if (list) {
         list_encodings();
-        return QP_EXIT_OK;
+        return qp_cli_flush_stdout();
     }
+    if (!a.type) return qp_cli_usage_error("%s: --type NAME is required (encode --list)", cmd.name);
+    if (a.cols < 0) return qp_cli_usage_error("%s: --cols N is required", cmd.name);
+    if (n_pos != 2) return qp_cli_usage_error("%s: wants an input and an output path", cmd.name);
+    a.in = pos[0];
+    a.out = pos[1];
     const qp_encoding enc = qp_encoding_from_name(a.type);
     const qp_encoding_traits *t = qp_encoding_get(enc);
     if (!t) return qp_cli_usage_error("unknown encoding '%s' (see quantpack encode --list)", a.type);
     if (a.cols % t->block_elems != 0)
         return qp_cli_usage_error("--cols %lld is not a multiple of %s's block of %lld elements",
-                                  a.cols, t->name, (long long)t->block_elems);
+                                  (long long)a.cols, t->name, (long long)t->block_elems);
     const bool can_q = t->quantize_tensor || t->quantize;
     const bool can_d = t->dequantize_tensor || (t->dequantize && !(t->flags & QP_ENC_FLAG_EXT_SCALE));
     qp_err e;
@@ -110,7 +87,7 @@ static int run(int argc, char **argv, bool decode) {
     }
     size_t row_bytes = 0;
     if (!qp_encoding_row_bytes(enc, (int64_t)a.cols, &row_bytes)) {
-        qp_fail(&e, QP_ERR_LIMIT, "--cols %lld is too large", a.cols);
+        qp_fail(&e, QP_ERR_LIMIT, "--cols %lld is too large", (long long)a.cols);
         return qp_cli_fail(&e);
     }
     qp_mapped_file in = {0};
@@ -121,7 +98,7 @@ static int run(int argc, char **argv, bool decode) {
     if (in.size < trailer || (in.size - trailer) % in_row != 0 || in.size == trailer) {
         qp_fail(&e, QP_ERR_CORRUPT,
                 "%s: %zu bytes is not a whole number of %s rows of %lld columns (%zu bytes each%s)",
-                a.in, in.size, decode ? t->name : "f32", a.cols, in_row,
+                a.in, in.size, decode ? t->name : "f32", (long long)a.cols, in_row,
                 trailer ? " plus a 32-byte trailer" : "");
         qp_file_unmap(&in);
         return qp_cli_fail(&e);
@@ -166,7 +143,7 @@ static int run(int argc, char **argv, bool decode) {
     qp_free(buf);
     if (e.status != QP_OK) return qp_cli_fail(&e);
     fprintf(stderr, "quantpack: %s %lld rows x %lld cols as %s: %zu bytes -> %s\n",
-            decode ? "decoded" : "encoded", (long long)rows, a.cols, t->name, out_bytes, a.out);
+            decode ? "decoded" : "encoded", (long long)rows, (long long)a.cols, t->name, out_bytes, a.out);
     return QP_EXIT_OK;
 }
 

@@ -233,10 +233,7 @@ static int print_json(const qp_model *m) {
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    if (!text) {
-        fprintf(stderr, "quantpack: out of memory printing JSON\n");
-        return QP_EXIT_IO;
-    }
+    if (!text) return qp_cli_error(QP_ERR_NOMEM, "out of memory printing JSON");
     puts(text);
     cJSON_free(text);
     return QP_EXIT_OK;
@@ -294,44 +291,32 @@ static void print_human(const qp_model *m) {
     for (int64_t i = 0; i < m->n_problems; i++) printf("  - %s\n", m->problems[i]);
 }
 
-static void inspect_help(FILE *f) {
-    fprintf(f, "usage: quantpack inspect PATH [--json] [--tokenizer FILE]\n\n"
-               "Describes a safetensors file or HF model directory, a GGUF file or a llama2.c\n"
-               "checkpoint: architecture, tokenizer, tensor table (name, encoding, shape, bytes,\n"
-               "offset), totals, metadata and every problem found. Exits 3 on a bad file.\n\n"
-               "  --json            stable machine-readable output (cli/inspect-json.md)\n"
-               "  --tokenizer FILE  tokenizer for sources without one (llama2.c tokenizer.bin)\n");
-}
-
 int qp_cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
     bool json = false;
     qp_open_opts opts = {0};
-    for (int i = 1; i < argc; i++) {
-        if (qp_cli_is_help(argv[i])) {
-            inspect_help(stdout);
-            return QP_EXIT_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--tokenizer") == 0) {
-            if (++i >= argc) return qp_cli_usage_error("--tokenizer needs a file");
-            opts.tokenizer_path = argv[i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return qp_cli_usage_error("inspect: unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            return qp_cli_usage_error("inspect: more than one PATH given");
-        }
-    }
+    const qp_cli_opt rows[] = {
+        {"--json", NULL, QP_CLI_FLAG, &json, .help = "stable machine-readable output (cli/inspect-json.md)"},
+        {"--tokenizer", NULL, QP_CLI_STR, &opts.tokenizer_path, .arg = "FILE",
+         .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
+    };
+    const qp_cli_cmd cmd = {
+        "inspect",
+        "usage: quantpack inspect PATH [--json] [--tokenizer FILE]\n\n"
+        "Describes a safetensors file or HF model directory, a GGUF file or a llama2.c\n"
+        "checkpoint: architecture, tokenizer, tensor table (name, encoding, shape, bytes,\n"
+        "offset), totals, metadata and every problem found. Exits 3 on a bad file.\n",
+        NULL, rows, 2, 0, &path, 1, NULL, NULL};
+    int rc = qp_cli_parse(&cmd, argc, argv, NULL);
+    if (rc != QP_CLI_RUN) return rc;
     if (!path) {
-        inspect_help(stderr);
+        qp_cli_help(&cmd, stderr);
         return QP_EXIT_USAGE;
     }
     qp_err e = {0};
     qp_model *m = NULL;
     if (qp_model_open(path, &opts, &m, &e) != QP_OK) return qp_cli_fail(&e);
-    int rc = json ? print_json(m) : (print_human(m), QP_EXIT_OK);
+    rc = json ? print_json(m) : (print_human(m), QP_EXIT_OK);
     qp_model_close(m);
-    return rc;
+    return rc == QP_EXIT_OK ? qp_cli_flush_stdout() : rc;
 }

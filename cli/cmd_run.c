@@ -11,27 +11,6 @@
 #include "quantpack/sampler.h"
 #include "quantpack/tokenizer.h"
 
-static void run_help(FILE *f) {
-    fprintf(f,
-            "usage: quantpack run MODEL (-p PROMPT | --ids \"ID ID ...\") [options]\n\n"
-            "Generates text with the reference CPU runtime: the prompt, then each new piece, is\n"
-            "written to stdout as it is made; statistics (tokens/s) go to stderr.\n\n"
-            "  -p, --prompt TEXT     prompt text (BOS is prepended when the vocabulary says so)\n"
-            "  --ids \"1 403 ...\"     prompt as token ids (used as given)\n"
-            "  --tokenizer FILE      tokenizer for sources without one (llama2.c tokenizer.bin)\n"
-            "  -n N                  new tokens at most (default 128); stops earlier at EOS\n"
-            "  --temp T              temperature (default 0 = greedy, lowest id on ties)\n"
-            "  --top-k K             keep the K most likely tokens (0 = off)\n"
-            "  --top-p P             nucleus sampling (1 = off)\n"
-            "  --repeat-penalty R    llama.cpp-style repetition penalty (1 = off)\n"
-            "  --repeat-last-n L     penalty window in tokens (default 64; 0 off, -1 all)\n"
-            "  --seed S              RNG seed (default 0; the same seed gives the same text)\n"
-            "  --threads N           threads (default: all cores); results do not depend on it\n"
-            "  --ctx N               KV cache positions (default min(model context, 4096))\n"
-            "  --no-bos              do not prepend BOS to -p text\n"
-            "  --print-ids           print token ids (one line) instead of text\n");
-}
-
 /* Writes the piece of id (after prev) to stdout. */
 static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
     char buf[256];
@@ -47,41 +26,8 @@ static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
     qp_free(big);
 }
 
-int qp_cmd_run(int argc, char **argv) {
-    /* --task NAME other than gen: .bullet task heads (cli/cmd_bullet.c); --task gen is plain run */
-    int task_at = 0;
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--task") == 0) task_at = i;
-    if (task_at && strcmp(argv[task_at + 1], "gen") != 0) return qp_cmd_run_task(argc, argv);
-    const char *path = NULL;
-    qp_cli_model_opts o = {.cmd = "run",
-                           .takes = QP_CLI_OPT_PROMPT | QP_CLI_OPT_TOKENIZER | QP_CLI_OPT_THREADS |
-                                    QP_CLI_OPT_GENERATE,
-                           .n_new = 128};
-    qp_sampler_params_default(&o.sampler);
-    bool print_ids = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (qp_cli_is_help(a)) {
-            run_help(stdout);
-            return QP_EXIT_OK;
-        }
-        int r = qp_cli_parse_common(argc, argv, &i, &o);
-        if (r < 0) return QP_EXIT_USAGE;
-        if (r > 0) continue;
-        if (i == task_at) i++; /* --task gen */
-        else if (strcmp(a, "--print-ids") == 0) print_ids = true;
-        else if (a[0] == '-' && a[1]) return qp_cli_usage_error("run: unknown option '%s'", a);
-        else if (!path) path = a;
-        else return qp_cli_usage_error("run: unexpected argument '%s' (quote the prompt)", a);
-    }
-    if (!path) {
-        run_help(stderr);
-        return QP_EXIT_USAGE;
-    }
-    if ((o.prompt != NULL) == (o.ids != NULL))
-        return qp_cli_usage_error("run: give either -p PROMPT or --ids \"ID ...\"");
-
+/* Text generation: the prompt, then each new piece, to stdout as it is made. */
+static int run_gen(const qp_cli_run_args *a) {
     qp_err e = {0};
     qp_model *m = NULL;
     qp_runtime *rt = NULL;
@@ -90,36 +36,35 @@ int qp_cmd_run(int argc, char **argv) {
     int32_t *ids = NULL;
     int64_t n_ids = 0;
     int rc = QP_EXIT_OK;
-    qp_status s = qp_model_open(path, &o.open, &m, &e);
+    qp_status s = qp_model_open(a->path, &a->open, &m, &e);
     if (s != QP_OK) return qp_cli_fail(&e);
     bool have_vocab = m->vocab.model != QP_TOK_NONE && m->vocab.n_tokens > 0;
     if (have_vocab && (s = qp_tokenizer_new(&m->vocab, &tok, &e)) != QP_OK) goto fail;
-    if (o.prompt) {
+    if (a->prompt) {
         if (!tok) {
-            qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer in this model%s; use --ids", path,
-                    o.open.tokenizer_path ? "" : " (pass --tokenizer FILE)");
+            qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: no tokenizer in this model%s; use --ids", a->path,
+                    a->open.tokenizer_path ? "" : " (pass --tokenizer FILE)");
             goto fail;
         }
-        const bool add_bos = qp_cli_add_bos(m) && !o.no_bos;
-        if ((s = qp_tokenizer_encode(tok, o.prompt, strlen(o.prompt), add_bos, false, &ids, &n_ids,
+        const bool add_bos = qp_cli_add_bos(m) && !a->no_bos;
+        if ((s = qp_tokenizer_encode(tok, a->prompt, strlen(a->prompt), add_bos, false, &ids, &n_ids,
                                      &e)) != QP_OK)
             goto fail;
-    } else if (!qp_cli_parse_ids(o.ids, " ,\t\n", &ids, &n_ids)) {
-        rc = qp_cli_usage_error("run: --ids must be non-negative integers");
-        goto done;
+    } else if ((s = qp_cli_parse_ids(a->ids, " ,\t\n", &ids, &n_ids, &e)) != QP_OK) {
+        goto fail;
     }
     if (n_ids == 0) {
         rc = qp_cli_usage_error("run: the prompt has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {(int)o.threads, o.ctx};
+    qp_runtime_opts ro = {(int)a->threads, a->ctx};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
-    if ((s = qp_sampler_new(&o.sampler, c->vocab, &smp, &e)) != QP_OK) goto fail;
+    if ((s = qp_sampler_new(&a->sampler, c->vocab, &smp, &e)) != QP_OK) goto fail;
     int32_t eos = m->arch.eos_id >= 0 ? m->arch.eos_id : m->vocab.eos_id;
 
     /* prompt */
-    if (print_ids) {
+    if (a->print_ids) {
         for (int64_t i = 0; i < n_ids; i++) printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
     } else if (tok) {
         for (int64_t i = 0; i < n_ids; i++) put_piece(tok, i ? ids[i - 1] : -1, ids[i]);
@@ -140,7 +85,7 @@ int qp_cmd_run(int argc, char **argv) {
     int64_t n_gen = 0, pos = n_ids;
     int32_t prev = ids[n_ids - 1];
     bool hit_eos = false, hit_ctx = false;
-    while (n_gen < o.n_new) {
+    while (n_gen < a->n_new) {
         int32_t next;
         if ((s = qp_sampler_sample(smp, logits, &next, &e)) != QP_OK) goto fail;
         n_gen++;
@@ -148,12 +93,12 @@ int qp_cmd_run(int argc, char **argv) {
             hit_eos = true;
             break;
         }
-        if (print_ids) printf(" %" PRId32, next);
+        if (a->print_ids) printf(" %" PRId32, next);
         else if (tok) put_piece(tok, prev, next);
         else printf("%s%" PRId32, n_gen > 1 ? " " : "", next);
         fflush(stdout);
         prev = next;
-        if (n_gen == o.n_new) break;
+        if (n_gen == a->n_new) break;
         if (pos >= c->n_ctx) {
             hit_ctx = true;
             break;
@@ -163,7 +108,7 @@ int qp_cmd_run(int argc, char **argv) {
     }
     double t2 = qp_cli_now_s();
     putchar('\n');
-    if (fflush(stdout) != 0) rc = QP_EXIT_IO;
+    rc = qp_cli_flush_stdout();
     int64_t n_decoded = pos - n_ids; /* forward passes after the prompt */
     fprintf(stderr,
             "quantpack run: %lld prompt tokens in %.3f s (%.2f tok/s), %lld new tokens, %lld "
@@ -184,4 +129,65 @@ done:
     qp_free(ids);
     qp_model_close(m);
     return rc;
+}
+
+static const char k_run_usage[] =
+    "usage: quantpack run MODEL (-p PROMPT | --ids \"ID ID ...\") [options]\n"
+    "       quantpack run MODEL --task sentiment|ner|pos|classifier (-p TEXT | --ids ...)\n\n"
+    "Generates text with the reference CPU runtime: the prompt, then each new piece, is\n"
+    "written to stdout as it is made; statistics (tokens/s) go to stderr. Stops at EOS or\n"
+    "after N new tokens. --task runs a .bullet task head over the input instead.\n";
+
+/* Parses the command line once, then runs generation or the task head (cli/cmd_bullet.c). */
+int qp_cmd_run(int argc, char **argv) {
+    qp_cli_run_args a = {.n_new = 128};
+    qp_sampler_params_default(&a.sampler);
+    qp_sampler_params *sp = &a.sampler;
+    const unsigned G = QP_RUN_GEN, T = QP_RUN_TASK;
+    const qp_cli_opt opts[] = {
+        {"--prompt", "-p", QP_CLI_STR, &a.prompt, .arg = "TEXT",
+         .help = "prompt text (BOS is prepended when the vocabulary says so)"},
+        {"--ids", NULL, QP_CLI_STR, &a.ids, .arg = "\"1 403 ...\"", .help = "prompt as token ids (used as given)"},
+        {"--tokenizer", NULL, QP_CLI_STR, &a.open.tokenizer_path, .arg = "FILE",
+         .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
+        {"--task", NULL, QP_CLI_STR, &a.task, .arg = "NAME",
+         .help = "gen (text, the default), or a .bullet task head: sentiment, ner, pos,\nclassifier"},
+        {"--n-predict", "-n", QP_CLI_I64, &a.n_new, .lo = 0, .hi = 1 << 24, .used_by = G, .arg = "N",
+         .help = "new tokens at most (default 128); stops earlier at EOS"},
+        {"--temp", "--temperature", QP_CLI_F32, &sp->temperature, .used_by = G, .arg = "T",
+         .help = "temperature (default 0 = greedy, lowest id on ties)"},
+        {"--top-k", NULL, QP_CLI_I32, &sp->top_k, .lo = 0, .hi = INT32_MAX, .used_by = G, .arg = "K",
+         .help = "keep the K most likely tokens (0 = off)"},
+        {"--top-p", NULL, QP_CLI_F32, &sp->top_p, .used_by = G, .arg = "P", .help = "nucleus sampling (1 = off)"},
+        {"--repeat-penalty", NULL, QP_CLI_F32, &sp->repeat_penalty, .flo = 1e-30, .fhi = 3.4e38,
+         .used_by = G, .arg = "R", .help = "llama.cpp-style repetition penalty (1 = off)"},
+        {"--repeat-last-n", NULL, QP_CLI_I32, &sp->repeat_last_n, .lo = -1, .hi = INT32_MAX,
+         .used_by = G, .arg = "L", .help = "penalty window in tokens (default 64; 0 off, -1 all)"},
+        {"--seed", NULL, QP_CLI_U64, &sp->seed, .used_by = G, .arg = "S",
+         .help = "RNG seed (default 0; the same seed gives the same text)"},
+        QP_CLI_THREADS(&a.threads, 0),
+        {"--ctx", NULL, QP_CLI_I64, &a.ctx, .lo = 1, .hi = 1 << 20, .used_by = G, .arg = "N",
+         .help = "KV cache positions (default min(model context, 4096))"},
+        {"--no-bos", NULL, QP_CLI_FLAG, &a.no_bos, .help = "do not prepend BOS to -p text"},
+        {"--print-ids", NULL, QP_CLI_FLAG, &a.print_ids, .used_by = G,
+         .help = "print token ids (one line) instead of text"},
+    };
+    enum { N_OPTS = sizeof opts / sizeof opts[0] };
+    const qp_cli_cmd cmd = {"run", k_run_usage, NULL, opts, N_OPTS, 0, &a.path, 1, NULL,
+                            " (quote the prompt)"};
+    bool given[N_OPTS];
+    int rc = qp_cli_parse(&cmd, argc, argv, given);
+    if (rc != QP_CLI_RUN) return rc;
+    bool task = a.task && strcmp(a.task, "gen") != 0;
+    for (int k = 0; k < N_OPTS; k++)
+        if (given[k] && task && opts[k].used_by && !(opts[k].used_by & T))
+            return qp_cli_usage_error("run --task %s: option '%s' is not used by task heads", a.task,
+                                      opts[k].name);
+    if (!a.path) {
+        qp_cli_help(&cmd, stderr);
+        return QP_EXIT_USAGE;
+    }
+    if ((a.prompt != NULL) == (a.ids != NULL))
+        return qp_cli_usage_error("run: give either -p PROMPT or --ids \"ID ...\"");
+    return task ? qp_cli_run_task(&a) : run_gen(&a);
 }

@@ -415,7 +415,8 @@ static void *conn_main(void *arg) {
     return NULL;
 }
 
-static int open_listener(const char *bind_addr, const char *port, char *shown, size_t cap) {
+/* The listening socket, or -1 with the reason in e. */
+static int open_listener(const char *bind_addr, const char *port, char *shown, size_t cap, qp_err *e) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -423,7 +424,7 @@ static int open_listener(const char *bind_addr, const char *port, char *shown, s
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     int rc = getaddrinfo(bind_addr, port, &hints, &res);
     if (rc != 0) {
-        fprintf(stderr, "quantpack: serve: cannot resolve %s: %s\n", bind_addr, gai_strerror(rc));
+        qp_fail(e, QP_ERR_IO, "serve: cannot resolve %s: %s", bind_addr, gai_strerror(rc));
         return -1;
     }
     int fd = -1;
@@ -442,47 +443,41 @@ static int open_listener(const char *bind_addr, const char *port, char *shown, s
             snprintf(shown, cap, ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
             break;
         }
-        fprintf(stderr, "quantpack: serve: cannot listen on %s port %s: %s\n", bind_addr, port,
-                strerror(errno));
+        qp_fail(e, QP_ERR_IO, "serve: cannot listen on %s port %s: %s", bind_addr, port, strerror(errno));
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
+    if (fd < 0 && e->status == QP_OK)
+        qp_fail(e, QP_ERR_IO, "serve: cannot open a socket for %s: %s", bind_addr, strerror(errno));
     return fd;
 }
 
 int qp_cmd_serve(int argc, char **argv) {
-    const char *dir = NULL, *port = "8765", *bind_addr = "127.0.0.1";
+    const char *dir = NULL, *bind_addr = "127.0.0.1";
+    int64_t port_n = 8765;
     bool verbose = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (qp_cli_is_help(a)) {
-            printf("usage: quantpack serve DIR [--port P] [--bind ADDR] [--verbose]\n\n"
-                   "Serves an RDRR directory over HTTP/1.1 (GET, HEAD, OPTIONS; \"/\" is\n"
-                   "manifest.json; byte ranges; ETag = shard SHA-256; CORS for DOPPLER).\n"
-                   "Default: 127.0.0.1:8765. --port 0 picks a free port (printed on stderr).\n"
-                   "Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.\n");
-            return QP_EXIT_OK;
-        }
-        bool has_val = i + 1 < argc;
-        if (strcmp(a, "--port") == 0 && has_val) {
-            port = argv[++i];
-            char *end;
-            long v = strtol(port, &end, 10);
-            if (*end || v < 0 || v > 65535) return qp_cli_usage_error("serve: --port wants 0..65535, not '%s'", port);
-        } else if (strcmp(a, "--bind") == 0 && has_val) bind_addr = argv[++i];
-        else if (strcmp(a, "--verbose") == 0) verbose = true;
-        else if (a[0] == '-' && a[1]) return qp_cli_usage_error("serve: unknown or incomplete option '%s'", a);
-        else if (!dir) dir = a;
-        else return qp_cli_usage_error("serve: unexpected argument '%s'", a);
-    }
+    const qp_cli_opt opts[] = {
+        {"--port", NULL, QP_CLI_I64, &port_n, .lo = 0, .hi = 65535, .arg = "P",
+         .help = "TCP port (default 8765; 0 picks a free one, printed on stderr)"},
+        {"--bind", NULL, QP_CLI_STR, &bind_addr, .arg = "ADDR", .help = "address (default 127.0.0.1)"},
+        {"--verbose", NULL, QP_CLI_FLAG, &verbose, .help = "log every request on stderr"},
+    };
+    const qp_cli_cmd cmd = {"serve",
+                            "usage: quantpack serve DIR [--port P] [--bind ADDR] [--verbose]\n\n"
+                            "Serves an RDRR directory over HTTP/1.1 (GET, HEAD, OPTIONS; \"/\" is\n"
+                            "manifest.json; byte ranges; ETag = shard SHA-256; CORS for DOPPLER).\n"
+                            "Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.\n",
+                            NULL, opts, 3, 0, &dir, 1, NULL, NULL};
+    int rc = qp_cli_parse(&cmd, argc, argv, NULL);
+    if (rc != QP_CLI_RUN) return rc;
     if (!dir) return qp_cli_usage_error("usage: quantpack serve DIR [--port P] [--bind ADDR]");
+    char port[16];
+    snprintf(port, sizeof port, "%d", (int)port_n);
     static server sv;
     memset(&sv, 0, sizeof sv);
-    if (!realpath(dir, sv.root) || !qp_path_is_dir(sv.root)) {
-        fprintf(stderr, "quantpack: serve: %s is not a directory\n", dir);
-        return QP_EXIT_IO;
-    }
+    if (!realpath(dir, sv.root) || !qp_path_is_dir(sv.root))
+        return qp_cli_error(QP_ERR_IO, "serve: %s is not a directory", dir);
     sv.root_len = strlen(sv.root);
     if (sv.root_len == 1) sv.root_len = 0; /* "/" */
     sv.verbose = verbose;
@@ -492,11 +487,13 @@ int qp_cmd_serve(int argc, char **argv) {
     load_etags(&sv);
 
     char shown[NI_MAXHOST + NI_MAXSERV + 8];
-    int lfd = open_listener(bind_addr, port, shown, sizeof shown);
-    if (lfd < 0) return QP_EXIT_IO;
+    qp_err e;
+    qp_err_clear(&e);
+    int lfd = open_listener(bind_addr, port, shown, sizeof shown, &e);
+    if (lfd < 0) return qp_cli_fail(&e);
     if (pipe(g_wake) != 0) {
         close(lfd);
-        return QP_EXIT_IO;
+        return qp_cli_error(QP_ERR_IO, "serve: cannot make a pipe: %s", strerror(errno));
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

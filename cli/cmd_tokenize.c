@@ -11,19 +11,6 @@
 
 #define TOKENIZE_MAX_INPUT ((size_t)1 << 30)
 
-static void tokenize_help(FILE *f) {
-    fprintf(f, "usage: quantpack tokenize MODEL [--tokenizer FILE] [--no-bos] [--special] "
-               "(--stdin | TEXT)\n\n"
-               "Prints the token ids of TEXT, space-separated on one line. MODEL is a model file or\n"
-               "directory (a vocab-only GGUF is fine) or a tokenizer.json.\n\n"
-               "  --tokenizer FILE  tokenizer for sources without one (llama2.c tokenizer.bin)\n"
-               "  --no-bos          do not prepend BOS (it is added when the vocabulary says so)\n"
-               "  --special         recognise control tokens such as <s> written in the text\n"
-               "  --stdin           read the text from standard input, verbatim (no newline is\n"
-               "                    stripped)\n\n"
-               "Invalid UTF-8 is tokenized as if each ill-formed sequence were U+FFFD.\n");
-}
-
 static bool has_suffix(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
@@ -62,38 +49,34 @@ static qp_status read_stdin(char **out, size_t *out_len, qp_err *e) {
 }
 
 int qp_cmd_tokenize(int argc, char **argv) {
-    const char *path = NULL, *text = NULL;
+    const char *pos[2] = {NULL, NULL}; /* MODEL, TEXT */
+    int n_pos = 0;
     bool use_stdin = false, no_bos = false, special = false;
     qp_open_opts opts = {0};
-    for (int i = 1; i < argc; i++) {
-        if (qp_cli_is_help(argv[i])) {
-            tokenize_help(stdout);
-            return QP_EXIT_OK;
-        } else if (strcmp(argv[i], "--tokenizer") == 0) {
-            if (++i >= argc) return qp_cli_usage_error("tokenize: --tokenizer needs a file");
-            opts.tokenizer_path = argv[i];
-        } else if (strcmp(argv[i], "--no-bos") == 0) {
-            no_bos = true;
-        } else if (strcmp(argv[i], "--special") == 0) {
-            special = true;
-        } else if (strcmp(argv[i], "--stdin") == 0) {
-            use_stdin = true;
-        } else if (strcmp(argv[i], "--") == 0) { /* TEXT starting with '-' */
-            if (!path || text || i + 2 != argc)
-                return qp_cli_usage_error("tokenize: MODEL, then -- and one TEXT");
-            text = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return qp_cli_usage_error("tokenize: unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else if (!text) {
-            text = argv[i];
-        } else {
-            return qp_cli_usage_error("tokenize: more than one TEXT given (quote it)");
-        }
-    }
+    const qp_cli_opt rows[] = {
+        {"--tokenizer", NULL, QP_CLI_STR, &opts.tokenizer_path, .arg = "FILE",
+         .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
+        {"--no-bos", NULL, QP_CLI_FLAG, &no_bos,
+         .help = "do not prepend BOS (it is added when the vocabulary says so)"},
+        {"--special", NULL, QP_CLI_FLAG, &special,
+         .help = "recognise control tokens such as <s> written in the text"},
+        {"--stdin", NULL, QP_CLI_FLAG, &use_stdin,
+         .help = "read the text from standard input, verbatim (no newline is\nstripped)"},
+    };
+    const qp_cli_cmd cmd = {
+        "tokenize",
+        "usage: quantpack tokenize MODEL [--tokenizer FILE] [--no-bos] [--special] "
+        "(--stdin | TEXT)\n\n"
+        "Prints the token ids of TEXT, space-separated on one line. MODEL is a model file or\n"
+        "directory (a vocab-only GGUF is fine) or a tokenizer.json. A TEXT starting with '-'\n"
+        "goes after --.\n",
+        "Invalid UTF-8 is tokenized as if each ill-formed sequence were U+FFFD.\n",
+        rows, 4, 0, pos, 2, &n_pos, " (quote the TEXT)"};
+    int rc = qp_cli_parse(&cmd, argc, argv, NULL);
+    if (rc != QP_CLI_RUN) return rc;
+    const char *path = pos[0], *text = pos[1];
     if (!path) {
-        tokenize_help(stderr);
+        qp_cli_help(&cmd, stderr);
         return QP_EXIT_USAGE;
     }
     if (use_stdin == (text != NULL))
@@ -122,24 +105,18 @@ int qp_cmd_tokenize(int argc, char **argv) {
     size_t len = 0;
     if (use_stdin) s = read_stdin(&buf, &len, &e);
     else len = strlen(text);
-    /* BOS: as the vocabulary says; a GGUF "llama" vocab without the key defaults to BOS, as in
-     * llama.cpp. */
-    bool add_bos = m->vocab.add_bos;
-    if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
-        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
-        add_bos = true;
+    const bool add_bos = qp_cli_add_bos(m); /* as llama.cpp: GGUF SPM without the key adds it */
     int32_t *ids = NULL;
     int64_t n = 0;
     if (s == QP_OK)
         s = qp_tokenizer_encode(t, use_stdin ? buf : text, len, add_bos && !no_bos, special, &ids,
                                 &n, &e);
-    int rc = QP_EXIT_OK;
     if (s != QP_OK) {
         rc = qp_cli_fail(&e);
     } else {
         for (int64_t i = 0; i < n; i++) printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
         putchar('\n');
-        if (fflush(stdout) != 0) rc = QP_EXIT_IO;
+        rc = qp_cli_flush_stdout();
     }
     qp_free(ids);
     qp_free(buf);

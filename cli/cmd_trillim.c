@@ -132,15 +132,6 @@ int qp_cmd_trillim_quantize(int argc, char **argv) {
 
 /* ---- convert --to trlm -------------------------------------------------------------------------- */
 
-static void convert_usage(FILE *f) {
-    fprintf(f, "usage: quantpack convert SRC [--tokenizer FILE] --to trlm -o DIR [--lora PEFT_DIR]\n\n"
-               "SRC is a Hugging Face safetensors model folder. Builds the quantize manifest exactly\n"
-               "as the Trillim SDK v1 does (kept as DIR/.quantize_manifest.bin), runs trillim-quantize\n"
-               "on it (qmodel.tensors, rope.cache, and qmodel.lora with --lora), copies config.json and\n"
-               "the tokenizer files, and writes DIR/inference.config: the positional --config values\n"
-               "of `inference DIR --config ...` (protocol v1).\n");
-}
-
 static qp_status copy_file(const char *src, const char *dst, qp_err *e) {
     char *buf = NULL;
     size_t len = 0;
@@ -150,23 +141,10 @@ static qp_status copy_file(const char *src, const char *dst, qp_err *e) {
     return s;
 }
 
-int qp_cmd_convert_trlm(int argc, char **argv) {
-    const char *src = NULL, *out = NULL, *tok = NULL, *lora = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool hv = i + 1 < argc;
-        if (qp_cli_is_help(a)) {
-            convert_usage(stdout);
-            return QP_EXIT_OK;
-        } else if (strcmp(a, "--to") == 0 && hv) {
-            if (strcmp(argv[++i], "trlm") != 0) return qp_cli_usage_error("convert: --to %s", argv[i]);
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && hv) out = argv[++i];
-        else if (strcmp(a, "--tokenizer") == 0 && hv) tok = argv[++i];
-        else if (strcmp(a, "--lora") == 0 && hv) lora = argv[++i];
-        else if (a[0] != '-' && !src) src = a;
-        else return qp_cli_usage_error("convert --to trlm: unexpected argument '%s'", a);
-    }
-    if (!src || !out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
+/* convert --to trlm (options parsed by cli/cmd_convert.c). */
+int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
+    const char *src = a->src, *out = a->out, *tok = a->tokenizer, *lora = a->lora;
+    if (!out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
     qp_err e;
     qp_err_clear(&e);
     if (!qp_path_is_dir(src)) {

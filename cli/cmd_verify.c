@@ -22,36 +22,21 @@
 
 #define VERIFY_MAX_PROMPTS 1024
 
-static void verify_help(FILE *f) {
-    fprintf(f,
-            "usage: quantpack verify OUT --against SRC [options]\n\n"
-            "Runs the same prompts through SRC and OUT (teacher-forced on SRC's greedy\n"
-            "continuation) and compares the logits at every position: cosine similarity, max\n"
-            "|diff|, KL(softmax(SRC) || softmax(OUT)), top-1 agreement, and the greedy tokens\n"
-            "(exact match, first divergence). Exit 0 when every threshold holds, 1 when not.\n\n"
-            "  --against SRC      the model OUT was made from (required)\n"
-            "  --prompts FILE     one prompt per line: text, or \"ids: 1 403 407\"; lines that\n"
-            "                     are empty or start with # are skipped. Default: \"Once upon\n"
-            "                     a time\" when there is a tokenizer, else BOS + 4 fixed ids\n"
-            "  --receipt FILE     write the receipt JSON (schema in runtime/runtime.md)\n"
-            "  -n N               greedy tokens generated after each prompt (default 32)\n"
-            "  --tokenizer FILE   tokenizer for sources without one (llama2.c tokenizer.bin)\n"
-            "  --threads N        threads (default: all cores)\n"
-            "  --min-cosine X     mean cosine over positions must be >= X\n"
-            "  --max-kl X         mean KL over positions must be <= X\n"
-            "  --min-top1 X       top-1 agreement rate must be >= X\n"
-            "  --min-greedy X     matched greedy prefix / N must be >= X\n"
-            "  --pubkey K.pub     RDRR OUT: manifest.json.sig must be valid and made by this key\n"
-            "Thresholds default by OUT's lowest-precision matrix encoding (runtime.md).\n\n"
-            "usage: quantpack verify RDRR_DIR [--pubkey K.pub]\n\n"
-            "Integrity of an RDRR directory without running it: every shard SHA-256, group hash\n"
-            "and block Merkle root, then the Ed25519 signature manifest.json.sig when present.\n"
-            "Only --pubkey makes the check trusted: the public key written in the signature (or\n"
-            "a K.pub lying beside the manifest) could have been replaced together with it, so\n"
-            "without --pubkey a valid signature is reported as \"signed, key not given\". A bad\n"
-            "signature, a signer other than --pubkey, or --pubkey on an unsigned directory fail\n"
-            "(exit 1).\n");
-}
+static const char k_verify_usage[] =
+    "usage: quantpack verify OUT --against SRC [options]\n\n"
+    "Runs the same prompts through SRC and OUT (teacher-forced on SRC's greedy\n"
+    "continuation) and compares the logits at every position: cosine similarity, max\n"
+    "|diff|, KL(softmax(SRC) || softmax(OUT)), top-1 agreement, and the greedy tokens\n"
+    "(exact match, first divergence). Exit 0 when every threshold holds, 1 when not.\n"
+    "Thresholds default by OUT's lowest-precision matrix encoding (runtime.md).\n\n"
+    "usage: quantpack verify RDRR_DIR [--pubkey K.pub]\n\n"
+    "Integrity of an RDRR directory without running it: every shard SHA-256, group hash\n"
+    "and block Merkle root, then the Ed25519 signature manifest.json.sig when present.\n"
+    "Only --pubkey makes the check trusted: the public key written in the signature (or\n"
+    "a K.pub lying beside the manifest) could have been replaced together with it, so\n"
+    "without --pubkey a valid signature is reported as \"signed, key not given\". A bad\n"
+    "signature, a signer other than --pubkey, or --pubkey on an unsigned directory fail\n"
+    "(exit 1).\n";
 
 typedef struct prompt_list {
     qp_verify_prompt p[VERIFY_MAX_PROMPTS];
@@ -77,7 +62,9 @@ static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok
     int32_t *ids = NULL;
     int64_t n = 0;
     if (strncmp(line, "ids:", 4) == 0) {
-        if (!qp_cli_parse_ids(line + 4, " \t,\r", &ids, &n) || n == 0) {
+        qp_err e = {0};
+        if (qp_cli_parse_ids(line + 4, " \t,\r", &ids, &n, &e) == QP_ERR_NOMEM) return qp_cli_fail(&e);
+        if (e.status != QP_OK || n == 0) {
             qp_free(ids);
             return qp_cli_usage_error("verify: prompts line %lld: bad id list", (long long)lineno);
         }
@@ -96,7 +83,7 @@ static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok
         }
         if (!(pl->text[i] = qp_strdup(line))) {
             qp_free(ids);
-            return QP_EXIT_IO;
+            return qp_cli_error(QP_ERR_NOMEM, "out of memory");
         }
     }
     pl->ids[i] = ids;
@@ -171,7 +158,7 @@ static int sig_fail(qp_err *e) {
 static int check_rdrr_signature(const char *dir, const char *pubkey) {
     qp_err e = {0};
     char *sp = qp_path_join(dir, QP_RDRR_SIG_FILE);
-    if (!sp) return QP_EXIT_IO;
+    if (!sp) return qp_cli_error(QP_ERR_NOMEM, "out of memory");
     bool signed_dir = qp_path_exists(sp);
     qp_free(sp);
     if (!signed_dir) {
@@ -204,7 +191,7 @@ static int check_rdrr_signature(const char *dir, const char *pubkey) {
         if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".pub")) continue;
         char *kp = qp_path_join(dir, de->d_name);
         qp_err ke = {0};
-        if (!kp) rc = QP_EXIT_IO;
+        if (!kp) rc = qp_cli_error(QP_ERR_NOMEM, "out of memory");
         else if (qp_rdrr_key_read_public(kp, pk, &ke) == QP_OK) {
             if (memcmp(pk, signer, 32) != 0) {
                 qp_fail(&e, QP_ERR_VERIFY, "%s/%s: signed by ed25519:%s, not by the key %s lying "
@@ -230,7 +217,7 @@ static int check_rdrr_signature(const char *dir, const char *pubkey) {
 static int verify_rdrr_dir(const char *dir, const char *pubkey, const qp_open_opts *oo) {
     int rc = check_rdrr_signature(dir, pubkey);
     if (rc != QP_EXIT_OK) return rc;
-    if (fflush(stdout) != 0) return QP_EXIT_IO; /* the signature line before any error */
+    if ((rc = qp_cli_flush_stdout()) != QP_EXIT_OK) return rc; /* the signature line first */
     qp_err e = {0};
     qp_model *m = NULL;
     if (qp_model_open(dir, oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
@@ -238,69 +225,48 @@ static int verify_rdrr_dir(const char *dir, const char *pubkey, const qp_open_op
            "listed in manifest.json matches\n", dir, (long long)m->n_tensors);
     for (int64_t i = 0; i < m->n_problems; i++) printf("note: %s\n", m->problems[i]);
     qp_model_close(m);
-    return fflush(stdout) == 0 ? QP_EXIT_OK : QP_EXIT_IO;
+    return qp_cli_flush_stdout();
 }
 
 int qp_cmd_verify(int argc, char **argv) {
     const char *out_path = NULL, *src_path = NULL, *prompts_file = NULL, *receipt = NULL,
                *pubkey = NULL;
-    qp_cli_model_opts o = {.cmd = "verify", .takes = QP_CLI_OPT_TOKENIZER};
+    qp_open_opts oo = {0};
     int64_t n_gen = 32, threads = 0;
-    double min_cos = -1, max_kl = -1, min_top1 = -1, min_greedy = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (qp_cli_is_help(a)) {
-            verify_help(stdout);
-            return QP_EXIT_OK;
-        }
-        int r = qp_cli_parse_common(argc, argv, &i, &o);
-        if (r < 0) return QP_EXIT_USAGE;
-        if (r > 0) continue;
-        bool takes = strcmp(a, "--against") == 0 || strcmp(a, "--prompts") == 0 ||
-                     strcmp(a, "--receipt") == 0 || strcmp(a, "-n") == 0 ||
-                     strcmp(a, "--threads") == 0 || strcmp(a, "--min-cosine") == 0 ||
-                     strcmp(a, "--max-kl") == 0 || strcmp(a, "--min-top1") == 0 ||
-                     strcmp(a, "--min-greedy") == 0 || strcmp(a, "--pubkey") == 0;
-        if (takes) {
-            if (!v) return qp_cli_usage_error("verify: %s needs a value", a);
-            i++;
-        }
-        /* -n and --threads: verify's own ranges and messages */
-        if (strcmp(a, "--against") == 0) src_path = v;
-        else if (strcmp(a, "--prompts") == 0) prompts_file = v;
-        else if (strcmp(a, "--receipt") == 0) receipt = v;
-        else if (strcmp(a, "--pubkey") == 0) pubkey = v;
-        else if (strcmp(a, "-n") == 0) {
-            if (!qp_cli_parse_i64(v, 1, 65536, &n_gen))
-                return qp_cli_usage_error("verify: -n must be 1..65536");
-        } else if (strcmp(a, "--threads") == 0) {
-            if (!qp_cli_parse_i64(v, 1, 1024, &threads))
-                return qp_cli_usage_error("verify: --threads must be 1..1024");
-        } else if (strcmp(a, "--min-cosine") == 0) {
-            if (!qp_cli_parse_double(v, &min_cos)) return qp_cli_usage_error("verify: bad --min-cosine");
-        } else if (strcmp(a, "--max-kl") == 0) {
-            if (!qp_cli_parse_double(v, &max_kl) || max_kl < 0)
-                return qp_cli_usage_error("verify: bad --max-kl");
-        } else if (strcmp(a, "--min-top1") == 0) {
-            if (!qp_cli_parse_double(v, &min_top1)) return qp_cli_usage_error("verify: bad --min-top1");
-        } else if (strcmp(a, "--min-greedy") == 0) {
-            if (!qp_cli_parse_double(v, &min_greedy))
-                return qp_cli_usage_error("verify: bad --min-greedy");
-        } else if (a[0] == '-' && a[1]) {
-            return qp_cli_usage_error("verify: unknown option '%s'", a);
-        } else if (!out_path) {
-            out_path = a;
-        } else {
-            return qp_cli_usage_error("verify: unexpected argument '%s'", a);
-        }
-    }
+    double min_cos = 0, max_kl = 0, min_top1 = 0, min_greedy = 0;
+    const qp_cli_opt opts[] = {
+        {"--against", NULL, QP_CLI_STR, &src_path, .arg = "SRC", .help = "the model OUT was made from"},
+        {"--prompts", NULL, QP_CLI_STR, &prompts_file, .arg = "FILE",
+         .help = "one prompt per line: text, or \"ids: 1 403 407\"; lines that\n"
+                 "are empty or start with # are skipped. Default: \"Once upon\n"
+                 "a time\" when there is a tokenizer, else BOS + 4 fixed ids"},
+        {"--receipt", NULL, QP_CLI_STR, &receipt, .arg = "FILE",
+         .help = "write the receipt JSON (schema in runtime/runtime.md)"},
+        {"--n-predict", "-n", QP_CLI_I64, &n_gen, .lo = 1, .hi = 65536, .arg = "N",
+         .help = "greedy tokens generated after each prompt (default 32)"},
+        {"--tokenizer", NULL, QP_CLI_STR, &oo.tokenizer_path, .arg = "FILE",
+         .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
+        QP_CLI_THREADS(&threads, 0),
+        {"--min-cosine", NULL, QP_CLI_F64, &min_cos, .arg = "X", .help = "mean cosine over positions must be >= X"},
+        {"--max-kl", NULL, QP_CLI_F64, &max_kl, .flo = 0, .fhi = 1e300, .arg = "X",
+         .help = "mean KL over positions must be <= X"},
+        {"--min-top1", NULL, QP_CLI_F64, &min_top1, .arg = "X", .help = "top-1 agreement rate must be >= X"},
+        {"--min-greedy", NULL, QP_CLI_F64, &min_greedy, .arg = "X",
+         .help = "matched greedy prefix / N must be >= X"},
+        {"--pubkey", NULL, QP_CLI_STR, &pubkey, .arg = "K.pub",
+         .help = "RDRR OUT: manifest.json.sig must be valid and made by this key"},
+    };
+    enum { N_OPTS = sizeof opts / sizeof opts[0], MIN_COS = 6, MAX_KL, MIN_TOP1, MIN_GREEDY };
+    const qp_cli_cmd cmd = {"verify", k_verify_usage, NULL, opts, N_OPTS, 0, &out_path, 1, NULL, NULL};
+    bool given[N_OPTS];
+    int prc = qp_cli_parse(&cmd, argc, argv, given);
+    if (prc != QP_CLI_RUN) return prc;
     if (!out_path) {
-        verify_help(stderr);
+        qp_cli_help(&cmd, stderr);
         return QP_EXIT_USAGE;
     }
     bool rdrr = qp_format_detect(out_path) == QP_FORMAT_RDRR;
-    if (!src_path && rdrr) return verify_rdrr_dir(out_path, pubkey, &o.open);
+    if (!src_path && rdrr) return verify_rdrr_dir(out_path, pubkey, &oo);
     if (pubkey && !rdrr) return qp_cli_usage_error("verify: --pubkey is for RDRR directories");
     if (!src_path) return qp_cli_usage_error("verify: --against SRC is required (or OUT is an RDRR "
                                              "directory: the integrity check alone)");
@@ -316,9 +282,9 @@ int qp_cmd_verify(int argc, char **argv) {
     prompt_list *pl = qp_calloc(1, sizeof *pl);
     char *json = NULL;
     int rc = QP_EXIT_OK;
-    if (!pl) return QP_EXIT_IO;
-    if (qp_model_open(out_path, &o.open, &out, &e) != QP_OK ||
-        qp_model_open(src_path, &o.open, &src, &e) != QP_OK) {
+    if (!pl) return qp_cli_error(QP_ERR_NOMEM, "out of memory");
+    if (qp_model_open(out_path, &oo, &out, &e) != QP_OK ||
+        qp_model_open(src_path, &oo, &src, &e) != QP_OK) {
         rc = qp_cli_fail(&e);
         goto done;
     }
@@ -360,11 +326,11 @@ int qp_cmd_verify(int argc, char **argv) {
     vo.n_threads = (int)threads;
     vo.n_generate = n_gen;
     qp_verify_default_thresholds(out, src, &vo.th);
-    if (min_cos >= 0 || max_kl >= 0 || min_top1 >= 0 || min_greedy >= 0) vo.th.class_name = "custom";
-    if (min_cos >= 0) vo.th.min_cosine = min_cos;
-    if (max_kl >= 0) vo.th.max_kl = max_kl;
-    if (min_top1 >= 0) vo.th.min_top1 = min_top1;
-    if (min_greedy >= 0) vo.th.min_greedy_match = min_greedy;
+    if (given[MIN_COS] || given[MAX_KL] || given[MIN_TOP1] || given[MIN_GREEDY]) vo.th.class_name = "custom";
+    if (given[MIN_COS]) vo.th.min_cosine = min_cos;
+    if (given[MAX_KL]) vo.th.max_kl = max_kl;
+    if (given[MIN_TOP1]) vo.th.min_top1 = min_top1;
+    if (given[MIN_GREEDY]) vo.th.min_greedy_match = min_greedy;
     if (qp_verify_run(out, src, pl->p, pl->n, &vo, &rep, &e) != QP_OK) {
         rc = qp_cli_fail(&e);
         goto done;
@@ -379,7 +345,7 @@ int qp_cmd_verify(int argc, char **argv) {
         printf("receipt: %s\n", receipt);
     }
     rc = qp_verify_report_passed(rep) ? QP_EXIT_OK : QP_EXIT_VERIFY_FAILED;
-    if (fflush(stdout) != 0 && rc == QP_EXIT_OK) rc = QP_EXIT_IO;
+    if (rc == QP_EXIT_OK) rc = qp_cli_flush_stdout();
 done:
     qp_free(json);
     qp_verify_report_free(rep);
