@@ -16,105 +16,59 @@
 #include "quantpack/sampler.h"
 #include "writers/trlm_writer.h"
 
-static bool parse_i64(const char *s, int64_t *out) {
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s) return false;
-    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
-    if (*end) return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_f64(const char *s, double *out) {
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v)) return false;
-    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
-    if (*end) return false;
-    *out = v;
-    return true;
-}
-
 /* ---- trillim-quantize --------------------------------------------------------------------------- */
 
-static void tq_usage(FILE *f) {
-    fprintf(f,
-            "usage: trillim-quantize --manifest M --output DIR/qmodel.tensors --arch N\n"
-            "         --hidden-dim H --intermediate-dim I --hidden-dim-orig H0\n"
-            "         --intermediate-dim-orig I0 --norm-eps E [--tie-embeddings]\n"
-            "         [--rope-output DIR/rope.cache --rope-theta T --max-pos P] --head-dim D\n"
-            "         [--lora-output DIR/qmodel.lora --lora-rank R --num-heads NH --num-kv-heads NKV]\n\n"
-            "Executes a Trillim SDK v1 quantize manifest (55-byte tensor entries, optional LoRA block):\n"
-            "actions BF16_RAW, TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padded to the manifest's\n"
-            "padded rows x cols. Writes qmodel.tensors (TRLM v1), rope.cache (TRRC) and qmodel.lora (TRLA)\n"
-            "atomically (temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA.\n"
-            "Byte layouts: readers/trlm.md. Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O.\n");
-}
+static const char k_tq_usage[] =
+    "usage: trillim-quantize --manifest M --output DIR/qmodel.tensors --arch N\n"
+    "         --hidden-dim H --intermediate-dim I --hidden-dim-orig H0\n"
+    "         --intermediate-dim-orig I0 --norm-eps E [--tie-embeddings]\n"
+    "         [--rope-output DIR/rope.cache --rope-theta T --max-pos P] --head-dim D\n"
+    "         [--lora-output DIR/qmodel.lora --lora-rank R --num-heads NH --num-kv-heads NKV]\n\n"
+    "Executes a Trillim SDK v1 quantize manifest (55-byte tensor entries, optional LoRA block):\n"
+    "actions BF16_RAW, TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padded to the manifest's\n"
+    "padded rows x cols. Writes qmodel.tensors (TRLM v1), rope.cache (TRRC) and qmodel.lora (TRLA)\n"
+    "atomically (temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA.\n"
+    "Integers are 0..2^31. Byte layouts: readers/trlm.md. Exit codes: 0 ok, 2 usage, 3 bad\n"
+    "input, 4 I/O.\n";
+
+/* The SDK's integer options: 0..2^31 */
+#define TQ_INT(name, dst) {name, NULL, QP_CLI_I64, (dst), .lo = 0, .hi = (int64_t)1 << 31, .arg = "N"}
+#define TQ_NUM(name, dst) {name, NULL, QP_CLI_F64, (dst), .arg = "X"}
+#define TQ_STR(name, dst) {name, NULL, QP_CLI_STR, (dst), .arg = "PATH"}
 
 int qp_cmd_trillim_quantize(int argc, char **argv) {
     qp_trillim_quant_opts o = {0};
     const char *manifest = NULL;
-    bool have[9] = {false};
+    int64_t arch = 0;
     o.rope_theta = 10000.0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (qp_cli_is_help(a)) {
-            tq_usage(stdout);
-            return QP_EXIT_OK;
-        }
-        if (strcmp(a, "--tie-embeddings") == 0) {
-            o.tie_embeddings = true;
-            continue;
-        }
-        static const char *const k_val[] = {"--manifest", "--output", "--arch", "--hidden-dim",
-                                            "--intermediate-dim", "--hidden-dim-orig",
-                                            "--intermediate-dim-orig", "--norm-eps", "--rope-output",
-                                            "--rope-theta", "--max-pos", "--head-dim", "--lora-output",
-                                            "--lora-rank", "--num-heads", "--num-kv-heads"};
-        int k = -1;
-        for (int j = 0; j < (int)(sizeof k_val / sizeof k_val[0]); j++)
-            if (strcmp(a, k_val[j]) == 0) k = j;
-        if (k < 0) return qp_cli_usage_error("trillim-quantize: unknown argument '%s'", a);
-        if (i + 1 >= argc) return qp_cli_usage_error("trillim-quantize: %s needs a value", a);
-        const char *v = argv[++i];
-        int64_t iv = 0;
-        double dv = 0;
-        bool is_int = k == 2 || (k >= 3 && k <= 6) || k == 10 || k == 11 || k >= 13;
-        bool is_f = k == 7 || k == 9;
-        if (is_int && (!parse_i64(v, &iv) || iv < 0 || iv > (1ll << 31)))
-            return qp_cli_usage_error("trillim-quantize: %s '%s' is not a non-negative integer", a, v);
-        if (is_f && !parse_f64(v, &dv))
-            return qp_cli_usage_error("trillim-quantize: %s '%s' is not a finite number", a, v);
-        switch (k) {
-        case 0: manifest = v; break;
-        case 1: o.output = v; break;
-        case 2: o.arch = (int)iv; break;
-        case 3: o.hidden = iv; break;
-        case 4: o.intermediate = iv; break;
-        case 5: o.hidden_orig = iv; break;
-        case 6: o.intermediate_orig = iv; break;
-        case 7: o.norm_eps = dv; break;
-        case 8: o.rope_output = v; break;
-        case 9: o.rope_theta = dv; break;
-        case 10: o.max_pos = iv; break;
-        case 11: o.head_dim = iv; break;
-        case 12: o.lora_output = v; break;
-        case 13: o.lora_rank = iv; break;
-        case 14: o.n_heads = iv; break;
-        case 15: o.n_kv_heads = iv; break;
-        }
-        if (k <= 7) have[k] = true;
-    }
-    static const char *const k_req[] = {"--manifest", "--output", "--arch", "--hidden-dim",
-                                        "--intermediate-dim", "--hidden-dim-orig",
-                                        "--intermediate-dim-orig", "--norm-eps"};
-    for (int k = 0; k < 8; k++)
-        if (!have[k]) return qp_cli_usage_error("trillim-quantize: %s is required", k_req[k]);
+    const qp_cli_opt opts[] = {
+        /* required: the first eight */
+        TQ_STR("--manifest", &manifest),
+        TQ_STR("--output", &o.output),
+        TQ_INT("--arch", &arch),
+        TQ_INT("--hidden-dim", &o.hidden),
+        TQ_INT("--intermediate-dim", &o.intermediate),
+        TQ_INT("--hidden-dim-orig", &o.hidden_orig),
+        TQ_INT("--intermediate-dim-orig", &o.intermediate_orig),
+        TQ_NUM("--norm-eps", &o.norm_eps),
+        {"--tie-embeddings", NULL, QP_CLI_FLAG, &o.tie_embeddings, .help = NULL},
+        TQ_STR("--rope-output", &o.rope_output),
+        TQ_NUM("--rope-theta", &o.rope_theta),
+        TQ_INT("--max-pos", &o.max_pos),
+        TQ_INT("--head-dim", &o.head_dim),
+        TQ_STR("--lora-output", &o.lora_output),
+        TQ_INT("--lora-rank", &o.lora_rank),
+        TQ_INT("--num-heads", &o.n_heads),
+        TQ_INT("--num-kv-heads", &o.n_kv_heads),
+    };
+    enum { N_OPTS = sizeof opts / sizeof opts[0], N_REQUIRED = 8 };
+    const qp_cli_cmd cmd = {"trillim-quantize", k_tq_usage, NULL, opts, N_OPTS, 0, NULL, 0, NULL, NULL};
+    bool given[N_OPTS];
+    int rc = qp_cli_parse(&cmd, argc, argv, given);
+    if (rc != QP_CLI_RUN) return rc;
+    for (int k = 0; k < N_REQUIRED; k++)
+        if (!given[k]) return qp_cli_usage_error("trillim-quantize: %s is required", opts[k].name);
+    o.arch = (int)arch;
     o.manifest_path = manifest;
     qp_err e;
     qp_err_clear(&e);
@@ -237,37 +191,129 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
 
 /* ---- inference (protocol v1) -------------------------------------------------------------------- */
 
-static void inf_usage(FILE *f) {
-    fprintf(f, "usage: inference MODEL_DIR [--lora] --config ARCH ACT HIDDEN INTER LAYERS HEADS KV_HEADS\n"
-               "         VOCAB HEAD_DIM MAX_POS NORM_EPS ROPE_THETA TIE QKV_BIAS ATTN_SUB_NORM\n"
-               "         FFN_SUB_NORM THREADS N_EOS EOS...\n\n"
-               "Trillim protocol v1. Per request, stdin lines: num_tokens (0 quits), reset (0/1),\n"
-               "temperature, top_k, top_p, repetition_penalty, rep_penalty_lookback, max_tokens (0 =\n"
-               "unlimited, bounded by max positions), then num_tokens token ids. stdout: one generated\n"
-               "id per line (EOS included), then kv_position. The repetition penalty looks back over\n"
-               "the session's cached tokens (all requests since the last reset 1), as attention does.\n"
-               "--lora merges MODEL_DIR/qmodel.lora.\n"
-               "Malformed input: a message on stderr and exit 3.\n");
-}
+static const char k_inf_usage[] =
+    "usage: inference MODEL_DIR [--lora] --config ARCH ACT HIDDEN INTER LAYERS HEADS KV_HEADS\n"
+    "         VOCAB HEAD_DIM MAX_POS NORM_EPS ROPE_THETA TIE QKV_BIAS ATTN_SUB_NORM\n"
+    "         FFN_SUB_NORM THREADS N_EOS EOS...\n\n"
+    "Trillim protocol v1. Per request, stdin lines: num_tokens (0 quits), reset (0/1),\n"
+    "temperature, top_k, top_p, repetition_penalty, rep_penalty_lookback, max_tokens (0 =\n"
+    "unlimited, bounded by max positions), then num_tokens token ids. stdout: one generated\n"
+    "id per line (EOS included), then kv_position. The repetition penalty looks back over\n"
+    "the session's cached tokens (all requests since the last reset 1), as attention does.\n"
+    "--lora merges MODEL_DIR/qmodel.lora. THREADS: 0 (auto) or 1..1024.\n"
+    "Malformed input: a message on stderr and exit 3.\n";
 
+/* The positional values of --config, in the SDK's order (convert --to trlm writes them to
+ * DIR/inference.config). */
 typedef struct inf_config {
-    int64_t v[18];
-    double eps, theta;
+    int64_t arch_type, activation, hidden_dim, intermediate_dim, num_layers, num_heads,
+        num_kv_heads, vocab_size, head_dim, max_position_embeddings;
+    double norm_eps, rope_theta;
+    int64_t tie_word_embeddings, has_qkv_bias, has_attn_sub_norm, has_ffn_sub_norm, num_threads,
+        num_eos_tokens;
     int64_t eos[QP_TRILLIM_MAX_EOS];
 } inf_config;
 
-static int inf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int inf_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("inference: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return QP_EXIT_BAD_INPUT;
+#define INF_INT(field, max) {#field, NULL, QP_CLI_I64, &c->field, .lo = 0, .hi = (max)}
+#define INF_BOOL(field) INF_INT(field, 1)
+#define INF_NUM(field) {#field, NULL, QP_CLI_F64, &c->field, .flo = 0}
+
+/* The words of --config -> c, through the option parser's value rules (one row per field). */
+static int parse_config(const qp_cli_rest *w, inf_config *c) {
+    const int64_t big = (int64_t)1 << 31;
+    const qp_cli_opt fields[] = {
+        INF_INT(arch_type, big), INF_INT(activation, big), INF_INT(hidden_dim, big),
+        INF_INT(intermediate_dim, big), INF_INT(num_layers, big), INF_INT(num_heads, big),
+        INF_INT(num_kv_heads, big), INF_INT(vocab_size, big), INF_INT(head_dim, big),
+        INF_INT(max_position_embeddings, big), INF_NUM(norm_eps), INF_NUM(rope_theta),
+        INF_BOOL(tie_word_embeddings), INF_BOOL(has_qkv_bias), INF_BOOL(has_attn_sub_norm),
+        INF_BOOL(has_ffn_sub_norm), INF_INT(num_threads, QP_CLI_MAX_THREADS),
+        INF_INT(num_eos_tokens, QP_TRILLIM_MAX_EOS),
+    };
+    enum { N_FIELDS = sizeof fields / sizeof fields[0] };
+    char why[96];
+    memset(c, 0, sizeof *c);
+    for (int k = 0; k < N_FIELDS; k++) {
+        if (k >= w->argc)
+            return qp_cli_usage_error("inference: --config is missing %s (field %d)", fields[k].name, k + 1);
+        if (!qp_cli_parse_value(&fields[k], w->argv[k], why, sizeof why))
+            return qp_cli_usage_error("inference: --config field %d (%s) wants %s, not '%s'", k + 1,
+                                      fields[k].name, why, w->argv[k]);
+    }
+    for (int k = 0; k < c->num_eos_tokens; k++) {
+        const qp_cli_opt eos = {"EOS token", NULL, QP_CLI_I64, &c->eos[k], .lo = 0, .hi = INT64_MAX};
+        const int at = N_FIELDS + k;
+        if (at >= w->argc || !qp_cli_parse_value(&eos, w->argv[at], why, sizeof why))
+            return qp_cli_usage_error("inference: --config EOS token %d missing or invalid", k + 1);
+    }
+    if (w->argc != N_FIELDS + c->num_eos_tokens)
+        return qp_cli_usage_error("inference: unexpected argument '%s' after the config",
+                                  w->argv[N_FIELDS + c->num_eos_tokens]);
+    if (!(c->norm_eps > 0) || !(c->rope_theta > 0))
+        return qp_cli_usage_error("inference: norm_eps and rope_theta must be positive");
+    return QP_CLI_RUN;
 }
 
-/* Reads one protocol line; 1 ok, 0 EOF before any byte, -1 error (too long / EOF mid-line ok). */
+/* A protocol error: one message, exit 3 (QP_ERR_FORMAT). */
+#define inf_error(...) qp_cli_error(QP_ERR_FORMAT, "inference: " __VA_ARGS__)
+
+/* The config must describe the model in the folder. */
+static int check_config(const inf_config *c, const qp_model *m, const char *dir) {
+    const qp_arch *a = &m->arch;
+    const qp_meta *mh = qp_model_meta(m, "trlm.hidden_dim"), *mi = qp_model_meta(m, "trlm.intermediate_dim"),
+                  *ma = qp_model_meta(m, "trlm.arch_type");
+    const struct { const char *what; int64_t got, want; } chk[] = {
+        {"arch_type", c->arch_type, ma ? (int64_t)ma->v.u : -1},
+        {"activation", c->activation, a->act == QP_ACT_RELU2 ? 0 : 1},
+        {"hidden_dim", c->hidden_dim, mh ? (int64_t)mh->v.u : -1},
+        {"intermediate_dim", c->intermediate_dim, mi ? (int64_t)mi->v.u : -1},
+        {"num_layers", c->num_layers, a->n_layers},
+        {"num_heads", c->num_heads, a->n_heads},
+        {"num_kv_heads", c->num_kv_heads, a->n_kv_heads},
+        {"vocab_size", c->vocab_size, a->vocab},
+        {"head_dim", c->head_dim, a->head_dim},
+        {"tie_word_embeddings", c->tie_word_embeddings, a->tie_embeddings},
+        {"has_qkv_bias", c->has_qkv_bias, a->qkv_bias},
+        {"has_attn_sub_norm", c->has_attn_sub_norm, a->sub_norms},
+        {"has_ffn_sub_norm", c->has_ffn_sub_norm, a->sub_norms},
+    };
+    for (size_t k = 0; k < sizeof chk / sizeof chk[0]; k++)
+        if (chk[k].got != chk[k].want)
+            return inf_error("--config %s is %lld but the model in %s has %lld", chk[k].what,
+                             (long long)chk[k].got, dir, (long long)chk[k].want);
+    if (c->max_position_embeddings < 1 || c->max_position_embeddings > a->max_pos)
+        return inf_error("--config max_position_embeddings %lld is outside 1..%lld (rope.cache)",
+                         (long long)c->max_position_embeddings, (long long)a->max_pos);
+    if (fabs(c->norm_eps - (double)a->norm_eps) > 1e-6 * fabs(c->norm_eps) + 1e-12 ||
+        fabs(c->rope_theta - (double)a->rope_theta) > 1e-6 * c->rope_theta)
+        return inf_error("--config norm_eps %g / rope_theta %g differ from the model's %g / %g",
+                         c->norm_eps, c->rope_theta, (double)a->norm_eps, (double)a->rope_theta);
+    for (int k = 0; k < c->num_eos_tokens; k++)
+        if (c->eos[k] >= a->vocab)
+            return inf_error("--config EOS token %lld is outside the vocabulary (%lld)",
+                             (long long)c->eos[k], (long long)a->vocab);
+    return QP_EXIT_OK;
+}
+
+/* ---- the session: requests on stdin, token ids and kv_position on stdout -------------------- */
+
+typedef struct inf_request {
+    int64_t n_tokens, reset, top_k, lookback, max_tokens;
+    double temperature, top_p, repetition_penalty;
+} inf_request;
+
+typedef struct inf_session {
+    const inf_config *c;
+    qp_runtime *rt;
+    qp_sampler *sm;
+    int64_t n_ctx, vocab, pos;
+    /* ids: this request's prompt; hist: the tokens in the KV cache (hist[k] at position k), which
+       every request's sampler re-accepts first, so the repetition penalty looks back across
+       requests of the session exactly as attention does (cleared with the cache by reset 1) */
+    int32_t *ids, *hist;
+} inf_session;
+
+/* Reads one protocol line; 1 ok, 0 EOF before any byte, -1 too long (EOF mid-line is a line). */
 static int read_line(char *buf, size_t cap) {
     if (!fgets(buf, (int)cap, stdin)) return 0;
     size_t n = strlen(buf);
@@ -275,68 +321,126 @@ static int read_line(char *buf, size_t cap) {
     return 1;
 }
 
-static int read_num(const char *what, bool is_float, int64_t *iv, double *fv, bool eof_ok, int *eof) {
+/* One number line: an integer (iv) or a finite number (fv), blanks after it allowed. 0 ok (or *eof
+ * at a clean end when eof_ok), else the exit code after the message. */
+static int read_num(const char *what, bool is_float, int64_t *iv, double *fv, bool eof_ok, bool *eof) {
     char line[256];
     int r = read_line(line, sizeof line);
     if (r == 0) {
         if (eof_ok) {
-            *eof = 1;
+            *eof = true;
             return 0;
         }
         return inf_error("unexpected end of input while reading %s", what);
     }
     if (r < 0) return inf_error("%s: line too long", what);
-    bool ok = is_float ? parse_f64(line, fv) : parse_i64(line, iv);
-    if (!ok) {
-        line[strcspn(line, "\r\n")] = '\0';
-        return inf_error("%s: '%s' is not %s", what, line, is_float ? "a finite number" : "an integer");
+    size_t n = strlen(line);
+    while (n > 0 && strchr(" \t\r\n", line[n - 1])) line[--n] = '\0';
+    bool ok = is_float ? qp_cli_parse_f64(line, 0, 0, fv) : qp_cli_parse_i64(line, INT64_MIN, INT64_MAX, iv);
+    if (!ok) return inf_error("%s: '%s' is not %s", what, line, is_float ? "a finite number" : "an integer");
+    return 0;
+}
+
+/* The header lines and token ids of one request into r and s->ids; *quit on "0" or a clean EOF. */
+static int read_request(inf_session *s, inf_request *r, bool *quit) {
+    bool eof = false;
+    int rc;
+    if ((rc = read_num("num_tokens", false, &r->n_tokens, NULL, true, &eof)) != 0) return rc;
+    if (eof || r->n_tokens == 0) { /* stdin closed between requests: a clean end */
+        *quit = true;
+        return 0;
+    }
+    if (r->n_tokens < 0 || r->n_tokens > s->n_ctx)
+        return inf_error("num_tokens %lld is outside 0..%lld", (long long)r->n_tokens, (long long)s->n_ctx);
+    if ((rc = read_num("reset_flag", false, &r->reset, NULL, false, &eof)) != 0 ||
+        (rc = read_num("temperature", true, NULL, &r->temperature, false, &eof)) != 0 ||
+        (rc = read_num("top_k", false, &r->top_k, NULL, false, &eof)) != 0 ||
+        (rc = read_num("top_p", true, NULL, &r->top_p, false, &eof)) != 0 ||
+        (rc = read_num("repetition_penalty", true, NULL, &r->repetition_penalty, false, &eof)) != 0 ||
+        (rc = read_num("rep_penalty_lookback", false, &r->lookback, NULL, false, &eof)) != 0 ||
+        (rc = read_num("max_tokens", false, &r->max_tokens, NULL, false, &eof)) != 0)
+        return rc;
+    if (r->reset != 0 && r->reset != 1) return inf_error("reset_flag %lld is not 0 or 1", (long long)r->reset);
+    if (r->temperature < 0) return inf_error("temperature %g is negative", r->temperature);
+    if (r->top_k < 0 || r->top_k > (1ll << 30)) return inf_error("top_k %lld is out of range", (long long)r->top_k);
+    if (r->top_p < 0) return inf_error("top_p %g is negative", r->top_p);
+    if (!(r->repetition_penalty > 0))
+        return inf_error("repetition_penalty %g must be positive", r->repetition_penalty);
+    if (r->lookback < 0 || r->lookback > (1ll << 30))
+        return inf_error("rep_penalty_lookback %lld is out of range", (long long)r->lookback);
+    if (r->max_tokens < 0) return inf_error("max_tokens %lld is negative", (long long)r->max_tokens);
+    for (int64_t k = 0; k < r->n_tokens; k++) {
+        int64_t id;
+        char what[48];
+        snprintf(what, sizeof what, "token id %lld", (long long)k + 1);
+        if ((rc = read_num(what, false, &id, NULL, false, &eof)) != 0) return rc;
+        if (id < 0 || id >= s->vocab)
+            return inf_error("token id %lld is outside the vocabulary (0..%lld)", (long long)id,
+                             (long long)s->vocab - 1);
+        s->ids[k] = (int32_t)id;
     }
     return 0;
 }
 
-int qp_cmd_inference(int argc, char **argv) {
-    if (argc >= 2 && qp_cli_is_help(argv[1])) {
-        inf_usage(stdout);
-        return QP_EXIT_OK;
-    }
-    if (argc < 3) {
-        inf_usage(stderr);
-        return QP_EXIT_USAGE;
-    }
-    const char *dir = argv[1];
-    int i = 2;
-    bool use_lora = false;
-    if (i < argc && strcmp(argv[i], "--lora") == 0) use_lora = true, i++;
-    if (i >= argc || strcmp(argv[i], "--config") != 0)
-        return qp_cli_usage_error("inference: expected --config after the model folder");
-    i++;
-    inf_config c;
-    memset(&c, 0, sizeof c);
-    static const char *const k_names[18] = {"arch_type", "activation", "hidden_dim", "intermediate_dim",
-                                            "num_layers", "num_heads", "num_kv_heads", "vocab_size",
-                                            "head_dim", "max_position_embeddings", "norm_eps",
-                                            "rope_theta", "tie_word_embeddings", "has_qkv_bias",
-                                            "has_attn_sub_norm", "has_ffn_sub_norm", "num_threads",
-                                            "num_eos_tokens"};
-    for (int k = 0; k < 18; k++, i++) {
-        if (i >= argc) return qp_cli_usage_error("inference: --config is missing %s (field %d)", k_names[k], k + 1);
-        bool ok = k == 10 ? parse_f64(argv[i], &c.eps) : k == 11 ? parse_f64(argv[i], &c.theta)
-                                                                : parse_i64(argv[i], &c.v[k]);
-        if (!ok || (k != 10 && k != 11 && (c.v[k] < 0 || c.v[k] > (1ll << 31))))
-            return qp_cli_usage_error("inference: --config field %d (%s) '%s' is not valid", k + 1,
-                                      k_names[k], argv[i]);
-    }
-    int64_t n_eos = c.v[17];
-    if (n_eos > QP_TRILLIM_MAX_EOS) return qp_cli_usage_error("inference: %lld EOS tokens (at most 8)", (long long)n_eos);
-    for (int k = 0; k < n_eos; k++, i++) {
-        if (i >= argc || !parse_i64(argv[i], &c.eos[k]) || c.eos[k] < 0)
-            return qp_cli_usage_error("inference: --config EOS token %d missing or invalid", k + 1);
-    }
-    if (i != argc) return qp_cli_usage_error("inference: unexpected argument '%s' after the config", argv[i]);
-    for (int k = 12; k <= 15; k++)
-        if (c.v[k] > 1) return qp_cli_usage_error("inference: --config %s must be 0 or 1", k_names[k]);
-    if (!(c.eps > 0) || !(c.theta > 0)) return qp_cli_usage_error("inference: norm_eps and rope_theta must be positive");
+/* A fresh sampler with this request's parameters whose history is the cached tokens. */
+static int start_sampler(inf_session *s, const inf_request *r) {
+    qp_err e;
+    qp_err_clear(&e);
+    qp_sampler_params sp;
+    qp_sampler_params_default(&sp);
+    sp.temperature = (float)r->temperature;
+    sp.top_k = (int32_t)r->top_k;
+    sp.top_p = (float)r->top_p;
+    sp.repeat_penalty = (float)r->repetition_penalty;
+    sp.repeat_last_n = (int32_t)r->lookback;
+    qp_sampler_free(s->sm);
+    s->sm = NULL;
+    if (qp_sampler_new(&sp, s->vocab, &s->sm, &e) != QP_OK) return qp_cli_fail(&e);
+    for (int64_t k = 0; k < s->pos; k++)
+        if (qp_sampler_accept(s->sm, s->hist[k], &e) != QP_OK) return qp_cli_fail(&e);
+    return 0;
+}
 
+/* Prefill, then sample until EOS, max_tokens or a full context; prints the ids and kv_position. */
+static int run_request(inf_session *s, const inf_request *r) {
+    qp_err e;
+    qp_err_clear(&e);
+    if (r->reset) {
+        qp_runtime_reset(s->rt);
+        s->pos = 0;
+    }
+    if (s->pos + r->n_tokens > s->n_ctx)
+        return inf_error("%lld new tokens at kv_position %lld exceed max_position_embeddings %lld",
+                         (long long)r->n_tokens, (long long)s->pos, (long long)s->n_ctx);
+    int rc = start_sampler(s, r);
+    if (rc) return rc;
+    float *logits = NULL;
+    for (int64_t k = 0; k < r->n_tokens; k++) {
+        if (qp_runtime_forward(s->rt, s->ids[k], s->pos, &logits, &e) != QP_OK ||
+            qp_sampler_accept(s->sm, s->ids[k], &e) != QP_OK)
+            return qp_cli_fail(&e);
+        s->hist[s->pos++] = s->ids[k];
+    }
+    for (int64_t g = 1;; g++) {
+        int32_t tok;
+        if (qp_sampler_sample(s->sm, logits, &tok, &e) != QP_OK || qp_sampler_accept(s->sm, tok, &e) != QP_OK)
+            return qp_cli_fail(&e);
+        printf("%d\n", tok);
+        fflush(stdout);
+        bool stop = r->max_tokens > 0 && g >= r->max_tokens;
+        for (int k = 0; k < s->c->num_eos_tokens; k++) stop |= tok == s->c->eos[k];
+        if (s->pos >= s->n_ctx) break; /* the context is full: the token is emitted but not cached */
+        if (qp_runtime_forward(s->rt, tok, s->pos, &logits, &e) != QP_OK) return qp_cli_fail(&e);
+        s->hist[s->pos++] = tok;
+        if (stop) break;
+    }
+    printf("%lld\n", (long long)s->pos);
+    fflush(stdout);
+    return 0;
+}
+
+/* The model in dir, checked against the config, with qmodel.lora merged when asked. */
+static int open_model(const char *dir, bool use_lora, const inf_config *c, qp_model **out) {
     qp_err e;
     qp_err_clear(&e);
     if (qp_format_detect(dir) != QP_FORMAT_TRLM) {
@@ -344,180 +448,72 @@ int qp_cmd_inference(int argc, char **argv) {
         return qp_cli_fail(&e);
     }
     qp_model *m = NULL;
-    qp_runtime *rt = NULL;
-    qp_sampler *sm = NULL;
-    int rc = QP_EXIT_OK;
     if (qp_model_open(dir, NULL, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    int rc = QP_EXIT_OK;
     if (use_lora) {
         char *lp = qp_path_join(dir, "qmodel.lora");
         qp_status s = lp ? qp_trlm_apply_lora(m, lp, &e) : qp_fail(&e, QP_ERR_NOMEM, "out of memory");
         qp_free(lp);
-        if (s != QP_OK) {
-            rc = qp_cli_fail(&e);
-            goto done;
-        }
+        if (s != QP_OK) rc = qp_cli_fail(&e);
     }
-    /* the config must describe this model */
-    const qp_arch *a = &m->arch;
-    const qp_meta *mh = qp_model_meta(m, "trlm.hidden_dim"), *mi = qp_model_meta(m, "trlm.intermediate_dim"),
-                  *ma = qp_model_meta(m, "trlm.arch_type");
-    struct { const char *what; int64_t got, want; } chk[] = {
-        {"arch_type", c.v[0], ma ? (int64_t)ma->v.u : -1},
-        {"activation", c.v[1], a->act == QP_ACT_RELU2 ? 0 : 1},
-        {"hidden_dim", c.v[2], mh ? (int64_t)mh->v.u : -1},
-        {"intermediate_dim", c.v[3], mi ? (int64_t)mi->v.u : -1},
-        {"num_layers", c.v[4], a->n_layers},
-        {"num_heads", c.v[5], a->n_heads},
-        {"num_kv_heads", c.v[6], a->n_kv_heads},
-        {"vocab_size", c.v[7], a->vocab},
-        {"head_dim", c.v[8], a->head_dim},
-        {"tie_word_embeddings", c.v[12], a->tie_embeddings},
-        {"has_qkv_bias", c.v[13], a->qkv_bias},
-        {"has_attn_sub_norm", c.v[14], a->sub_norms},
-        {"has_ffn_sub_norm", c.v[15], a->sub_norms},
+    if (rc == QP_EXIT_OK) rc = check_config(c, m, dir);
+    if (rc != QP_EXIT_OK) {
+        qp_model_close(m);
+        return rc;
+    }
+    *out = m;
+    return QP_EXIT_OK;
+}
+
+int qp_cmd_inference(int argc, char **argv) {
+    const char *dir = NULL;
+    bool use_lora = false;
+    qp_cli_rest words = {NULL, 0};
+    const qp_cli_opt opts[] = {
+        {"--lora", NULL, QP_CLI_FLAG, &use_lora, .help = "merge MODEL_DIR/qmodel.lora"},
+        {"--config", NULL, QP_CLI_REST, &words, .arg = "ARCH ... EOS...",
+         .help = "the model's configuration: every word after --config"},
     };
-    for (size_t k = 0; k < sizeof chk / sizeof chk[0]; k++)
-        if (chk[k].got != chk[k].want) {
-            rc = inf_error("--config %s is %lld but the model in %s has %lld", chk[k].what,
-                           (long long)chk[k].got, dir, (long long)chk[k].want);
-            goto done;
-        }
-    if (c.v[9] < 1 || c.v[9] > a->max_pos) {
-        rc = inf_error("--config max_position_embeddings %lld is outside 1..%lld (rope.cache)",
-                       (long long)c.v[9], (long long)a->max_pos);
-        goto done;
-    }
-    if (fabs(c.eps - (double)a->norm_eps) > 1e-6 * fabs(c.eps) + 1e-12 ||
-        fabs(c.theta - (double)a->rope_theta) > 1e-6 * c.theta) {
-        rc = inf_error("--config norm_eps %g / rope_theta %g differ from the model's %g / %g", c.eps,
-                       c.theta, (double)a->norm_eps, (double)a->rope_theta);
-        goto done;
-    }
-    for (int k = 0; k < n_eos; k++)
-        if (c.eos[k] >= a->vocab) {
-            rc = inf_error("--config EOS token %lld is outside the vocabulary (%lld)", (long long)c.eos[k],
-                           (long long)a->vocab);
-            goto done;
-        }
-    int threads = (int)c.v[16];
+    const qp_cli_cmd cmd = {"inference", k_inf_usage, NULL, opts, 2, 0, &dir, 1, NULL, NULL};
+    inf_config c;
+    int rc = qp_cli_parse(&cmd, argc, argv, NULL);
+    if (rc != QP_CLI_RUN) return rc;
+    if (!dir || !words.argv) return qp_cli_usage_error("inference: expected MODEL_DIR [--lora] --config ...");
+    if ((rc = parse_config(&words, &c)) != QP_CLI_RUN) return rc;
+
+    qp_model *m = NULL;
+    inf_session s = {.c = &c, .n_ctx = c.max_position_embeddings};
+    qp_err e;
+    qp_err_clear(&e);
+    if ((rc = open_model(dir, use_lora, &c, &m)) != QP_EXIT_OK) return rc;
+    s.vocab = m->arch.vocab;
+    int threads = (int)c.num_threads;
     if (threads == 0) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         threads = nc > 3 ? (int)nc - 2 : 1;
     }
-    qp_runtime_opts ro = {threads, c.v[9]};
-    if (qp_runtime_new(m, &ro, &rt, &e) != QP_OK) {
+    qp_runtime_opts ro = {threads, s.n_ctx};
+    if (qp_runtime_new(m, &ro, &s.rt, &e) != QP_OK) {
         rc = qp_cli_fail(&e);
         goto done;
     }
-    int64_t n_ctx = c.v[9], vocab = a->vocab, pos = 0;
-    qp_sampler_params sp;
-    qp_sampler_params_default(&sp);
-    /* ids: this request's prompt; hist: the tokens in the KV cache (hist[k] at position k), which
-       every request's sampler re-accepts first, so the repetition penalty looks back across
-       requests of the session exactly as attention does (cleared with the cache by reset 1) */
-    int32_t *ids = qp_malloc((size_t)n_ctx * sizeof *ids), *hist = qp_malloc((size_t)n_ctx * sizeof *hist);
-    if (!ids || !hist) {
-        rc = inf_error("out of memory");
+    s.ids = qp_malloc((size_t)s.n_ctx * sizeof *s.ids);
+    s.hist = qp_malloc((size_t)s.n_ctx * sizeof *s.hist);
+    if (!s.ids || !s.hist) {
+        rc = qp_cli_error(QP_ERR_NOMEM, "inference: out of memory for %lld positions", (long long)s.n_ctx);
         goto done;
     }
     for (;;) {
-        int64_t nt, reset, topk, lookback, maxt;
-        double temp, topp, rep;
-        int eof = 0;
-        if ((rc = read_num("num_tokens", false, &nt, NULL, true, &eof)) != 0) break;
-        if (eof) break; /* stdin closed between requests: a clean end */
-        if (nt == 0) break;
-        if (nt < 0 || nt > n_ctx) {
-            rc = inf_error("num_tokens %lld is outside 0..%lld", (long long)nt, (long long)n_ctx);
-            break;
-        }
-        if ((rc = read_num("reset_flag", false, &reset, NULL, false, &eof)) != 0 ||
-            (rc = read_num("temperature", true, NULL, &temp, false, &eof)) != 0 ||
-            (rc = read_num("top_k", false, &topk, NULL, false, &eof)) != 0 ||
-            (rc = read_num("top_p", true, NULL, &topp, false, &eof)) != 0 ||
-            (rc = read_num("repetition_penalty", true, NULL, &rep, false, &eof)) != 0 ||
-            (rc = read_num("rep_penalty_lookback", false, &lookback, NULL, false, &eof)) != 0 ||
-            (rc = read_num("max_tokens", false, &maxt, NULL, false, &eof)) != 0)
-            break;
-        if (reset != 0 && reset != 1) { rc = inf_error("reset_flag %lld is not 0 or 1", (long long)reset); break; }
-        if (temp < 0) { rc = inf_error("temperature %g is negative", temp); break; }
-        if (topk < 0 || topk > (1ll << 30)) { rc = inf_error("top_k %lld is out of range", (long long)topk); break; }
-        if (topp < 0) { rc = inf_error("top_p %g is negative", topp); break; }
-        if (!(rep > 0)) { rc = inf_error("repetition_penalty %g must be positive", rep); break; }
-        if (lookback < 0 || lookback > (1ll << 30)) { rc = inf_error("rep_penalty_lookback %lld is out of range", (long long)lookback); break; }
-        if (maxt < 0) { rc = inf_error("max_tokens %lld is negative", (long long)maxt); break; }
-        for (int64_t k = 0; k < nt; k++) {
-            int64_t id;
-            char what[48];
-            snprintf(what, sizeof what, "token id %lld", (long long)k + 1);
-            if ((rc = read_num(what, false, &id, NULL, false, &eof)) != 0) break;
-            if (id < 0 || id >= vocab) {
-                rc = inf_error("token id %lld is outside the vocabulary (0..%lld)", (long long)id, (long long)vocab - 1);
-                break;
-            }
-            ids[k] = (int32_t)id;
-        }
-        if (rc) break;
-        if (reset) {
-            qp_runtime_reset(rt);
-            pos = 0;
-        }
-        if (pos + nt > n_ctx) {
-            rc = inf_error("%lld new tokens at kv_position %lld exceed max_position_embeddings %lld",
-                           (long long)nt, (long long)pos, (long long)n_ctx);
-            break;
-        }
-        /* the sampler holds this request's parameters; its history is the cached tokens */
-        qp_sampler_free(sm);
-        sm = NULL;
-        sp.temperature = (float)temp;
-        sp.top_k = (int32_t)topk;
-        sp.top_p = (float)topp;
-        sp.repeat_penalty = (float)rep;
-        sp.repeat_last_n = (int32_t)lookback;
-        if (qp_sampler_new(&sp, vocab, &sm, &e) != QP_OK) { rc = qp_cli_fail(&e); break; }
-        for (int64_t k = 0; k < pos && rc == 0; k++)
-            if (qp_sampler_accept(sm, hist[k], &e) != QP_OK) rc = qp_cli_fail(&e);
-        float *logits = NULL;
-        for (int64_t k = 0; k < nt && rc == 0; k++) {
-            if (qp_runtime_forward(rt, ids[k], pos, &logits, &e) != QP_OK ||
-                qp_sampler_accept(sm, ids[k], &e) != QP_OK)
-                rc = qp_cli_fail(&e);
-            hist[pos++] = ids[k];
-        }
-        if (rc) break;
-        int64_t g = 0;
-        for (;;) {
-            int32_t tok;
-            if (qp_sampler_sample(sm, logits, &tok, &e) != QP_OK || qp_sampler_accept(sm, tok, &e) != QP_OK) {
-                rc = qp_cli_fail(&e);
-                break;
-            }
-            printf("%d\n", tok);
-            fflush(stdout);
-            g++;
-            bool stop = maxt > 0 && g >= maxt;
-            for (int k = 0; k < n_eos; k++) stop |= tok == c.eos[k];
-            if (pos < n_ctx) {
-                if (qp_runtime_forward(rt, tok, pos, &logits, &e) != QP_OK) {
-                    rc = qp_cli_fail(&e);
-                    break;
-                }
-                hist[pos++] = tok;
-            } else {
-                stop = true; /* the context is full: the token is emitted but not cached */
-            }
-            if (stop) break;
-        }
-        if (rc) break;
-        printf("%lld\n", (long long)pos);
-        fflush(stdout);
+        inf_request r;
+        bool quit = false;
+        if ((rc = read_request(&s, &r, &quit)) != 0 || quit) break;
+        if ((rc = run_request(&s, &r)) != 0) break;
     }
-    qp_free(ids);
-    qp_free(hist);
 done:
-    qp_sampler_free(sm);
-    qp_runtime_free(rt);
+    qp_free(s.ids);
+    qp_free(s.hist);
+    qp_sampler_free(s.sm);
+    qp_runtime_free(s.rt);
     qp_model_close(m);
     return rc;
 }

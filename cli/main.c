@@ -1,5 +1,7 @@
 /* quantpack: one multi-call binary. `quantpack CMD ...`, or a companion name (a link to this
  * binary such as trillim-quantize) dispatches on argv[0]. */
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -49,6 +51,11 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* Test hook (tests/e2e/test_cli_options.sh): QP_FAIL_ALLOC_AFTER=N lets N allocations through
+     * qp_malloc succeed and fails the rest, so each command's out-of-memory path can be run. */
+    const char *fail_after = getenv("QP_FAIL_ALLOC_AFTER");
+    int64_t n_ok;
+    if (fail_after && qp_cli_parse_i64(fail_after, 0, LONG_MAX, &n_ok)) qp_alloc_fail_after((long)n_ok);
     const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
     base = base ? base + 1 : (argc > 0 ? argv[0] : "quantpack");
     for (size_t i = 0; i < sizeof k_companions / sizeof k_companions[0]; i++)
