@@ -4,7 +4,6 @@
  *   quantpack convert SRC --to bullet -o OUT [same options]
  *   quantpack run MODEL --task gen|sentiment|ner|pos|classifier (-p TEXT | --ids "...")
  * Layout, mapping and limits: readers/bullet.md. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,18 +5,11 @@
  * cmd_bullet.c. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "converters/convert_gguf.h"
 #include "writers/rdrr_writer.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct progress {
     double t0, last;
@@ -26,7 +19,7 @@ typedef struct progress {
 static void on_progress(void *ud, int64_t k, int64_t n, const qp_plan_entry *pe, uint64_t done,
                         uint64_t total) {
     progress *p = ud;
-    double t = now_s();
+    double t = qp_cli_now_s();
     if (!p->shown && t - p->t0 < 1.0) return; /* short runs stay quiet */
     if (k < n && t - p->last < 0.5) return;
     p->last = t;
@@ -98,7 +91,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     co.quant = q;
     co.threads = threads;
     co.allow_requantize = a->allow_requantize;
-    progress pr = {now_s(), 0, false};
+    progress pr = {qp_cli_now_s(), 0, false};
     co.progress = on_progress;
     co.progress_ud = &pr;
     qp_plan plan;
@@ -113,7 +106,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
         if (pr.shown) fputc('\n', stderr);
         rc = qp_cli_fail(&e);
     } else {
-        double el = now_s() - pr.t0;
+        double el = qp_cli_now_s() - pr.t0;
         fprintf(stderr, "quantpack: wrote %s: %lld tensors, %.2f MB (%s, file type %u) in %.2f s\n", out,
                 (long long)plan.n, (double)plan.dst_bytes / 1e6, qp_quant_name(q), plan.file_type, el);
         for (int64_t i = 0; i < plan.n_skipped; i++)

@@ -309,10 +309,7 @@ int qp_cmd_inspect(int argc, char **argv) {
         NULL, rows, 2, 0, &path, 1, NULL, NULL};
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
-    if (!path) {
-        qp_cli_help(&cmd, stderr);
-        return QP_EXIT_USAGE;
-    }
+    if (!path) return qp_cli_usage_error("inspect: no PATH given");
     qp_err e = {0};
     qp_model *m = NULL;
     if (qp_model_open(path, &opts, &m, &e) != QP_OK) return qp_cli_fail(&e);

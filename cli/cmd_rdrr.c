@@ -1,6 +1,5 @@
 /* RDRR commands: the gguf-to-rdrr companion, `convert --to rdrr`, `keygen` and
  * `verify-signature` (readers/rdrr.md). */
-#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -105,10 +104,7 @@ int qp_cmd_keygen(int argc, char **argv) {
                             NULL, NULL, 0, 0, &out, 1, NULL, NULL};
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
-    if (!out) {
-        qp_cli_help(&cmd, stderr);
-        return QP_EXIT_USAGE;
-    }
+    if (!out) return qp_cli_usage_error("keygen: no OUT.key given");
     qp_err e = {0};
     if (qp_rdrr_keygen(out, &e) != QP_OK) return qp_cli_fail(&e);
     fprintf(stderr, "quantpack: wrote %s and %s.pub\n", out, out);

@@ -183,10 +183,7 @@ int qp_cmd_run(int argc, char **argv) {
         if (given[k] && task && opts[k].used_by && !(opts[k].used_by & T))
             return qp_cli_usage_error("run --task %s: option '%s' is not used by task heads", a.task,
                                       opts[k].name);
-    if (!a.path) {
-        qp_cli_help(&cmd, stderr);
-        return QP_EXIT_USAGE;
-    }
+    if (!a.path) return qp_cli_usage_error("run: no MODEL given");
     if ((a.prompt != NULL) == (a.ids != NULL))
         return qp_cli_usage_error("run: give either -p PROMPT or --ids \"ID ...\"");
     return task ? qp_cli_run_task(&a) : run_gen(&a);

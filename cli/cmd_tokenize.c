@@ -75,10 +75,7 @@ int qp_cmd_tokenize(int argc, char **argv) {
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
     const char *path = pos[0], *text = pos[1];
-    if (!path) {
-        qp_cli_help(&cmd, stderr);
-        return QP_EXIT_USAGE;
-    }
+    if (!path) return qp_cli_usage_error("tokenize: no MODEL given");
     if (use_stdin == (text != NULL))
         return qp_cli_usage_error("tokenize: give either TEXT or --stdin");
 

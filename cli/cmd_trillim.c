@@ -1,8 +1,6 @@
 /* Trillim companions: `trillim-quantize` (the SDK v1 command line), `inference` (protocol v1 on
  * stdin/stdout, shared/seeds/000_27cc55f45ce5de42.txt) and `quantpack convert --to trlm`.
  * Formats and rules: readers/trlm.md. */
-#include <errno.h>
-#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

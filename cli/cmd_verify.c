@@ -261,10 +261,7 @@ int qp_cmd_verify(int argc, char **argv) {
     bool given[N_OPTS];
     int prc = qp_cli_parse(&cmd, argc, argv, given);
     if (prc != QP_CLI_RUN) return prc;
-    if (!out_path) {
-        qp_cli_help(&cmd, stderr);
-        return QP_EXIT_USAGE;
-    }
+    if (!out_path) return qp_cli_usage_error("verify: no OUT given");
     bool rdrr = qp_format_detect(out_path) == QP_FORMAT_RDRR;
     if (!src_path && rdrr) return verify_rdrr_dir(out_path, pubkey, &oo);
     if (pubkey && !rdrr) return qp_cli_usage_error("verify: --pubkey is for RDRR directories");
