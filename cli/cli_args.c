@@ -1,6 +1,7 @@
 /* The one option parser of every command (cli/cli.h "options"): a table of rows, one pass over
  * argv, strict numbers, one message per mistake. */
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -80,12 +81,13 @@ bool qp_cli_parse_value(const qp_cli_opt *o, const char *s, char *why, size_t ca
         return false;
     case QP_CLI_F32:
     case QP_CLI_F64:
-        if (qp_cli_parse_f64(s, o->flo, o->fhi, &dv) && (o->kind == QP_CLI_F64 || fabs(dv) <= 3.4e38)) {
+        if (qp_cli_parse_f64(s, o->flo, o->fhi, &dv) && (o->kind == QP_CLI_F64 || fabs(dv) <= FLT_MAX)) {
             if (o->kind == QP_CLI_F64) *(double *)o->dst = dv;
             else *(float *)o->dst = (float)dv;
             return true;
         }
         if (o->flo == 0 && o->fhi == 0) snprintf(why, cap, "a finite number");
+        else if (o->fhi >= FLT_MAX) snprintf(why, cap, "a finite number >= %g", o->flo);
         else snprintf(why, cap, "a number in %g..%g", o->flo, o->fhi);
         return false;
     }

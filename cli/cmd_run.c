@@ -3,6 +3,7 @@
  * [--ctx N] [--no-bos] [--print-ids]: generates text with the reference runtime. The prompt and
  * then each generated piece go to stdout as they are made (flushed per token); statistics go to
  * stderr. Stops at EOS or after N new tokens. */
+#include <float.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -159,7 +160,7 @@ int qp_cmd_run(int argc, char **argv) {
         {"--top-k", NULL, QP_CLI_I32, &sp->top_k, .lo = 0, .hi = INT32_MAX, .used_by = G, .arg = "K",
          .help = "keep the K most likely tokens (0 = off)"},
         {"--top-p", NULL, QP_CLI_F32, &sp->top_p, .used_by = G, .arg = "P", .help = "nucleus sampling (1 = off)"},
-        {"--repeat-penalty", NULL, QP_CLI_F32, &sp->repeat_penalty, .flo = 1e-30, .fhi = 3.4e38,
+        {"--repeat-penalty", NULL, QP_CLI_F32, &sp->repeat_penalty, .flo = FLT_MIN, .fhi = FLT_MAX,
          .used_by = G, .arg = "R", .help = "llama.cpp-style repetition penalty (1 = off)"},
         {"--repeat-last-n", NULL, QP_CLI_I32, &sp->repeat_last_n, .lo = -1, .hi = INT32_MAX,
          .used_by = G, .arg = "L", .help = "penalty window in tokens (default 64; 0 off, -1 all)"},

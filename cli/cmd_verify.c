@@ -9,6 +9,7 @@
  * Exit 0 pass, 1 fail (thresholds, hashes, a bad or missing-but-required signature), 2 usage,
  * 3/4/5 as for every command. */
 #include <errno.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,7 +249,7 @@ int qp_cmd_verify(int argc, char **argv) {
          .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
         QP_CLI_THREADS(&threads, 0),
         {"--min-cosine", NULL, QP_CLI_F64, &min_cos, .arg = "X", .help = "mean cosine over positions must be >= X"},
-        {"--max-kl", NULL, QP_CLI_F64, &max_kl, .flo = 0, .fhi = 1e300, .arg = "X",
+        {"--max-kl", NULL, QP_CLI_F64, &max_kl, .flo = 0, .fhi = DBL_MAX, .arg = "X",
          .help = "mean KL over positions must be <= X"},
         {"--min-top1", NULL, QP_CLI_F64, &min_top1, .arg = "X", .help = "top-1 agreement rate must be >= X"},
         {"--min-greedy", NULL, QP_CLI_F64, &min_greedy, .arg = "X",
