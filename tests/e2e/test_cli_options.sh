@@ -12,16 +12,16 @@ T=$(mktemp -d "${QP_TMP_DIR:-/tmp}/cli_opts.XXXXXX" 2>/dev/null || mktemp -d)
 SERVE_PID=
 trap '[ -n "$SERVE_PID" ] && kill $SERVE_PID 2>/dev/null; rm -rf "$T"' EXIT
 Q="$B/quantpack"
-pass=0; fail=0
+. "$(dirname "$0")/../sh_check.sh" # pass, fail, finish
 ok() { pass=$((pass+1)); }
 bad() { fail=$((fail+1)); echo "FAIL: $*"; }
 BIG=99999999999999999999 # > UINT64_MAX
 
-# expect NAME RC REGEX CMD...: exit code RC and stderr matching REGEX; a failure prints exactly one
-# "quantpack: " message.
+# expect NAME RC REGEX CMD...: sh_check.sh's check with stdout and stderr apart: exit code RC,
+# stderr matching REGEX, and a failure prints exactly one "quantpack: " message.
 expect() {
   local name=$1 want=$2 re=$3 rc n; shift 3
-  "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?
+  timeout 60 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?
   n=$(grep -c '^quantpack: ' "$T/err")
   if [ "$rc" -ne "$want" ]; then bad "$name: exit $rc, want $want: $(head -c 300 "$T/err")"
   elif [ -n "$re" ] && ! grep -Eq -- "$re" "$T/err"; then bad "$name: message does not match /$re/: $(head -c 300 "$T/err")"
@@ -148,5 +148,4 @@ expect "run --temp inf" 2 "--temp wants a finite number, not 'inf'" "$Q" run "$R
 expect "verify --max-kl=-1" 2 "--max-kl wants a finite number >= 0, not '-1'" "$Q" verify "$R/stories260K.gguf" --against "$R/stories260K.gguf" --max-kl=-1
 expect "run --threads=1024 is taken" 0 '' "$Q" run "$R/stories260K.gguf" -p a -n 1 --threads=1024
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
