@@ -111,10 +111,13 @@ qp_status qp_cli_parse_ids(const char *s, const char *seps, int32_t **ids, int64
  * tokenizer.ggml.add_bos_token adds it (as llama.cpp). */
 bool qp_cli_add_bos(const qp_model *m);
 /* Before a command writes path: the output rule (core.h qp_output_check: never over an input,
- * never an existing output without force, only regular files or a previous package), then the
- * partial outputs of killed runs removed (with a note on stderr). 0, or the exit code after the
- * message. */
-int qp_cli_prepare_output(const char *path, const qp_output_rule *rule);
+ * never an existing output without force, only regular files or a previous package of kind for a
+ * folder output, kind NULL for a file), then the partial outputs of killed runs removed (with a
+ * note on stderr). inputs: n paths the command reads, NULL entries skipped. 0, or the exit code
+ * after the message. */
+#define QP_CLI_MAX_INPUTS 8
+int qp_cli_prepare_output(const char *path, bool force, const qp_outdir_kind *kind,
+                          const char *const *inputs, size_t n);
 /* For commands that write outputs: SIGINT, SIGTERM and SIGHUP remove every partial output, then
  * end the process as the signal would (exit status 128 + N); SIGXFSZ is ignored so a write past
  * the size limit fails and cleans up. Call before starting any thread. */
@@ -144,7 +147,7 @@ typedef struct qp_cli_convert_args {
     const char *sign, *model_id; /* rdrr */
     bool gguf_only;              /* gguf-to-rdrr: SRC must be a GGUF file (bytes kept) */
     uint64_t shard_size;
-    bool replace, no_inline, quiet;
+    bool force, no_inline, quiet; /* force: -f/--force (--replace), every target */
     const char *lora;                        /* trlm */
     const char *heads, *head_weights, *name; /* bullet */
     bool checksum;

@@ -107,10 +107,17 @@ double qp_cli_now_s(void) {
 
 /* ---- outputs: the rule, stale partials, signals (core/outfile.md) --------------------------- */
 
-int qp_cli_prepare_output(const char *path, const qp_output_rule *rule) {
+int qp_cli_prepare_output(const char *path, bool force, const qp_outdir_kind *kind,
+                          const char *const *inputs, size_t n) {
+    const char *given[QP_CLI_MAX_INPUTS + 1];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < QP_CLI_MAX_INPUTS; i++)
+        if (inputs[i]) given[k++] = inputs[i];
+    given[k] = NULL;
+    const qp_output_rule rule = {.force = force, .directory = kind != NULL, .kind = kind, .inputs = given};
     qp_err e;
     qp_err_clear(&e);
-    if (qp_output_check(path, rule, &e) != QP_OK) return qp_cli_fail(&e);
+    if (qp_output_check(path, &rule, &e) != QP_OK) return qp_cli_fail(&e);
     int removed = 0;
     if (qp_output_remove_stale(path, &removed, &e) != QP_OK) return qp_cli_fail(&e);
     if (removed > 0)

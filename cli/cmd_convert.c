@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "converters/convert_gguf.h"
 #include "writers/rdrr_writer.h"
+#include "writers/trlm_writer.h"
 
 typedef struct progress {
     double t0, last;
@@ -195,8 +196,10 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
          .help = "[rdrr] modelId (default: the source name)"},
         {"--no-inline-tensors", NULL, QP_CLI_FLAG, &a->no_inline, .used_by = R,
          .help = "[rdrr] tensor locations only in tensors.json (default: both)"},
-        {"--replace", "--force", QP_CLI_FLAG, &a->replace, .used_by = R,
-         .help = "[rdrr] replace an existing non-empty OUT"},
+        {"--force", "-f", QP_CLI_FLAG, &a->force, .used_by = G | R | T | B,
+         .help = "replace an existing OUT: a file, or a folder holding a previous\npackage of the "
+                 "same kind (files quantpack did not write are kept);\nnever an input"},
+        {"--replace", NULL, QP_CLI_FLAG, &a->force, .used_by = R, .help = "[rdrr] the same as --force"},
         {"--quiet", NULL, QP_CLI_FLAG, &a->quiet, .used_by = R, .help = "[rdrr] no summary on stderr"},
         {"--lora", NULL, QP_CLI_STR, &a->lora, .used_by = T, .arg = "PEFT_DIR",
          .help = "[trlm] also write qmodel.lora from this PEFT adapter"},
@@ -238,18 +241,34 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
     return QP_CLI_RUN;
 }
 
+/* The output rule before any target writes (core/outfile.md): OUT is never an input, is
+ * replaced only with --force, and a folder output only when it holds a previous package of the
+ * target's kind. */
+static int convert_prepare_output(const qp_cli_convert_args *a, unsigned target_bit) {
+    if (!a->out || a->dry_run) return QP_EXIT_OK;
+    const char *inputs[] = {a->src, a->tokenizer, a->lora, a->head_weights, a->sign};
+    const qp_outdir_kind *kind = (target_bit & QP_TO_RDRR)   ? &qp_rdrr_outdir_kind
+                                 : (target_bit & QP_TO_TRLM) ? &qp_trlm_outdir_kind
+                                                             : NULL;
+    return qp_cli_prepare_output(a->out, a->force, kind, inputs, sizeof inputs / sizeof inputs[0]);
+}
+
 int qp_cmd_convert(int argc, char **argv) {
     qp_cli_convert_args a;
     size_t t = 0;
     int rc = convert_parse("convert", k_convert_usage, 0, 1, argc, argv, &a, &t);
-    return rc != QP_CLI_RUN ? rc : k_targets[t].fn(&a);
+    if (rc != QP_CLI_RUN) return rc;
+    rc = convert_prepare_output(&a, k_targets[t].bit);
+    return rc != QP_EXIT_OK ? rc : k_targets[t].fn(&a);
 }
 
 int qp_cmd_bullet_pack(int argc, char **argv) {
     qp_cli_convert_args a;
     size_t t = 0;
     int rc = convert_parse("bullet-pack", k_bullet_usage, QP_TO_BULLET, 1, argc, argv, &a, &t);
-    return rc != QP_CLI_RUN ? rc : qp_cli_convert_bullet(&a);
+    if (rc != QP_CLI_RUN) return rc;
+    rc = convert_prepare_output(&a, QP_TO_BULLET);
+    return rc != QP_EXIT_OK ? rc : qp_cli_convert_bullet(&a);
 }
 
 int qp_cmd_gguf_to_rdrr(int argc, char **argv) {
@@ -260,5 +279,6 @@ int qp_cmd_gguf_to_rdrr(int argc, char **argv) {
     if (!a.out) return qp_cli_usage_error("usage: gguf-to-rdrr MODEL.gguf OUT [--shard-size BYTES] [--sign KEY]");
     a.quant = "keep";
     a.gguf_only = true;
-    return qp_cli_convert_rdrr(&a);
+    rc = convert_prepare_output(&a, QP_TO_RDRR);
+    return rc != QP_EXIT_OK ? rc : qp_cli_convert_rdrr(&a);
 }

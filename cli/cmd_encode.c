@@ -40,13 +40,14 @@ typedef struct {
 
 static int run(int argc, char **argv, bool decode) {
     enc_args a = {.cols = -1};
-    bool list = false;
+    bool list = false, force = false;
     const char *pos[2] = {NULL, NULL};
     int n_pos = 0;
     const qp_cli_opt opts[] = {
         {"--type", NULL, QP_CLI_STR, &a.type, .arg = "NAME", .help = "encoding (encode --list)"},
         {"--cols", NULL, QP_CLI_I64, &a.cols, .lo = 1, .hi = INT64_MAX, .arg = "N",
          .help = "columns per row (a multiple of the encoding's block)"},
+        {"--force", "-f", QP_CLI_FLAG, &force, .help = "replace an existing OUT (never the input)"},
         {"--list", NULL, QP_CLI_FLAG, &list, .help = "encode: print every encoding and its facts"},
     };
     const qp_cli_cmd cmd = {
@@ -57,7 +58,7 @@ static int run(int argc, char **argv, bool decode) {
         "IN.f32 / OUT.f32 are raw little-endian float32 rows of N columns. Encoded output is\n"
         "the tensor bytes as stored in GGUF (I2_S appends its 32-byte scale trailer).\n"
         "N must be a multiple of the encoding's block; the input must hold whole rows.\n",
-        NULL, opts, decode ? 2 : 3, 0, pos, 2, &n_pos, NULL};
+        NULL, opts, decode ? 3 : 4, 0, pos, 2, &n_pos, NULL};
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
     if (list) {
@@ -69,6 +70,7 @@ static int run(int argc, char **argv, bool decode) {
     if (n_pos != 2) return qp_cli_usage_error("%s: wants an input and an output path", cmd.name);
     a.in = pos[0];
     a.out = pos[1];
+    if ((rc = qp_cli_prepare_output(a.out, force, NULL, &a.in, 1)) != QP_EXIT_OK) return rc;
     const qp_encoding enc = qp_encoding_from_name(a.type);
     const qp_encoding_traits *t = qp_encoding_get(enc);
     if (!t) return qp_cli_usage_error("unknown encoding '%s' (see quantpack encode --list)", a.type);

@@ -19,7 +19,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     o.model_id = a->model_id;
     o.allow_requantize = a->allow_requantize;
     o.w.shard_size = a->shard_size;
-    o.w.replace = a->replace;
+    o.w.replace = a->force;
     o.w.no_inline_tensors = a->no_inline;
     if (!passthrough) {
         o.quant = qp_quant_from_name(a->quant);
@@ -72,7 +72,7 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *args) {
         lo.name = a.model_id;
         lo.eos_token_id = -1;
         lo.w.shard_size = a.shard_size;
-        lo.w.replace = a.replace;
+        lo.w.replace = a.force;
         lo.w.no_inline_tensors = a.no_inline;
         qp_err e = {0};
         uint8_t sk[64];

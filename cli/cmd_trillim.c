@@ -68,6 +68,12 @@ int qp_cmd_trillim_quantize(int argc, char **argv) {
         if (!given[k]) return qp_cli_usage_error("trillim-quantize: %s is required", opts[k].name);
     o.arch = (int)arch;
     o.manifest_path = manifest;
+    /* The SDK's own binary replaces its outputs, so this drop-in does too (force), but never an
+     * input and only regular files (core/outfile.md). */
+    const char *outs[] = {o.output, o.rope_output, o.lora_output};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
+        if (outs[k] && (rc = qp_cli_prepare_output(outs[k], true, NULL, &manifest, 1)) != QP_EXIT_OK)
+            return rc;
     qp_err e;
     qp_err_clear(&e);
     qp_trillim_manifest *m = NULL;
@@ -103,9 +109,6 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
         qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: --to trlm needs a Hugging Face safetensors model folder", src);
         return qp_cli_fail(&e);
     }
-    char *probe = qp_path_join(out, "qmodel.tensors");
-    bool replace = probe && qp_path_exists(probe);
-    qp_free(probe);
     qp_trillim_config c;
     qp_trillim_manifest *m = NULL;
     qp_outdir *od = NULL;
@@ -114,7 +117,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     size_t mlen = 0;
     qp_status s = qp_trillim_config_from_hf(src, &c, &e);
     if (s == QP_OK) s = qp_trillim_manifest_build(src, &c, lora, &m, &e);
-    if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, replace, &od, &e);
+    if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, a->force, &od, &e);
     if (s == QP_OK && (!(mpath = qp_outdir_join(od, ".quantize_manifest.bin")) ||
                        !(tpath = qp_outdir_join(od, "qmodel.tensors")) ||
                        !(rpath = qp_outdir_join(od, "rope.cache")) ||

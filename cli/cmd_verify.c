@@ -235,6 +235,7 @@ int qp_cmd_verify(int argc, char **argv) {
     qp_open_opts oo = {0};
     int64_t n_gen = 32, threads = 0;
     double min_cos = 0, max_kl = 0, min_top1 = 0, min_greedy = 0;
+    bool force = false;
     const qp_cli_opt opts[] = {
         {"--against", NULL, QP_CLI_STR, &src_path, .arg = "SRC", .help = "the model OUT was made from"},
         {"--prompts", NULL, QP_CLI_STR, &prompts_file, .arg = "FILE",
@@ -256,6 +257,7 @@ int qp_cmd_verify(int argc, char **argv) {
          .help = "matched greedy prefix / N must be >= X"},
         {"--pubkey", NULL, QP_CLI_STR, &pubkey, .arg = "K.pub",
          .help = "RDRR OUT: manifest.json.sig must be valid and made by this key"},
+        {"--force", "-f", QP_CLI_FLAG, &force, .help = "replace an existing --receipt FILE"},
     };
     enum { N_OPTS = sizeof opts / sizeof opts[0], MIN_COS = 6, MAX_KL, MIN_TOP1, MIN_GREEDY };
     const qp_cli_cmd cmd = {"verify", k_verify_usage, NULL, opts, N_OPTS, 0, &out_path, 1, NULL, NULL};
@@ -268,6 +270,11 @@ int qp_cmd_verify(int argc, char **argv) {
     if (pubkey && !rdrr) return qp_cli_usage_error("verify: --pubkey is for RDRR directories");
     if (!src_path) return qp_cli_usage_error("verify: --against SRC is required (or OUT is an RDRR "
                                              "directory: the integrity check alone)");
+    if (receipt) { /* checked before the run: the receipt never replaces a model or a file */
+        const char *inputs[] = {out_path, src_path, prompts_file, oo.tokenizer_path};
+        int orc = qp_cli_prepare_output(receipt, force, NULL, inputs, sizeof inputs / sizeof inputs[0]);
+        if (orc != QP_EXIT_OK) return orc;
+    }
     if (rdrr) {
         int rc = check_rdrr_signature(out_path, pubkey);
         if (rc != QP_EXIT_OK) return rc;

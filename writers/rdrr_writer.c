@@ -598,12 +598,17 @@ qp_status qp_rdrr_writer_finish(qp_rdrr_writer *w, cJSON *fields, qp_err *e) {
 
 /* ---- keys and signatures ------------------------------------------------------------------ */
 
+/* Created under a temporary name with its final mode (never world-readable for the secret), then
+ * linked to path: link() fails when path exists, so a key is never overwritten, not even by a
+ * race. */
 static qp_status write_key_file(const char *path, const char *text, mode_t mode, qp_err *e) {
-    /* Created with its final mode (never world-readable for the secret), then renamed. */
-    size_t n = strlen(path) + 32;
+    size_t n = strlen(path) + 48;
     char *tmp = qp_malloc(n);
     if (!tmp) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path + 1) : 0;
+    snprintf(tmp, n, "%.*s.%s.quantpack-partial.%ld.key", dl, path, slash ? slash + 1 : path,
+             (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
     qp_status s = QP_OK;
     if (fd < 0) {
@@ -613,9 +618,11 @@ static qp_status write_key_file(const char *path, const char *text, mode_t mode,
         if (write(fd, text, len) != (ssize_t)len || fsync(fd) != 0)
             s = qp_fail(e, QP_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
         close(fd);
-        if (s == QP_OK && rename(tmp, path) != 0)
-            s = qp_fail(e, QP_ERR_IO, "%s: rename failed: %s", path, strerror(errno));
-        if (s != QP_OK) unlink(tmp);
+        if (s == QP_OK && link(tmp, path) != 0)
+            s = errno == EEXIST
+                    ? qp_fail(e, QP_ERR_IO, "%s: already exists; keys are never overwritten", path)
+                    : qp_fail(e, QP_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        unlink(tmp);
     }
     qp_free(tmp);
     return s;
@@ -638,9 +645,13 @@ qp_status qp_rdrr_keygen(const char *path, qp_err *e) {
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
     }
     snprintf(pub, n, "%s.pub", path);
-    qp_status s = write_key_file(path, skh, 0600, e);
-    if (s == QP_OK) s = write_key_file(pub, pkh, 0644, e);
-    if (s != QP_OK) unlink(path);
+    struct stat st;
+    qp_status s = QP_OK;
+    if (lstat(pub, &st) == 0) /* checked first: a failure below never leaves half a pair */
+        s = qp_fail(e, QP_ERR_IO, "%s: already exists; keys are never overwritten", pub);
+    if (s == QP_OK) s = write_key_file(path, skh, 0600, e);
+    if (s == QP_OK && (s = write_key_file(pub, pkh, 0644, e)) != QP_OK)
+        unlink(path); /* the secret this call created: no key without its public half */
     sodium_memzero(skh, sizeof skh);
     qp_free(pub);
     return s;

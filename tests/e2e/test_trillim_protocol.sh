@@ -10,7 +10,7 @@ BIN=${QP_BIN_DIR:-bin}; FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test
 [ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
 mkdir -p "$TMP"
 D="$TMP/trlm_proto"
-"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -o "$D" >/dev/null || { echo "convert failed"; exit 1; }
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -f -o "$D" >/dev/null || { echo "convert failed"; exit 1; }
 read -r -a CFG < "$D/inference.config"
 fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }

@@ -88,7 +88,7 @@ static double worst_diff(const float *a, const float *b, int64_t vocab) {
 }
 
 static int convert(const char *src, const char *args, const char *out) {
-    return qp_test_system("%s/quantpack convert '%s' %s -o '%s' >/dev/null 2>&1", g_bin, src, args,
+    return qp_test_system("%s/quantpack convert '%s' %s -f -o '%s' >/dev/null 2>&1", g_bin, src, args,
                        out);
 }
 

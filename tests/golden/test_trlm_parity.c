@@ -233,8 +233,8 @@ static bool files_equal(const char *a, const char *b) {
 
 static void test_convert_float_vs_packed(void) {
     char cmd[2048], a[512], b[512];
-    snprintf(cmd, sizeof cmd, "%s/quantpack convert %s/bitnet-float --to trlm -o %s/trlm_cf >/dev/null && "
-             "%s/quantpack convert %s/bitnet-packed --to trlm -o %s/trlm_cp >/dev/null",
+    snprintf(cmd, sizeof cmd, "%s/quantpack convert %s/bitnet-float --to trlm -f -o %s/trlm_cf >/dev/null && "
+             "%s/quantpack convert %s/bitnet-packed --to trlm -f -o %s/trlm_cp >/dev/null",
              g_bin, g_fix, g_tmp, g_bin, g_fix, g_tmp);
     QP_CHECK_EQ_INT(system(cmd), 0);
     snprintf(a, sizeof a, "%s/trlm_cf/qmodel.tensors", g_tmp);
@@ -489,7 +489,7 @@ static void test_lora(void) {
     fprintf(f, "{\"r\": %d, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\", \"k_proj\", \"v_proj\", "
                "\"o_proj\", \"gate_proj\", \"up_proj\", \"down_proj\"], \"peft_type\": \"LORA\"}\n", RANK);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s/quantpack convert %s --to trlm -o %s --lora %s >/dev/null", g_bin, src_dir, out, adir);
+    snprintf(cmd, sizeof cmd, "%s/quantpack convert %s --to trlm -f -o %s --lora %s >/dev/null", g_bin, src_dir, out, adir);
     QP_CHECK_EQ_INT(system(cmd), 0);
     /* the merged copy: every tensor of the TRLM base (as the reader gives it) in F32, the targets
      * plus 2 * B @ A computed here in double, written as an HF safetensors folder */

@@ -180,7 +180,7 @@ int main(void) {
     for (int i = 0; i < 2; i++) {
         char out[1200], cmd[4096];
         snprintf(out, sizeof out, "%s/runtime_verify_%s.gguf", tmp, quants[i]);
-        snprintf(cmd, sizeof cmd, "mkdir -p '%s' && '%s/quantpack' convert '%s' --to gguf --quant %s -o "
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s' && '%s/quantpack' convert '%s' --to gguf --quant %s -f -o "
                  "'%s' >/dev/null 2>&1", tmp, bin_dir, a, quants[i], out);
         int rc = system(cmd);
         QP_CHECK_MSG(rc == 0, "convert %s: %d", quants[i], rc);
