@@ -107,9 +107,6 @@ bool qp_cli_parse_f64(const char *s, double lo, double hi, double *out);
 /* "1 403 407" -> *ids (qp_malloc'd, caller frees), non-negative int32 separated by any run of
  * the characters of seps. QP_ERR_ARG on a bad number, QP_ERR_NOMEM; nothing allocated then. */
 qp_status qp_cli_parse_ids(const char *s, const char *seps, int32_t **ids, int64_t *n, qp_err *e);
-/* Whether a prompt gets BOS: the vocabulary's add_bos; GGUF SPM without
- * tokenizer.ggml.add_bos_token adds it (as llama.cpp). */
-bool qp_cli_add_bos(const qp_model *m);
 /* Before a command writes path: the output rule (core.h qp_output_check: never over an input,
  * never an existing output without force, only regular files or a previous package of kind for a
  * folder output, kind NULL for a file), then the partial outputs of killed runs removed (with a

@@ -92,12 +92,6 @@ qp_status qp_cli_parse_ids(const char *s, const char *seps, int32_t **out, int64
     return QP_OK;
 }
 
-bool qp_cli_add_bos(const qp_model *m) {
-    if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
-        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
-        return true; /* as llama.cpp */
-    return m->vocab.add_bos;
-}
 
 double qp_cli_now_s(void) {
     struct timespec ts;

@@ -47,7 +47,7 @@ static int run_gen(const qp_cli_run_args *a) {
                     a->open.tokenizer_path ? "" : " (pass --tokenizer FILE)");
             goto fail;
         }
-        const bool add_bos = qp_cli_add_bos(m) && !a->no_bos;
+        const bool add_bos = qp_model_adds_bos(m) && !a->no_bos;
         if ((s = qp_tokenizer_encode(tok, a->prompt, strlen(a->prompt), add_bos, false, &ids, &n_ids,
                                      &e)) != QP_OK)
             goto fail;

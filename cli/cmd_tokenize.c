@@ -102,7 +102,7 @@ int qp_cmd_tokenize(int argc, char **argv) {
     size_t len = 0;
     if (use_stdin) s = read_stdin(&buf, &len, &e);
     else len = strlen(text);
-    const bool add_bos = qp_cli_add_bos(m); /* as llama.cpp: GGUF SPM without the key adds it */
+    const bool add_bos = qp_model_adds_bos(m); /* as llama.cpp: GGUF SPM without the key adds it */
     int32_t *ids = NULL;
     int64_t n = 0;
     if (s == QP_OK)

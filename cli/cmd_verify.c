@@ -75,7 +75,7 @@ static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok
                                       "tokenizer (use \"ids: ...\" or --tokenizer)",
                                       (long long)lineno);
         qp_err e = {0};
-        if (qp_tokenizer_encode(tok, line, strlen(line), qp_cli_add_bos(tm), false, &ids, &n, &e) !=
+        if (qp_tokenizer_encode(tok, line, strlen(line), qp_model_adds_bos(tm), false, &ids, &n, &e) !=
             QP_OK)
             return qp_cli_fail(&e);
         if (n == 0) {

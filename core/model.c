@@ -245,3 +245,10 @@ qp_status qp_model_meta_f32(qp_model *m, const char *key, float v, qp_err *e) {
     md->v.f = v;
     return QP_OK;
 }
+
+bool qp_model_adds_bos(const qp_model *m) {
+    if (m->format == QP_FORMAT_GGUF && m->vocab.model == QP_TOK_SPM &&
+        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
+        return true; /* as llama.cpp */
+    return m->vocab.add_bos;
+}

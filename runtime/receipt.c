@@ -320,7 +320,8 @@ static void add_reason(qp_verify_report *r, const char *fmt, double v, double th
 /* The first difference between two tokenizers that changes what the model reads or writes:
  * the model kind, the token strings, the special ids, add_bos, the BPE merges. False and a
  * sentence in why when they differ (a model without a tokenizer differs from one with). */
-static bool vocab_same(const qp_vocab *o, const qp_vocab *s, char *why, size_t cap) {
+static bool vocab_same(const qp_model *om, const qp_model *sm, char *why, size_t cap) {
+    const qp_vocab *o = &om->vocab, *s = &sm->vocab;
     static const char *const k_kind[] = {"none", "SentencePiece", "byte-level BPE", "WordPiece"};
     if (o->model != s->model) {
         snprintf(why, cap, "tokenizer differs: the output's is %s, the source's %s",
@@ -350,9 +351,10 @@ static bool vocab_same(const qp_vocab *o, const qp_vocab *s, char *why, size_t c
                      ids[k].name, ids[k].a, ids[k].b);
             return false;
         }
-    if (o->add_bos != s->add_bos) {
-        snprintf(why, cap, "tokenizer differs: the output %s BOS, the source %s", o->add_bos ? "adds" : "does not add",
-                 s->add_bos ? "does" : "does not");
+    bool ob = qp_model_adds_bos(om), sb = qp_model_adds_bos(sm);
+    if (ob != sb) {
+        snprintf(why, cap, "tokenizer differs: the output %s BOS, the source %s", ob ? "adds" : "does not add",
+                 sb ? "does" : "does not");
         return false;
     }
     if (o->model == QP_TOK_BPE) {
@@ -463,7 +465,7 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
     r->greedy_match = (double)matched / (double)(o->n_generate * n_prompts);
     r->passed = true;
     char why[256];
-    if (!vocab_same(&out->vocab, &src->vocab, why, sizeof why)) {
+    if (!vocab_same(out, src, why, sizeof why)) {
         r->passed = false;
         size_t k = strlen(r->reasons);
         snprintf(r->reasons + k, sizeof r->reasons - k, "%s\n", why);

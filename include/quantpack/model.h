@@ -184,6 +184,9 @@ qp_status qp_model_open_tokenizer_json(const char *path, qp_model **out, qp_err 
 /* Finds a tensor by canonical (GGUF-style) name, falling back to the source name. Borrowed. */
 const qp_tensor *qp_model_find(const qp_model *m, const char *name);
 const qp_meta *qp_model_meta(const qp_model *m, const char *key);
+/* Whether a prompt gets BOS: the vocabulary's add_bos; a GGUF SentencePiece vocabulary without
+ * tokenizer.ggml.add_bos_token adds it (llama.cpp's default). */
+bool qp_model_adds_bos(const qp_model *m);
 
 /* Element count of a tensor (product of ne). */
 int64_t qp_tensor_nelements(const qp_tensor *t);
