@@ -111,7 +111,7 @@ static float nz_threshold(float s) {
 static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float *mean_out) {
     const int64_t reg = be ? n / be * be : n / 32 * 32; /* coded by the kernels; the rest scalar */
     const int64_t nsub = (reg + SPEC_SUB - 1) / SPEC_SUB;
-    float *bd = nsub ? malloc((size_t)nsub * 2 * sizeof *bd) : NULL;
+    float *bd = nsub ? qp_malloc((size_t)nsub * 2 * sizeof *bd) : NULL;
     if (nsub && !bd) return false;
     const bool v512 = qp_simd_level() >= 2;
     double l[16] = {0};
@@ -142,7 +142,7 @@ static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float
     for (int64_t i = reg; i < n; i++) l[i % 16] += fabs((double)x[i]);
     const float mean = lanes_mean(l, n); /* l[0] is now the whole sum */
     if (!isfinite(l[0])) {
-        free(bd);
+        qp_free(bd);
         return false;
     }
     const float s = 1.0f / mean, tt = nz_threshold(s);
@@ -152,7 +152,7 @@ static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float
         if (be) qp_i2s_codes_avx2(x + j, sl / be, be, 0, s, (uint8_t *)out + j / 4);
         else qp_tern_levels_avx2(x + j, sl, s, (int8_t *)out + j);
     }
-    free(bd);
+    qp_free(bd);
     if (!be)
         for (int64_t i = reg; i < n; i++) ((int8_t *)out)[i] = (int8_t)round_even_clamp(x[i] * s, -1, 1);
     *mean_out = mean;
