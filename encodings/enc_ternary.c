@@ -1,4 +1,4 @@
-/* Ternary encodings (shared/specs/ternary.md; byte tables in encodings/enc_ternary.md):
+/* Ternary encodings (sources, byte tables and the BitNet rules: encodings/enc_ternary.md):
  *   TQ1_0, TQ2_0     llama.cpp ids 34/35, per-256-block f16 absmax scale (bytes = llama.cpp's ref)
  *   I2_S             microsoft/BitNet x86 layout, 128-element blocks, per-tensor f32 trailer
  *   I2_S_ARM         microsoft/BitNet ARM layout, 64-element blocks, same trailer
@@ -351,7 +351,7 @@ static void i2s_store_scale(uint8_t *y, int64_t n, float scale) {
     memset(y + n / 4, 0, 32);
     qp_store_f32le(y + n / 4, scale);
 }
-/* I2_S's defined input {-s, 0, +s} (ternary.md) in one pass: s = f, the first nonzero |x|; codes
+/* I2_S's defined input {-s, 0, +s} (enc_ternary.md) in one pass: s = f, the first nonzero |x|; codes
  * from the sign while every x is checked to be +-0 or +-f. Returns false at the first element that
  * is not (another magnitude, NaN): y then holds partial codes and the caller runs the two-pass path
  * below, which rewrites every byte. Same bytes as that path when it returns true: every x is +-0

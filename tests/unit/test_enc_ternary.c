@@ -1,7 +1,7 @@
 /* Ternary dot products with int8 activations equal exact integer arithmetic: for every ternary
  * encoding, vec_dot_i8 on the encoded row equals sum(level * a) computed here from the source
  * levels (not through our decoder), times the block scale where the encoding has one. Also: the
- * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly; the
+ * per-token activation quantizer follows enc_ternary.md, and absmean + I2_S round-trips exactly; the
  * I2_S encoder (one pass on ternary input, two passes otherwise) writes the bytes of the two-pass
  * encoder it replaced (a copy of that code lives here) on ternary, near-ternary, random, zero,
  * NaN and inf tensors; and absmean / I2_S on multi-chunk tensors (the one-pass speculation with
@@ -285,7 +285,7 @@ static void test_i2s_one_pass(void) {
     }
     QP_CHECK_MSG(g_i2s_bad == 0, "I2_S: %lld of %lld encodings differ from the two-pass encoder",
                  (long long)g_i2s_bad, (long long)g_i2s_runs);
-    /* spec vector (ternary.md): elements 0/32/64/96 = -1, +1, 0, -1 -> byte 0x24, scale 1 */
+    /* spec vector (enc_ternary.md): elements 0/32/64/96 = -1, +1, 0, -1 -> byte 0x24, scale 1 */
     memset(x, 0, 128 * sizeof *x);
     x[0] = -1.0f, x[32] = 1.0f, x[96] = -1.0f;
     static uint8_t v[128 / 4 + 32];
