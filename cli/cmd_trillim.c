@@ -1,5 +1,5 @@
 /* Trillim companions: `trillim-quantize` (the SDK v1 command line), `inference` (protocol v1 on
- * stdin/stdout, shared/seeds/000_27cc55f45ce5de42.txt) and `quantpack convert --to trlm`.
+ * stdin/stdout, readers/trlm.md "inference (protocol v1)") and `quantpack convert --to trlm`.
  * Formats and rules: readers/trlm.md. */
 #include <math.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "quantpack/encoding.h"
 
 /* The inference block doppler-gpu 0.5.1's parseManifest accepts for a Llama-style model
- * (shared/specs/rdrr-inference-llama.json); model values are filled in by fill_inference. */
+ * (readers/rdrr.md, "inference"); model values are filled in by fill_inference. */
 static const char k_inference_llama[] =
     "{\"attention\":{\"queryPreAttnScalar\":32,\"queryKeyNorm\":false,\"valueNorm\":false,\"attentionBia"
     "s\":false,\"causal\":true,\"slidingWindow\":null,\"attnLogitSoftcapping\":null},\"normalization\":{"

@@ -1,5 +1,5 @@
 /* Trillim SDK v1 quantize manifest: parse/validate, serialize, build from safetensors.
- * Rules: shared/specs/trillim.md and readers/trlm.md ("The manifest"). */
+ * Layout and rules: readers/trlm.md ("The quantize manifest"). */
 #include "converters/trillim_manifest.h"
 
 #include <cjson/cJSON.h>

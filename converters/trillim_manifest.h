@@ -1,6 +1,6 @@
 /* The Trillim SDK v1 quantize manifest (.quantize_manifest.bin): parse and validate untrusted
  * bytes, serialize, and build one from a Hugging Face safetensors directory exactly as the SDK
- * v1 write_manifest() does. Layout: shared/specs/trillim.md; our rules: readers/trlm.md. */
+ * v1 write_manifest() does. Layout and rules: readers/trlm.md. */
 #ifndef QP_TRILLIM_MANIFEST_H
 #define QP_TRILLIM_MANIFEST_H
 

@@ -1,18 +1,26 @@
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "quantpack/core.h"
 
-/* Failure injection for tests: -1 = never fail. Not thread-safe by design (tests only). */
-static long g_fail_after = -1;
+/* Failure injection for tests: the number of allocations that still succeed, -1 = never fail.
+ * Atomic, so allocations on worker threads count exactly once each (no lost decrement, no
+ * allocation past the limit). */
+static atomic_long g_fail_after = -1;
 
-void qp_alloc_fail_after(long n) { g_fail_after = n; }
+long qp_alloc_fail_after(long n) {
+    return atomic_exchange_explicit(&g_fail_after, n < 0 ? -1 : n, memory_order_relaxed);
+}
 
-static int should_fail(void) {
-    if (g_fail_after < 0) return 0;
-    if (g_fail_after == 0) return 1;
-    g_fail_after--;
-    return 0;
+static bool should_fail(void) {
+    long left = atomic_load_explicit(&g_fail_after, memory_order_relaxed);
+    while (left > 0)
+        if (atomic_compare_exchange_weak_explicit(&g_fail_after, &left, left - 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return false;
+    return left == 0;
 }
 
 void *qp_malloc(size_t n) {

@@ -1,4 +1,4 @@
-/* bullet-core BQ4 (shared/specs/bullet.md; byte table in encodings/enc_bq4.md): 32 weights in 20
+/* bullet-core BQ4 (readers/bullet.md; byte table in encodings/enc_bq4.md): 32 weights in 20
  * bytes: f16 scale @0, i8 zero @2, pad @3 (0), nibbles @4..19 (byte i = q[2i] | q[2i+1] << 4,
  * low nibble first). value = (q - zero) * scale, exactly bullet-core's decode.
  * Encoder (sound, unlike bullet-builder's; enc_bq4.md "Encoder"), per block:

@@ -1,8 +1,8 @@
 /* llama.cpp k-quants: Q4_K, Q6_K and the Q8_K activation blocks. Written from
- * shared/specs/gguf-kquants.md; the bytes equal llama.cpp's quantize_row_*_ref (pinned by
+ * encodings/enc_kquants.md; the bytes equal llama.cpp's quantize_row_*_ref (pinned by
  * tests/peer/test_enc_vs_ggml.c against libggml-base.so). Every float operation keeps the
  * reference's order; the build uses -ffp-contract=off so no multiply-add is fused.
- * Block layouts are byte offsets (see enc_kquants.md); nothing is cast to a struct. */
+ * Block layouts are byte offsets (see encodings/enc_kquants.md); nothing is cast to a struct. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* llama.cpp 32-element block types: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0. Written from
- * shared/specs/gguf-kquants.md; bytes equal llama.cpp's quantize_row_*_ref (peer test).
+ * encodings/enc_kquants.md; bytes equal llama.cpp's quantize_row_*_ref (peer test).
  * Layouts (byte offsets, little-endian):
  *   Q4_0 18 B: f16 d @0, u8 qs[16] @2          x = (nibble - 8) * d
  *   Q4_1 20 B: f16 d @0, f16 m @2, qs[16] @4   x = nibble * d + m

@@ -1,4 +1,4 @@
-/* Ternary encodings (shared/specs/ternary.md; byte tables in encodings/enc_ternary.md):
+/* Ternary encodings (sources, byte tables and the BitNet rules: encodings/enc_ternary.md):
  *   TQ1_0, TQ2_0     llama.cpp ids 34/35, per-256-block f16 absmax scale (bytes = llama.cpp's ref)
  *   I2_S             microsoft/BitNet x86 layout, 128-element blocks, per-tensor f32 trailer
  *   I2_S_ARM         microsoft/BitNet ARM layout, 64-element blocks, same trailer
@@ -111,7 +111,7 @@ static float nz_threshold(float s) {
 static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float *mean_out) {
     const int64_t reg = be ? n / be * be : n / 32 * 32; /* coded by the kernels; the rest scalar */
     const int64_t nsub = (reg + SPEC_SUB - 1) / SPEC_SUB;
-    float *bd = nsub ? malloc((size_t)nsub * 2 * sizeof *bd) : NULL;
+    float *bd = nsub ? qp_malloc((size_t)nsub * 2 * sizeof *bd) : NULL;
     if (nsub && !bd) return false;
     const bool v512 = qp_simd_level() >= 2;
     double l[16] = {0};
@@ -142,7 +142,7 @@ static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float
     for (int64_t i = reg; i < n; i++) l[i % 16] += fabs((double)x[i]);
     const float mean = lanes_mean(l, n); /* l[0] is now the whole sum */
     if (!isfinite(l[0])) {
-        free(bd);
+        qp_free(bd);
         return false;
     }
     const float s = 1.0f / mean, tt = nz_threshold(s);
@@ -152,7 +152,7 @@ static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float
         if (be) qp_i2s_codes_avx2(x + j, sl / be, be, 0, s, (uint8_t *)out + j / 4);
         else qp_tern_levels_avx2(x + j, sl, s, (int8_t *)out + j);
     }
-    free(bd);
+    qp_free(bd);
     if (!be)
         for (int64_t i = reg; i < n; i++) ((int8_t *)out)[i] = (int8_t)round_even_clamp(x[i] * s, -1, 1);
     *mean_out = mean;
@@ -351,7 +351,7 @@ static void i2s_store_scale(uint8_t *y, int64_t n, float scale) {
     memset(y + n / 4, 0, 32);
     qp_store_f32le(y + n / 4, scale);
 }
-/* I2_S's defined input {-s, 0, +s} (ternary.md) in one pass: s = f, the first nonzero |x|; codes
+/* I2_S's defined input {-s, 0, +s} (enc_ternary.md) in one pass: s = f, the first nonzero |x|; codes
  * from the sign while every x is checked to be +-0 or +-f. Returns false at the first element that
  * is not (another magnitude, NaN): y then holds partial codes and the caller runs the two-pass path
  * below, which rewrites every byte. Same bytes as that path when it returns true: every x is +-0

@@ -1,5 +1,5 @@
 /* The traits table: every tensor encoding quantpack reads or writes, in one place.
- * Block sizes and GGUF type ids: shared/specs/gguf-kquants.md and ternary.md. */
+ * Block sizes and GGUF type ids: encodings/enc_kquants.md and enc_ternary.md. */
 #include <string.h>
 #include <strings.h>
 

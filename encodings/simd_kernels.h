@@ -1,5 +1,6 @@
-/* SIMD kernels (converters/NAME_avx2.c, NAME_avx512.c) and their run-time dispatchers (encodings/simd.c).
- * Kernels are called only through the dispatchers, after cpuid says the CPU has them.
+/* SIMD kernels (encodings/<family>_avx2.c, <family>_avx512.c) and their run-time dispatchers
+ * (encodings/simd.c). Kernels are called only through the dispatchers, after cpuid says the CPU
+ * has them.
  * Quantizers: same bytes as the _ref functions. Float dots: same dequantized values, summed in a
  * different order (tolerance in encodings.md). vec_dot_i8: exact (same integers, same double
  * accumulation in block order as the scalar functions). */

@@ -311,7 +311,7 @@ static const char *const k_layer_suffix[] = {
 
 /* Every name bullet-core's runtime looks up (BulletRunner::forward and compute_logits), each
  * also with ".bias" (PyTorch state dicts exported through the builder carry them; the runtime
- * never reads them) and bare (the builder revision that wrote bullet-core's tests/sample_model
+ * never reads them) and bare (the builder revision that wrote bullet-core's own sample model
  * named layer tensors without ".weight"; today's runtime would not find those). */
 static cand *make_candidates(int64_t n_layers, size_t *n_out) {
     static const char *const sfx[3] = {".weight", ".bias", ""};

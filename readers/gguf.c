@@ -319,7 +319,7 @@ enum { FL_QK256, FL_MS, FL_B32F16, FL_SPLIT32, FL_COUNT };
 static const char *const k_fl_name[FL_COUNT] = {"QK256", "MS I2_S", "BitNet32F16", "Split32"};
 static const qp_encoding k_fl_enc[FL_COUNT] = {QP_ENC_QK256, QP_ENC_I2_S, QP_ENC_BITNET32F16,
                                                QP_ENC_SPLIT32};
-#define I2S_TOLERANCE 128u /* shared/specs/ternary.md, as BitNet-rs: slack tolerated after a tensor */
+#define I2S_TOLERANCE 128u /* gguf.md: BitNet-rs's slack tolerated after a tensor */
 
 /* Bytes of tensor t stored as flavour f (the sizes BitNet-rs and microsoft/BitNet compute):
  * QK256 rows * ceil(ne0/256) * 64; MS I2_S ceil(n/128) * 32 + 32; BitNet32F16 ceil(n/32) * 10;

@@ -1,5 +1,5 @@
 /* GGUF metadata -> qp_arch and qp_vocab, and typed getters over qp_meta. Key names and the types
- * llama.cpp demands: shared/specs/gguf-kquants.md; summary in readers/gguf.md. */
+ * llama.cpp demands: readers/gguf.md ("Limits", "Problems") and converters/recipes.md. */
 #include <stdio.h>
 #include <string.h>
 

@@ -17,7 +17,7 @@
  * rotates halves (i, i + d/2); llama.cpp's "llama" architecture rotates adjacent pairs, so a
  * converter writing GGUF "llama" must permute the rows of attn_q (n_head) and attn_k
  * (n_head_kv): w.reshape(nh, 2, rows/nh/2, cols).swapaxes(1, 2).reshape(rows, cols)
- * (shared/specs/gguf-kquants.md, "HF -> GGUF names"). A reader that only maps names keeps
+ * (converters/recipes.md, "HF and llama.cpp sources"). A reader that only maps names keeps
  * qp_arch.rope_style = QP_ROPE_NEOX to say the bytes are still in the halves order. */
 #ifndef QP_NAME_MAP_H
 #define QP_NAME_MAP_H

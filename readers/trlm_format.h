@@ -1,5 +1,5 @@
 /* TRLM v1: the Trillim/DarkNet model directory (qmodel.tensors, rope.cache, qmodel.lora).
- * Headers are public (shared/specs/trillim.md); the bodies are defined by this project, byte by
+ * Headers are public (the Trillim SDK; readers/trlm.md); the bodies are defined by this project, byte by
  * byte, in readers/trlm.md. Every on-disk record is defined here once: encoders for the writer
  * (writers/trlm_writer.c), decoders for the reader (readers/trlm.c). */
 #ifndef QP_TRLM_FORMAT_H

@@ -56,7 +56,7 @@ static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows
 }
 
 /* A microsoft/bitnet-b1.58 packed projection (U8 [out/4, in] + "<base>.weight_scale", W =
- * q * weight_scale; shared/specs/ternary.md) unpacked into runtime-owned rows: I2_S codes (x86
+ * q * weight_scale; encodings/enc_ternary.md) unpacked into runtime-owned rows: I2_S codes (x86
  * layout, 2 bits per weight, integer dot) when in % 128 == 0, else one int8 per weight; the
  * weight_scale becomes the matrix scale. Same weights as the float checkpoint, exactly. */
 static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *name, int64_t cols,

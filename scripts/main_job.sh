@@ -97,7 +97,7 @@ for q in I2_S TQ2_0 TQ1_0; do
   convert_out "bitnet gguf $q" "$qp" convert "$bn" --to gguf --quant "$q" -o "$o" || continue
   verify_out "bitnet gguf $q" "$o" "$bn"
 done
-# QK256 (BitNet-rs's layout) has no code for a ternary 0 (levels -2,-1,+1,+2; specs/ternary.md),
+# QK256 (BitNet-rs's layout) has no code for a ternary 0 (levels -2,-1,+1,+2; encodings/enc_ternary.md),
 # so it is lossy on ternary weights by design: it must convert and run; its receipt is kept and
 # its parity is reported, not required.
 o="$out/bitnet-QK256.gguf"
@@ -118,7 +118,7 @@ if convert_out "bitnet trlm" "$qp" convert "$bn" --to trlm -o "$o"; then
   if [ -f "$o/inference.config" ]; then
     # one request of protocol v1: the token ids of a short prompt, then quit
     # request lines: n_tokens, reset, temperature, top_k, top_p, repeat penalty, repeat window,
-    # max_tokens, then the ids (shared/seeds/000_27cc55f45ce5de42.txt); "0" quits.
+    # max_tokens, then the ids (readers/trlm.md "inference (protocol v1)"); "0" quits.
     read -r -a ids <<<"$("$qp" tokenize "$bn" "Once upon a time" 2>/dev/null)"
     if resp=$({ printf '%s\n1\n0\n0\n1\n1\n64\n16\n' "${#ids[@]}"; printf '%s\n' "${ids[@]}"; echo 0; } |
               timeout 120 "$bin/inference" "$o" --config $(cat "$o/inference.config") 2>"$out/inference.log"); then

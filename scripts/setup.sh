@@ -2,7 +2,7 @@
 # Installs what quantpack needs to build and test on Debian (run as root), then builds it.
 #   Debian: cmake pkg-config gcc libcjson-dev libsodium-dev zlib1g-dev libssl-dev clang (fuzzing),
 #           curl (the serve tests)
-#   npm (tests only, pinned in tests/peer/package-lock.json): shared/specs/peers.md
+#   npm (tests only, pinned in tests/peer/package-lock.json): tests/peer/README.md
 # Usage: scripts/setup.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,5 +1,5 @@
 /* Small helpers the tests share: whole files in and out, folders, running a command and getting
- * its exit code, and the llama2.c oracle files (PROVENANCE.md). Everything is static inline: a
+ * its exit code, and the llama2.c oracle files (fixtures/README.md). Everything is static inline: a
  * test includes what it uses. Failures return NULL/false/-1 and leave the verdict to the test
  * (a check, a skip or an exit), except the qp_test_must_* ones, which exit 2 (harness broken). */
 #ifndef QP_TEST_UTIL_H
@@ -204,7 +204,7 @@ static inline int qp_test_spawn(char *const argv[], const char *log) {
     return code;
 }
 
-/* ---- llama2.c oracles (fixtures/real/oracles, run.c's own outputs) ------------------------- */
+/* ---- llama2.c oracles ($QP_REAL_FIXTURES/oracles, run.c's own outputs) ------------------------- */
 
 /* The integers after "KEY:" on the first line holding KEY at its start or after a space (so
  * "IDS" is not "PROMPT_IDS"), at most max; the count, or -1 when the file or the key is

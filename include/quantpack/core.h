@@ -21,8 +21,10 @@ void *qp_realloc(void *p, size_t n);
 void qp_free(void *p);                      /* qp_free(NULL) is fine */
 char *qp_strdup(const char *s);
 char *qp_strndup(const char *s, size_t n);
-/* Test hook: after `n` more successful allocations every allocation fails; -1 disables. */
-void qp_alloc_fail_after(long n);
+/* Test hook: after `n` more successful allocations every allocation fails; -1 disables. Returns
+ * the previous setting's count of allocations left (so a test can count the allocations a call
+ * made through these wrappers). Thread-safe. */
+long qp_alloc_fail_after(long n);
 
 /* ---- checked arithmetic ------------------------------------------------------------------- */
 static inline bool qp_size_mul(size_t a, size_t b, size_t *out) {

@@ -173,7 +173,7 @@ const char *qp_encoding_simd_level(void);
  * what the CPU has. Not thread-safe: call before starting threads. */
 void qp_encoding_simd_force(int level);
 
-/* ---- ternary helpers (shared/specs/ternary.md) ------------------------------------------------
+/* ---- ternary helpers (encodings/enc_ternary.md "BitNet b1.58") ------------------------------
  * BitNet b1.58 absmean weight quantization of one tensor: mean = max(mean|w|, 1e-5) (summed in
  * double, rounded to float), q = clamp(round_half_even(w / mean), -1, 1). Writes q[n] and the
  * dequant scale *scale = mean (w ~= q * mean). */

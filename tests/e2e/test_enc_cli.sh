@@ -9,7 +9,8 @@ pass=0; fail=0
 check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1" >&2; fi; }
 
 # 2 rows x 256 columns of f32: values k/8 - 16 for k in 0..255 (exact in Q8_0: amax 16 -> d = 16/127)
-python3 - "$T/in.f32" <<'PY' || exit 77
+command -v python3 >/dev/null || { echo "skipped: python3 is not installed"; exit 77; }
+python3 - "$T/in.f32" <<'PY' || { echo "FAIL: python3 could not write the input" >&2; exit 1; }
 import struct, sys
 vals = [((k % 256) / 8.0 - 16.0) for k in range(512)]
 open(sys.argv[1], 'wb').write(struct.pack('<512f', *vals))

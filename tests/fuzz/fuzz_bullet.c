@@ -13,14 +13,14 @@
 #include "fuzz_util.h"
 #include "writers/bullet_writer.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     const char *path = qp_fuzz_input_file("bullet", ".bullet", data, size);
-    if (!path) return 0;
+    if (!path) return QP_ERR_IO;
     qp_model *m = NULL;
-    qp_err e = {0};
-    if (qp_model_new(QP_FORMAT_BULLET, path, &m, &e) == QP_OK) {
-        qp_status s = qp_bullet_read(m, path, NULL, &e);
-        if (s == QP_OK) s = qp_model_finish(m, &e);
+    qp_status s = qp_model_new(QP_FORMAT_BULLET, path, &m, e);
+    if (s == QP_OK) {
+        s = qp_bullet_read(m, path, NULL, e);
+        if (s == QP_OK) s = qp_model_finish(m, e);
         if (s == QP_OK) {
             volatile float acc = 0;
             const qp_encoding_traits *tr = qp_encoding_get(QP_ENC_BQ4);
@@ -58,5 +58,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         qp_model_close(m);
     }
     unlink(path);
-    return 0;
+    return s;
 }

@@ -10,12 +10,12 @@
 #include "fuzz_util.h"
 #include "quantpack/quantpack.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     const char *path = qp_fuzz_input_file("gguf", ".gguf", data, size);
-    if (!path) return 0;
-    qp_err e = {0};
+    if (!path) return QP_ERR_IO;
     qp_model *m = NULL;
-    if (qp_model_open(path, NULL, &m, &e) == QP_OK) {
+    const qp_status s = qp_model_open(path, NULL, &m, e);
+    if (s == QP_OK) {
         volatile uint8_t sink = qp_fuzz_touch_tensors(m);
         for (int64_t i = 0; i < m->n_tensors; i++) sink ^= (uint8_t)m->tensors[i].name[0];
         for (int64_t i = 0; i < m->vocab.n_tokens; i++) {
@@ -38,5 +38,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         qp_model_close(m);
     }
     unlink(path);
-    return 0;
+    return s;
 }

@@ -9,15 +9,15 @@
 #include "core/model_internal.h"
 #include "fuzz_util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     const char *path = qp_fuzz_input_file("llama2c", ".bin", data, size);
-    if (!path) return 0;
+    if (!path) return QP_ERR_IO;
     (void)qp_llama2c_probe(data, size < 64 ? size : 64, size);
     qp_model *m = NULL;
-    qp_err e = {0};
-    if (qp_model_new(QP_FORMAT_LLAMA2C, path, &m, &e) == QP_OK) {
-        qp_status s = qp_llama2c_read(m, path, NULL, &e);
-        if (s == QP_OK) s = qp_model_finish(m, &e);
+    qp_status s = qp_model_new(QP_FORMAT_LLAMA2C, path, &m, e);
+    if (s == QP_OK) {
+        s = qp_llama2c_read(m, path, NULL, e);
+        if (s == QP_OK) s = qp_model_finish(m, e);
         if (s == QP_OK) {
             volatile uint8_t acc = qp_fuzz_touch_tensors(m);
             (void)acc;
@@ -25,5 +25,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         qp_model_close(m);
     }
     unlink(path);
-    return 0;
+    return s;
 }

@@ -115,33 +115,33 @@ static const char k_shard_manifest[] =
     "\"blk.0.ffn_down.weight\":{\"shard\":0,\"offset\":512,\"size\":288,\"shape\":[2,100],"
     "\"dtype\":\"Q4_K_M\",\"layout\":\"row\"}}}";
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     setup();
     const char *dir;
     char p[400];
     if (size > 0 && data[0] == '{') {
         snprintf(p, sizeof p, "%s/manifest.json", g_mdir);
-        if (qp_fuzz_write_file(p, data, size) != 0) return 0;
+        if (qp_fuzz_write_file(p, data, size) != 0) return QP_ERR_IO;
         dir = g_mdir;
     } else {
-        if (size == 0) return 0;
+        if (size == 0) return QP_ERR_FORMAT; /* an empty shard is no input */
         uint8_t d[QP_SHA256_BYTES];
         char hex[QP_SHA256_HEX], man[sizeof k_shard_manifest + 160];
-        if (qp_sha256_once(data, size, d, NULL) != QP_OK) return 0;
+        if (qp_sha256_once(data, size, d, NULL) != QP_OK) return QP_ERR_INTERNAL;
         qp_hex_encode(d, sizeof d, hex);
         int n = snprintf(man, sizeof man, k_shard_manifest, size, hex, size);
         if (n < 0 || (size_t)n >= sizeof man) abort();
         snprintf(p, sizeof p, "%s/shard_00000.bin", g_sdir);
-        if (qp_fuzz_write_file(p, data, size) != 0) return 0;
+        if (qp_fuzz_write_file(p, data, size) != 0) return QP_ERR_IO;
         snprintf(p, sizeof p, "%s/manifest.json", g_sdir);
-        if (qp_fuzz_write_file(p, man, (size_t)n) != 0) return 0;
+        if (qp_fuzz_write_file(p, man, (size_t)n) != 0) return QP_ERR_IO;
         dir = g_sdir;
     }
     qp_model *m = NULL;
-    qp_err e = {0};
-    if (qp_model_open(dir, NULL, &m, &e) == QP_OK) {
+    const qp_status s = qp_model_open(dir, NULL, &m, e);
+    if (s == QP_OK) {
         touch(m);
         qp_model_close(m);
     }
-    return 0;
+    return s;
 }

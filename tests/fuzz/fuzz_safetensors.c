@@ -52,7 +52,7 @@ static void touch(const qp_model *m) {
     for (int64_t i = 0; i < m->n_meta; i++) g_sink ^= (uint8_t)m->meta[i].key[0];
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     setup();
     const char *path = g_file;
     if (size > 0 && data[0] == '{') {
@@ -60,17 +60,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < 3; i++) {
             char p[400];
             snprintf(p, sizeof p, "%s/%s", g_hfdir, names[i]);
-            if (qp_fuzz_write_file(p, data, size) != 0) return 0;
+            if (qp_fuzz_write_file(p, data, size) != 0) return QP_ERR_IO;
         }
         path = g_hfdir;
     } else if (qp_fuzz_write_file(g_file, data, size) != 0) {
-        return 0;
+        return QP_ERR_IO;
     }
     qp_model *m = NULL;
-    qp_err e = {0};
-    if (qp_model_open(path, NULL, &m, &e) == QP_OK) {
+    const qp_status s = qp_model_open(path, NULL, &m, e);
+    if (s == QP_OK) {
         touch(m);
         qp_model_close(m);
     }
-    return 0;
+    return s;
 }

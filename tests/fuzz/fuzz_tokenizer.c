@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_util.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/tokenizer.h"
 #include "runtime/unicode.h"
@@ -136,13 +137,15 @@ static void run(const fvocab *f, const char *text, size_t len, bool add_bos, boo
     qp_tokenizer_free(t);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+/* No verdict: every input must encode (a failure aborts), so the status is always QP_OK. */
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
+    (void)e;
     static bool built;
     if (!built) {
         build();
         built = true;
     }
-    if (size == 0 || size > (1 << 16)) return 0;
+    if (size == 0 || size > (1 << 16)) return QP_OK;
     uint8_t opt = data[0];
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
@@ -151,5 +154,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     run(&g_spm, text, len, add_bos, special);
     run(&g_bpe, text, len, add_bos, special);
     run(&g_wpm, text, len, add_bos, special);
-    return 0;
+    return QP_OK;
 }

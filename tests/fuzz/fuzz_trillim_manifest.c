@@ -6,24 +6,26 @@
 #include <string.h>
 
 #include "converters/trillim_manifest.h"
+#include "fuzz_util.h"
 #include "quantpack/core.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     qp_trillim_manifest *m = NULL;
-    qp_err e = {0};
-    if (qp_trillim_manifest_parse(data, size, "fuzz", &m, &e) != QP_OK) return 0;
+    const qp_status s = qp_trillim_manifest_parse(data, size, "fuzz", &m, e);
+    if (s != QP_OK) return s;
+    qp_err e2 = {0};
     uint64_t *sizes = qp_calloc(m->n_shards ? m->n_shards : 1, sizeof *sizes);
     if (sizes) {
         for (uint32_t i = 0; i < m->n_shards; i++) sizes[i] = 1u << 20;
-        (void)qp_trillim_manifest_check_shards(m, sizes, "fuzz", &e);
+        (void)qp_trillim_manifest_check_shards(m, sizes, "fuzz", &e2);
         qp_free(sizes);
     }
     uint8_t *out = NULL;
     size_t n = 0;
-    if (qp_trillim_manifest_serialize(m, &out, &n, &e) == QP_OK) {
+    if (qp_trillim_manifest_serialize(m, &out, &n, &e2) == QP_OK) {
         if (n != size || memcmp(out, data, n) != 0) abort();
         qp_free(out);
     }
     qp_trillim_manifest_free(m);
-    return 0;
+    return s;
 }

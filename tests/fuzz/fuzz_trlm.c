@@ -183,25 +183,29 @@ static void touch(const qp_model *m) {
     for (int64_t i = 0; i < m->n_problems; i++) g_sink ^= (uint8_t)m->problems[i][0];
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+/* The verdict: qp_trlm_apply_lora's status for a TRLA input, qp_model_open's otherwise. */
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     setup();
     qp_model *m = NULL;
-    qp_err e = {0};
     char p[400];
     if (size >= 4 && memcmp(data, "TRLA", 4) == 0) {
         snprintf(p, sizeof p, "%s/qmodel.lora", g_bdir);
-        if (qp_fuzz_write_file(p, data, size) != 0) return 0;
-        if (qp_model_open(g_bdir, NULL, &m, &e) != QP_OK) abort(); /* the fixed model is valid */
-        if (qp_trlm_apply_lora(m, p, &e) == QP_OK) touch(m);
+        if (qp_fuzz_write_file(p, data, size) != 0) return QP_ERR_IO;
+        qp_err e_base = {0};
+        if (qp_model_open(g_bdir, NULL, &m, &e_base) != QP_OK) abort(); /* the fixed model is valid */
+        const qp_status s = qp_trlm_apply_lora(m, p, e);
+        if (s == QP_OK) touch(m);
         qp_model_close(m);
-        return 0;
+        return s;
     }
     snprintf(p, sizeof p, "%s/qmodel.tensors", g_tdir);
-    if (qp_fuzz_write_file(p, data, size) != 0) return 0;
-    if (qp_model_open(g_tdir, NULL, &m, &e) == QP_OK) {
+    if (qp_fuzz_write_file(p, data, size) != 0) return QP_ERR_IO;
+    const qp_status s = qp_model_open(g_tdir, NULL, &m, e);
+    if (s == QP_OK) {
         touch(m);
-        if (qp_trlm_apply_lora(m, g_lora, &e) == QP_OK) touch(m);
+        qp_err e_lora = {0};
+        if (qp_trlm_apply_lora(m, g_lora, &e_lora) == QP_OK) touch(m);
         qp_model_close(m);
     }
-    return 0;
+    return s;
 }

@@ -1,6 +1,7 @@
-/* Boilerplate the fuzz targets share: per-process temp files and folders (readers map files, so
- * an input goes to disk first), writing bytes, removing what a target made, and reading every
- * tensor's first and last byte so ASan sees an out-of-bounds data pointer. */
+/* Boilerplate the fuzz targets share: the entry point, per-process temp files and folders (readers
+ * map files, so an input goes to disk first), writing bytes, removing what a target made, and
+ * reading every tensor's first and last byte so ASan sees an out-of-bounds data pointer. Include
+ * it once per target (it defines LLVMFuzzerTestOneInput). */
 #ifndef QP_FUZZ_UTIL_H
 #define QP_FUZZ_UTIL_H
 
@@ -15,7 +16,20 @@
 
 #include "quantpack/quantpack.h"
 
+/* Each target defines qp_fuzz_one: it runs the reader on the input, exercises what a caller does
+ * with an accepted result, and returns the reader's status on the input (QP_OK = accepted; the
+ * message in *e). It aborts on a broken invariant; a failure of the harness itself (a temp file
+ * that cannot be written) is QP_ERR_IO. The replay driver (replay_main.c) calls it to check the
+ * verdict a seed's name states; libFuzzer calls LLVMFuzzerTestOneInput below, which runs the same
+ * code and ignores the verdict. */
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    qp_err e = {0};
+    (void)qp_fuzz_one(data, size, &e);
+    return 0;
+}
 
 /* $TMPDIR, or /tmp when unset or empty. */
 static inline const char *qp_fuzz_tmp(void) {

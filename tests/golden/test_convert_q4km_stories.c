@@ -1,5 +1,5 @@
 /* stories260K.gguf (F32) -> Q4_K_M must be byte-identical to llama.cpp's own output of the same
- * conversion (fixtures/real/gguf/stories260K-Q4_K_M.llamacpp.gguf, made by llama-quantize), with
+ * conversion ($QP_REAL_FIXTURES/gguf/stories260K-Q4_K_M.llamacpp.gguf, made by llama-quantize), with
  * 1, 2 and 3 threads. On a mismatch the first differing byte is located (which tensor). */
 #include <stdint.h>
 

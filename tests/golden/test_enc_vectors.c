@@ -1,6 +1,7 @@
 /* Hand-checked test vectors for the BitNet and bullet encodings (byte tables in
  * encodings/enc_ternary.md and enc_bq4.md). Every expected byte here was worked out by hand from
- * shared/specs/ternary.md, bullet.md and seed 003, never taken from our own output.
+ * the sources those docs name (llama.cpp, microsoft/BitNet, BitNet-rs, bullet-core), never taken from
+ * our own output.
  * TQ1_0 / TQ2_0 are pinned against llama.cpp itself in tests/peer/test_enc_vs_ggml.c. */
 #include <stdint.h>
 #include <string.h>
@@ -64,7 +65,7 @@ static void test_i2s(void) {
 static void test_qk256(void) {
     const qp_encoding_traits *t = qp_encoding_get(QP_ENC_QK256);
     QP_CHECK(t && t->block_elems == 256 && t->block_bytes == 64);
-    /* seed 003: a 0xAA block is all code 2 -> +1.0, and its dot with 0.5s is 128.0 */
+    /* QK256 (enc_ternary.md): a 0xAA block is all code 2 -> +1.0, and its dot with 0.5s is 128.0 */
     uint8_t w[64 * 64];
     memset(w, 0xAA, sizeof w);
     float y[256], half[256];

@@ -1,8 +1,9 @@
 /* GGUF type 36 flavours (readers/gguf.md "Type 36 flavours"): hand-made files whose offsets and
  * bytes are computed here, read back with the flavour each tensor must get, and a QK256
  * conversion of the bitnet-float fixture checked against weights computed here from the source.
- * Golden vectors: shared/specs/ternary.md (MS I2_S byte 0x24 = elements 0/32/64/96 -1,+1,0,-1),
- * seed 003 (QK256 0xE4 = [-2,-1,+1,+2], 0xAA = all +1, 256 x 0.5 dotted with +1 = 128). */
+ * Golden vectors (encodings/enc_ternary.md): microsoft/BitNet's I2_S (byte 0x24 = elements
+ * 0/32/64/96 -1,+1,0,-1), BitNet-rs's QK256 0xE4 = [-2,-1,+1,+2], 0xAA = all +1, 256 x 0.5
+ * dotted with +1 = 128). */
 #include <stdint.h>
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 /* Every real GGUF fixture opens, and what we read equals what others know about it:
- *  - facts from PROVENANCE.md and from the llama2.c checkpoint stories260K.bin (the same weights,
+ *  - facts from fixtures/README.md and from the llama2.c checkpoint stories260K.bin (the same weights,
  *    written by a different program) for stories260K.gguf, llama-2-tiny-random.gguf and the
  *    llama.cpp Q4_K_M quantization of stories260K;
  *  - llama.cpp's own GGUF parser (gguf_* in libggml-base.so from npm @node-llama-cpp/linux-x64,
@@ -194,7 +194,7 @@ static const qp_tensor *must_find(const qp_model *m, const char *name) {
     return t;
 }
 
-/* stories260K.gguf: PROVENANCE.md facts, and its bytes equal the llama2.c checkpoint's. */
+/* stories260K.gguf: the facts of fixtures/README.md, and its bytes equal the llama2.c checkpoint's. */
 static void check_stories(const qp_model *m, const char *dir) {
     const qp_arch *a = &m->arch;
     QP_CHECK_EQ_INT(a->family, QP_FAMILY_LLAMA);
@@ -262,7 +262,7 @@ static void check_tiny_random(const qp_model *m) {
 }
 
 /* llama.cpp's Q4_K_M of stories260K: ne[0] = 64 or 172 is not a multiple of 256, so the k-quant
- * fallbacks apply (gguf-kquants.md): Q4_K -> Q5_0, Q6_K -> Q8_0 (output), ffn_down (ne[0] 172,
+ * fallbacks apply (converters/recipes.md): Q4_K -> Q5_0, Q6_K -> Q8_0 (output), ffn_down (ne[0] 172,
  * not a multiple of 32) -> F16; 1-D norms stay F32. */
 static void check_q4km(const qp_model *m) {
     QP_CHECK_EQ_INT(m->n_tensors, 3 + 5 * 9);

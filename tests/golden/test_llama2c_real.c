@@ -184,7 +184,7 @@ int main(void) {
     if (!raw || !ggraw || !tf) QP_SKIP("real fixtures stories260K.bin/.gguf or tok512.bin not in %s", dir);
     fclose(tf);
 
-    /* header facts straight from the bytes, as PROVENANCE.md states them */
+    /* header facts straight from the bytes, as fixtures/README.md states them */
     int32_t h[7];
     for (int i = 0; i < 7; i++) h[i] = rd_i32(raw + 4 * i);
     const int32_t want_h[7] = {64, 172, 5, 8, 4, 512, 512};

@@ -1,6 +1,6 @@
 /* The reference runtime on the real stories260K, read through both the llama2.c reader
  * (stories260K.bin) and the GGUF reader (stories260K.gguf), against llama2.c run.c's own outputs
- * (oracles/, see PROVENANCE.md):
+ * ($QP_REAL_FIXTURES/oracles/, fixtures/README.md):
  *  - greedy decoding from BOS reproduces stories260K_greedy_bos_256.ids.txt exactly (BOS + 256);
  *  - the logits at positions 0-3 of "Once upon a time" (1 403 407 261 378) are within 1e-4 of
  *    stories260K_logits_once_upon_a_time_pos0-3.txt, for 1 and 3 threads. */

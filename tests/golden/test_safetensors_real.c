@@ -1,4 +1,4 @@
-/* The safetensors reader on files written by others (fixtures/real/safetensors, PROVENANCE.md):
+/* The safetensors reader on files written by others ($QP_REAL_FIXTURES/safetensors, fixtures/README.md):
  *  - hf-samples-{f,d,e,overall}: the official Python library (numpy), metadata {"test":"a"},
  *    np.arange(-3, 3) cast to each dtype, so unsigned dtypes hold -3..2 modulo 2^bits; header NOT
  *    padded to 8 bytes;

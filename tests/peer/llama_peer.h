@@ -1,5 +1,5 @@
 /* llama.cpp as a live peer: libggml/libllama.v0.5.0.so from the npm package
- * @node-llama-cpp/linux-x64 3.22.1 (shared/specs/peers.md) under $QP_PEER_DIR, loaded with dlopen,
+ * @node-llama-cpp/linux-x64 3.22.1 (tests/peer/README.md) under $QP_PEER_DIR, loaded with dlopen,
  * one CPU variant pinned. Used by the peer tests (test_runtime_vs_llama.c,
  * test_runtime_vs_llama_quant.c, test_convert_vs_llama_quantize.c); include after qp_test.h.
  *
@@ -12,8 +12,8 @@
  * ABI-compatible without knowing its field layout. llama_batch is declared exactly (its 7-field
  * layout has been stable since 2023); llama_model_quantize_params too (checked below). One CPU
  * variant is loaded with ggml_backend_load (default libggml-cpu-x64.so; env QP_GGML_CPU=haswell
- * etc.), since llama.cpp's logits depend on the variant (peers.md). llama.cpp logs only with
- * QP_PEER_VERBOSE set. */
+ * etc.), since llama.cpp's logits depend on the variant (tests/peer/README.md). llama.cpp
+ * logs only with QP_PEER_VERBOSE set. */
 #ifndef QP_LLAMA_PEER_H
 #define QP_LLAMA_PEER_H
 

@@ -1,5 +1,5 @@
 /* The reference runtime against llama.cpp itself: libllama.v0.5.0.so from the npm package
- * @node-llama-cpp/linux-x64 3.22.1 (shared/specs/peers.md), loaded with dlopen. Both run the
+ * @node-llama-cpp/linux-x64 3.22.1 (tests/peer/README.md), loaded with dlopen. Both run the
  * same token sequence (a prompt, then the runtime's greedy continuation fed to both) one token
  * per decode; every position must have cosine >= 0.9999 and the same top-1 token (issue 3).
  * Models: stories260K.gguf (F32), gguf/llama-2-tiny-random.gguf (F16, untied, 32000 vocab), and

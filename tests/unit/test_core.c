@@ -1,4 +1,5 @@
 /* Core: status, checked arithmetic, cursor, arena, strmap, half-precision conversions, traits. */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/strmap.h"
@@ -26,6 +27,29 @@ static uint16_t ref_fp32_to_fp16(float f) {
         if (a - dn < up - a || (a - dn == up - a && ((lo - 1) & 1) == 0)) best = lo - 1;
     }
     return (uint16_t)(sign | best);
+}
+
+/* Allocation-failure injection from several threads: each allocation takes one of the budget
+ * atomically, so exactly the budget succeeds (a plain counter loses decrements). */
+enum { INJ_THREADS = 4, INJ_ALLOCS = 100000, INJ_BUDGET = 200001 };
+static void *inj_worker(void *arg) {
+    long *ok = arg;
+    for (int i = 0; i < INJ_ALLOCS; i++) {
+        void *p = qp_malloc(8);
+        if (p) (*ok)++;
+        qp_free(p);
+    }
+    return NULL;
+}
+static void test_alloc_injection_threads(void) {
+    pthread_t th[INJ_THREADS];
+    long ok[INJ_THREADS] = {0};
+    QP_CHECK_EQ_INT(qp_alloc_fail_after(INJ_BUDGET), -1);
+    for (int i = 0; i < INJ_THREADS; i++) QP_CHECK(pthread_create(&th[i], NULL, inj_worker, &ok[i]) == 0);
+    for (int i = 0; i < INJ_THREADS; i++) pthread_join(th[i], NULL);
+    const long left = qp_alloc_fail_after(-1);
+    QP_CHECK_EQ_INT(left, 0);
+    QP_CHECK_EQ_INT(ok[0] + ok[1] + ok[2] + ok[3], INJ_BUDGET);
 }
 
 int main(void) {
@@ -92,6 +116,7 @@ int main(void) {
     QP_CHECK(p != NULL);
     qp_free(p);
     QP_CHECK(qp_calloc(SIZE_MAX / 2, 4) == NULL);
+    test_alloc_injection_threads();
 
     /* F16: every half round-trips exactly through F32 */
     int bad = 0;

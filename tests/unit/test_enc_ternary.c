@@ -1,7 +1,7 @@
 /* Ternary dot products with int8 activations equal exact integer arithmetic: for every ternary
  * encoding, vec_dot_i8 on the encoded row equals sum(level * a) computed here from the source
  * levels (not through our decoder), times the block scale where the encoding has one. Also: the
- * per-token activation quantizer follows ternary.md, and absmean + I2_S round-trips exactly; the
+ * per-token activation quantizer follows enc_ternary.md, and absmean + I2_S round-trips exactly; the
  * I2_S encoder (one pass on ternary input, two passes otherwise) writes the bytes of the two-pass
  * encoder it replaced (a copy of that code lives here) on ternary, near-ternary, random, zero,
  * NaN and inf tensors; and absmean / I2_S on multi-chunk tensors (the one-pass speculation with
@@ -285,7 +285,7 @@ static void test_i2s_one_pass(void) {
     }
     QP_CHECK_MSG(g_i2s_bad == 0, "I2_S: %lld of %lld encodings differ from the two-pass encoder",
                  (long long)g_i2s_bad, (long long)g_i2s_runs);
-    /* spec vector (ternary.md): elements 0/32/64/96 = -1, +1, 0, -1 -> byte 0x24, scale 1 */
+    /* spec vector (enc_ternary.md): elements 0/32/64/96 = -1, +1, 0, -1 -> byte 0x24, scale 1 */
     memset(x, 0, 128 * sizeof *x);
     x[0] = -1.0f, x[32] = 1.0f, x[96] = -1.0f;
     static uint8_t v[128 / 4 + 32];
@@ -402,12 +402,43 @@ static void test_absmean_one_pass(void) {
                  (long long)g_sp_bad, (long long)g_sp_runs);
 }
 
+/* Allocation-failure injection reaches the ternary encoders: with SIMD, absmean and I2_S (on
+ * non-ternary input) make exactly one allocation (absmean_one_pass's per-1024 bounds) through
+ * qp_malloc, none at the scalar level; when it fails they fall back to the two-pass path and
+ * write the same bytes. */
+static void test_alloc_failure(void) {
+    static float x[NS];
+    static int8_t q0[NS], q1[NS];
+    static uint8_t y0[NS / 4 + 32], y1[NS / 4 + 32];
+    for (int64_t i = 0; i < NS; i++) x[i] = unif() + unif();
+    const long allocs = strcmp(qp_encoding_simd_level(), "scalar") != 0 ? 1 : 0;
+    float s0, s1;
+    qp_alloc_fail_after(1000);
+    qp_ternary_absmean(x, NS, q0, &s0);
+    const long left_absmean = qp_alloc_fail_after(1000);
+    QP_CHECK(qp_encoding_quantize_tensor(QP_ENC_I2_S, x, y0, NS));
+    const long left_i2s = qp_alloc_fail_after(0);
+    QP_CHECK_EQ_INT(1000 - left_absmean, allocs);
+    QP_CHECK_EQ_INT(1000 - left_i2s, allocs);
+    memset(q1, 0x55, sizeof q1);
+    memset(y1, 0x55, sizeof y1);
+    qp_ternary_absmean(x, NS, q1, &s1);
+    QP_CHECK(qp_encoding_quantize_tensor(QP_ENC_I2_S, x, y1, NS));
+    const long left_failed = qp_alloc_fail_after(-1);
+    QP_CHECK_EQ_INT(left_failed, 0);
+    QP_CHECK_MSG(memcmp(q0, q1, sizeof q0) == 0 && memcmp(&s0, &s1, 4) == 0,
+                 "absmean with a failed allocation differs (level %s)", qp_encoding_simd_level());
+    QP_CHECK_MSG(memcmp(y0, y1, sizeof y0) == 0, "I2_S with a failed allocation differs (level %s)",
+                 qp_encoding_simd_level());
+}
+
 int main(void) {
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
         run_all();
         test_i2s_one_pass();
         test_absmean_one_pass();
+        test_alloc_failure();
     }
     qp_encoding_simd_force(-1);
     return qp_test_finish();

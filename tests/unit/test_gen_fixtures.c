@@ -1,6 +1,6 @@
 /* qp-gen-fixtures: two runs give the same bytes in every file; every model directory is complete
  * and self-consistent (config vocab = tokenizer size = embedding rows, bos/eos ids); the
- * bitnet-packed tensors unpack, by the formula of shared/specs/ternary.md implemented here
+ * bitnet-packed tensors unpack, by the formula of encodings/enc_ternary.md implemented here
  * independently, to exactly the bitnet-float weights; llama-sharded holds exactly the tensors of
  * llama-gqa-untied; llama-k256 has its 256/512-wide shapes (all Q4_K/Q6_K under Q4_K_M), GQA 8/4,
  * an untied lm_head and the documented value scales. Safetensors files are parsed here with a minimal independent parser. */

@@ -1,6 +1,7 @@
-/* HF <-> GGUF tensor names (readers/name_map.h). Expected names: the table in
- * shared/specs/gguf-kquants.md "HF -> GGUF names" and llama.cpp's tensor names (the GGUF column
- * matches the tensor names in the real fixture gguf/llama-2-tiny-random.gguf). */
+/* HF <-> GGUF tensor names (readers/name_map.h). Expected names: llama.cpp's gguf-py
+ * tensor_mapping.py (restated in converters/recipes.md "HF and llama.cpp sources") and llama.cpp's
+ * tensor names (the GGUF column matches the tensor names in the real fixture
+ * gguf/llama-2-tiny-random.gguf). */
 #include "readers/name_map.h"
 #include "qp_test.h"
 

@@ -185,7 +185,7 @@ static void ref_rmsnorm(const double *x, const float *w, int64_t n, double *o) {
     double k = 1.0 / sqrt(ss / (double)n + 1e-5);
     for (int64_t i = 0; i < n; i++) o[i] = x[i] * k * w[i];
 }
-/* BitNet activation quantization as ternary.md states it (float scale, round half to even). */
+/* BitNet activation quantization as enc_ternary.md states it (float scale, round half to even). */
 static void ref_actq(const double *x, int64_t n, double *o) {
     float amax = 0;
     for (int64_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf((float)x[i]));

@@ -1,7 +1,7 @@
 /* RoPE conventions on the generated HF models (qp-gen-fixtures, $QP_FIXTURES_DIR): each HF
  * checkpoint (rotate-halves, QP_ROPE_NEOX) must give the same logits as its GGUF-convention twin
  * built here by permuting the q/k rows (and q/k biases) of every head as llama.cpp's converter
- * does (shared/specs/gguf-kquants.md "HF -> GGUF names": GGUF row h*hd + 2i + p = HF row
+ * does (converters/recipes.md "HF and llama.cpp sources": GGUF row h*hd + 2i + p = HF row
  * h*hd + p*hd/2 + i) and flipping rope_style to QP_ROPE_NORM (adjacent pairs). Also runs
  * qp_verify_run on the pair: class "identical", verdict pass. */
 #include <stdint.h>

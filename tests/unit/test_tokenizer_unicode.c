@@ -1,4 +1,4 @@
-/* runtime/unicode: strict UTF-8 decoding with maximal-subpart replacement lengths (Unicode 3.9 /
+/* runtime/unicode.c: strict UTF-8 decoding with maximal-subpart replacement lengths (Unicode 3.9 /
  * WHATWG), category flags from the generated tables, the WordPiece normaliser. Expected values
  * are Unicode facts (UnicodeData.txt categories, PropList White_Space, the UTF-8 definition). */
 #include <string.h>
