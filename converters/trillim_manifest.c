@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "quantpack/core.h"
 
 size_t qp_trillim_dtype_size(uint8_t dtype) {
@@ -332,94 +333,65 @@ qp_status qp_trillim_manifest_check_shards(const qp_trillim_manifest *m, const u
 
 /* ---- serialize --------------------------------------------------------------------------------- */
 
-typedef struct bbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} bbuf;
-
-static uint8_t *bb_grow(bbuf *b, size_t k) {
-    if (b->oom) return NULL;
-    if (b->n + k > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1024;
-        while (nc < b->n + k) nc *= 2;
-        uint8_t *q = qp_realloc(b->p, nc);
-        if (!q) {
-            b->oom = true;
-            return NULL;
-        }
-        b->p = q;
-        b->cap = nc;
-    }
-    uint8_t *r = b->p + b->n;
-    b->n += k;
-    return r;
-}
-static void bb_u8(bbuf *b, uint8_t v) { uint8_t *p = bb_grow(b, 1); if (p) p[0] = v; }
-static void bb_u16(bbuf *b, uint16_t v) { uint8_t *p = bb_grow(b, 2); if (p) qp_store_u16le(p, v); }
-static void bb_u32(bbuf *b, uint32_t v) { uint8_t *p = bb_grow(b, 4); if (p) qp_store_u32le(p, v); }
-static void bb_u64(bbuf *b, uint64_t v) { uint8_t *p = bb_grow(b, 8); if (p) qp_store_u64le(p, v); }
-static void bb_mat(bbuf *b, const qp_trillim_lora_mat *x) {
-    bb_u8(b, x->dtype);
-    bb_u32(b, x->rows);
-    bb_u32(b, x->cols);
-    bb_u16(b, x->shard);
-    bb_u64(b, x->offset);
-    bb_u64(b, x->size);
+static void put_lora_mat(qp_buf *b, const qp_trillim_lora_mat *x) {
+    qp_buf_u8(b, x->dtype);
+    qp_buf_u32le(b, x->rows);
+    qp_buf_u32le(b, x->cols);
+    qp_buf_u16le(b, x->shard);
+    qp_buf_u64le(b, x->offset);
+    qp_buf_u64le(b, x->size);
 }
 
 qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
                                         qp_err *e) {
-    bbuf b = {0};
-    bb_u16(&b, m->n_shards);
+    qp_buf b = {0};
+    qp_buf_u16le(&b, m->n_shards);
     for (uint32_t i = 0; i < m->n_shards; i++) {
         size_t pl = strlen(m->shards[i]);
         if (pl > 65535) {
-            qp_free(b.p);
+            qp_buf_free(&b);
             return qp_fail(e, QP_ERR_LIMIT, "shard path %u is %zu bytes (at most 65535)", i, pl);
         }
-        bb_u16(&b, (uint16_t)pl);
-        uint8_t *p = bb_grow(&b, pl);
-        if (p) memcpy(p, m->shards[i], pl);
+        qp_buf_u16le(&b, (uint16_t)pl);
+        qp_buf_put(&b, m->shards[i], pl);
     }
-    bb_u32(&b, m->n_entries);
+    qp_buf_u32le(&b, m->n_entries);
     for (uint32_t i = 0; i < m->n_entries; i++) {
         const qp_trillim_entry *t = &m->entries[i];
-        bb_u8(&b, t->action);
-        bb_u8(&b, t->dtype);
-        bb_u32(&b, t->rows);
-        bb_u32(&b, t->cols);
-        bb_u32(&b, t->padded_rows);
-        bb_u32(&b, t->padded_cols);
-        bb_u16(&b, t->shard);
-        bb_u64(&b, t->data_offset);
-        bb_u64(&b, t->data_size);
-        bb_u8(&b, t->has_scale);
-        bb_u16(&b, t->scale_shard);
-        bb_u64(&b, t->scale_offset);
-        bb_u64(&b, t->scale_size);
+        qp_buf_u8(&b, t->action);
+        qp_buf_u8(&b, t->dtype);
+        qp_buf_u32le(&b, t->rows);
+        qp_buf_u32le(&b, t->cols);
+        qp_buf_u32le(&b, t->padded_rows);
+        qp_buf_u32le(&b, t->padded_cols);
+        qp_buf_u16le(&b, t->shard);
+        qp_buf_u64le(&b, t->data_offset);
+        qp_buf_u64le(&b, t->data_size);
+        qp_buf_u8(&b, t->has_scale);
+        qp_buf_u16le(&b, t->scale_shard);
+        qp_buf_u64le(&b, t->scale_offset);
+        qp_buf_u64le(&b, t->scale_size);
     }
     if (m->has_lora) {
-        bb_u32(&b, m->lora_layers);
-        bb_u32(&b, m->lora_targets);
+        qp_buf_u32le(&b, m->lora_layers);
+        qp_buf_u32le(&b, m->lora_targets);
         uint64_t u;
         memcpy(&u, &m->lora_scale, 8);
-        bb_u64(&b, u);
+        qp_buf_u64le(&b, u);
         for (uint32_t i = 0; i < m->lora_layers * m->lora_targets; i++) {
             const qp_trillim_lora_slot *sl = &m->lora[i];
-            bb_u8(&b, sl->present ? 1 : 0);
+            qp_buf_u8(&b, sl->present ? 1 : 0);
             if (sl->present) {
-                bb_mat(&b, &sl->a);
-                bb_mat(&b, &sl->b);
+                put_lora_mat(&b, &sl->a);
+                put_lora_mat(&b, &sl->b);
             }
         }
     }
     if (b.oom) {
-        qp_free(b.p);
+        qp_buf_free(&b);
         return qp_fail(e, QP_ERR_NOMEM, "out of memory serializing the manifest");
     }
-    *out = b.p;
-    *len = b.n;
+    *out = qp_buf_take(&b, len);
     return QP_OK;
 }
 

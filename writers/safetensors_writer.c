@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/strmap.h"
 #include "writers/safetensors_writer.h"
 
@@ -40,62 +41,6 @@ struct qp_st_writer {
     uint64_t total;
     qp_err err;           /* first failure (sticky) */
 };
-
-/* ---- a growable text buffer ------------------------------------------------------------------ */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) {
-            if (cap > SIZE_MAX / 2) { b->oom = true; return; }
-            cap *= 2;
-        }
-        char *np = qp_realloc(b->p, cap);
-        if (!np) { b->oom = true; return; }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp) { b->oom = true; return; }
-    sb_put(b, tmp, (size_t)n);
-}
-/* A JSON string literal: quotes, backslashes and control characters escaped; other bytes
- * (UTF-8) verbatim. */
-static void sb_json(sbuf *b, const char *s) {
-    sb_put(b, "\"", 1);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        switch (*c) {
-        case '"': sb_put(b, "\\\"", 2); break;
-        case '\\': sb_put(b, "\\\\", 2); break;
-        case '\n': sb_put(b, "\\n", 2); break;
-        case '\r': sb_put(b, "\\r", 2); break;
-        case '\t': sb_put(b, "\\t", 2); break;
-        case '\b': sb_put(b, "\\b", 2); break;
-        case '\f': sb_put(b, "\\f", 2); break;
-        default:
-            if (*c < 0x20) sb_printf(b, "\\u%04x", (unsigned)*c);
-            else sb_put(b, (const char *)c, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
 
 /* ---- writer --------------------------------------------------------------------------------- */
 
@@ -295,41 +240,41 @@ qp_status qp_st_writer_begin(qp_st_writer *w, qp_err *e) {
 /* Opens shard k and writes its header: u64 length, JSON padded with spaces to a multiple of 8. */
 static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
     if (w->files[k]) return QP_OK;
-    sbuf b = {0};
-    sb_str(&b, "{");
+    qp_buf b = {0};
+    qp_buf_str(&b, "{");
     bool first = true;
     if (w->n_m > 0) {
-        sb_str(&b, "\"__metadata__\":{");
+        qp_buf_str(&b, "\"__metadata__\":{");
         for (int64_t i = 0; i < w->n_m; i++) {
-            if (i) sb_str(&b, ",");
-            sb_json(&b, w->m[i].key);
-            sb_str(&b, ":");
-            sb_json(&b, w->m[i].value);
+            if (i) qp_buf_str(&b, ",");
+            qp_buf_json_str(&b, w->m[i].key, strlen(w->m[i].key));
+            qp_buf_str(&b, ":");
+            qp_buf_json_str(&b, w->m[i].value, strlen(w->m[i].value));
         }
-        sb_str(&b, "}");
+        qp_buf_str(&b, "}");
         first = false;
     }
     for (int64_t i = 0; i < w->n_t; i++) {
         const st_desc *t = &w->t[i];
         if (t->shard != k) continue;
-        if (!first) sb_str(&b, ",");
+        if (!first) qp_buf_str(&b, ",");
         first = false;
-        sb_json(&b, t->name);
-        sb_str(&b, ":{\"dtype\":");
-        sb_json(&b, t->dtype);
-        sb_str(&b, ",\"shape\":[");
-        for (int d = 0; d < t->n_dims; d++) sb_printf(&b, d ? ",%lld" : "%lld", (long long)t->shape[d]);
-        sb_printf(&b, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
-                  (unsigned long long)(t->begin + t->nbytes));
+        qp_buf_json_str(&b, t->name, strlen(t->name));
+        qp_buf_str(&b, ":{\"dtype\":");
+        qp_buf_json_str(&b, t->dtype, strlen(t->dtype));
+        qp_buf_str(&b, ",\"shape\":[");
+        for (int d = 0; d < t->n_dims; d++) qp_buf_printf(&b, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+        qp_buf_printf(&b, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
+                      (unsigned long long)(t->begin + t->nbytes));
     }
-    sb_str(&b, "}");
-    while (!b.oom && b.len % 8) sb_str(&b, " ");
+    qp_buf_str(&b, "}");
+    while (!b.oom && b.len % 8) qp_buf_str(&b, " ");
     if (b.oom) {
-        qp_free(b.p);
+        qp_buf_free(&b);
         return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory building the header", w->shard_paths[k]);
     }
     if (b.len > QP_ST_WRITER_MAX_HEADER) {
-        qp_free(b.p);
+        qp_buf_free(&b);
         return w_fail(w, e, QP_ERR_LIMIT, "%s: header of %zu bytes exceeds the %zu-byte limit",
                       w->shard_paths[k], b.len, QP_ST_WRITER_MAX_HEADER);
     }
@@ -341,7 +286,7 @@ static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
     if (qp_outfile_open(w->shard_paths[k], &f, &tmp) == QP_OK &&
         qp_outfile_write(f, len8, 8, &tmp) == QP_OK)
         qp_outfile_write(f, b.p, b.len, &tmp);
-    qp_free(b.p);
+    qp_buf_free(&b);
     if (tmp.status != QP_OK) {
         qp_outfile_abort(f);
         return w_take(w, e, &tmp);
@@ -436,18 +381,19 @@ static qp_status write_index(qp_st_writer *w, qp_err *e) {
     }
     for (int64_t i = 0; i < w->n_t; i++) order[i] = &w->t[i];
     qsort(order, (size_t)w->n_t, sizeof *order, cmp_names);
-    sbuf b = {0};
-    sb_printf(&b, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {",
-              (unsigned long long)w->total);
+    qp_buf b = {0};
+    qp_buf_printf(&b, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {",
+                  (unsigned long long)w->total);
     for (int64_t i = 0; i < w->n_t; i++) {
-        sb_str(&b, i ? ",\n    " : "\n    ");
-        sb_json(&b, order[i]->name);
-        sb_str(&b, ": ");
+        qp_buf_str(&b, i ? ",\n    " : "\n    ");
+        qp_buf_json_str(&b, order[i]->name, strlen(order[i]->name));
+        qp_buf_str(&b, ": ");
         const char *sp = w->shard_paths[order[i]->shard];
         const char *base = strrchr(sp, '/');
-        sb_json(&b, base ? base + 1 : sp);
+        base = base ? base + 1 : sp;
+        qp_buf_json_str(&b, base, strlen(base));
     }
-    sb_str(&b, w->n_t ? "\n  }\n}\n" : "}\n}\n");
+    qp_buf_str(&b, w->n_t ? "\n  }\n}\n" : "}\n}\n");
     qp_free(order);
     qp_status s;
     if (b.oom) {
@@ -458,7 +404,7 @@ static qp_status write_index(qp_st_writer *w, qp_err *e) {
         s = qp_file_write_atomic(path, b.p, b.len, &tmp);
         if (s != QP_OK) s = w_take(w, e, &tmp);
     }
-    qp_free(b.p);
+    qp_buf_free(&b);
     qp_free(path);
     return s;
 }

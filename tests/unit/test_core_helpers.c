@@ -1,0 +1,99 @@
+/* The shared core helpers: growable buffer (core/buf.h), UTF-8 validation (core/utf8.h), cJSON
+ * checks (core/json.h), sticky first error (core/sticky.h). */
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "qp_test.h"
+#include "quantpack/core.h"
+
+static void test_buf_basic(void) {
+    qp_buf b = {0};
+    QP_CHECK(b.p == NULL && b.len == 0);
+    QP_CHECK(qp_buf_str(&b, "ab") && b.len == 2 && strcmp((char *)b.p, "ab") == 0);
+    QP_CHECK(qp_buf_put(&b, NULL, 0) && b.len == 2);
+    QP_CHECK(qp_buf_u8(&b, 0x01) && qp_buf_u16le(&b, 0x0302) && qp_buf_u32le(&b, 0x07060504u) &&
+             qp_buf_u64le(&b, 0x0f0e0d0c0b0a0908ull));
+    QP_CHECK(b.len == 17);
+    for (int i = 0; i < 15; i++) QP_CHECK_EQ_INT(b.p[2 + i], i + 1);
+    QP_CHECK(b.p[b.len] == 0);
+    qp_buf_clear(&b);
+    QP_CHECK(b.len == 0 && b.p[0] == 0);
+    /* growth across many doublings keeps every byte */
+    for (int i = 0; i < 100000; i++) qp_buf_u8(&b, (uint8_t)(i * 7));
+    bool same = b.len == 100000 && !b.oom;
+    for (int i = 0; same && i < 100000; i++) same = b.p[i] == (uint8_t)(i * 7);
+    QP_CHECK(same && b.cap >= b.len + 1);
+    size_t n = 0;
+    uint8_t *p = qp_buf_take(&b, &n);
+    QP_CHECK(p && n == 100000 && b.p == NULL && b.len == 0 && b.cap == 0);
+    qp_free(p);
+    qp_buf_free(&b);
+}
+
+static void test_buf_printf(void) {
+    qp_buf b = {0};
+    QP_CHECK(qp_buf_printf(&b, "%d-%s", 42, "x") && strcmp((char *)b.p, "42-x") == 0);
+    /* long formatted text is never cut (the old fixed 128-byte scratch truncated it) */
+    char big[5000];
+    memset(big, 'q', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    QP_CHECK(qp_buf_printf(&b, "<%s>", big));
+    QP_CHECK(b.len == 4 + 2 + 4999 && b.p[4] == '<' && b.p[b.len - 1] == '>' && b.p[b.len] == 0);
+    QP_CHECK(strspn((char *)b.p + 5, "q") == 4999);
+    qp_buf_free(&b);
+    QP_CHECK(b.p == NULL && !b.oom);
+}
+
+static void test_buf_json(void) {
+    qp_buf b = {0};
+    const char s[] = "a\"b\\c\n\t\r\b\f\x01\x1f\xc3\xa9";
+    QP_CHECK(qp_buf_json_str(&b, s, sizeof s - 1));
+    QP_CHECK_MSG(strcmp((char *)b.p, "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\xc3\xa9\"") == 0,
+                 "%s", (char *)b.p);
+    qp_buf_clear(&b);
+    QP_CHECK(qp_buf_json_str(&b, "a\0b", 3) && b.len == 10 && memcmp(b.p, "\"a\\u0000b\"", 10) == 0);
+    qp_buf_free(&b);
+}
+
+/* Allocation failure: the flag sticks, later appends do nothing, the contents stay whole. */
+static void test_buf_oom(void) {
+    for (long k = 0; k < 4; k++) {
+        qp_buf b = {0};
+        qp_alloc_fail_after(k);
+        size_t last_ok = 0;
+        for (int i = 0; i < 5000; i++) {
+            if (qp_buf_printf(&b, "%04d,", i)) last_ok = b.len;
+        }
+        qp_alloc_fail_after(-1);
+        QP_CHECK(b.oom);
+        QP_CHECK(b.len == last_ok && b.len % 5 == 0);
+        QP_CHECK(!qp_buf_str(&b, "x") && b.len == last_ok); /* sticky after memory returns */
+        QP_CHECK(!qp_buf_u32le(&b, 1) && !qp_buf_grow(&b, 1) && b.len == last_ok);
+        bool whole = true;
+        for (size_t i = 0; i + 5 <= b.len && whole; i += 5) {
+            char t[24];
+            snprintf(t, sizeof t, "%04d,", (int)(i / 5));
+            whole = memcmp(b.p + i, t, 5) == 0;
+        }
+        QP_CHECK(whole);
+        qp_buf_free(&b);
+        QP_CHECK(!b.oom && b.p == NULL);
+    }
+    /* a size that overflows size_t fails without allocating */
+    qp_buf b = {0};
+    QP_CHECK(qp_buf_str(&b, "abc"));
+    QP_CHECK(!qp_buf_reserve(&b, SIZE_MAX - 2) && b.oom && b.len == 3);
+    QP_CHECK(qp_buf_grow(&b, 1) == NULL);
+    qp_buf_free(&b);
+    b = (qp_buf){0};
+    QP_CHECK(!qp_buf_reserve(&b, SIZE_MAX / 2 + 10) && b.oom); /* no doubling past SIZE_MAX */
+    qp_buf_free(&b);
+}
+
+int main(void) {
+    test_buf_basic();
+    test_buf_printf();
+    test_buf_json();
+    test_buf_oom();
+    return qp_test_finish();
+}
