@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/utf8.h"
 #include "quantpack/core.h"
 
 size_t qp_trillim_dtype_size(uint8_t dtype) {
@@ -37,23 +38,6 @@ void qp_trillim_manifest_free(qp_trillim_manifest *m) {
 }
 
 /* ---- parse ------------------------------------------------------------------------------------ */
-
-static bool valid_utf8(const uint8_t *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        uint8_t c = s[i];
-        size_t k;
-        if (c < 0x80) k = 0;
-        else if (c >= 0xC2 && c <= 0xDF) k = 1;
-        else if ((c & 0xF0) == 0xE0) k = 2;
-        else if (c >= 0xF0 && c <= 0xF4) k = 3;
-        else return false;
-        if (k > n - i - 1) return false;
-        for (size_t j = 1; j <= k; j++)
-            if ((s[i + j] & 0xC0) != 0x80) return false;
-        i += k + 1;
-    }
-    return true;
-}
 
 static bool is_float_dtype(uint8_t d) {
     return d == QP_TRILLIM_F32 || d == QP_TRILLIM_F16 || d == QP_TRILLIM_BF16;
@@ -178,7 +162,7 @@ qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard path %u at offset %zu: truncated", file, i, at);
             goto fail;
         }
-        if (pl == 0 || memchr(p, 0, pl) || !valid_utf8(p, pl)) {
+        if (pl == 0 || memchr(p, 0, pl) || !qp_utf8_valid(p, pl)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard path %u at offset %zu: %s", file, i, at,
                         pl == 0 ? "empty path" : memchr(p, 0, pl) ? "contains a NUL byte"
                                                                  : "not valid UTF-8");

@@ -10,6 +10,7 @@
 
 #include "readers/name_map.h"
 #include "core/model_internal.h"
+#include "core/utf8.h"
 #include "readers/hf_config.h"
 
 #define QP_ST_MAX_HEADER ((uint64_t)100 << 20)   /* as the official library */
@@ -35,31 +36,6 @@ typedef struct st_expect {
 } st_expect;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static bool valid_utf8(const uint8_t *s, size_t n, size_t *bad) {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        size_t k;
-        uint32_t cp;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { k = 1; cp = c & 0x1Fu; }
-        else if (c >= 0xE0 && c <= 0xEF) { k = 2; cp = c & 0x0Fu; }
-        else if (c >= 0xF0 && c <= 0xF4) { k = 3; cp = c & 0x07u; }
-        else { *bad = i; return false; }
-        if (n - i <= k) { *bad = i; return false; }
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80) { *bad = i; return false; }
-            cp = (cp << 6) | (s[i + j] & 0x3Fu);
-        }
-        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (k == 3 && (cp < 0x10000 || cp > 0x10FFFF))) {
-            *bad = i;
-            return false;
-        }
-        i += k + 1;
-    }
-    return true;
-}
 
 static bool is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -316,8 +292,8 @@ static qp_status read_file(qp_model *m, const char *path, const st_expect *ex, q
                                           "object", file, (unsigned long long)hl);
     size_t hlen = (size_t)hl, data_start = 8 + hlen, data_size = f->size - data_start;
     const uint8_t *hdr = f->data + 8;
-    size_t bad;
-    if (!valid_utf8(hdr, hlen, &bad))
+    size_t bad = qp_utf8_invalid_at(hdr, hlen);
+    if (bad != hlen)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: invalid UTF-8", file, 8 + bad);
     size_t first = 0;
     while (first < hlen && is_ws(hdr[first])) first++;

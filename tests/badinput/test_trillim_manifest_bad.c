@@ -118,6 +118,12 @@ int main(void) {
     expect("NUL in path", &m, QP_ERR_CORRUPT, "NUL", false);
     build(&m, "\xff\xfe", 2, &k_good, 0, false);
     expect("invalid UTF-8 path", &m, QP_ERR_CORRUPT, "UTF-8", false);
+    build(&m, "\xe0\x80\xaf", 3, &k_good, 0, false); /* overlong '/' (was accepted) */
+    expect("overlong UTF-8 path", &m, QP_ERR_CORRUPT, "UTF-8", false);
+    build(&m, "a\xed\xa0\x80", 4, &k_good, 0, false); /* surrogate U+D800 (was accepted) */
+    expect("surrogate in path", &m, QP_ERR_CORRUPT, "UTF-8", false);
+    build(&m, "\xf4\x90\x80\x80", 4, &k_good, 0, false); /* U+110000 */
+    expect("path above U+10FFFF", &m, QP_ERR_CORRUPT, "UTF-8", false);
     build(&m, g_shard, pl, &k_good, 6, false);
     expect("6 LoRA targets", &m, QP_ERR_UNSUPPORTED, "6 targets per layer", false);
     build(&m, g_shard, pl, &k_good, 7, true);

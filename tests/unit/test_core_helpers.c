@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/utf8.h"
 #include "qp_test.h"
 #include "quantpack/core.h"
 
@@ -90,7 +91,59 @@ static void test_buf_oom(void) {
     qp_buf_free(&b);
 }
 
+/* Unicode 15 table 3-7, each boundary on both sides; the offset names the first bad sequence. */
+static void test_utf8(void) {
+    static const struct {
+        const char *s;
+        size_t bad; /* offset of the first ill-formed sequence; SIZE_MAX = valid */
+    } k[] = {
+        {"", SIZE_MAX},
+        {"plain ascii \x7f", SIZE_MAX},
+        {"\xc2\x80 \xdf\xbf", SIZE_MAX},                   /* U+0080, U+07FF */
+        {"\xe0\xa0\x80 \xef\xbf\xbf", SIZE_MAX},           /* U+0800, U+FFFF */
+        {"\xed\x9f\xbf \xee\x80\x80", SIZE_MAX},           /* U+D7FF, U+E000 around surrogates */
+        {"\xf0\x90\x80\x80 \xf4\x8f\xbf\xbf", SIZE_MAX},   /* U+10000, U+10FFFF */
+        {"h\xc3\xa9llo \xf0\x9f\x98\x81", SIZE_MAX},
+        {"a\xc0\xaf", 1},             /* overlong '/' in two bytes */
+        {"ab\xc1\xbf", 2},            /* overlong U+007F */
+        {"\xe0\x80\xaf", 0},          /* overlong '/' in three bytes */
+        {"\xe0\x9f\xbf", 0},          /* overlong U+07FF */
+        {"\xf0\x8f\xbf\xbf", 0},      /* overlong U+FFFF in four bytes */
+        {"x\xed\xa0\x80", 1},         /* U+D800 */
+        {"x\xed\xbf\xbf", 1},         /* U+DFFF */
+        {"\xed\xa0\xbd\xed\xb8\x81", 0}, /* CESU-8 surrogate pair */
+        {"\xf4\x90\x80\x80", 0},      /* U+110000 */
+        {"\xf5\x80\x80\x80", 0},      /* lead bytes F5..FF */
+        {"ok\xff", 2},
+        {"\x80", 0},                  /* lone continuation */
+        {"\xc3", 0},                  /* truncated at the end */
+        {"\xe2\x82", 0},
+        {"\xf0\x9f\x98", 0},
+        {"\xc3(", 0},                 /* continuation missing */
+        {"\xe2\x28\xa1", 0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t n = strlen(k[i].s), want = k[i].bad == SIZE_MAX ? n : k[i].bad;
+        size_t got = qp_utf8_invalid_at(k[i].s, n);
+        QP_CHECK_MSG(got == want, "case %zu: first invalid at %zu, expected %zu", i, got, want);
+        QP_CHECK(qp_utf8_valid(k[i].s, n) == (k[i].bad == SIZE_MAX));
+    }
+    QP_CHECK(!qp_utf8_valid("a\0\xff", 3) && qp_utf8_valid("a\0b", 3)); /* NUL is valid UTF-8 */
+    /* every code point round-trips through encode/decode; surrogates never decode */
+    bool all = true;
+    for (uint32_t cp = 0; cp <= 0x10FFFF && all; cp++) {
+        char b[4];
+        size_t n = qp_utf8_encode(cp, b), bad = 0;
+        uint32_t back = 0;
+        size_t m = qp_utf8_decode((const uint8_t *)b, n, &back, &bad);
+        bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
+        all = surrogate ? m == 0 : m == n && back == cp && qp_utf8_valid(b, n);
+    }
+    QP_CHECK(all);
+}
+
 int main(void) {
+    test_utf8();
     test_buf_basic();
     test_buf_printf();
     test_buf_json();
