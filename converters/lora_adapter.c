@@ -11,6 +11,7 @@
 
 #include "converters/convert_rdrr.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "quantpack/model.h"
 
 static const char *const k_modules[] = {"q_proj", "k_proj", "v_proj", "o_proj",
@@ -86,8 +87,7 @@ static int64_t base_eos(const char *base) {
         cJSON *j = cJSON_ParseWithLength(text, len);
         const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
         if (cJSON_IsArray(eos)) eos = cJSON_GetArrayItem(eos, 0);
-        if (cJSON_IsNumber(eos) && eos->valuedouble >= 0 && eos->valuedouble < 2147483647.0)
-            r = (int64_t)eos->valuedouble;
+        if (!qp_json_int(eos, 0, INT32_MAX - 1, &r)) r = -1;
         cJSON_Delete(j);
     }
     qp_free(text);
@@ -145,15 +145,12 @@ qp_status qp_lora_convert(const char *peft_dir, const char *out_dir, const qp_lo
     if (s == QP_OK) {
         if (cJSON_IsString(pt) && strcmp(pt->valuestring, "LORA") != 0)
             s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: peft_type \"%s\" (only LORA)", cp, pt->valuestring);
-        else if (!cJSON_IsNumber(rj) || rj->valuedouble < 1 || rj->valuedouble > 1024 ||
-                 rj->valuedouble != (double)(int64_t)rj->valuedouble)
+        else if (!qp_json_int(rj, 1, 1024, &rank))
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" must be an integer 1..1024 (DOPPLER's range)", cp);
         else if (!cJSON_IsNumber(aj) || !(aj->valuedouble >= 0.1) || aj->valuedouble > 1e9)
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"lora_alpha\" must be a number >= 0.1", cp);
-        else {
-            rank = (int64_t)rj->valuedouble;
+        else
             alpha = aj->valuedouble;
-        }
     }
     if (s == QP_OK) s = qp_model_open(wp, NULL, &m, e);
     if (s == QP_OK && m->format != QP_FORMAT_SAFETENSORS)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/json.h"
 #include "core/utf8.h"
 #include "quantpack/core.h"
 
@@ -643,9 +644,17 @@ static bool any_contains(const name_list *l, const char *sub) {
     return false;
 }
 
-static int64_t jint(cJSON *cfg, const char *key, int64_t dflt) {
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+/* An integer of config.json: absent or null -> dflt; anything but an integer in the int32 range
+ * is refused (range checks of the values follow). */
+static qp_status cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t dflt,
+                         int64_t *out, qp_err *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = dflt;
+        return QP_OK;
+    }
+    if (qp_json_int(v, INT32_MIN, INT32_MAX, out)) return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not an integer", file, key, qp_json_kind(v));
 }
 
 qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e) {
@@ -673,20 +682,23 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     c->activation = bitnet ? 0 : 1;
     c->attn_sub_norm = bitnet && (any_contains(&names, "attn_sub_norm") || any_contains(&names, "inner_attn_ln"));
     c->ffn_sub_norm = bitnet && (any_contains(&names, "ffn_sub_norm") || any_contains(&names, "ffn_layernorm"));
-    c->hidden_orig = jint(cfg, "hidden_size", 2560);
-    c->intermediate_orig = jint(cfg, "intermediate_size", 6912);
-    c->n_layers = jint(cfg, "num_hidden_layers", 30);
-    c->n_heads = jint(cfg, "num_attention_heads", 20);
-    c->n_kv_heads = jint(cfg, "num_key_value_heads", c->n_heads);
-    c->vocab = jint(cfg, "vocab_size", 128256);
+    if ((s = cfg_int(cfg, cfg_path, "hidden_size", 2560, &c->hidden_orig, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "intermediate_size", 6912, &c->intermediate_orig, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "num_hidden_layers", 30, &c->n_layers, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "num_attention_heads", 20, &c->n_heads, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "num_key_value_heads", c->n_heads, &c->n_kv_heads, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "vocab_size", 128256, &c->vocab, e)) != QP_OK)
+        goto done;
     if (c->n_heads <= 0 || c->hidden_orig <= 0 || c->intermediate_orig <= 0 || c->n_layers <= 0 ||
         c->n_kv_heads <= 0 || c->vocab <= 0 || c->hidden_orig > (1 << 24) ||
         c->intermediate_orig > (1 << 24)) {
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: dimensions out of range", cfg_path);
         goto done;
     }
-    c->head_dim = jint(cfg, "head_dim", c->hidden_orig / c->n_heads);
-    c->max_pos = jint(cfg, "max_position_embeddings", 4096);
+    int64_t head_dim = c->hidden_orig / c->n_heads;
+    if ((s = cfg_int(cfg, cfg_path, "head_dim", head_dim, &c->head_dim, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "max_position_embeddings", 4096, &c->max_pos, e)) != QP_OK)
+        goto done;
     c->hidden = (c->hidden_orig + 127) / 128 * 128;
     c->intermediate = (c->intermediate_orig + 127) / 128 * 128;
     cJSON *eps = cJSON_GetObjectItemCaseSensitive(cfg, "rms_norm_eps");
@@ -722,9 +734,11 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     cJSON *eos = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token_id");
     if (cJSON_IsArray(eos)) {
         cJSON *it;
-        cJSON_ArrayForEach(it, eos) if (cJSON_IsNumber(it) && ne < 64) eos_all[ne++] = (int64_t)it->valuedouble;
+        cJSON_ArrayForEach(it, eos) {
+            if (ne < 64 && qp_json_int(it, INT32_MIN, INT32_MAX, &eos_all[ne])) ne++;
+        }
     } else if (cJSON_IsNumber(eos)) {
-        eos_all[ne++] = (int64_t)eos->valuedouble;
+        if (qp_json_int(eos, INT32_MIN, INT32_MAX, &eos_all[ne])) ne++;
     } else if (!eos) {
         eos_all[ne++] = 128009;
     }
@@ -741,10 +755,10 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
             cJSON_ArrayForEach(it, added) {
                 cJSON *ct = cJSON_GetObjectItemCaseSensitive(it, "content");
                 cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-                if (!cJSON_IsString(ct) || !cJSON_IsNumber(id)) continue;
+                int64_t idv;
+                if (!cJSON_IsString(ct) || !qp_json_int(id, INT32_MIN, INT32_MAX, &idv)) continue;
                 for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
-                    if (strcmp(ct->valuestring, stops[k]) == 0 && ne < 64)
-                        eos_all[ne++] = (int64_t)id->valuedouble;
+                    if (strcmp(ct->valuestring, stops[k]) == 0 && ne < 64) eos_all[ne++] = idv;
             }
         cJSON_Delete(tj);
     }
@@ -872,12 +886,12 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
         s = e ? e->status : QP_ERR_CORRUPT;
         goto done;
     }
-    cJSON *r = cJSON_GetObjectItemCaseSensitive(ac, "r");
-    if (!cJSON_IsNumber(r) || r->valuedouble < 1 || r->valuedouble > 65536) {
+    int64_t r;
+    if (!qp_json_get_int(ac, "r", 1, 65536, &r)) {
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", cfgp);
         goto done;
     }
-    double rank = (double)(int64_t)r->valuedouble;
+    double rank = (double)r;
     cJSON *al = cJSON_GetObjectItemCaseSensitive(ac, "lora_alpha");
     double alpha = cJSON_IsNumber(al) ? al->valuedouble : rank;
     cJSON *rs = cJSON_GetObjectItemCaseSensitive(ac, "use_rslora");
@@ -947,11 +961,11 @@ qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err
     if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
     cJSON *j = read_json(p, e);
     qp_status s = QP_OK;
-    cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "r") : NULL;
+    int64_t r;
     if (!j) s = e ? e->status : QP_ERR_IO;
-    else if (!cJSON_IsNumber(r) || r->valuedouble < 1 || r->valuedouble > 65536)
+    else if (!qp_json_get_int(j, "r", 1, 65536, &r))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", p);
-    else *rank = (int64_t)r->valuedouble;
+    else *rank = r;
     cJSON_Delete(j);
     qp_free(p);
     return s;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json.h"
+
 /* ---- small JSON helpers ------------------------------------------------------------------- */
 
 /* Byte offset of a cJSON parse failure, for messages. */
@@ -32,43 +34,24 @@ static cJSON *parse_json(const char *text, size_t len, const char *file, qp_err 
     return root;
 }
 
-/* cJSON keeps duplicate keys silently; HF's serde readers do not accept them either. */
-static qp_status check_dup_keys(const cJSON *obj, const char *file, const char *what, qp_err *e) {
-    qp_strmap seen = {0};
-    qp_status s = QP_OK;
-    for (const cJSON *it = obj ? obj->child : NULL; it; it = it->next) {
-        const char *k = it->string ? it->string : "";
-        int r = qp_strmap_put(&seen, k, strlen(k), 0);
-        if (r < 0) {
-            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-            break;
-        }
-        if (r == 0) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate key '%.200s' in %s", file, k, what);
-            break;
-        }
-    }
-    qp_strmap_free(&seen);
-    return s;
-}
-
 /* Non-negative integer no larger than max. Absent or null -> *present = false. */
 static qp_status get_uint(const cJSON *obj, const char *key, int64_t max, const char *file,
                           int64_t *out, bool *present, qp_err *e) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     *present = false;
     if (!it || cJSON_IsNull(it)) return QP_OK;
-    if (!cJSON_IsNumber(it))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not a number", file, key);
-    double d = it->valuedouble;
-    if (!(d >= 0)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is negative (%g)", file, key, d);
-    if (d != floor(d)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not an integer (%g)", file, key, d);
-    if (d > (double)max)
+    int64_t v;
+    if (qp_json_int(it, 0, max, &v)) {
+        *out = v;
+        *present = true;
+        return QP_OK;
+    }
+    double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+    if (d > (double)max && d == floor(d))
         return qp_fail(e, QP_ERR_LIMIT, "%s: '%s' = %.0f exceeds the limit %lld", file, key, d,
                        (long long)max);
-    *out = (int64_t)d;
-    *present = true;
-    return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not a non-negative integer", file, key,
+                   qp_json_kind(it));
 }
 
 static qp_status get_float(const cJSON *obj, const char *key, const char *file, double *out,
@@ -138,13 +121,13 @@ static qp_status config_meta(qp_model *m, const cJSON *root, const char *file, q
         } else if (cJSON_IsNumber(it)) {
             qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
             if (!md) return e ? e->status : QP_ERR_NOMEM;
-            double d = it->valuedouble;
-            if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+            int64_t i;
+            if (qp_json_int(it, INT64_MIN, INT64_MAX, &i)) {
                 md->type = QP_META_I64;
-                md->v.i = (int64_t)d;
+                md->v.i = i;
             } else {
                 md->type = QP_META_F64;
-                md->v.f = d;
+                md->v.f = it->valuedouble;
             }
         } else {
             char *txt = cJSON_PrintUnformatted(it);
@@ -180,11 +163,11 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
     if (!raw) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
     int i = 0;
     for (const cJSON *x = it->child; x; x = x->next, i++) {
-        double d = cJSON_IsNumber(x) ? x->valuedouble : -1;
-        if (!(d >= 0) || d != floor(d) || d > (double)INT32_MAX)
+        int64_t id;
+        if (!qp_json_int(x, 0, INT32_MAX, &id))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s'[%d] is not a valid token id", file, key, i);
-        qp_store_u32le(raw + 4 * i, (uint32_t)d);
-        if (i == 0) *out = (int32_t)d;
+        qp_store_u32le(raw + 4 * i, (uint32_t)id);
+        if (i == 0) *out = (int32_t)id;
     }
     char mk[64];
     snprintf(mk, sizeof mk, "hf.%ss", key);
@@ -201,7 +184,7 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
     cJSON *root = parse_json(text, len, file, e);
     if (!root) return e ? e->status : QP_ERR_CORRUPT;
-    qp_status s = check_dup_keys(root, file, "the top-level object", e);
+    qp_status s = qp_json_unique_keys(root, file, "the top-level object", e);
     qp_arch *a = &m->arch;
     const char *arch0 = NULL, *model_type = get_str(root, "model_type");
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -383,16 +366,14 @@ static bool looks_special(const char *t) {
 
 static qp_status tok_id(const cJSON *idv, const char *file, const char *what, const char *tok,
                         int64_t *out, qp_err *e) {
+    if (qp_json_int(idv, 0, QP_HF_MAX_TOKENS - 1, out)) return QP_OK;
     if (!cJSON_IsNumber(idv))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has no integer id", file, what, tok);
     double d = idv->valuedouble;
-    if (!(d >= 0) || d != floor(d))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has an invalid id %g", file, what, tok, d);
-    if (d >= (double)QP_HF_MAX_TOKENS)
+    if (d >= (double)QP_HF_MAX_TOKENS && d == floor(d))
         return qp_fail(e, QP_ERR_LIMIT, "%s: %s token '%.80s' has id %.0f (limit %lld)", file, what, tok,
                        d, (long long)QP_HF_MAX_TOKENS);
-    *out = (int64_t)d;
-    return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has an invalid id %g", file, what, tok, d);
 }
 
 static qp_status set_token(tok_build *tb, int64_t id, const char *text, int32_t type, qp_err *e) {
@@ -524,11 +505,11 @@ qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const
     cJSON *root = parse_json(text, len, file, e), *cfg = NULL;
     if (!root) return e ? e->status : QP_ERR_CORRUPT;
     tok_build tb = {.m = m, .file = file, .arena = qp_model_arena(m)};
-    qp_status s = check_dup_keys(root, file, "the top-level object", e);
+    qp_status s = qp_json_unique_keys(root, file, "the top-level object", e);
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (s == QP_OK && !cJSON_IsObject(model))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'model' is missing or not an object", file);
-    if (s == QP_OK) s = check_dup_keys(model, file, "'model'", e);
+    if (s == QP_OK) s = qp_json_unique_keys(model, file, "'model'", e);
     const char *type = s == QP_OK ? get_str(model, "type") : NULL;
     const cJSON *vocab = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(model, "vocab") : NULL;
     const cJSON *merges = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(model, "merges") : NULL;
@@ -539,7 +520,7 @@ qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const
                                            "WordPiece are)", file, type);
     if (s == QP_OK && !cJSON_IsObject(vocab))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab is missing or not an object", file);
-    if (s == QP_OK) s = check_dup_keys(vocab, file, "model.vocab", e);
+    if (s == QP_OK) s = qp_json_unique_keys(vocab, file, "model.vocab", e);
     const cJSON *added = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(root, "added_tokens") : NULL;
     if (s == QP_OK && added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'added_tokens' is not a list", file);
@@ -681,7 +662,7 @@ qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const
         static const char k_cfg_name[] = "tokenizer_config.json";
         cfg = parse_json(config_text, config_len, k_cfg_name, e);
         if (!cfg) s = e ? e->status : QP_ERR_CORRUPT;
-        if (s == QP_OK) s = check_dup_keys(cfg, k_cfg_name, "the top-level object", e);
+        if (s == QP_OK) s = qp_json_unique_keys(cfg, k_cfg_name, "the top-level object", e);
         static const char *const keys[4] = {"bos_token", "eos_token", "unk_token", "pad_token"};
         int32_t *dst[4] = {&v->bos_id, &v->eos_id, &v->unk_id, &v->pad_id};
         for (int k = 0; k < 4 && s == QP_OK; k++) {

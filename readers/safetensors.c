@@ -3,12 +3,12 @@
  * Spec, limits and statuses: readers/safetensors.md. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "readers/name_map.h"
+#include "core/json.h"
 #include "core/model_internal.h"
 #include "core/utf8.h"
 #include "readers/hf_config.h"
@@ -17,7 +17,6 @@
 #define QP_ST_MAX_JSON_VALUES ((size_t)4 << 20)  /* commas + containers in one header */
 #define QP_ST_MAX_INDEX_BYTES ((size_t)100 << 20)
 #define QP_ST_MAX_SHARDS 65536
-#define QP_ST_EXACT_INT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
 static const char *const k_unsupported_dtypes[] = {
     "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64", "C128",
@@ -58,41 +57,6 @@ static size_t count_json_values(const uint8_t *s, size_t n) {
     return count;
 }
 
-/* A JSON number that must be a non-negative integer exactly representable in a double. */
-static bool json_uint(const cJSON *it, uint64_t *out) {
-    if (!cJSON_IsNumber(it)) return false;
-    double d = it->valuedouble;
-    if (!(d >= 0) || d > QP_ST_EXACT_INT || d != floor(d)) return false;
-    *out = (uint64_t)d;
-    return true;
-}
-
-static const char *json_kind(const cJSON *it) {
-    if (!it) return "missing";
-    if (cJSON_IsNumber(it)) return it->valuedouble < 0 ? "negative" : "not an integer";
-    if (cJSON_IsString(it)) return "a string";
-    if (cJSON_IsArray(it)) return "a list";
-    if (cJSON_IsObject(it)) return "an object";
-    if (cJSON_IsBool(it)) return "a boolean";
-    if (cJSON_IsNull(it)) return "null";
-    return "invalid";
-}
-
-static qp_status dup_keys(const cJSON *obj, const char *file, const char *what, qp_err *e) {
-    qp_strmap seen = {0};
-    qp_status s = QP_OK;
-    for (const cJSON *it = obj->child; it && s == QP_OK; it = it->next) {
-        const char *k = it->string ? it->string : "";
-        int r = qp_strmap_put(&seen, k, strlen(k), 0);
-        if (r < 0) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-        else if (r == 0)
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: duplicate key '%.200s' in %s", file, k,
-                        what);
-    }
-    qp_strmap_free(&seen);
-    return s;
-}
-
 static qp_status set_canon(qp_model *m, qp_tensor *t, qp_err *e) {
     char buf[256];
     if (!qp_name_map_hf_to_gguf(t->name, buf, sizeof buf)) return QP_OK;
@@ -112,12 +76,12 @@ static int cmp_span(const void *a, const void *b) {
 static qp_status read_metadata(qp_model *m, const cJSON *md, const char *file, qp_err *e) {
     if (!cJSON_IsObject(md))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: __metadata__ is %s, not an object of "
-                                          "strings", file, json_kind(md));
-    qp_status s = dup_keys(md, file, "__metadata__", e);
+                                          "strings", file, qp_json_kind(md));
+    qp_status s = qp_json_unique_keys(md, file, "__metadata__ (header at offset 8)", e);
     for (const cJSON *it = md->child; it && s == QP_OK; it = it->next) {
         if (!cJSON_IsString(it))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: __metadata__ value of '%.200s' is "
-                                              "%s, not a string", file, it->string, json_kind(it));
+                                              "%s, not a string", file, it->string, qp_json_kind(it));
         char key[320];
         int kn = snprintf(key, sizeof key, "safetensors.metadata.%s", it->string);
         if (kn < 0 || (size_t)kn >= sizeof key) {
@@ -144,18 +108,18 @@ static qp_status read_tensor(qp_model *m, int fi, const cJSON *it, size_t data_s
     const char *name = it->string;
     if (!cJSON_IsObject(it))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): entry is %s, not "
-                                          "an object", file, name, json_kind(it));
-    qp_status s = dup_keys(it, file, "a tensor entry", e);
+                                          "an object", file, name, qp_json_kind(it));
+    qp_status s = qp_json_unique_keys(it, file, "a tensor entry (header at offset 8)", e);
     if (s != QP_OK) return s;
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
     if (!cJSON_IsString(dt))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): dtype is %s, not a "
-                                          "string", file, name, json_kind(dt));
+                                          "string", file, name, qp_json_kind(dt));
     if (!cJSON_IsArray(sh))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape is %s, not a "
-                                          "list", file, name, json_kind(sh));
+                                          "list", file, name, qp_json_kind(sh));
     if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): data_offsets is not a "
                                           "list of two integers", file, name);
@@ -177,17 +141,17 @@ static qp_status read_tensor(qp_model *m, int fi, const cJSON *it, size_t data_s
     int d = 0;
     for (const cJSON *x = sh->child; x; x = x->next, d++) {
         uint64_t v;
-        if (!json_uint(x, &v))
+        if (!qp_json_uint(x, &v))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape[%d] is %s",
-                           file, name, d, cJSON_IsNumber(x) && x->valuedouble > QP_ST_EXACT_INT
-                                              ? "too large" : json_kind(x));
+                           file, name, d, qp_json_kind(x));
         dims[d] = (int64_t)v;
         if (!qp_i64_mul(nel, dims[d], &nel))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape element "
                                               "count overflows", file, name);
     }
     uint64_t begin, end;
-    if (!json_uint(off->child, &begin) || !json_uint(off->child->next, &end))
+    if (!qp_json_uint(off->child, &begin) ||
+        !qp_json_uint(off->child->next, &end))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): data_offsets are not "
                                           "two non-negative integers", file, name);
     if (begin > end)
@@ -318,7 +282,7 @@ static qp_status read_file(qp_model *m, const char *path, const st_expect *ex, q
                                            "space padding is allowed)", file, 8 + i);
     if (s == QP_OK && !cJSON_IsObject(root))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: not a JSON object", file);
-    if (s == QP_OK) s = dup_keys(root, file, "the header", e);
+    if (s == QP_OK) s = qp_json_unique_keys(root, file, "the header at offset 8", e);
     size_t n_entries = 0;
     for (const cJSON *it = root->child; it; it = it->next) n_entries++;
     st_span *spans = s == QP_OK ? qp_calloc(n_entries ? n_entries : 1, sizeof *spans) : NULL;
@@ -362,18 +326,18 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
     const cJSON *wm = NULL;
     if (s == QP_OK && !cJSON_IsObject(root))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: not a JSON object", index_path);
-    if (s == QP_OK) s = dup_keys(root, index_path, "the index", e);
+    if (s == QP_OK) s = qp_json_unique_keys(root, index_path, "the index", e);
     if (s == QP_OK) {
         wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
         if (!cJSON_IsObject(wm)) s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'weight_map' is missing or not an object",
                                              index_path);
     }
-    if (s == QP_OK) s = dup_keys(wm, index_path, "weight_map", e);
+    if (s == QP_OK) s = qp_json_unique_keys(wm, index_path, "weight_map", e);
     size_t n_entries = 0;
     for (const cJSON *it = s == QP_OK ? wm->child : NULL; it && s == QP_OK; it = it->next) {
         if (!cJSON_IsString(it))
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%.200s' is %s, not a file name", index_path,
-                        it->string, json_kind(it));
+                        it->string, qp_json_kind(it));
         else if (!plain_file_name(it->valuestring))
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%.200s' names shard '%.200s', which is not "
                                            "a plain file name inside the directory (absolute paths, '..' "
@@ -415,7 +379,7 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
         if (kn < 0 || (size_t)kn >= sizeof key || qp_model_meta(m, key)) continue;
         uint64_t u;
         if (cJSON_IsString(it)) s = qp_model_meta_str(m, key, it->valuestring, strlen(it->valuestring), e);
-        else if (json_uint(it, &u)) {
+        else if (qp_json_uint(it, &u)) {
             qp_meta *mm = qp_model_add_meta(m, key, strlen(key), e);
             if (!mm) s = e ? e->status : QP_ERR_NOMEM;
             else {

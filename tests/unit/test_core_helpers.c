@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/json.h"
 #include "core/utf8.h"
 #include "qp_test.h"
 #include "quantpack/core.h"
@@ -142,7 +143,56 @@ static void test_utf8(void) {
     QP_CHECK(all);
 }
 
+static void test_json(void) {
+    cJSON *j = cJSON_Parse("{\"a\":5,\"neg\":-3,\"frac\":2.5,\"big\":9007199254740992,"
+                           "\"bigger\":9007199254740994,\"huge\":1e300,\"s\":\"5\",\"n\":null,"
+                           "\"t\":true,\"l\":[1],\"o\":{},\"z\":-0.0}");
+    QP_CHECK(j != NULL);
+    int64_t v = 77;
+    uint64_t u = 77;
+    QP_CHECK(qp_json_get_int(j, "a", 0, 10, &v) && v == 5);
+    QP_CHECK(!qp_json_get_int(j, "a", 6, 10, &v) && v == 5); /* out of range: untouched */
+    QP_CHECK(!qp_json_get_int(j, "a", 0, 4, &v));
+    QP_CHECK(qp_json_get_int(j, "neg", -3, -3, &v) && v == -3);
+    QP_CHECK(!qp_json_get_uint(j, "neg", &u) && u == 77);
+    QP_CHECK(!qp_json_get_int(j, "frac", INT64_MIN, INT64_MAX, &v));
+    QP_CHECK(qp_json_get_uint(j, "big", &u) && u == (uint64_t)1 << 53);
+    QP_CHECK(!qp_json_get_uint(j, "bigger", &u) && !qp_json_get_int(j, "huge", 0, INT64_MAX, &v));
+    QP_CHECK(!qp_json_get_int(j, "s", 0, 10, &v) && !qp_json_get_int(j, "n", 0, 10, &v));
+    QP_CHECK(!qp_json_get_int(j, "missing", 0, 10, &v) && !qp_json_get_int(NULL, "a", 0, 10, &v));
+    QP_CHECK(qp_json_get_int(j, "z", 0, 0, &v) && v == 0);
+    cJSON *nan = cJSON_CreateNumber(NAN);
+    QP_CHECK(!qp_json_int(nan, INT64_MIN, INT64_MAX, &v));
+    cJSON_Delete(nan);
+    static const struct { const char *key, *kind; } kinds[] = {
+        {"a", "a number"}, {"neg", "negative"}, {"frac", "not an integer"}, {"bigger", "too large"},
+        {"s", "a string"}, {"n", "null"}, {"t", "a boolean"}, {"l", "a list"}, {"o", "an object"},
+        {"missing", "missing"}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const char *k = qp_json_kind(cJSON_GetObjectItemCaseSensitive(j, kinds[i].key));
+        QP_CHECK_MSG(strcmp(k, kinds[i].kind) == 0, "%s: %s", kinds[i].key, k);
+    }
+    qp_err e;
+    qp_err_clear(&e);
+    QP_CHECK(qp_json_unique_keys(j, "f.json", "the top", &e) == QP_OK);
+    QP_CHECK(qp_json_unique_keys(NULL, "f.json", "x", &e) == QP_OK);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"x\":1,\"y\":{\"k\":1,\"k\":2},\"z\":3,\"x\":4}");
+    QP_CHECK(qp_json_unique_keys(j, "f.json", "the top", &e) == QP_ERR_CORRUPT);
+    QP_CHECK_MSG(strcmp(e.msg, "f.json: duplicate key 'x' in the top") == 0, "%s", e.msg);
+    qp_err_clear(&e);
+    QP_CHECK(qp_json_unique_keys(cJSON_GetObjectItemCaseSensitive(j, "y"), "f.json", "y", &e) ==
+             QP_ERR_CORRUPT);
+    qp_err_clear(&e);
+    qp_alloc_fail_after(0);
+    qp_status s = qp_json_unique_keys(j, "f.json", "the top", &e);
+    qp_alloc_fail_after(-1);
+    QP_CHECK(s == QP_ERR_NOMEM);
+    cJSON_Delete(j);
+}
+
 int main(void) {
+    test_json();
     test_utf8();
     test_buf_basic();
     test_buf_printf();
