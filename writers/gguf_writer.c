@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/sticky.h"
 #include "core/strmap.h"
 #include "writers/gguf_writer.h"
 
@@ -39,12 +40,9 @@ static const size_t k_elem_size[QP_META_TYPE_COUNT] = {
     [QP_META_ARRAY] = 0, [QP_META_U64] = 8, [QP_META_I64] = 8, [QP_META_F64] = 8,
 };
 
-/* Records the first error in w->err and copies it to e. */
-static qp_status werr(qp_gguf_writer *w, qp_err *e) {
-    return qp_fail(e, w->err.status, "%s", w->err.msg);
-}
-
-#define WFAIL(w, e, st, ...) (qp_fail(&(w)->err, (st), __VA_ARGS__), werr((w), (e)))
+/* The first failure sticks in w->err (core/sticky.h); every later call returns it. */
+static qp_status werr(qp_gguf_writer *w, qp_err *e) { return qp_sticky_check(&w->err, e); }
+#define WFAIL(w, e, st, ...) qp_sticky_fail(&(w)->err, (e), (st), __VA_ARGS__)
 
 /* A GGUF string: u64 length, then the bytes. */
 static bool wb_str(qp_buf *b, const char *s, size_t n) {

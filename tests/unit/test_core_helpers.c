@@ -4,6 +4,7 @@
 
 #include "core/buf.h"
 #include "core/json.h"
+#include "core/sticky.h"
 #include "core/utf8.h"
 #include "qp_test.h"
 #include "quantpack/core.h"
@@ -191,7 +192,29 @@ static void test_json(void) {
     cJSON_Delete(j);
 }
 
+static void test_sticky(void) {
+    qp_err sticky, e;
+    qp_err_clear(&sticky);
+    qp_err_clear(&e);
+    QP_CHECK(qp_sticky_check(&sticky, &e) == QP_OK && e.status == QP_OK);
+    QP_CHECK(qp_sticky_fail(&sticky, &e, QP_ERR_IO, "first %d", 1) == QP_ERR_IO);
+    QP_CHECK(strcmp(sticky.msg, "first 1") == 0 && strcmp(e.msg, "first 1") == 0);
+    qp_err e2;
+    qp_err_clear(&e2);
+    QP_CHECK(qp_sticky_fail(&sticky, &e2, QP_ERR_ARG, "second") == QP_ERR_IO); /* first kept */
+    QP_CHECK(e2.status == QP_ERR_IO && strcmp(e2.msg, "first 1") == 0);
+    qp_err_clear(&e2);
+    QP_CHECK(qp_sticky_check(&sticky, &e2) == QP_ERR_IO && strcmp(e2.msg, "first 1") == 0);
+    QP_CHECK(qp_sticky_check(&sticky, NULL) == QP_ERR_IO);
+    qp_err from = {QP_ERR_CORRUPT, "from callee"};
+    qp_err fresh;
+    qp_err_clear(&fresh);
+    QP_CHECK(qp_sticky_take(&fresh, NULL, &from) == QP_ERR_CORRUPT && strcmp(fresh.msg, "from callee") == 0);
+    QP_CHECK(qp_sticky_take(&sticky, NULL, &from) == QP_ERR_IO);
+}
+
 int main(void) {
+    test_sticky();
     test_json();
     test_utf8();
     test_buf_basic();
