@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/utf8.h"
+#include "readers/safetensors_format.h"
 #include "quantpack/core.h"
 
 size_t qp_trillim_dtype_size(uint8_t dtype) {
@@ -453,41 +454,15 @@ static void st_list_free(st_list *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* The header of one safetensors file, through the reader's parser (readers/safetensors_format.h). */
 static qp_status read_st_header(const char *path, cJSON **out, uint64_t *data_start, qp_err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return qp_fail(e, QP_ERR_IO, "%s: cannot open", path);
-    uint8_t h8[8];
-    if (fread(h8, 1, 8, f) != 8) {
-        fclose(f);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: shorter than 8 bytes", path);
-    }
-    uint64_t hl = qp_load_u64le(h8);
-    if (hl == 0 || hl > 100000000u) {
-        fclose(f);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header length %llu out of range", path,
-                       (unsigned long long)hl);
-    }
-    char *js = qp_malloc((size_t)hl + 1);
-    if (!js) {
-        fclose(f);
-        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(js, 1, (size_t)hl, f);
-    fclose(f);
-    if (got != hl) {
-        qp_free(js);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated header", path);
-    }
-    js[hl] = '\0';
-    cJSON *j = cJSON_ParseWithLength(js, (size_t)hl);
-    qp_free(js);
-    if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header is not a JSON object", path);
-    }
-    *out = j;
-    *data_start = 8 + hl;
-    return QP_OK;
+    qp_mapped_file f = {0};
+    qp_status s = qp_file_map(path, &f, e);
+    size_t ds = 0;
+    if (s == QP_OK) s = qp_st_header_parse(f.data, f.size, path, out, &ds, e);
+    qp_file_unmap(&f);
+    if (s == QP_OK) *data_start = ds;
+    return s;
 }
 
 static int st_list_find(const st_list *l, const char *path) {
@@ -533,30 +508,22 @@ static qp_status dtype_code(const char *file, const char *key, const char *dt, u
                    key, dt ? dt : "(none)");
 }
 
-/* One tensor of a header: dtype, shape (up to 2 dims read), begin/end. */
+/* One tensor of a header: dtype, shape (outermost first, up to QP_ST_MAX_DIMS), begin/end. */
 static qp_status tensor_info(const st_shard *sh, const char *key, uint8_t *dt, int64_t *shape,
                              int *nd, uint64_t *begin, uint64_t *end, qp_err *e) {
-    cJSON *t = cJSON_GetObjectItemCaseSensitive(sh->header, key);
-    cJSON *d = t ? cJSON_GetObjectItemCaseSensitive(t, "dtype") : NULL;
-    cJSON *s = t ? cJSON_GetObjectItemCaseSensitive(t, "shape") : NULL;
-    cJSON *o = t ? cJSON_GetObjectItemCaseSensitive(t, "data_offsets") : NULL;
-    if (!t || !cJSON_IsString(d) || !cJSON_IsArray(s) || !cJSON_IsArray(o) ||
-        cJSON_GetArraySize(o) != 2 || cJSON_GetArraySize(s) > 8)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': malformed header entry", sh->path, key);
-    qp_status st = dtype_code(sh->path, key, d->valuestring, dt, e);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(sh->header, key);
+    if (!t) return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': not in the header", sh->path, key);
+    qp_st_entry en;
+    qp_status st = qp_st_entry_parse(t, sh->path, (size_t)sh->data_start, &en, e);
+    if (st == QP_OK) st = dtype_code(sh->path, key, en.dtype, dt, e);
     if (st != QP_OK) return st;
-    *nd = cJSON_GetArraySize(s);
-    for (int i = 0; i < *nd; i++) {
-        cJSON *v = cJSON_GetArrayItem(s, i);
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+    for (int i = 0; i < en.n_dims; i++)
+        if (en.shape[i] > (int64_t)UINT32_MAX)
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad shape", sh->path, key);
-        shape[i] = (int64_t)v->valuedouble;
-    }
-    double b = cJSON_GetArrayItem(o, 0)->valuedouble, en = cJSON_GetArrayItem(o, 1)->valuedouble;
-    if (!(b >= 0 && en >= b && en < 9.0e15))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad data_offsets", sh->path, key);
-    *begin = (uint64_t)b;
-    *end = (uint64_t)en;
+    memcpy(shape, en.shape, (size_t)en.n_dims * sizeof *shape);
+    *nd = en.n_dims;
+    *begin = en.begin;
+    *end = en.end;
     return QP_OK;
 }
 
@@ -927,7 +894,7 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
             qp_trillim_lora_mat *mats[2] = {&sl->a, &sl->b};
             for (int ab = 0; ab < 2; ab++) {
                 uint8_t dt;
-                int64_t shape[8] = {0};
+                int64_t shape[QP_ST_MAX_DIMS] = {0};
                 int nd;
                 uint64_t b, en;
                 if ((s = tensor_info(sh, keys[ab], &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
@@ -1074,7 +1041,7 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
         const item *x = &items[i];
         const st_shard *sh = &shards.v[x->shard];
         uint8_t dt;
-        int64_t shape[8] = {0};
+        int64_t shape[QP_ST_MAX_DIMS] = {0};
         int nd;
         uint64_t b, en;
         if ((s = tensor_info(sh, x->key, &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
@@ -1089,7 +1056,7 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
         bool quant = !(is_1d || is_embed || is_head);
         bool padded = false;
         uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
-        int64_t padded_shape[8];
+        int64_t padded_shape[QP_ST_MAX_DIMS];
         for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
         if (padded) {
             pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
@@ -1130,7 +1097,7 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
             const st_shard *ssh = &shards.v[sidx];
             if (cJSON_GetObjectItemCaseSensitive(ssh->header, skey)) {
                 uint8_t sdt;
-                int64_t sshape[8];
+                int64_t sshape[QP_ST_MAX_DIMS];
                 int snd;
                 uint64_t sb, se;
                 if ((s = tensor_info(ssh, skey, &sdt, sshape, &snd, &sb, &se, e)) != QP_OK) goto done;

@@ -261,10 +261,10 @@ static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
         qp_buf_free(&b);
         return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory building the header", w->shard_paths[k]);
     }
-    if (b.len > QP_ST_WRITER_MAX_HEADER) {
+    if (b.len > QP_ST_MAX_HEADER) {
         qp_buf_free(&b);
         return W_FAIL(w, e, QP_ERR_LIMIT, "%s: header of %zu bytes exceeds the %zu-byte limit",
-                      w->shard_paths[k], b.len, QP_ST_WRITER_MAX_HEADER);
+                      w->shard_paths[k], b.len, (size_t)QP_ST_MAX_HEADER);
     }
     qp_err tmp;
     qp_err_clear(&tmp);
