@@ -938,199 +938,208 @@ qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err
     return s;
 }
 
-qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
-                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
-    st_list shards = {0};
-    cJSON *index = NULL;
-    item *items = NULL;
-    int n_items = 0, cap_items = 0;
-    char **files = NULL;
-    int n_files = 0;
-    qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
-    char *single = qp_path_join(model_dir, "model.safetensors");
-    char *index_path = qp_path_join(model_dir, "model.safetensors.index.json");
+/* State of one manifest build: the shard headers read so far and the tensors in SDK order. */
+typedef struct manifest_build {
+    const char *model_dir;
+    const qp_trillim_config *c;
+    st_list shards;
+    cJSON *index;       /* model.safetensors.index.json when the model is sharded */
+    const cJSON *wm;    /* its weight_map (scale tensors are looked up there) */
+    item *items;
+    int n_items, cap_items;
+} manifest_build;
+
+/* The shards of an index (get_sharded_files): its sorted unique file names, each a plain name
+ * in the model folder. */
+static qp_status list_index_shards(manifest_build *b, const char *index_path, qp_err *e) {
+    if (!(b->index = read_json(index_path, e))) return e ? e->status : QP_ERR_CORRUPT;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(b->index, "weight_map");
+    if (!cJSON_IsObject(wm)) return qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map object", index_path);
+    b->wm = wm;
+    int n = cJSON_GetArraySize(wm), n_files = 0;
+    char **files = qp_calloc((size_t)(n ? n : 1), sizeof *files);
+    if (!files) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
     qp_status s = QP_OK;
-    cJSON *wm = NULL;
-    if (!m || !single || !index_path) {
-        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-        goto done;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, wm) {
+        if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%s' is not a file name in the "
+                        "model folder", index_path, it->string ? it->string : "?");
+            break;
+        }
+        bool dup = false;
+        for (int i = 0; i < n_files; i++) dup |= strcmp(files[i], it->valuestring) == 0;
+        if (!dup) files[n_files++] = it->valuestring;
     }
-    /* get_sharded_files: the single file wins; else the index's sorted unique shard names */
-    if (qp_path_exists(single)) {
+    if (s == QP_OK) qsort(files, (size_t)n_files, sizeof *files, str_cmp);
+    for (int i = 0; i < n_files && s == QP_OK; i++) {
+        char *p = qp_path_join(b->model_dir, files[i]);
         int idx;
-        if ((s = st_list_add(&shards, single, &idx, e)) != QP_OK) goto done;
-    } else if (qp_path_exists(index_path)) {
-        if (!(index = read_json(index_path, e))) {
-            s = e ? e->status : QP_ERR_CORRUPT;
-            goto done;
-        }
-        wm = cJSON_GetObjectItemCaseSensitive(index, "weight_map");
-        if (!cJSON_IsObject(wm)) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map object", index_path);
-            goto done;
-        }
-        int n = cJSON_GetArraySize(wm);
-        files = qp_calloc((size_t)(n ? n : 1), sizeof *files);
-        if (!files) {
-            s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        cJSON *it;
-        cJSON_ArrayForEach(it, wm) {
-            if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
-                s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%s' is not a file name in the "
-                            "model folder", index_path, it->string ? it->string : "?");
-                goto done;
-            }
-            bool dup = false;
-            for (int i = 0; i < n_files; i++) dup |= strcmp(files[i], it->valuestring) == 0;
-            if (!dup) files[n_files++] = it->valuestring;
-        }
-        qsort(files, (size_t)n_files, sizeof *files, str_cmp);
-        for (int i = 0; i < n_files; i++) {
-            char *p = qp_path_join(model_dir, files[i]);
-            int idx;
-            if (!p) {
-                s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            s = st_list_add(&shards, p, &idx, e);
-            qp_free(p);
-            if (s != QP_OK) goto done;
-        }
-    } else {
-        s = qp_fail(e, QP_ERR_IO, "No model.safetensors or model.safetensors.index.json found in %s",
-                    model_dir);
-        goto done;
+        s = p ? st_list_add(&b->shards, p, &idx, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_free(p);
     }
-    int n_model_shards = shards.n;
-    /* tensors in header order, shard by shard */
+    qp_free(files);
+    return s;
+}
+
+/* The model's shards: model.safetensors wins; else the index's. */
+static qp_status list_model_shards(manifest_build *b, qp_err *e) {
+    char *single = qp_path_join(b->model_dir, "model.safetensors");
+    char *index_path = qp_path_join(b->model_dir, "model.safetensors.index.json");
+    qp_status s = QP_OK;
+    int idx;
+    if (!single || !index_path) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    else if (qp_path_exists(single)) s = st_list_add(&b->shards, single, &idx, e);
+    else if (qp_path_exists(index_path)) s = list_index_shards(b, index_path, e);
+    else s = qp_fail(e, QP_ERR_IO, "No model.safetensors or model.safetensors.index.json found in %s",
+                     b->model_dir);
+    qp_free(single);
+    qp_free(index_path);
+    return s;
+}
+
+/* The tensors to quantize, in header order shard by shard, then sorted by the SDK's key. */
+static qp_status collect_items(manifest_build *b, int n_model_shards, qp_err *e) {
     for (int si = 0; si < n_model_shards; si++) {
-        cJSON *it;
-        cJSON_ArrayForEach(it, shards.v[si].header) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, b->shards.v[si].header) {
             const char *key = it->string;
             if (!key || strcmp(key, "__metadata__") == 0) continue;
             if (strstr(key, "rotary_emb") || strstr(key, "inv_freq")) continue;
-            if (c->tie_embeddings && strstr(key, "lm_head")) continue;
+            if (b->c->tie_embeddings && strstr(key, "lm_head")) continue;
             if (ends_with(key, "_scale")) continue;
-            if (n_items == cap_items) {
-                int nc = cap_items ? cap_items * 2 : 64;
-                item *ni = qp_realloc(items, (size_t)nc * sizeof *ni);
-                if (!ni) {
-                    s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-                    goto done;
-                }
-                items = ni;
-                cap_items = nc;
+            if (b->n_items == b->cap_items) {
+                int nc = b->cap_items ? b->cap_items * 2 : 64;
+                item *ni = qp_realloc(b->items, (size_t)nc * sizeof *ni);
+                if (!ni) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+                b->items = ni;
+                b->cap_items = nc;
             }
-            item *x = &items[n_items];
+            item *x = &b->items[b->n_items];
             x->key = key;
             x->shard = si;
-            x->seq = n_items;
-            sort_key(x, c);
-            n_items++;
+            x->seq = b->n_items;
+            sort_key(x, b->c);
+            b->n_items++;
         }
     }
-    qsort(items, (size_t)n_items, sizeof *items, item_cmp);
-    m->entries = qp_calloc((size_t)(n_items ? n_items : 1), sizeof *m->entries);
+    qsort(b->items, (size_t)b->n_items, sizeof *b->items, item_cmp);
+    return QP_OK;
+}
+
+/* The "<key>_scale" tensor of a pre-quantized (I8/U8) weight: in the shard the index names,
+ * else in the weight's own shard; absent is fine (has_scale stays 0). */
+static qp_status find_scale(manifest_build *b, const item *x, qp_trillim_entry *t, qp_err *e) {
+    char skey[512];
+    snprintf(skey, sizeof skey, "%s_scale", x->key);
+    int sidx = x->shard;
+    const cJSON *f = b->wm ? cJSON_GetObjectItemCaseSensitive(b->wm, skey) : NULL;
+    if (cJSON_IsString(f)) {
+        char *p = qp_path_join(b->model_dir, f->valuestring);
+        qp_status s = p ? st_list_add(&b->shards, p, &sidx, e)
+                        : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_free(p);
+        if (s != QP_OK) return s;
+    }
+    const st_shard *ssh = &b->shards.v[sidx];
+    if (!cJSON_GetObjectItemCaseSensitive(ssh->header, skey)) return QP_OK;
+    uint8_t sdt;
+    int64_t sshape[QP_ST_MAX_DIMS];
+    int snd;
+    uint64_t sb, se;
+    qp_status s = tensor_info(ssh, skey, &sdt, sshape, &snd, &sb, &se, e);
+    if (s != QP_OK) return s;
+    t->has_scale = 1;
+    t->scale_shard = (uint16_t)sidx;
+    t->scale_offset = ssh->data_start + sb;
+    t->scale_size = se - sb;
+    return QP_OK;
+}
+
+/* One manifest entry: shape (padded as the SDK pads), where the bytes are, and the action. */
+static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *t, qp_err *e) {
+    const qp_trillim_config *c = b->c;
+    const st_shard *sh = &b->shards.v[x->shard];
+    uint8_t dt;
+    int64_t shape[QP_ST_MAX_DIMS] = {0};
+    int nd;
+    uint64_t begin, end;
+    qp_status s = tensor_info(sh, x->key, &dt, shape, &nd, &begin, &end, e);
+    if (s != QP_OK) return s;
+    int64_t row = nd >= 1 ? shape[0] : 1, col = nd >= 2 ? shape[1] : 1;
+    if (row <= 0 || col <= 0 || row > (1 << 24) || col > (1 << 24))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path,
+                       x->key);
+    bool is_1d = col == 1;
+    bool is_embed = strstr(x->key, "embed_tokens") && !strstr(x->key, "lm_head");
+    bool is_head = strstr(x->key, "lm_head") != NULL;
+    bool quant = !(is_1d || is_embed || is_head);
+    bool padded = false;
+    uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
+    int64_t padded_shape[QP_ST_MAX_DIMS];
+    for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
+    if (padded) {
+        pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
+        pc = nd >= 2 ? (uint32_t)padded_shape[1] : 1;
+    }
+    t->dtype = dt;
+    t->rows = (uint32_t)row;
+    t->cols = (uint32_t)col;
+    t->padded_rows = pr;
+    t->padded_cols = pc;
+    t->shard = (uint16_t)x->shard;
+    t->data_offset = sh->data_start + begin;
+    t->data_size = end - begin;
+    if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
+    else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
+    else if (quant)
+        t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
+                                                                 : QP_TRILLIM_TERNARY_QUANTIZE;
+    else t->action = QP_TRILLIM_BF16_RAW;
+    return t->action == QP_TRILLIM_REPACK_TERNARY ? find_scale(b, x, t, e) : QP_OK;
+}
+
+/* The shard paths move from the build into the manifest. */
+static qp_status take_shards(manifest_build *b, qp_trillim_manifest *m, qp_err *e) {
+    st_list *l = &b->shards;
+    if (l->n > QP_TRILLIM_MAX_SHARDS)
+        return qp_fail(e, QP_ERR_LIMIT, "%d shard files (at most %d)", l->n, QP_TRILLIM_MAX_SHARDS);
+    m->shards = qp_calloc((size_t)l->n, sizeof *m->shards);
+    if (!m->shards) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < l->n; i++) {
+        m->shards[i] = l->v[i].path;
+        l->v[i].path = NULL;
+        m->n_shards = (uint16_t)(i + 1);
+    }
+    return QP_OK;
+}
+
+qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
+                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
+    manifest_build b = {.model_dir = model_dir, .c = c};
+    qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
+    qp_status s;
+    if (!m) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((s = list_model_shards(&b, e)) != QP_OK) goto done;
+    if ((s = collect_items(&b, b.shards.n, e)) != QP_OK) goto done;
+    m->entries = qp_calloc((size_t)(b.n_items ? b.n_items : 1), sizeof *m->entries);
     if (!m->entries) {
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < n_items; i++) {
-        const item *x = &items[i];
-        const st_shard *sh = &shards.v[x->shard];
-        uint8_t dt;
-        int64_t shape[QP_ST_MAX_DIMS] = {0};
-        int nd;
-        uint64_t b, en;
-        if ((s = tensor_info(sh, x->key, &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
-        int64_t row = nd >= 1 ? shape[0] : 1, col = nd >= 2 ? shape[1] : 1;
-        if (row <= 0 || col <= 0 || row > (1 << 24) || col > (1 << 24)) {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path, x->key);
-            goto done;
-        }
-        bool is_1d = col == 1;
-        bool is_embed = strstr(x->key, "embed_tokens") && !strstr(x->key, "lm_head");
-        bool is_head = strstr(x->key, "lm_head") != NULL;
-        bool quant = !(is_1d || is_embed || is_head);
-        bool padded = false;
-        uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
-        int64_t padded_shape[QP_ST_MAX_DIMS];
-        for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
-        if (padded) {
-            pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
-            pc = nd >= 2 ? (uint32_t)padded_shape[1] : 1;
-        }
-        qp_trillim_entry *t = &m->entries[i];
-        t->dtype = dt;
-        t->rows = (uint32_t)row;
-        t->cols = (uint32_t)col;
-        t->padded_rows = pr;
-        t->padded_cols = pc;
-        t->shard = (uint16_t)x->shard;
-        t->data_offset = sh->data_start + b;
-        t->data_size = en - b;
-        if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
-        else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
-        else if (quant)
-            t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
-                                                                     : QP_TRILLIM_TERNARY_QUANTIZE;
-        else t->action = QP_TRILLIM_BF16_RAW;
-        if (t->action == QP_TRILLIM_REPACK_TERNARY) {
-            char skey[512];
-            snprintf(skey, sizeof skey, "%s_scale", x->key);
-            int sidx = x->shard;
-            if (wm) {
-                cJSON *f = cJSON_GetObjectItemCaseSensitive(wm, skey);
-                if (cJSON_IsString(f)) {
-                    char *p = qp_path_join(model_dir, f->valuestring);
-                    if (!p) {
-                        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-                        goto done;
-                    }
-                    s = st_list_add(&shards, p, &sidx, e);
-                    qp_free(p);
-                    if (s != QP_OK) goto done;
-                }
-            }
-            const st_shard *ssh = &shards.v[sidx];
-            if (cJSON_GetObjectItemCaseSensitive(ssh->header, skey)) {
-                uint8_t sdt;
-                int64_t sshape[QP_ST_MAX_DIMS];
-                int snd;
-                uint64_t sb, se;
-                if ((s = tensor_info(ssh, skey, &sdt, sshape, &snd, &sb, &se, e)) != QP_OK) goto done;
-                t->has_scale = 1;
-                t->scale_shard = (uint16_t)sidx;
-                t->scale_offset = ssh->data_start + sb;
-                t->scale_size = se - sb;
-            }
-        }
+    for (int i = 0; i < b.n_items; i++) {
+        if ((s = plan_entry(&b, &b.items[i], &m->entries[i], e)) != QP_OK) goto done;
         m->n_entries = (uint32_t)(i + 1);
     }
-    if (adapter_dir && (s = build_lora(adapter_dir, c, &shards, m, e)) != QP_OK) goto done;
-    if (shards.n > QP_TRILLIM_MAX_SHARDS) {
-        s = qp_fail(e, QP_ERR_LIMIT, "%d shard files (at most %d)", shards.n, QP_TRILLIM_MAX_SHARDS);
-        goto done;
-    }
-    m->shards = qp_calloc((size_t)shards.n, sizeof *m->shards);
-    if (!m->shards) {
-        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (int i = 0; i < shards.n; i++) {
-        m->shards[i] = shards.v[i].path;
-        shards.v[i].path = NULL;
-        m->n_shards = (uint16_t)(i + 1);
-    }
+    if (adapter_dir && (s = build_lora(adapter_dir, c, &b.shards, m, e)) != QP_OK) goto done;
+    s = take_shards(&b, m, e);
 done:
-    st_list_free(&shards);
-    cJSON_Delete(index);
-    qp_free(items);
-    qp_free(files);
-    qp_free(single);
-    qp_free(index_path);
+    st_list_free(&b.shards);
+    cJSON_Delete(b.index);
+    qp_free(b.items);
     if (s != QP_OK) {
         qp_trillim_manifest_free(m);
         return s;
