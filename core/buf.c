@@ -2,29 +2,26 @@
 #include "core/buf.h"
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "quantpack/core.h"
 
 #define QP_BUF_MIN_CAP 256
+#define QP_BUF_MAX ((size_t)PTRDIFF_MAX) /* no object can be larger (malloc refuses more) */
 
 bool qp_buf_reserve(qp_buf *b, size_t extra) {
     if (b->oom) return false;
     size_t need;
-    if (!qp_size_add(b->len, extra, &need) || !qp_size_add(need, 1, &need)) {
+    if (!qp_size_add(b->len, extra, &need) || !qp_size_add(need, 1, &need) || need > QP_BUF_MAX) {
         b->oom = true;
         return false;
     }
     if (need <= b->cap) return true;
     size_t cap = b->cap ? b->cap : QP_BUF_MIN_CAP;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) {
-            cap = need;
-            break;
-        }
-        cap *= 2;
-    }
+    while (cap < need) cap = cap > QP_BUF_MAX / 2 ? QP_BUF_MAX : cap * 2;
     uint8_t *p = qp_realloc(b->p, cap);
     if (!p) {
         b->oom = true;

@@ -1,7 +1,7 @@
 /* A growable byte buffer for building headers, manifests and other small outputs in memory.
  *
- * Appends never fail loudly: the first growth that cannot be made (out of memory, or a size that
- * would overflow size_t) sets the sticky `oom` flag, and every later append is a no-op. Callers
+ * Appends never fail loudly: the first growth that cannot be made (out of memory, or a size past
+ * PTRDIFF_MAX, which no allocation can reach) sets the sticky `oom` flag, and every later append is a no-op. Callers
  * build the whole output, then check `oom` once (and report QP_ERR_NOMEM). The contents are
  * always followed by a NUL byte once anything was appended, so text can be used as a C string.
  * A zeroed qp_buf is empty and ready; qp_buf_free releases it. Internal to the library (core/). */

@@ -30,14 +30,14 @@ static void build_header(qp_buf *b, const qp_bullet_info *in, uint64_t tok_start
     const char *name = in->model_name ? in->model_name : "bullet-model";
     qp_buf_str(b, "{\"bullet_version\":\"1.0\",\"model_name\":");
     qp_buf_json_str(b, name, strlen(name));
-    qp_buf_printf(b, ",\"architecture\":\"bullet-hybrid-transformer\",\"dimensions\":{\"hidden_size\":%" PRId64
-              ",\"num_layers\":%" PRId64 ",\"num_heads\":%" PRId64 "}",
-           in->hidden, in->n_layers, in->n_heads);
+    qp_buf_printf(b, ",\"architecture\":\"bullet-hybrid-transformer\",\"dimensions\":{"
+                     "\"hidden_size\":%" PRId64 ",\"num_layers\":%" PRId64 ",\"num_heads\":%" PRId64 "}",
+                  in->hidden, in->n_layers, in->n_heads);
     qp_buf_str(b, ",\"quantization\":{\"type\":\"BQ4\"}");
     qp_buf_printf(b, ",\"vocab_size\":%" PRId64 ",\"max_context\":%" PRId64, in->vocab.n_tokens,
-           in->max_context);
-    qp_buf_printf(b, ",\"file_offsets\":{\"tokenizer_start\":%" PRIu64 ",\"weights_start\":%" PRIu64 "}",
-           tok_start, w_start);
+                  in->max_context);
+    qp_buf_printf(b, ",\"file_offsets\":{\"tokenizer_start\":%" PRIu64 ",\"weights_start\":%" PRIu64
+                     "}", tok_start, w_start);
     if (in->ff_multiplier > 0) qp_buf_printf(b, ",\"ff_multiplier\":%" PRId64, in->ff_multiplier);
     if (in->rope_theta > 0) qp_buf_printf(b, ",\"rope_theta\":%" PRId64, in->rope_theta);
     if (in->has_gen || in->n_heads_info > 0) {
@@ -72,8 +72,8 @@ static void build_header(qp_buf *b, const qp_bullet_info *in, uint64_t tok_start
             qp_buf_json_str(b, v->pre, strlen(v->pre));
         }
         qp_buf_printf(b, ",\"bos_id\":%" PRId32 ",\"eos_id\":%" PRId32 ",\"unk_id\":%" PRId32
-                  ",\"pad_id\":%" PRId32 ",\"add_bos\":%d",
-               v->bos_id, v->eos_id, v->unk_id, v->pad_id, v->add_bos ? 1 : 0);
+                         ",\"pad_id\":%" PRId32 ",\"add_bos\":%d",
+                      v->bos_id, v->eos_id, v->unk_id, v->pad_id, v->add_bos ? 1 : 0);
         if (v->types) {
             qp_buf_str(b, ",");
             token_types_json(b, v->types, v->n_tokens);

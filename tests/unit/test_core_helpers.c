@@ -1,5 +1,6 @@
 /* The shared core helpers: growable buffer (core/buf.h), UTF-8 validation (core/utf8.h), cJSON
  * checks (core/json.h), sticky first error (core/sticky.h). */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/buf.h"
@@ -82,14 +83,18 @@ static void test_buf_oom(void) {
         qp_buf_free(&b);
         QP_CHECK(!b.oom && b.p == NULL);
     }
-    /* a size that overflows size_t fails without allocating */
+    /* sizes that overflow size_t or pass PTRDIFF_MAX fail without reaching the allocator (an
+     * attempt would abort under ASan) */
     qp_buf b = {0};
     QP_CHECK(qp_buf_str(&b, "abc"));
     QP_CHECK(!qp_buf_reserve(&b, SIZE_MAX - 2) && b.oom && b.len == 3);
     QP_CHECK(qp_buf_grow(&b, 1) == NULL);
     qp_buf_free(&b);
     b = (qp_buf){0};
-    QP_CHECK(!qp_buf_reserve(&b, SIZE_MAX / 2 + 10) && b.oom); /* no doubling past SIZE_MAX */
+    QP_CHECK(!qp_buf_reserve(&b, (size_t)PTRDIFF_MAX) && b.oom); /* + the NUL passes the limit */
+    qp_buf_free(&b);
+    b = (qp_buf){0};
+    QP_CHECK(!qp_buf_reserve(&b, SIZE_MAX / 2 + 10) && b.oom && b.p == NULL);
     qp_buf_free(&b);
 }
 
