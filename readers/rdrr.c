@@ -648,6 +648,12 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
     qp_free(own);
     if (m->arch.bos_id < 0) m->arch.bos_id = m->vocab.bos_id;
     if (m->arch.eos_id < 0) m->arch.eos_id = m->vocab.eos_id;
+    /* as the safetensors reader: ids the manifest names fill what tokenizer.json leaves unset
+     * (the package carries no tokenizer_config.json) */
+    if (m->vocab.n_tokens > 0) {
+        if (m->vocab.bos_id < 0 && m->arch.bos_id < m->vocab.n_tokens) m->vocab.bos_id = m->arch.bos_id;
+        if (m->vocab.eos_id < 0 && m->arch.eos_id < m->vocab.n_tokens) m->vocab.eos_id = m->arch.eos_id;
+    }
     return QP_OK;
 }
 
