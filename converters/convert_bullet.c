@@ -128,14 +128,18 @@ static qp_status repack_bullet(const qp_model *src, const char *out, const qp_bu
     return s;
 }
 
-qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bullet_convert_opts *o,
-                               qp_bullet_convert_stats *st, qp_err *e) {
-    static const qp_bullet_convert_opts k_default = {0};
-    qp_bullet_convert_stats dummy;
-    if (!o) o = &k_default;
-    if (!st) st = &dummy;
-    memset(st, 0, sizeof *st);
-    if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
+/* The source's dimensions, as bullet-core's runtime will read them. */
+typedef struct bullet_dims {
+    int64_t dim, vocab;       /* hidden size, embedding rows */
+    int64_t nh, nkv, hd;      /* query heads, source K/V heads, head width */
+    int64_t layers;
+    int64_t ffn, ffn_out;     /* FFN width of the source and as written (4 x hidden) */
+    bool neox;                /* q/k rows are reordered to adjacent-pair RoPE */
+} bullet_dims;
+
+/* Everything bullet-core's runtime fixes, checked before anything is planned. */
+static qp_status check_model(const qp_model *m, bullet_dims *d, const qp_tensor **emb_out,
+                             qp_err *e) {
     const qp_arch *a = &m->arch;
     const qp_tensor *emb = need(m, "token_embd.weight", e);
     if (!emb) return e ? e->status : QP_ERR_UNSUPPORTED;
@@ -175,162 +179,227 @@ qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bull
     if (ffn > ffn_out)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN width %lld exceeds 4 x hidden (%lld), which "
                        "bullet-core's runtime fixes", m->path, (long long)ffn, (long long)ffn_out);
-    bool neox = a->rope_style == QP_ROPE_NEOX;
+    *d = (bullet_dims){dim, vocab, nh, nkv, hd, layers, ffn, ffn_out, a->rope_style == QP_ROPE_NEOX};
+    *emb_out = emb;
+    return QP_OK;
+}
 
-    /* plan: bullet-core's order */
-    int64_t n_extra = o->head_weights ? o->n_tasks : 0;
-    int64_t cap = 3 + 9 * layers + n_extra;
-    qp_bullet_tensor *bt = qp_calloc((size_t)cap, sizeof *bt);
-    job *jobs = qp_calloc((size_t)cap, sizeof *jobs);
-    char (*names)[64] = qp_calloc((size_t)cap, sizeof *names);
+/* The tensors to write, in bullet-core's order: names, fill jobs, output shapes. */
+typedef struct bullet_plan {
+    const qp_model *m;
+    bullet_dims d;
+    qp_bullet_tensor *bt;
+    job *jobs;
+    char (*names)[64];
+    int64_t n;
+} bullet_plan;
+
+/* Appends one output tensor [rows, cols] (rank 1 when rows == 1) filled from src. */
+static job *plan_add(bullet_plan *p, const char *bname, const qp_tensor *src, xform kind,
+                     int64_t rows, int64_t cols) {
+    int64_t n = p->n++;
+    snprintf(p->names[n], sizeof p->names[n], "%s", bname);
+    p->jobs[n] = (job){.m = p->m, .src = src, .kind = kind, .rows = rows, .cols = cols,
+                       .src_rows = src->ne[1], .src_cols = src->ne[0], .hd = p->d.hd,
+                       .n_heads = p->d.nh, .n_src_heads = p->d.nh};
+    qp_bullet_tensor *t = &p->bt[n];
+    t->name = p->names[n];
+    t->fill = fill;
+    t->ud = &p->jobs[n];
+    if (rows == 1) {
+        t->rank = 1;
+        t->dims[0] = cols;
+    } else {
+        t->rank = 2;
+        t->dims[0] = rows;
+        t->dims[1] = cols;
+    }
+    return &p->jobs[n];
+}
+
+/* A norm weight of exactly [dim] elements. */
+static qp_status check_norm(const qp_model *m, const qp_tensor *t, int64_t dim, qp_err *e) {
+    if (qp_tensor_nelements(t) != dim || t->ne[0] != dim)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path, t->name,
+                       (long long)dim);
+    return QP_OK;
+}
+
+/* The nine tensors of layer l: found, shaped as bullet-core expects, rewritten where needed. */
+static qp_status plan_layer(bullet_plan *p, int64_t l, qp_err *e) {
+    static const char *const canon[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                          "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+    const qp_model *m = p->m;
+    const bullet_dims *d = &p->d;
+    int64_t dim = d->dim, nh = d->nh, nkv = d->nkv, hd = d->hd, ffn = d->ffn, ffn_out = d->ffn_out;
+    const qp_tensor *t[9];
+    for (int k = 0; k < 9; k++) {
+        char cn[64], bn[64];
+        snprintf(cn, sizeof cn, "blk.%lld.%s.weight", (long long)l, canon[k]);
+        t[k] = need(m, cn, e);
+        if (!t[k]) return e ? e->status : QP_ERR_UNSUPPORTED;
+        if (!qp_bullet_name_from_canon(cn, bn, sizeof bn))
+            return qp_fail(e, QP_ERR_INTERNAL, "no bullet name for %s", cn);
+    }
+    int64_t want[9][2] = {{dim, 1},   {dim, nh * hd}, {dim, nkv * hd}, {dim, nkv * hd},
+                          {nh * hd, dim}, {dim, 1},   {dim, ffn},     {dim, ffn}, {ffn, dim}};
+    for (int k = 0; k < 9; k++) {
+        qp_status s = k == 0 || k == 5 ? check_norm(m, t[k], dim, e)
+                                       : check_shape(m, t[k], want[k][0], want[k][1], e);
+        if (s != QP_OK) return s;
+    }
+    bool pad = ffn != ffn_out;
+    char bn[64];
+    job *j;
+    snprintf(bn, sizeof bn, "layers.%lld.norm.attn.weight", (long long)l);
+    plan_add(p, bn, t[0], K_PLAIN, 1, dim);
+    snprintf(bn, sizeof bn, "layers.%lld.attention.query.weight", (long long)l);
+    j = plan_add(p, bn, t[1], d->neox ? K_QK : K_PLAIN, dim, dim);
+    j->permute = d->neox;
+    snprintf(bn, sizeof bn, "layers.%lld.attention.key.weight", (long long)l);
+    j = plan_add(p, bn, t[2], (d->neox || nkv != nh) ? K_QK : K_PLAIN, dim, dim);
+    j->permute = d->neox;
+    j->n_src_heads = nkv;
+    snprintf(bn, sizeof bn, "layers.%lld.attention.value.weight", (long long)l);
+    j = plan_add(p, bn, t[3], nkv != nh ? K_QK : K_PLAIN, dim, dim);
+    j->n_src_heads = nkv;
+    snprintf(bn, sizeof bn, "layers.%lld.attention.output.weight", (long long)l);
+    plan_add(p, bn, t[4], K_PLAIN, dim, dim);
+    snprintf(bn, sizeof bn, "layers.%lld.norm.ffn.weight", (long long)l);
+    plan_add(p, bn, t[5], K_PLAIN, 1, dim);
+    snprintf(bn, sizeof bn, "layers.%lld.ffn.w1.weight", (long long)l);
+    plan_add(p, bn, t[6], pad ? K_PAD_ROWS : K_PLAIN, ffn_out, dim);
+    snprintf(bn, sizeof bn, "layers.%lld.ffn.w3.weight", (long long)l);
+    plan_add(p, bn, t[7], pad ? K_PAD_ROWS : K_PLAIN, ffn_out, dim);
+    snprintf(bn, sizeof bn, "layers.%lld.ffn.w2.weight", (long long)l);
+    plan_add(p, bn, t[8], pad ? K_PAD_COLS : K_PLAIN, dim, ffn_out);
+    return QP_OK;
+}
+
+/* final_layernorm and gen_head (the token embedding when the source has no output.weight). */
+static qp_status plan_output(bullet_plan *p, const qp_tensor *emb, bool *tied, qp_err *e) {
+    const qp_model *m = p->m;
+    int64_t dim = p->d.dim;
+    const qp_tensor *fn = need(m, "output_norm.weight", e);
+    if (!fn) return e ? e->status : QP_ERR_UNSUPPORTED;
+    if (qp_tensor_nelements(fn) != dim)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path, fn->name,
+                       (long long)dim);
+    plan_add(p, "final_layernorm.weight", fn, K_PLAIN, 1, dim);
+    const qp_tensor *outw = qp_model_find(m, "output.weight");
+    *tied = outw == NULL;
+    if (!outw) outw = emb;
+    qp_status s = check_shape(m, outw, dim, p->d.vocab, e);
+    if (s != QP_OK) return s;
+    plan_add(p, "gen_head.weight", outw, K_PLAIN, p->d.vocab, dim);
+    return QP_OK;
+}
+
+/* "<task>_head.weight" for every extra task; without --head-weights only "gen" is accepted. */
+static qp_status plan_heads(bullet_plan *p, const qp_bullet_convert_opts *o, qp_bullet_heads *heads,
+                            qp_err *e) {
+    if (!o->head_weights) {
+        for (int i = 0; i < o->n_tasks; i++)
+            if (strcmp(o->tasks[i], "gen") != 0)
+                return qp_fail(e, QP_ERR_ARG, "head '%s' needs --head-weights FILE.safetensors",
+                               o->tasks[i]);
+        return QP_OK;
+    }
+    if (o->n_tasks <= 0) return QP_OK;
+    int64_t dim = p->d.dim;
+    qp_status s = qp_bullet_heads_load(o->head_weights, o->tasks, o->n_tasks, dim, heads, e);
+    if (s != QP_OK) return s;
+    for (int i = 0; i < heads->n; i++) {
+        char bn[64];
+        snprintf(bn, sizeof bn, "%s_head.weight", heads->info[i].task);
+        plan_add(p, bn, heads->t[i], K_PLAIN, heads->t[i]->ne[1], dim);
+        if (heads->t[i]->ne[1] == 1) { /* a one-row head is still [1, hidden] */
+            qp_bullet_tensor *t = &p->bt[p->n - 1];
+            t->rank = 2;
+            t->dims[0] = 1;
+            t->dims[1] = dim;
+        }
+    }
+    return QP_OK;
+}
+
+/* The header and tokenizer of the output. Borrows from m, o, heads and name. */
+static void fill_info(const qp_model *m, const bullet_dims *d, const qp_bullet_convert_opts *o,
+                      const qp_bullet_heads *heads, const char *name, qp_bullet_info *info) {
+    const qp_vocab *v = &m->vocab;
+    int64_t max_pos = m->arch.max_pos;
+    memset(info, 0, sizeof *info);
+    info->model_name = o->model_name ? o->model_name : name;
+    info->hidden = d->dim;
+    info->n_layers = d->layers;
+    info->n_heads = d->nh;
+    info->max_context = max_pos <= 0                ? 2048
+                        : max_pos > QP_BULLET_INT_MAX ? QP_BULLET_INT_MAX
+                                                      : max_pos;
+    info->ff_multiplier = 4;
+    info->rope_theta = 10000;
+    info->vocab.n_tokens = v->n_tokens;
+    info->vocab.tokens = (const char *const *)v->tokens;
+    info->vocab.token_lens = v->token_lens;
+    info->vocab.scores = v->scores;
+    info->vocab.types = v->types;
+    info->vocab.n_merges = v->n_merges;
+    info->vocab.merges = (const char *const *)v->merges;
+    info->vocab.model = tok_model_name(v->model);
+    info->vocab.pre = v->model == QP_TOK_BPE && v->pre[0] ? v->pre : NULL;
+    info->vocab.bos_id = v->bos_id;
+    info->vocab.eos_id = v->eos_id;
+    info->vocab.unk_id = v->unk_id;
+    info->vocab.pad_id = v->pad_id;
+    info->vocab.add_bos = v->add_bos;
+    info->has_gen = true;
+    info->heads = heads->info;
+    info->n_heads_info = heads->n;
+    info->checksum = o->checksum;
+}
+
+qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bullet_convert_opts *o,
+                               qp_bullet_convert_stats *st, qp_err *e) {
+    static const qp_bullet_convert_opts k_default = {0};
+    qp_bullet_convert_stats dummy;
+    if (!o) o = &k_default;
+    if (!st) st = &dummy;
+    memset(st, 0, sizeof *st);
+    if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
+    bullet_plan p = {.m = m};
+    const qp_tensor *emb = NULL;
+    qp_status s = check_model(m, &p.d, &emb, e);
+    if (s != QP_OK) return s;
     qp_bullet_heads heads;
     memset(&heads, 0, sizeof heads);
-    qp_status s = QP_OK;
-    if (!bt || !jobs || !names) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
-    int64_t n = 0;
-#define ADD(BNAME, SRC, KIND, ROWS, COLS)                                                         \
-    do {                                                                                          \
-        snprintf(names[n], sizeof names[n], "%s", BNAME);                                         \
-        jobs[n] = (job){m, SRC, KIND, ROWS, COLS, (SRC)->ne[1], (SRC)->ne[0], hd, nh, nh, false}; \
-        bt[n].name = names[n];                                                                    \
-        bt[n].fill = fill;                                                                        \
-        bt[n].ud = &jobs[n];                                                                      \
-        if ((ROWS) == 1) {                                                                        \
-            bt[n].rank = 1;                                                                       \
-            bt[n].dims[0] = COLS;                                                                 \
-        } else {                                                                                  \
-            bt[n].rank = 2;                                                                       \
-            bt[n].dims[0] = ROWS;                                                                 \
-            bt[n].dims[1] = COLS;                                                                 \
-        }                                                                                         \
-        n++;                                                                                      \
-    } while (0)
-    if (s == QP_OK && (s = check_shape(m, emb, dim, vocab, e)) == QP_OK)
-        ADD("tok_embeddings.weight", emb, K_PLAIN, vocab, dim);
-    for (int64_t l = 0; l < layers && s == QP_OK; l++) {
-        static const char *const canon[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
-                                              "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
-        const qp_tensor *t[9];
-        for (int k = 0; k < 9 && s == QP_OK; k++) {
-            char cn[64], bn[64];
-            snprintf(cn, sizeof cn, "blk.%lld.%s.weight", (long long)l, canon[k]);
-            t[k] = need(m, cn, e);
-            if (!t[k]) s = e ? e->status : QP_ERR_UNSUPPORTED;
-            else if (!qp_bullet_name_from_canon(cn, bn, sizeof bn))
-                s = qp_fail(e, QP_ERR_INTERNAL, "no bullet name for %s", cn);
-        }
-        if (s != QP_OK) break;
-        int64_t want[9][2] = {{dim, 1},   {dim, nh * hd},  {dim, nkv * hd}, {dim, nkv * hd}, {nh * hd, dim},
-                              {dim, 1},   {dim, ffn},      {dim, ffn},      {ffn, dim}};
-        for (int k = 0; k < 9 && s == QP_OK; k++) {
-            if (k == 0 || k == 5) {
-                if (qp_tensor_nelements(t[k]) != dim || t[k]->ne[0] != dim)
-                    s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path,
-                                t[k]->name, (long long)dim);
-            } else {
-                s = check_shape(m, t[k], want[k][0], want[k][1], e);
-            }
-        }
-        if (s != QP_OK) break;
-        char bn[64];
-        snprintf(bn, sizeof bn, "layers.%lld.norm.attn.weight", (long long)l);
-        ADD(bn, t[0], K_PLAIN, 1, dim);
-        snprintf(bn, sizeof bn, "layers.%lld.attention.query.weight", (long long)l);
-        ADD(bn, t[1], neox ? K_QK : K_PLAIN, dim, dim);
-        jobs[n - 1].permute = neox;
-        snprintf(bn, sizeof bn, "layers.%lld.attention.key.weight", (long long)l);
-        ADD(bn, t[2], (neox || nkv != nh) ? K_QK : K_PLAIN, dim, dim);
-        jobs[n - 1].permute = neox;
-        jobs[n - 1].n_src_heads = nkv;
-        snprintf(bn, sizeof bn, "layers.%lld.attention.value.weight", (long long)l);
-        ADD(bn, t[3], nkv != nh ? K_QK : K_PLAIN, dim, dim);
-        jobs[n - 1].n_src_heads = nkv;
-        snprintf(bn, sizeof bn, "layers.%lld.attention.output.weight", (long long)l);
-        ADD(bn, t[4], K_PLAIN, dim, dim);
-        snprintf(bn, sizeof bn, "layers.%lld.norm.ffn.weight", (long long)l);
-        ADD(bn, t[5], K_PLAIN, 1, dim);
-        snprintf(bn, sizeof bn, "layers.%lld.ffn.w1.weight", (long long)l);
-        ADD(bn, t[6], ffn != ffn_out ? K_PAD_ROWS : K_PLAIN, ffn_out, dim);
-        snprintf(bn, sizeof bn, "layers.%lld.ffn.w3.weight", (long long)l);
-        ADD(bn, t[7], ffn != ffn_out ? K_PAD_ROWS : K_PLAIN, ffn_out, dim);
-        snprintf(bn, sizeof bn, "layers.%lld.ffn.w2.weight", (long long)l);
-        ADD(bn, t[8], ffn != ffn_out ? K_PAD_COLS : K_PLAIN, dim, ffn_out);
+    int64_t cap = 3 + 9 * p.d.layers + (o->head_weights ? o->n_tasks : 0);
+    p.bt = qp_calloc((size_t)cap, sizeof *p.bt);
+    p.jobs = qp_calloc((size_t)cap, sizeof *p.jobs);
+    p.names = qp_calloc((size_t)cap, sizeof *p.names);
+    if (!p.bt || !p.jobs || !p.names) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        goto done;
     }
-    const qp_tensor *fn = s == QP_OK ? need(m, "output_norm.weight", e) : NULL;
-    if (s == QP_OK && !fn) s = e ? e->status : QP_ERR_UNSUPPORTED;
-    if (s == QP_OK) {
-        if (qp_tensor_nelements(fn) != dim)
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path, fn->name,
-                        (long long)dim);
-        else
-            ADD("final_layernorm.weight", fn, K_PLAIN, 1, dim);
-    }
-    if (s == QP_OK) {
-        const qp_tensor *outw = qp_model_find(m, "output.weight");
-        st->tied = outw == NULL;
-        if (!outw) outw = emb;
-        if ((s = check_shape(m, outw, dim, vocab, e)) == QP_OK)
-            ADD("gen_head.weight", outw, K_PLAIN, vocab, dim);
-    }
-    /* extra heads */
-    if (s == QP_OK && n_extra > 0) {
-        s = qp_bullet_heads_load(o->head_weights, o->tasks, o->n_tasks, dim, &heads, e);
-        for (int i = 0; i < heads.n && s == QP_OK; i++) {
-            char bn[64];
-            snprintf(bn, sizeof bn, "%s_head.weight", heads.info[i].task);
-            ADD(bn, heads.t[i], K_PLAIN, heads.t[i]->ne[1], dim);
-            if (heads.t[i]->ne[1] == 1) { /* a one-row head is still [1, hidden] */
-                bt[n - 1].rank = 2;
-                bt[n - 1].dims[0] = 1;
-                bt[n - 1].dims[1] = dim;
-            }
-        }
-    } else if (s == QP_OK && o->n_tasks > 0) {
-        for (int i = 0; i < o->n_tasks && s == QP_OK; i++)
-            if (strcmp(o->tasks[i], "gen") != 0)
-                s = qp_fail(e, QP_ERR_ARG, "head '%s' needs --head-weights FILE.safetensors", o->tasks[i]);
-    }
-#undef ADD
-    if (s == QP_OK) {
-        char name[128];
-        base_name(m->path, name, sizeof name);
-        qp_bullet_info info;
-        memset(&info, 0, sizeof info);
-        info.model_name = o->model_name ? o->model_name : name;
-        info.hidden = dim;
-        info.n_layers = layers;
-        info.n_heads = nh;
-        info.max_context = a->max_pos > 0 ? (a->max_pos > QP_BULLET_INT_MAX ? QP_BULLET_INT_MAX : a->max_pos) : 2048;
-        info.ff_multiplier = 4;
-        info.rope_theta = 10000;
-        info.vocab.n_tokens = v->n_tokens;
-        info.vocab.tokens = (const char *const *)v->tokens;
-        info.vocab.token_lens = v->token_lens;
-        info.vocab.scores = v->scores;
-        info.vocab.types = v->types;
-        info.vocab.n_merges = v->n_merges;
-        info.vocab.merges = (const char *const *)v->merges;
-        info.vocab.model = tok_model_name(v->model);
-        info.vocab.pre = v->model == QP_TOK_BPE && v->pre[0] ? v->pre : NULL;
-        info.vocab.bos_id = v->bos_id;
-        info.vocab.eos_id = v->eos_id;
-        info.vocab.unk_id = v->unk_id;
-        info.vocab.pad_id = v->pad_id;
-        info.vocab.add_bos = v->add_bos;
-        info.has_gen = true;
-        info.heads = heads.info;
-        info.n_heads_info = heads.n;
-        info.checksum = o->checksum;
-        s = qp_bullet_write(out, &info, bt, n, e);
-    }
-    st->n_tensors = n;
-    st->ffn_src = ffn;
-    st->ffn_out = ffn_out;
-    st->kv_heads_src = nkv;
-    st->permuted_qk = neox;
+    if ((s = check_shape(m, emb, p.d.dim, p.d.vocab, e)) != QP_OK) goto done;
+    plan_add(&p, "tok_embeddings.weight", emb, K_PLAIN, p.d.vocab, p.d.dim);
+    for (int64_t l = 0; l < p.d.layers; l++)
+        if ((s = plan_layer(&p, l, e)) != QP_OK) goto done;
+    if ((s = plan_output(&p, emb, &st->tied, e)) != QP_OK) goto done;
+    if ((s = plan_heads(&p, o, &heads, e)) != QP_OK) goto done;
+    char name[128];
+    base_name(m->path, name, sizeof name);
+    qp_bullet_info info;
+    fill_info(m, &p.d, o, &heads, name, &info);
+    s = qp_bullet_write(out, &info, p.bt, p.n, e);
+done:
+    st->n_tensors = p.n;
+    st->ffn_src = p.d.ffn;
+    st->ffn_out = p.d.ffn_out;
+    st->kv_heads_src = p.d.nkv;
+    st->permuted_qk = p.d.neox;
     qp_bullet_heads_free(&heads);
-    qp_free(bt);
-    qp_free(jobs);
-    qp_free(names);
+    qp_free(p.bt);
+    qp_free(p.jobs);
+    qp_free(p.names);
     return s;
 }

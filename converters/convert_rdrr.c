@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/buf.h"
 #include "core/model_internal.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
@@ -68,30 +69,7 @@ static void lower_dtype(qp_encoding enc, char *buf, size_t cap) {
 
 /* ---- SentencePiece model writer ---------------------------------------------------------- */
 
-typedef struct pbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} pbuf;
-
-static void pb_put(pbuf *b, const void *d, size_t n) {
-    if (b->oom) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *q = qp_realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-
-static void pb_varint(pbuf *b, uint64_t v) {
+static void pb_varint(qp_buf *b, uint64_t v) {
     uint8_t t[10];
     size_t k = 0;
     do {
@@ -100,18 +78,18 @@ static void pb_varint(pbuf *b, uint64_t v) {
         if (v) t[k] |= 0x80;
         k++;
     } while (v);
-    pb_put(b, t, k);
+    qp_buf_put(b, t, k);
 }
 
-static void pb_key(pbuf *b, unsigned field, unsigned wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
+static void pb_key(qp_buf *b, unsigned field, unsigned wire) { pb_varint(b, (uint64_t)field << 3 | wire); }
 
-static void pb_bytes(pbuf *b, unsigned field, const void *d, size_t n) {
+static void pb_bytes(qp_buf *b, unsigned field, const void *d, size_t n) {
     pb_key(b, field, 2);
     pb_varint(b, n);
-    pb_put(b, d, n);
+    qp_buf_put(b, d, n);
 }
 
-static void pb_int(pbuf *b, unsigned field, int64_t v) {
+static void pb_int(qp_buf *b, unsigned field, int64_t v) {
     pb_key(b, field, 0);
     pb_varint(b, (uint64_t)v);
 }
@@ -119,21 +97,21 @@ static void pb_int(pbuf *b, unsigned field, int64_t v) {
 qp_status qp_rdrr_spm_model_bytes(const qp_vocab *v, uint8_t **out, size_t *out_len, qp_err *e) {
     if (v->model != QP_TOK_SPM || v->n_tokens <= 0)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "tokenizer.model: the vocabulary is not SentencePiece");
-    pbuf b = {0}, piece = {0}, sub = {0};
+    qp_buf b = {0}, piece = {0}, sub = {0};
     bool byte_fallback = false;
     for (int64_t i = 0; i < v->n_tokens; i++) {
-        piece.n = 0;
+        qp_buf_clear(&piece);
         pb_bytes(&piece, 1, v->tokens[i], v->token_lens[i]);
         uint8_t f[4];
         qp_store_f32le(f, v->scores ? v->scores[i] : 0.0f);
         pb_key(&piece, 2, 5);
-        pb_put(&piece, f, 4);
+        qp_buf_put(&piece, f, 4);
         int32_t type = v->types ? v->types[i] : QP_TOKTYPE_NORMAL;
         if (type < 1 || type > 6) type = QP_TOKTYPE_NORMAL;
         if (type == QP_TOKTYPE_BYTE) byte_fallback = true;
         if (type != QP_TOKTYPE_NORMAL) pb_int(&piece, 3, type);
         if (piece.oom) break;
-        pb_bytes(&b, 1, piece.p, piece.n);
+        pb_bytes(&b, 1, piece.p, piece.len);
     }
     /* TrainerSpec: model_type BPE (2), byte_fallback, unk/bos/eos/pad ids. */
     pb_int(&sub, 3, 2);
@@ -142,22 +120,21 @@ qp_status qp_rdrr_spm_model_bytes(const qp_vocab *v, uint8_t **out, size_t *out_
     pb_int(&sub, 41, v->bos_id);
     pb_int(&sub, 42, v->eos_id);
     pb_int(&sub, 43, v->pad_id);
-    pb_bytes(&b, 2, sub.p, sub.n);
+    pb_bytes(&b, 2, sub.p, sub.len);
     /* NormalizerSpec: identity, add_dummy_prefix true, remove_extra_whitespaces false (Llama). */
-    sub.n = 0;
+    qp_buf_clear(&sub);
     pb_bytes(&sub, 1, "identity", 8);
     pb_int(&sub, 3, 1);
     pb_int(&sub, 4, 0);
-    pb_bytes(&b, 3, sub.p, sub.n);
+    pb_bytes(&b, 3, sub.p, sub.len);
     bool oom = b.oom || piece.oom || sub.oom;
-    qp_free(piece.p);
-    qp_free(sub.p);
+    qp_buf_free(&piece);
+    qp_buf_free(&sub);
     if (oom) {
-        qp_free(b.p);
+        qp_buf_free(&b);
         return qp_fail(e, QP_ERR_NOMEM, "tokenizer.model: out of memory");
     }
-    *out = b.p;
-    *out_len = b.n;
+    *out = qp_buf_take(&b, out_len);
     return QP_OK;
 }
 

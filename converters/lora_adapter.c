@@ -11,6 +11,7 @@
 
 #include "converters/convert_rdrr.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "quantpack/model.h"
 
 static const char *const k_modules[] = {"q_proj", "k_proj", "v_proj", "o_proj",
@@ -86,8 +87,7 @@ static int64_t base_eos(const char *base) {
         cJSON *j = cJSON_ParseWithLength(text, len);
         const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
         if (cJSON_IsArray(eos)) eos = cJSON_GetArrayItem(eos, 0);
-        if (cJSON_IsNumber(eos) && eos->valuedouble >= 0 && eos->valuedouble < 2147483647.0)
-            r = (int64_t)eos->valuedouble;
+        if (!qp_json_int(eos, 0, INT32_MAX - 1, &r)) r = -1;
         cJSON_Delete(j);
     }
     qp_free(text);
@@ -120,90 +120,105 @@ static bool add_architecture(cJSON *fields, const char *base, int64_t n_layers, 
     return cJSON_AddItemToObject(fields, "architecture", ar);
 }
 
-qp_status qp_lora_convert(const char *peft_dir, const char *out_dir, const qp_lora_opts *o,
-                          qp_lora_result *res, qp_err *e) {
-    static const qp_lora_opts k_default = {NULL, NULL, -1, {0}};
-    if (!o) o = &k_default;
-    char *cp = qp_path_join(peft_dir, "adapter_config.json");
-    char *wp = qp_path_join(peft_dir, "adapter_model.safetensors");
-    char *text = NULL, *wbytes = NULL;
-    size_t len = 0, wlen = 0;
-    cJSON *cfg = NULL, *fields = NULL, *standalone = NULL;
-    qp_model *m = NULL;
-    lora_t *lt = NULL;
-    qp_rdrr_writer *w = NULL;
-    float *f = NULL;
-    qp_status s = cp && wp ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", peft_dir);
-    if (s == QP_OK) s = qp_file_read_all(cp, (size_t)1 << 20, &text, &len, e);
-    if (s == QP_OK && !(cfg = cJSON_ParseWithLength(text, len)))
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", cp);
-    const cJSON *rj = cJSON_GetObjectItemCaseSensitive(cfg, "r");
-    const cJSON *aj = cJSON_GetObjectItemCaseSensitive(cfg, "lora_alpha");
-    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(cfg, "peft_type");
-    int64_t rank = 0;
-    double alpha = 0;
-    if (s == QP_OK) {
-        if (cJSON_IsString(pt) && strcmp(pt->valuestring, "LORA") != 0)
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: peft_type \"%s\" (only LORA)", cp, pt->valuestring);
-        else if (!cJSON_IsNumber(rj) || rj->valuedouble < 1 || rj->valuedouble > 1024 ||
-                 rj->valuedouble != (double)(int64_t)rj->valuedouble)
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" must be an integer 1..1024 (DOPPLER's range)", cp);
-        else if (!cJSON_IsNumber(aj) || !(aj->valuedouble >= 0.1) || aj->valuedouble > 1e9)
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"lora_alpha\" must be a number >= 0.1", cp);
-        else {
-            rank = (int64_t)rj->valuedouble;
-            alpha = aj->valuedouble;
-        }
-    }
-    if (s == QP_OK) s = qp_model_open(wp, NULL, &m, e);
-    if (s == QP_OK && m->format != QP_FORMAT_SAFETENSORS)
-        s = qp_fail(e, QP_ERR_FORMAT, "%s: not a safetensors file", wp);
-    if (s == QP_OK && m->n_tensors == 0) s = qp_fail(e, QP_ERR_CORRUPT, "%s: no tensors", wp);
-    if (s == QP_OK && !(lt = qp_calloc((size_t)m->n_tensors, sizeof *lt)))
-        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", wp);
-    bool used[N_MODULES] = {false};
-    long max_layer = -1;
-    int64_t in_dim = 1;
-    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
-        const qp_tensor *t = &m->tensors[i];
-        lora_t *x = &lt[i];
-        x->t = t;
-        const qp_encoding_traits *tr = qp_encoding_get(t->enc);
-        if (!parse_name(t->name, &x->layer, &x->module, &x->kind)) {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not layers.N.<module>.lora_A|B.weight "
-                                               "with module q/k/v/o/gate/up/down_proj", wp, t->name);
-        } else if (t->n_dims != 2 || !tr || !(tr->flags & QP_ENC_FLAG_FLOAT) || !tr->dequantize) {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' must be a 2-D float matrix", wp, t->name);
-        } else if ((x->kind == 0 && t->ne[1] != rank) || (x->kind == 1 && t->ne[0] != rank)) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' shape [%lld, %lld] does not have rank %lld "
-                                           "on the %s axis", wp, t->name, (long long)t->ne[1],
-                        (long long)t->ne[0], (long long)rank, x->kind == 0 ? "first" : "second");
-        }
-        if (s == QP_OK) {
-            used[x->module] = true;
-            if (x->kind == 0) in_dim = t->ne[0];
-            if (x->layer > max_layer) max_layer = x->layer;
-        }
-    }
-    if (s == QP_OK) qsort(lt, (size_t)m->n_tensors, sizeof *lt, cmp_lora);
-    for (int64_t i = 1; s == QP_OK && i < m->n_tensors; i++)
+/* One conversion: the PEFT folder's config and weights, checked and sorted. */
+typedef struct lora_conv {
+    const char *peft_dir;
+    char *cp, *wp;          /* adapter_config.json, adapter_model.safetensors */
+    cJSON *cfg;
+    int64_t rank;
+    double alpha;
+    qp_model *m;
+    lora_t *lt;             /* one per tensor, sorted by layer, module, A/B */
+    bool used[N_MODULES];   /* modules with at least one matrix */
+    long max_layer;
+    int64_t in_dim;         /* columns of lora_A: the base hidden size */
+} lora_conv;
+
+/* adapter_config.json: LORA, an integer rank 1..1024 and lora_alpha >= 0.1 (DOPPLER's ranges). */
+static qp_status read_config(lora_conv *c, qp_err *e) {
+    char *text = NULL;
+    size_t len = 0;
+    qp_status s = qp_file_read_all(c->cp, (size_t)1 << 20, &text, &len, e);
+    if (s == QP_OK && !(c->cfg = cJSON_ParseWithLength(text, len)))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", c->cp);
+    qp_free(text);
+    if (s != QP_OK) return s;
+    const cJSON *rj = cJSON_GetObjectItemCaseSensitive(c->cfg, "r");
+    const cJSON *aj = cJSON_GetObjectItemCaseSensitive(c->cfg, "lora_alpha");
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(c->cfg, "peft_type");
+    if (cJSON_IsString(pt) && strcmp(pt->valuestring, "LORA") != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: peft_type \"%s\" (only LORA)", c->cp,
+                       pt->valuestring);
+    if (!qp_json_int(rj, 1, 1024, &c->rank))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" must be an integer 1..1024 (DOPPLER's range)",
+                       c->cp);
+    if (!cJSON_IsNumber(aj) || !(aj->valuedouble >= 0.1) || aj->valuedouble > 1e9)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: \"lora_alpha\" must be a number >= 0.1", c->cp);
+    c->alpha = aj->valuedouble;
+    return QP_OK;
+}
+
+/* One weight: a layers.N.<module>.lora_A|B.weight name, a 2-D float matrix, the rank on the
+ * right axis. */
+static qp_status classify(lora_conv *c, const qp_tensor *t, lora_t *x, qp_err *e) {
+    x->t = t;
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (!parse_name(t->name, &x->layer, &x->module, &x->kind))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not layers.N.<module>.lora_A|B."
+                       "weight with module q/k/v/o/gate/up/down_proj", c->wp, t->name);
+    if (t->n_dims != 2 || !tr || !(tr->flags & QP_ENC_FLAG_FLOAT) || !tr->dequantize)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' must be a 2-D float matrix", c->wp,
+                       t->name);
+    if ((x->kind == 0 && t->ne[1] != c->rank) || (x->kind == 1 && t->ne[0] != c->rank))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' shape [%lld, %lld] does not have rank "
+                       "%lld on the %s axis", c->wp, t->name, (long long)t->ne[1],
+                       (long long)t->ne[0], (long long)c->rank, x->kind == 0 ? "first" : "second");
+    c->used[x->module] = true;
+    if (x->kind == 0) c->in_dim = t->ne[0];
+    if (x->layer > c->max_layer) c->max_layer = x->layer;
+    return QP_OK;
+}
+
+/* adapter_model.safetensors: every tensor classified, no matrix twice, every A with its B
+ * (DOPPLER refuses incomplete pairs). */
+static qp_status read_weights(lora_conv *c, qp_err *e) {
+    qp_status s = qp_model_open(c->wp, NULL, &c->m, e);
+    if (s != QP_OK) return s;
+    const qp_model *m = c->m;
+    if (m->format != QP_FORMAT_SAFETENSORS)
+        return qp_fail(e, QP_ERR_FORMAT, "%s: not a safetensors file", c->wp);
+    if (m->n_tensors == 0) return qp_fail(e, QP_ERR_CORRUPT, "%s: no tensors", c->wp);
+    if (!(c->lt = qp_calloc((size_t)m->n_tensors, sizeof *c->lt)))
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", c->wp);
+    for (int64_t i = 0; i < m->n_tensors; i++)
+        if ((s = classify(c, &m->tensors[i], &c->lt[i], e)) != QP_OK) return s;
+    const lora_t *lt = c->lt;
+    int64_t n = m->n_tensors;
+    qsort(c->lt, (size_t)n, sizeof *c->lt, cmp_lora);
+    for (int64_t i = 1; i < n; i++)
         if (cmp_lora(&lt[i - 1], &lt[i]) == 0)
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' and '%s' are the same LoRA matrix", wp,
-                        lt[i - 1].t->name, lt[i].t->name);
-    /* Every (layer, module) needs both A and B (DOPPLER refuses incomplete pairs). */
-    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
-        bool pair = lt[i].kind == 0 ? i + 1 < m->n_tensors && lt[i + 1].layer == lt[i].layer &&
-                                          lt[i + 1].module == lt[i].module
-                                    : i > 0 && lt[i - 1].layer == lt[i].layer && lt[i - 1].module == lt[i].module;
-        if (!pair) s = qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' has no lora_%c partner", wp, lt[i].t->name,
-                               lt[i].kind == 0 ? 'B' : 'A');
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' and '%s' are the same LoRA matrix", c->wp,
+                           lt[i - 1].t->name, lt[i].t->name);
+    for (int64_t i = 0; i < n; i++) {
+        const lora_t *y = lt[i].kind == 0 ? (i + 1 < n ? &lt[i + 1] : NULL)
+                                          : (i > 0 ? &lt[i - 1] : NULL);
+        if (!y || y->layer != lt[i].layer || y->module != lt[i].module)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' has no lora_%c partner", c->wp,
+                           lt[i].t->name, lt[i].kind == 0 ? 'B' : 'A');
     }
-    if (s == QP_OK) s = qp_rdrr_writer_open(out_dir, &o->w, &w, e);
-    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
-        const qp_tensor *t = lt[i].t;
+    return QP_OK;
+}
+
+/* The matrices as F32 RDRR tensors "layers.N.<module>.lora_a|b" in sorted order. */
+static qp_status write_matrices(const lora_conv *c, qp_rdrr_writer *w, qp_err *e) {
+    float *f = NULL;
+    qp_status s = QP_OK;
+    for (int64_t i = 0; s == QP_OK && i < c->m->n_tensors; i++) {
+        const qp_tensor *t = c->lt[i].t;
         char name[96];
-        snprintf(name, sizeof name, "layers.%ld.%s.lora_%c", lt[i].layer, k_modules[lt[i].module],
-                 lt[i].kind ? 'b' : 'a');
+        const lora_t *x = &c->lt[i];
+        snprintf(name, sizeof name, "layers.%ld.%s.lora_%c", x->layer, k_modules[x->module],
+                 x->kind ? 'b' : 'a');
         int64_t n = qp_tensor_nelements(t);
         int64_t shape[2] = {t->ne[1], t->ne[0]};
         qp_rdrr_tensor_info ti = {0};
@@ -213,102 +228,157 @@ qp_status qp_lora_convert(const char *peft_dir, const char *out_dir, const qp_lo
         ti.shape = shape;
         ti.size = (uint64_t)n * 4;
         ti.role = "other";
-        s = qp_rdrr_writer_begin_tensor(w, &ti, e);
+        if ((s = qp_rdrr_writer_begin_tensor(w, &ti, e)) != QP_OK) break;
         qp_free(f);
-        f = s == QP_OK ? qp_malloc((size_t)n * sizeof *f) : NULL;
-        if (s == QP_OK && !f) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", wp);
-        if (s == QP_OK) {
-            qp_encoding_get(t->enc)->dequantize(t->data, f, n);
-            for (int64_t k = 0; k < n; k++) qp_store_f32le((uint8_t *)&f[k], f[k]);
-            s = qp_rdrr_writer_write(w, f, (size_t)n * 4, e);
+        if (!(f = qp_malloc((size_t)n * sizeof *f))) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", c->wp);
+            break;
         }
+        qp_encoding_get(t->enc)->dequantize(t->data, f, n);
+        for (int64_t k = 0; k < n; k++) qp_store_f32le((uint8_t *)&f[k], f[k]);
+        s = qp_rdrr_writer_write(w, f, (size_t)n * 4, e);
     }
-    char nbuf[128], idbuf[128];
-    const char *name = o->name ? o->name : base_name(peft_dir, nbuf, sizeof nbuf);
-    const cJSON *bm = cJSON_GetObjectItemCaseSensitive(cfg, "base_model_name_or_path");
-    const char *base = o->base_model ? o->base_model
-                       : cJSON_IsString(bm) && bm->valuestring[0] ? bm->valuestring : "unknown";
-    int64_t eos = o->eos_token_id >= 0 ? o->eos_token_id : base_eos(base);
-    if (eos < 0) eos = 2;
+    qp_free(f);
+    return s;
+}
+
+/* Names the outputs carry: the adapter's name and id, its base model and the EOS id. */
+typedef struct lora_ident {
+    char nbuf[128], id[128];
+    const char *name, *base;
+    int64_t eos;
+} lora_ident;
+
+static void lora_identify(const lora_conv *c, const qp_lora_opts *o, lora_ident *d) {
+    d->name = o->name ? o->name : base_name(c->peft_dir, d->nbuf, sizeof d->nbuf);
+    const cJSON *bm = cJSON_GetObjectItemCaseSensitive(c->cfg, "base_model_name_or_path");
+    d->base = o->base_model ? o->base_model
+              : cJSON_IsString(bm) && bm->valuestring[0] ? bm->valuestring : "unknown";
+    d->eos = o->eos_token_id >= 0 ? o->eos_token_id : base_eos(d->base);
+    if (d->eos < 0) d->eos = 2;
     size_t k = 0;
-    for (const char *p = name; *p && k + 1 < sizeof idbuf; p++)
-        idbuf[k++] = isalnum((unsigned char)*p) || *p == '_' || *p == '-' ? *p : '-';
-    idbuf[k] = '\0';
-    const cJSON *dr = cJSON_GetObjectItemCaseSensitive(cfg, "lora_dropout");
-    /* The standalone manifest's weights: the PEFT file itself, byte for byte. */
-    uint8_t d[QP_SHA256_BYTES];
+    for (const char *p = d->name; *p && k + 1 < sizeof d->id; p++)
+        d->id[k++] = isalnum((unsigned char)*p) || *p == '_' || *p == '-' ? *p : '-';
+    d->id[k] = '\0';
+}
+
+static bool add_modules(cJSON *arr, const bool used[N_MODULES]) {
+    for (int i = 0; i < N_MODULES; i++)
+        if (used[i] && !cJSON_AddItemToArray(arr, cJSON_CreateString(k_modules[i]))) return false;
+    return true;
+}
+
+/* The RDRR manifest's adapter fields (rdrr.md "LoRA"). */
+static bool lora_fields(cJSON *fields, const lora_conv *c, const lora_ident *d) {
+    cJSON *inf = qp_rdrr_default_inference(), *lc, *tm;
+    bool ok = inf && cJSON_AddNumberToObject(fields, "version", 1) &&
+              cJSON_AddStringToObject(fields, "modelId", d->name) &&
+              cJSON_AddStringToObject(fields, "modelType", "lora") &&
+              cJSON_AddStringToObject(fields, "adapterType", "lora") &&
+              cJSON_AddStringToObject(fields, "baseModel", d->base) &&
+              cJSON_AddStringToObject(fields, "quantization", "F32") &&
+              cJSON_AddStringToObject(fields, "hashAlgorithm", "sha256") &&
+              cJSON_AddNumberToObject(fields, "eos_token_id", (double)d->eos);
+    if (!ok || !cJSON_AddItemToObject(fields, "inference", inf)) {
+        cJSON_Delete(inf);
+        return false;
+    }
+    const cJSON *dr = cJSON_GetObjectItemCaseSensitive(c->cfg, "lora_dropout");
+    return add_architecture(fields, d->base, c->max_layer + 1, c->in_dim) &&
+           (lc = cJSON_AddObjectToObject(fields, "loraConfig")) &&
+           cJSON_AddNumberToObject(lc, "rank", (double)c->rank) &&
+           cJSON_AddNumberToObject(lc, "alpha", c->alpha) &&
+           cJSON_AddNumberToObject(lc, "scale", c->alpha / (double)c->rank) &&
+           (tm = cJSON_AddArrayToObject(lc, "targetModules")) && add_modules(tm, c->used) &&
+           (!cJSON_IsNumber(dr) || cJSON_AddNumberToObject(lc, "dropout", dr->valuedouble));
+}
+
+/* DOPPLER's standalone adapter manifest: the PEFT file itself as the weights. */
+static bool lora_standalone(cJSON *sa, const lora_conv *c, const lora_ident *d, const char *hex,
+                            size_t wlen) {
+    cJSON *tm, *md;
+    return cJSON_AddStringToObject(sa, "id", d->id) &&
+           cJSON_AddStringToObject(sa, "name", d->name) &&
+           cJSON_AddStringToObject(sa, "version", "1.0.0") &&
+           cJSON_AddStringToObject(sa, "baseModel", d->base) &&
+           cJSON_AddNumberToObject(sa, "rank", (double)c->rank) &&
+           cJSON_AddNumberToObject(sa, "alpha", c->alpha) &&
+           (tm = cJSON_AddArrayToObject(sa, "targetModules")) && add_modules(tm, c->used) &&
+           cJSON_AddStringToObject(sa, "checksum", hex) &&
+           cJSON_AddStringToObject(sa, "checksumAlgorithm", "sha256") &&
+           cJSON_AddStringToObject(sa, "weightsFormat", "safetensors") &&
+           cJSON_AddStringToObject(sa, "weightsPath", "adapter_model.safetensors") &&
+           cJSON_AddNumberToObject(sa, "weightsSize", (double)wlen) &&
+           (md = cJSON_AddObjectToObject(sa, "metadata")) &&
+           cJSON_AddStringToObject(md, "source", "peft") &&
+           cJSON_AddStringToObject(md, "rdrrManifest", "manifest.json");
+}
+
+/* adapter_model.safetensors byte for byte and the standalone manifest beside it. */
+static qp_status write_standalone(const lora_conv *c, const lora_ident *d, qp_rdrr_writer *w,
+                                  const char *out_dir, qp_err *e) {
+    char *wbytes = NULL;
+    size_t wlen = 0;
+    uint8_t digest[QP_SHA256_BYTES];
     char hex[QP_SHA256_HEX];
-    if (s == QP_OK) s = qp_file_read_all(wp, (size_t)4 << 30, &wbytes, &wlen, e);
-    if (s == QP_OK) s = qp_sha256_once(wbytes, wlen, d, e);
+    qp_status s = qp_file_read_all(c->wp, (size_t)4 << 30, &wbytes, &wlen, e);
+    if (s == QP_OK) s = qp_sha256_once(wbytes, wlen, digest, e);
     if (s == QP_OK) s = qp_rdrr_writer_add_file(w, "adapter_model.safetensors", wbytes, wlen, e);
-    if (s == QP_OK) {
-        qp_hex_encode(d, sizeof d, hex);
-        fields = cJSON_CreateObject();
-        standalone = cJSON_CreateObject();
-        cJSON *lc = NULL, *tm = NULL, *tm2 = NULL, *md = NULL, *inf = qp_rdrr_default_inference();
-        bool ok = fields && standalone && inf && cJSON_AddNumberToObject(fields, "version", 1) &&
-                  cJSON_AddStringToObject(fields, "modelId", name) &&
-                  cJSON_AddStringToObject(fields, "modelType", "lora") &&
-                  cJSON_AddStringToObject(fields, "adapterType", "lora") &&
-                  cJSON_AddStringToObject(fields, "baseModel", base) &&
-                  cJSON_AddStringToObject(fields, "quantization", "F32") &&
-                  cJSON_AddStringToObject(fields, "hashAlgorithm", "sha256") &&
-                  cJSON_AddNumberToObject(fields, "eos_token_id", (double)eos) &&
-                  cJSON_AddItemToObject(fields, "inference", inf) &&
-                  add_architecture(fields, base, max_layer + 1, in_dim) &&
-                  (lc = cJSON_AddObjectToObject(fields, "loraConfig")) &&
-                  cJSON_AddNumberToObject(lc, "rank", (double)rank) &&
-                  cJSON_AddNumberToObject(lc, "alpha", alpha) &&
-                  cJSON_AddNumberToObject(lc, "scale", alpha / (double)rank) &&
-                  (tm = cJSON_AddArrayToObject(lc, "targetModules")) &&
-                  (!cJSON_IsNumber(dr) || cJSON_AddNumberToObject(lc, "dropout", dr->valuedouble)) &&
-                  cJSON_AddStringToObject(standalone, "id", idbuf) &&
-                  cJSON_AddStringToObject(standalone, "name", name) &&
-                  cJSON_AddStringToObject(standalone, "version", "1.0.0") &&
-                  cJSON_AddStringToObject(standalone, "baseModel", base) &&
-                  cJSON_AddNumberToObject(standalone, "rank", (double)rank) &&
-                  cJSON_AddNumberToObject(standalone, "alpha", alpha) &&
-                  (tm2 = cJSON_AddArrayToObject(standalone, "targetModules")) &&
-                  cJSON_AddStringToObject(standalone, "checksum", hex) &&
-                  cJSON_AddStringToObject(standalone, "checksumAlgorithm", "sha256") &&
-                  cJSON_AddStringToObject(standalone, "weightsFormat", "safetensors") &&
-                  cJSON_AddStringToObject(standalone, "weightsPath", "adapter_model.safetensors") &&
-                  cJSON_AddNumberToObject(standalone, "weightsSize", (double)wlen) &&
-                  (md = cJSON_AddObjectToObject(standalone, "metadata")) &&
-                  cJSON_AddStringToObject(md, "source", "peft") &&
-                  cJSON_AddStringToObject(md, "rdrrManifest", "manifest.json");
-        if (!ok && inf && !cJSON_GetObjectItemCaseSensitive(fields, "inference")) cJSON_Delete(inf);
-        for (int i = 0; ok && i < N_MODULES; i++)
-            if (used[i])
-                ok = cJSON_AddItemToArray(tm, cJSON_CreateString(k_modules[i])) &&
-                     cJSON_AddItemToArray(tm2, cJSON_CreateString(k_modules[i]));
-        char *st = ok ? cJSON_Print(standalone) : NULL;
-        if (!st) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
-        else s = qp_rdrr_writer_add_file(w, QP_LORA_STANDALONE_FILE, st, strlen(st), e);
-        if (st) cJSON_free(st);
+    qp_free(wbytes);
+    if (s != QP_OK) return s;
+    qp_hex_encode(digest, sizeof digest, hex);
+    cJSON *sa = cJSON_CreateObject();
+    char *text = sa && lora_standalone(sa, c, d, hex, wlen) ? cJSON_Print(sa) : NULL;
+    cJSON_Delete(sa);
+    if (!text) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
+    s = qp_rdrr_writer_add_file(w, QP_LORA_STANDALONE_FILE, text, strlen(text), e);
+    cJSON_free(text);
+    return s;
+}
+
+qp_status qp_lora_convert(const char *peft_dir, const char *out_dir, const qp_lora_opts *o,
+                          qp_lora_result *res, qp_err *e) {
+    static const qp_lora_opts k_default = {NULL, NULL, -1, {0}};
+    if (!o) o = &k_default;
+    lora_conv c = {.peft_dir = peft_dir, .max_layer = -1, .in_dim = 1};
+    c.cp = qp_path_join(peft_dir, "adapter_config.json");
+    c.wp = qp_path_join(peft_dir, "adapter_model.safetensors");
+    qp_rdrr_writer *w = NULL;
+    cJSON *fields = NULL;
+    qp_status s;
+    if (!c.cp || !c.wp) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", peft_dir);
+        goto done;
     }
-    if (s == QP_OK) {
-        qp_rdrr_writer *ww = w;
-        w = NULL;
-        s = qp_rdrr_writer_finish(ww, fields, e);
-        fields = NULL;
+    if ((s = read_config(&c, e)) != QP_OK || (s = read_weights(&c, e)) != QP_OK ||
+        (s = qp_rdrr_writer_open(out_dir, &o->w, &w, e)) != QP_OK ||
+        (s = write_matrices(&c, w, e)) != QP_OK)
+        goto done;
+    lora_ident d;
+    lora_identify(&c, o, &d);
+    if ((s = write_standalone(&c, &d, w, out_dir, e)) != QP_OK) goto done;
+    fields = cJSON_CreateObject();
+    if (!fields || !lora_fields(fields, &c, &d)) {
+        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
+        goto done;
     }
+    qp_rdrr_writer *ww = w;
+    w = NULL;
+    s = qp_rdrr_writer_finish(ww, fields, e);
+    fields = NULL;
     if (s == QP_OK && res) {
-        res->n_tensors = m->n_tensors;
-        res->rank = rank;
-        res->alpha = alpha;
-        res->n_layers = max_layer + 1;
+        res->n_tensors = c.m->n_tensors;
+        res->rank = c.rank;
+        res->alpha = c.alpha;
+        res->n_layers = c.max_layer + 1;
     }
+done:
     qp_rdrr_writer_abort(w);
     cJSON_Delete(fields);
-    cJSON_Delete(standalone);
-    cJSON_Delete(cfg);
-    qp_model_close(m);
-    qp_free(f);
-    qp_free(lt);
-    qp_free(text);
-    qp_free(wbytes);
-    qp_free(cp);
-    qp_free(wp);
+    cJSON_Delete(c.cfg);
+    qp_model_close(c.m);
+    qp_free(c.lt);
+    qp_free(c.cp);
+    qp_free(c.wp);
     return s;
 }

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+#include "core/json.h"
+#include "core/utf8.h"
+#include "readers/safetensors_format.h"
 #include "quantpack/core.h"
 
 size_t qp_trillim_dtype_size(uint8_t dtype) {
@@ -36,23 +40,6 @@ void qp_trillim_manifest_free(qp_trillim_manifest *m) {
 }
 
 /* ---- parse ------------------------------------------------------------------------------------ */
-
-static bool valid_utf8(const uint8_t *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        uint8_t c = s[i];
-        size_t k;
-        if (c < 0x80) k = 0;
-        else if (c >= 0xC2 && c <= 0xDF) k = 1;
-        else if ((c & 0xF0) == 0xE0) k = 2;
-        else if (c >= 0xF0 && c <= 0xF4) k = 3;
-        else return false;
-        if (k > n - i - 1) return false;
-        for (size_t j = 1; j <= k; j++)
-            if ((s[i + j] & 0xC0) != 0x80) return false;
-        i += k + 1;
-    }
-    return true;
-}
 
 static bool is_float_dtype(uint8_t d) {
     return d == QP_TRILLIM_F32 || d == QP_TRILLIM_F16 || d == QP_TRILLIM_BF16;
@@ -177,7 +164,7 @@ qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard path %u at offset %zu: truncated", file, i, at);
             goto fail;
         }
-        if (pl == 0 || memchr(p, 0, pl) || !valid_utf8(p, pl)) {
+        if (pl == 0 || memchr(p, 0, pl) || !qp_utf8_valid(p, pl)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard path %u at offset %zu: %s", file, i, at,
                         pl == 0 ? "empty path" : memchr(p, 0, pl) ? "contains a NUL byte"
                                                                  : "not valid UTF-8");
@@ -332,94 +319,65 @@ qp_status qp_trillim_manifest_check_shards(const qp_trillim_manifest *m, const u
 
 /* ---- serialize --------------------------------------------------------------------------------- */
 
-typedef struct bbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} bbuf;
-
-static uint8_t *bb_grow(bbuf *b, size_t k) {
-    if (b->oom) return NULL;
-    if (b->n + k > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1024;
-        while (nc < b->n + k) nc *= 2;
-        uint8_t *q = qp_realloc(b->p, nc);
-        if (!q) {
-            b->oom = true;
-            return NULL;
-        }
-        b->p = q;
-        b->cap = nc;
-    }
-    uint8_t *r = b->p + b->n;
-    b->n += k;
-    return r;
-}
-static void bb_u8(bbuf *b, uint8_t v) { uint8_t *p = bb_grow(b, 1); if (p) p[0] = v; }
-static void bb_u16(bbuf *b, uint16_t v) { uint8_t *p = bb_grow(b, 2); if (p) qp_store_u16le(p, v); }
-static void bb_u32(bbuf *b, uint32_t v) { uint8_t *p = bb_grow(b, 4); if (p) qp_store_u32le(p, v); }
-static void bb_u64(bbuf *b, uint64_t v) { uint8_t *p = bb_grow(b, 8); if (p) qp_store_u64le(p, v); }
-static void bb_mat(bbuf *b, const qp_trillim_lora_mat *x) {
-    bb_u8(b, x->dtype);
-    bb_u32(b, x->rows);
-    bb_u32(b, x->cols);
-    bb_u16(b, x->shard);
-    bb_u64(b, x->offset);
-    bb_u64(b, x->size);
+static void put_lora_mat(qp_buf *b, const qp_trillim_lora_mat *x) {
+    qp_buf_u8(b, x->dtype);
+    qp_buf_u32le(b, x->rows);
+    qp_buf_u32le(b, x->cols);
+    qp_buf_u16le(b, x->shard);
+    qp_buf_u64le(b, x->offset);
+    qp_buf_u64le(b, x->size);
 }
 
 qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
                                         qp_err *e) {
-    bbuf b = {0};
-    bb_u16(&b, m->n_shards);
+    qp_buf b = {0};
+    qp_buf_u16le(&b, m->n_shards);
     for (uint32_t i = 0; i < m->n_shards; i++) {
         size_t pl = strlen(m->shards[i]);
         if (pl > 65535) {
-            qp_free(b.p);
+            qp_buf_free(&b);
             return qp_fail(e, QP_ERR_LIMIT, "shard path %u is %zu bytes (at most 65535)", i, pl);
         }
-        bb_u16(&b, (uint16_t)pl);
-        uint8_t *p = bb_grow(&b, pl);
-        if (p) memcpy(p, m->shards[i], pl);
+        qp_buf_u16le(&b, (uint16_t)pl);
+        qp_buf_put(&b, m->shards[i], pl);
     }
-    bb_u32(&b, m->n_entries);
+    qp_buf_u32le(&b, m->n_entries);
     for (uint32_t i = 0; i < m->n_entries; i++) {
         const qp_trillim_entry *t = &m->entries[i];
-        bb_u8(&b, t->action);
-        bb_u8(&b, t->dtype);
-        bb_u32(&b, t->rows);
-        bb_u32(&b, t->cols);
-        bb_u32(&b, t->padded_rows);
-        bb_u32(&b, t->padded_cols);
-        bb_u16(&b, t->shard);
-        bb_u64(&b, t->data_offset);
-        bb_u64(&b, t->data_size);
-        bb_u8(&b, t->has_scale);
-        bb_u16(&b, t->scale_shard);
-        bb_u64(&b, t->scale_offset);
-        bb_u64(&b, t->scale_size);
+        qp_buf_u8(&b, t->action);
+        qp_buf_u8(&b, t->dtype);
+        qp_buf_u32le(&b, t->rows);
+        qp_buf_u32le(&b, t->cols);
+        qp_buf_u32le(&b, t->padded_rows);
+        qp_buf_u32le(&b, t->padded_cols);
+        qp_buf_u16le(&b, t->shard);
+        qp_buf_u64le(&b, t->data_offset);
+        qp_buf_u64le(&b, t->data_size);
+        qp_buf_u8(&b, t->has_scale);
+        qp_buf_u16le(&b, t->scale_shard);
+        qp_buf_u64le(&b, t->scale_offset);
+        qp_buf_u64le(&b, t->scale_size);
     }
     if (m->has_lora) {
-        bb_u32(&b, m->lora_layers);
-        bb_u32(&b, m->lora_targets);
+        qp_buf_u32le(&b, m->lora_layers);
+        qp_buf_u32le(&b, m->lora_targets);
         uint64_t u;
         memcpy(&u, &m->lora_scale, 8);
-        bb_u64(&b, u);
+        qp_buf_u64le(&b, u);
         for (uint32_t i = 0; i < m->lora_layers * m->lora_targets; i++) {
             const qp_trillim_lora_slot *sl = &m->lora[i];
-            bb_u8(&b, sl->present ? 1 : 0);
+            qp_buf_u8(&b, sl->present ? 1 : 0);
             if (sl->present) {
-                bb_mat(&b, &sl->a);
-                bb_mat(&b, &sl->b);
+                put_lora_mat(&b, &sl->a);
+                put_lora_mat(&b, &sl->b);
             }
         }
     }
     if (b.oom) {
-        qp_free(b.p);
+        qp_buf_free(&b);
         return qp_fail(e, QP_ERR_NOMEM, "out of memory serializing the manifest");
     }
-    *out = b.p;
-    *len = b.n;
+    *out = qp_buf_take(&b, len);
     return QP_OK;
 }
 
@@ -496,41 +454,15 @@ static void st_list_free(st_list *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* The header of one safetensors file, through the reader's parser (readers/safetensors_format.h). */
 static qp_status read_st_header(const char *path, cJSON **out, uint64_t *data_start, qp_err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return qp_fail(e, QP_ERR_IO, "%s: cannot open", path);
-    uint8_t h8[8];
-    if (fread(h8, 1, 8, f) != 8) {
-        fclose(f);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: shorter than 8 bytes", path);
-    }
-    uint64_t hl = qp_load_u64le(h8);
-    if (hl == 0 || hl > 100000000u) {
-        fclose(f);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header length %llu out of range", path,
-                       (unsigned long long)hl);
-    }
-    char *js = qp_malloc((size_t)hl + 1);
-    if (!js) {
-        fclose(f);
-        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(js, 1, (size_t)hl, f);
-    fclose(f);
-    if (got != hl) {
-        qp_free(js);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated header", path);
-    }
-    js[hl] = '\0';
-    cJSON *j = cJSON_ParseWithLength(js, (size_t)hl);
-    qp_free(js);
-    if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header is not a JSON object", path);
-    }
-    *out = j;
-    *data_start = 8 + hl;
-    return QP_OK;
+    qp_mapped_file f = {0};
+    qp_status s = qp_file_map(path, &f, e);
+    size_t ds = 0;
+    if (s == QP_OK) s = qp_st_header_parse(f.data, f.size, path, out, &ds, e);
+    qp_file_unmap(&f);
+    if (s == QP_OK) *data_start = ds;
+    return s;
 }
 
 static int st_list_find(const st_list *l, const char *path) {
@@ -576,30 +508,22 @@ static qp_status dtype_code(const char *file, const char *key, const char *dt, u
                    key, dt ? dt : "(none)");
 }
 
-/* One tensor of a header: dtype, shape (up to 2 dims read), begin/end. */
+/* One tensor of a header: dtype, shape (outermost first, up to QP_ST_MAX_DIMS), begin/end. */
 static qp_status tensor_info(const st_shard *sh, const char *key, uint8_t *dt, int64_t *shape,
                              int *nd, uint64_t *begin, uint64_t *end, qp_err *e) {
-    cJSON *t = cJSON_GetObjectItemCaseSensitive(sh->header, key);
-    cJSON *d = t ? cJSON_GetObjectItemCaseSensitive(t, "dtype") : NULL;
-    cJSON *s = t ? cJSON_GetObjectItemCaseSensitive(t, "shape") : NULL;
-    cJSON *o = t ? cJSON_GetObjectItemCaseSensitive(t, "data_offsets") : NULL;
-    if (!t || !cJSON_IsString(d) || !cJSON_IsArray(s) || !cJSON_IsArray(o) ||
-        cJSON_GetArraySize(o) != 2 || cJSON_GetArraySize(s) > 8)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': malformed header entry", sh->path, key);
-    qp_status st = dtype_code(sh->path, key, d->valuestring, dt, e);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(sh->header, key);
+    if (!t) return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': not in the header", sh->path, key);
+    qp_st_entry en;
+    qp_status st = qp_st_entry_parse(t, sh->path, (size_t)sh->data_start, &en, e);
+    if (st == QP_OK) st = dtype_code(sh->path, key, en.dtype, dt, e);
     if (st != QP_OK) return st;
-    *nd = cJSON_GetArraySize(s);
-    for (int i = 0; i < *nd; i++) {
-        cJSON *v = cJSON_GetArrayItem(s, i);
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4294967295.0)
+    for (int i = 0; i < en.n_dims; i++)
+        if (en.shape[i] > (int64_t)UINT32_MAX)
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad shape", sh->path, key);
-        shape[i] = (int64_t)v->valuedouble;
-    }
-    double b = cJSON_GetArrayItem(o, 0)->valuedouble, en = cJSON_GetArrayItem(o, 1)->valuedouble;
-    if (!(b >= 0 && en >= b && en < 9.0e15))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad data_offsets", sh->path, key);
-    *begin = (uint64_t)b;
-    *end = (uint64_t)en;
+    memcpy(shape, en.shape, (size_t)en.n_dims * sizeof *shape);
+    *nd = en.n_dims;
+    *begin = en.begin;
+    *end = en.end;
     return QP_OK;
 }
 
@@ -687,9 +611,17 @@ static bool any_contains(const name_list *l, const char *sub) {
     return false;
 }
 
-static int64_t jint(cJSON *cfg, const char *key, int64_t dflt) {
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+/* An integer of config.json: absent or null -> dflt; anything but an integer in the int32 range
+ * is refused (range checks of the values follow). */
+static qp_status cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t dflt,
+                         int64_t *out, qp_err *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = dflt;
+        return QP_OK;
+    }
+    if (qp_json_int(v, INT32_MIN, INT32_MAX, out)) return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not an integer", file, key, qp_json_kind(v));
 }
 
 qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e) {
@@ -717,20 +649,23 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     c->activation = bitnet ? 0 : 1;
     c->attn_sub_norm = bitnet && (any_contains(&names, "attn_sub_norm") || any_contains(&names, "inner_attn_ln"));
     c->ffn_sub_norm = bitnet && (any_contains(&names, "ffn_sub_norm") || any_contains(&names, "ffn_layernorm"));
-    c->hidden_orig = jint(cfg, "hidden_size", 2560);
-    c->intermediate_orig = jint(cfg, "intermediate_size", 6912);
-    c->n_layers = jint(cfg, "num_hidden_layers", 30);
-    c->n_heads = jint(cfg, "num_attention_heads", 20);
-    c->n_kv_heads = jint(cfg, "num_key_value_heads", c->n_heads);
-    c->vocab = jint(cfg, "vocab_size", 128256);
+    if ((s = cfg_int(cfg, cfg_path, "hidden_size", 2560, &c->hidden_orig, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "intermediate_size", 6912, &c->intermediate_orig, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "num_hidden_layers", 30, &c->n_layers, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "num_attention_heads", 20, &c->n_heads, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "num_key_value_heads", c->n_heads, &c->n_kv_heads, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "vocab_size", 128256, &c->vocab, e)) != QP_OK)
+        goto done;
     if (c->n_heads <= 0 || c->hidden_orig <= 0 || c->intermediate_orig <= 0 || c->n_layers <= 0 ||
         c->n_kv_heads <= 0 || c->vocab <= 0 || c->hidden_orig > (1 << 24) ||
         c->intermediate_orig > (1 << 24)) {
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: dimensions out of range", cfg_path);
         goto done;
     }
-    c->head_dim = jint(cfg, "head_dim", c->hidden_orig / c->n_heads);
-    c->max_pos = jint(cfg, "max_position_embeddings", 4096);
+    int64_t head_dim = c->hidden_orig / c->n_heads;
+    if ((s = cfg_int(cfg, cfg_path, "head_dim", head_dim, &c->head_dim, e)) != QP_OK ||
+        (s = cfg_int(cfg, cfg_path, "max_position_embeddings", 4096, &c->max_pos, e)) != QP_OK)
+        goto done;
     c->hidden = (c->hidden_orig + 127) / 128 * 128;
     c->intermediate = (c->intermediate_orig + 127) / 128 * 128;
     cJSON *eps = cJSON_GetObjectItemCaseSensitive(cfg, "rms_norm_eps");
@@ -766,9 +701,11 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     cJSON *eos = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token_id");
     if (cJSON_IsArray(eos)) {
         cJSON *it;
-        cJSON_ArrayForEach(it, eos) if (cJSON_IsNumber(it) && ne < 64) eos_all[ne++] = (int64_t)it->valuedouble;
+        cJSON_ArrayForEach(it, eos) {
+            if (ne < 64 && qp_json_int(it, INT32_MIN, INT32_MAX, &eos_all[ne])) ne++;
+        }
     } else if (cJSON_IsNumber(eos)) {
-        eos_all[ne++] = (int64_t)eos->valuedouble;
+        if (qp_json_int(eos, INT32_MIN, INT32_MAX, &eos_all[ne])) ne++;
     } else if (!eos) {
         eos_all[ne++] = 128009;
     }
@@ -785,10 +722,10 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
             cJSON_ArrayForEach(it, added) {
                 cJSON *ct = cJSON_GetObjectItemCaseSensitive(it, "content");
                 cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-                if (!cJSON_IsString(ct) || !cJSON_IsNumber(id)) continue;
+                int64_t idv;
+                if (!cJSON_IsString(ct) || !qp_json_int(id, INT32_MIN, INT32_MAX, &idv)) continue;
                 for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
-                    if (strcmp(ct->valuestring, stops[k]) == 0 && ne < 64)
-                        eos_all[ne++] = (int64_t)id->valuedouble;
+                    if (strcmp(ct->valuestring, stops[k]) == 0 && ne < 64) eos_all[ne++] = idv;
             }
         cJSON_Delete(tj);
     }
@@ -916,12 +853,12 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
         s = e ? e->status : QP_ERR_CORRUPT;
         goto done;
     }
-    cJSON *r = cJSON_GetObjectItemCaseSensitive(ac, "r");
-    if (!cJSON_IsNumber(r) || r->valuedouble < 1 || r->valuedouble > 65536) {
+    int64_t r;
+    if (!qp_json_get_int(ac, "r", 1, 65536, &r)) {
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", cfgp);
         goto done;
     }
-    double rank = (double)(int64_t)r->valuedouble;
+    double rank = (double)r;
     cJSON *al = cJSON_GetObjectItemCaseSensitive(ac, "lora_alpha");
     double alpha = cJSON_IsNumber(al) ? al->valuedouble : rank;
     cJSON *rs = cJSON_GetObjectItemCaseSensitive(ac, "use_rslora");
@@ -957,7 +894,7 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
             qp_trillim_lora_mat *mats[2] = {&sl->a, &sl->b};
             for (int ab = 0; ab < 2; ab++) {
                 uint8_t dt;
-                int64_t shape[8] = {0};
+                int64_t shape[QP_ST_MAX_DIMS] = {0};
                 int nd;
                 uint64_t b, en;
                 if ((s = tensor_info(sh, keys[ab], &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
@@ -991,209 +928,218 @@ qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err
     if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
     cJSON *j = read_json(p, e);
     qp_status s = QP_OK;
-    cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "r") : NULL;
+    int64_t r;
     if (!j) s = e ? e->status : QP_ERR_IO;
-    else if (!cJSON_IsNumber(r) || r->valuedouble < 1 || r->valuedouble > 65536)
+    else if (!qp_json_get_int(j, "r", 1, 65536, &r))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", p);
-    else *rank = (int64_t)r->valuedouble;
+    else *rank = r;
     cJSON_Delete(j);
     qp_free(p);
     return s;
 }
 
-qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
-                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
-    st_list shards = {0};
-    cJSON *index = NULL;
-    item *items = NULL;
-    int n_items = 0, cap_items = 0;
-    char **files = NULL;
-    int n_files = 0;
-    qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
-    char *single = qp_path_join(model_dir, "model.safetensors");
-    char *index_path = qp_path_join(model_dir, "model.safetensors.index.json");
+/* State of one manifest build: the shard headers read so far and the tensors in SDK order. */
+typedef struct manifest_build {
+    const char *model_dir;
+    const qp_trillim_config *c;
+    st_list shards;
+    cJSON *index;       /* model.safetensors.index.json when the model is sharded */
+    const cJSON *wm;    /* its weight_map (scale tensors are looked up there) */
+    item *items;
+    int n_items, cap_items;
+} manifest_build;
+
+/* The shards of an index (get_sharded_files): its sorted unique file names, each a plain name
+ * in the model folder. */
+static qp_status list_index_shards(manifest_build *b, const char *index_path, qp_err *e) {
+    if (!(b->index = read_json(index_path, e))) return e ? e->status : QP_ERR_CORRUPT;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(b->index, "weight_map");
+    if (!cJSON_IsObject(wm)) return qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map object", index_path);
+    b->wm = wm;
+    int n = cJSON_GetArraySize(wm), n_files = 0;
+    char **files = qp_calloc((size_t)(n ? n : 1), sizeof *files);
+    if (!files) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
     qp_status s = QP_OK;
-    cJSON *wm = NULL;
-    if (!m || !single || !index_path) {
-        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-        goto done;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, wm) {
+        if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%s' is not a file name in the "
+                        "model folder", index_path, it->string ? it->string : "?");
+            break;
+        }
+        bool dup = false;
+        for (int i = 0; i < n_files; i++) dup |= strcmp(files[i], it->valuestring) == 0;
+        if (!dup) files[n_files++] = it->valuestring;
     }
-    /* get_sharded_files: the single file wins; else the index's sorted unique shard names */
-    if (qp_path_exists(single)) {
+    if (s == QP_OK) qsort(files, (size_t)n_files, sizeof *files, str_cmp);
+    for (int i = 0; i < n_files && s == QP_OK; i++) {
+        char *p = qp_path_join(b->model_dir, files[i]);
         int idx;
-        if ((s = st_list_add(&shards, single, &idx, e)) != QP_OK) goto done;
-    } else if (qp_path_exists(index_path)) {
-        if (!(index = read_json(index_path, e))) {
-            s = e ? e->status : QP_ERR_CORRUPT;
-            goto done;
-        }
-        wm = cJSON_GetObjectItemCaseSensitive(index, "weight_map");
-        if (!cJSON_IsObject(wm)) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map object", index_path);
-            goto done;
-        }
-        int n = cJSON_GetArraySize(wm);
-        files = qp_calloc((size_t)(n ? n : 1), sizeof *files);
-        if (!files) {
-            s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        cJSON *it;
-        cJSON_ArrayForEach(it, wm) {
-            if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
-                s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%s' is not a file name in the "
-                            "model folder", index_path, it->string ? it->string : "?");
-                goto done;
-            }
-            bool dup = false;
-            for (int i = 0; i < n_files; i++) dup |= strcmp(files[i], it->valuestring) == 0;
-            if (!dup) files[n_files++] = it->valuestring;
-        }
-        qsort(files, (size_t)n_files, sizeof *files, str_cmp);
-        for (int i = 0; i < n_files; i++) {
-            char *p = qp_path_join(model_dir, files[i]);
-            int idx;
-            if (!p) {
-                s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            s = st_list_add(&shards, p, &idx, e);
-            qp_free(p);
-            if (s != QP_OK) goto done;
-        }
-    } else {
-        s = qp_fail(e, QP_ERR_IO, "No model.safetensors or model.safetensors.index.json found in %s",
-                    model_dir);
-        goto done;
+        s = p ? st_list_add(&b->shards, p, &idx, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_free(p);
     }
-    int n_model_shards = shards.n;
-    /* tensors in header order, shard by shard */
+    qp_free(files);
+    return s;
+}
+
+/* The model's shards: model.safetensors wins; else the index's. */
+static qp_status list_model_shards(manifest_build *b, qp_err *e) {
+    char *single = qp_path_join(b->model_dir, "model.safetensors");
+    char *index_path = qp_path_join(b->model_dir, "model.safetensors.index.json");
+    qp_status s = QP_OK;
+    int idx;
+    if (!single || !index_path) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    else if (qp_path_exists(single)) s = st_list_add(&b->shards, single, &idx, e);
+    else if (qp_path_exists(index_path)) s = list_index_shards(b, index_path, e);
+    else s = qp_fail(e, QP_ERR_IO, "No model.safetensors or model.safetensors.index.json found in %s",
+                     b->model_dir);
+    qp_free(single);
+    qp_free(index_path);
+    return s;
+}
+
+/* The tensors to quantize, in header order shard by shard, then sorted by the SDK's key. */
+static qp_status collect_items(manifest_build *b, int n_model_shards, qp_err *e) {
     for (int si = 0; si < n_model_shards; si++) {
-        cJSON *it;
-        cJSON_ArrayForEach(it, shards.v[si].header) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, b->shards.v[si].header) {
             const char *key = it->string;
             if (!key || strcmp(key, "__metadata__") == 0) continue;
             if (strstr(key, "rotary_emb") || strstr(key, "inv_freq")) continue;
-            if (c->tie_embeddings && strstr(key, "lm_head")) continue;
+            if (b->c->tie_embeddings && strstr(key, "lm_head")) continue;
             if (ends_with(key, "_scale")) continue;
-            if (n_items == cap_items) {
-                int nc = cap_items ? cap_items * 2 : 64;
-                item *ni = qp_realloc(items, (size_t)nc * sizeof *ni);
-                if (!ni) {
-                    s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-                    goto done;
-                }
-                items = ni;
-                cap_items = nc;
+            if (b->n_items == b->cap_items) {
+                int nc = b->cap_items ? b->cap_items * 2 : 64;
+                item *ni = qp_realloc(b->items, (size_t)nc * sizeof *ni);
+                if (!ni) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+                b->items = ni;
+                b->cap_items = nc;
             }
-            item *x = &items[n_items];
+            item *x = &b->items[b->n_items];
             x->key = key;
             x->shard = si;
-            x->seq = n_items;
-            sort_key(x, c);
-            n_items++;
+            x->seq = b->n_items;
+            sort_key(x, b->c);
+            b->n_items++;
         }
     }
-    qsort(items, (size_t)n_items, sizeof *items, item_cmp);
-    m->entries = qp_calloc((size_t)(n_items ? n_items : 1), sizeof *m->entries);
+    qsort(b->items, (size_t)b->n_items, sizeof *b->items, item_cmp);
+    return QP_OK;
+}
+
+/* The "<key>_scale" tensor of a pre-quantized (I8/U8) weight: in the shard the index names,
+ * else in the weight's own shard; absent is fine (has_scale stays 0). */
+static qp_status find_scale(manifest_build *b, const item *x, qp_trillim_entry *t, qp_err *e) {
+    char skey[512];
+    snprintf(skey, sizeof skey, "%s_scale", x->key);
+    int sidx = x->shard;
+    const cJSON *f = b->wm ? cJSON_GetObjectItemCaseSensitive(b->wm, skey) : NULL;
+    if (cJSON_IsString(f)) {
+        char *p = qp_path_join(b->model_dir, f->valuestring);
+        qp_status s = p ? st_list_add(&b->shards, p, &sidx, e)
+                        : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_free(p);
+        if (s != QP_OK) return s;
+    }
+    const st_shard *ssh = &b->shards.v[sidx];
+    if (!cJSON_GetObjectItemCaseSensitive(ssh->header, skey)) return QP_OK;
+    uint8_t sdt;
+    int64_t sshape[QP_ST_MAX_DIMS];
+    int snd;
+    uint64_t sb, se;
+    qp_status s = tensor_info(ssh, skey, &sdt, sshape, &snd, &sb, &se, e);
+    if (s != QP_OK) return s;
+    t->has_scale = 1;
+    t->scale_shard = (uint16_t)sidx;
+    t->scale_offset = ssh->data_start + sb;
+    t->scale_size = se - sb;
+    return QP_OK;
+}
+
+/* One manifest entry: shape (padded as the SDK pads), where the bytes are, and the action. */
+static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *t, qp_err *e) {
+    const qp_trillim_config *c = b->c;
+    const st_shard *sh = &b->shards.v[x->shard];
+    uint8_t dt;
+    int64_t shape[QP_ST_MAX_DIMS] = {0};
+    int nd;
+    uint64_t begin, end;
+    qp_status s = tensor_info(sh, x->key, &dt, shape, &nd, &begin, &end, e);
+    if (s != QP_OK) return s;
+    int64_t row = nd >= 1 ? shape[0] : 1, col = nd >= 2 ? shape[1] : 1;
+    if (row <= 0 || col <= 0 || row > (1 << 24) || col > (1 << 24))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path,
+                       x->key);
+    bool is_1d = col == 1;
+    bool is_embed = strstr(x->key, "embed_tokens") && !strstr(x->key, "lm_head");
+    bool is_head = strstr(x->key, "lm_head") != NULL;
+    bool quant = !(is_1d || is_embed || is_head);
+    bool padded = false;
+    uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
+    int64_t padded_shape[QP_ST_MAX_DIMS];
+    for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
+    if (padded) {
+        pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
+        pc = nd >= 2 ? (uint32_t)padded_shape[1] : 1;
+    }
+    t->dtype = dt;
+    t->rows = (uint32_t)row;
+    t->cols = (uint32_t)col;
+    t->padded_rows = pr;
+    t->padded_cols = pc;
+    t->shard = (uint16_t)x->shard;
+    t->data_offset = sh->data_start + begin;
+    t->data_size = end - begin;
+    if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
+    else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
+    else if (quant)
+        t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
+                                                                 : QP_TRILLIM_TERNARY_QUANTIZE;
+    else t->action = QP_TRILLIM_BF16_RAW;
+    return t->action == QP_TRILLIM_REPACK_TERNARY ? find_scale(b, x, t, e) : QP_OK;
+}
+
+/* The shard paths move from the build into the manifest. */
+static qp_status take_shards(manifest_build *b, qp_trillim_manifest *m, qp_err *e) {
+    st_list *l = &b->shards;
+    if (l->n > QP_TRILLIM_MAX_SHARDS)
+        return qp_fail(e, QP_ERR_LIMIT, "%d shard files (at most %d)", l->n, QP_TRILLIM_MAX_SHARDS);
+    m->shards = qp_calloc((size_t)l->n, sizeof *m->shards);
+    if (!m->shards) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < l->n; i++) {
+        m->shards[i] = l->v[i].path;
+        l->v[i].path = NULL;
+        m->n_shards = (uint16_t)(i + 1);
+    }
+    return QP_OK;
+}
+
+qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
+                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
+    manifest_build b = {.model_dir = model_dir, .c = c};
+    qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
+    qp_status s;
+    if (!m) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((s = list_model_shards(&b, e)) != QP_OK) goto done;
+    if ((s = collect_items(&b, b.shards.n, e)) != QP_OK) goto done;
+    m->entries = qp_calloc((size_t)(b.n_items ? b.n_items : 1), sizeof *m->entries);
     if (!m->entries) {
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < n_items; i++) {
-        const item *x = &items[i];
-        const st_shard *sh = &shards.v[x->shard];
-        uint8_t dt;
-        int64_t shape[8] = {0};
-        int nd;
-        uint64_t b, en;
-        if ((s = tensor_info(sh, x->key, &dt, shape, &nd, &b, &en, e)) != QP_OK) goto done;
-        int64_t row = nd >= 1 ? shape[0] : 1, col = nd >= 2 ? shape[1] : 1;
-        if (row <= 0 || col <= 0 || row > (1 << 24) || col > (1 << 24)) {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path, x->key);
-            goto done;
-        }
-        bool is_1d = col == 1;
-        bool is_embed = strstr(x->key, "embed_tokens") && !strstr(x->key, "lm_head");
-        bool is_head = strstr(x->key, "lm_head") != NULL;
-        bool quant = !(is_1d || is_embed || is_head);
-        bool padded = false;
-        uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
-        int64_t padded_shape[8];
-        for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
-        if (padded) {
-            pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
-            pc = nd >= 2 ? (uint32_t)padded_shape[1] : 1;
-        }
-        qp_trillim_entry *t = &m->entries[i];
-        t->dtype = dt;
-        t->rows = (uint32_t)row;
-        t->cols = (uint32_t)col;
-        t->padded_rows = pr;
-        t->padded_cols = pc;
-        t->shard = (uint16_t)x->shard;
-        t->data_offset = sh->data_start + b;
-        t->data_size = en - b;
-        if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
-        else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
-        else if (quant)
-            t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
-                                                                     : QP_TRILLIM_TERNARY_QUANTIZE;
-        else t->action = QP_TRILLIM_BF16_RAW;
-        if (t->action == QP_TRILLIM_REPACK_TERNARY) {
-            char skey[512];
-            snprintf(skey, sizeof skey, "%s_scale", x->key);
-            int sidx = x->shard;
-            if (wm) {
-                cJSON *f = cJSON_GetObjectItemCaseSensitive(wm, skey);
-                if (cJSON_IsString(f)) {
-                    char *p = qp_path_join(model_dir, f->valuestring);
-                    if (!p) {
-                        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-                        goto done;
-                    }
-                    s = st_list_add(&shards, p, &sidx, e);
-                    qp_free(p);
-                    if (s != QP_OK) goto done;
-                }
-            }
-            const st_shard *ssh = &shards.v[sidx];
-            if (cJSON_GetObjectItemCaseSensitive(ssh->header, skey)) {
-                uint8_t sdt;
-                int64_t sshape[8];
-                int snd;
-                uint64_t sb, se;
-                if ((s = tensor_info(ssh, skey, &sdt, sshape, &snd, &sb, &se, e)) != QP_OK) goto done;
-                t->has_scale = 1;
-                t->scale_shard = (uint16_t)sidx;
-                t->scale_offset = ssh->data_start + sb;
-                t->scale_size = se - sb;
-            }
-        }
+    for (int i = 0; i < b.n_items; i++) {
+        if ((s = plan_entry(&b, &b.items[i], &m->entries[i], e)) != QP_OK) goto done;
         m->n_entries = (uint32_t)(i + 1);
     }
-    if (adapter_dir && (s = build_lora(adapter_dir, c, &shards, m, e)) != QP_OK) goto done;
-    if (shards.n > QP_TRILLIM_MAX_SHARDS) {
-        s = qp_fail(e, QP_ERR_LIMIT, "%d shard files (at most %d)", shards.n, QP_TRILLIM_MAX_SHARDS);
-        goto done;
-    }
-    m->shards = qp_calloc((size_t)shards.n, sizeof *m->shards);
-    if (!m->shards) {
-        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (int i = 0; i < shards.n; i++) {
-        m->shards[i] = shards.v[i].path;
-        shards.v[i].path = NULL;
-        m->n_shards = (uint16_t)(i + 1);
-    }
+    if (adapter_dir && (s = build_lora(adapter_dir, c, &b.shards, m, e)) != QP_OK) goto done;
+    s = take_shards(&b, m, e);
 done:
-    st_list_free(&shards);
-    cJSON_Delete(index);
-    qp_free(items);
-    qp_free(files);
-    qp_free(single);
-    qp_free(index_path);
+    st_list_free(&b.shards);
+    cJSON_Delete(b.index);
+    qp_free(b.items);
     if (s != QP_OK) {
         qp_trillim_manifest_free(m);
         return s;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/sticky.h"
 #include "quantpack/core.h"
 
 #define QP_OUTFILE_BUF ((size_t)1 << 20)
@@ -177,32 +178,23 @@ static bool write_all(int fd, const uint8_t *p, size_t n, int *err) {
     return true;
 }
 
-/* Records the first failure in f->err and copies it to e. */
-static qp_status outfile_error(qp_outfile *f, qp_err *e) {
-    return qp_fail(e, f->err.status, "%s", f->err.msg);
-}
-
 static qp_status outfile_flush(qp_outfile *f, qp_err *e) {
-    if (f->err.status != QP_OK) return outfile_error(f, e);
+    if (f->err.status != QP_OK) return qp_sticky_check(&f->err, e);
     if (f->buf_len == 0) return QP_OK;
     int err = 0;
-    if (!write_all(f->fd, f->buf, f->buf_len, &err)) {
-        qp_fail(&f->err, QP_ERR_IO, "%s: write failed at byte %llu: %s", f->path,
-                (unsigned long long)(f->written - f->buf_len), strerror(err));
-        return outfile_error(f, e);
-    }
+    if (!write_all(f->fd, f->buf, f->buf_len, &err))
+        return qp_sticky_fail(&f->err, e, QP_ERR_IO, "%s: write failed at byte %llu: %s", f->path,
+                              (unsigned long long)(f->written - f->buf_len), strerror(err));
     f->buf_len = 0;
     return QP_OK;
 }
 
 qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e) {
     if (!f) return qp_fail(e, QP_ERR_ARG, "qp_outfile_write: no file");
-    if (f->err.status != QP_OK) return outfile_error(f, e);
+    if (f->err.status != QP_OK) return qp_sticky_check(&f->err, e);
     if (n == 0) return QP_OK;
-    if (!data) {
-        qp_fail(&f->err, QP_ERR_ARG, "%s: write of %zu bytes from NULL", f->path, n);
-        return outfile_error(f, e);
-    }
+    if (!data)
+        return qp_sticky_fail(&f->err, e, QP_ERR_ARG, "%s: write of %zu bytes from NULL", f->path, n);
     const uint8_t *p = data;
     if (f->buf_len + n <= QP_OUTFILE_BUF) {
         memcpy(f->buf + f->buf_len, p, n);
@@ -219,21 +211,17 @@ qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e)
         return QP_OK;
     }
     int err = 0;
-    if (!write_all(f->fd, p, n, &err)) {
-        qp_fail(&f->err, QP_ERR_IO, "%s: write failed at byte %llu: %s", f->path,
-                (unsigned long long)f->written, strerror(err));
-        return outfile_error(f, e);
-    }
+    if (!write_all(f->fd, p, n, &err))
+        return qp_sticky_fail(&f->err, e, QP_ERR_IO, "%s: write failed at byte %llu: %s", f->path,
+                              (unsigned long long)f->written, strerror(err));
     f->written += n;
     return QP_OK;
 }
 
 qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e) {
     if (!f) return qp_fail(e, QP_ERR_ARG, "qp_outfile_pad: no file");
-    if (alignment == 0) {
-        qp_fail(&f->err, QP_ERR_ARG, "%s: padding to an alignment of 0", f->path);
-        return outfile_error(f, e);
-    }
+    if (alignment == 0)
+        return qp_sticky_fail(&f->err, e, QP_ERR_ARG, "%s: padding to an alignment of 0", f->path);
     static const uint8_t zeros[256];
     size_t need = (size_t)((alignment - f->written % alignment) % alignment);
     while (need > 0) {
@@ -242,7 +230,7 @@ qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e) {
         if (s != QP_OK) return s;
         need -= k;
     }
-    return f->err.status == QP_OK ? QP_OK : outfile_error(f, e);
+    return qp_sticky_check(&f->err, e);
 }
 
 uint64_t qp_outfile_tell(const qp_outfile *f) { return f ? f->written : 0; }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/model_internal.h"
 #include "readers/bullet_format.h"
 
@@ -148,16 +149,6 @@ static qp_status meta_str_array(rd *r, const char *key, const cJSON *arr, int64_
     return QP_OK;
 }
 
-/* Optional integer extension key from the JSON parse; false when absent. */
-static bool json_int(const rd *r, const char *key, int64_t lo, int64_t hi, int64_t *out) {
-    const cJSON *it = r->root ? cJSON_GetObjectItemCaseSensitive(r->root, key) : NULL;
-    if (!cJSON_IsNumber(it)) return false;
-    double v = it->valuedouble;
-    if (!(v >= (double)lo && v <= (double)hi) || v != (double)(int64_t)v) return false;
-    *out = (int64_t)v;
-    return true;
-}
-
 static const char *json_string(const rd *r, const char *key) {
     const cJSON *it = r->root ? cJSON_GetObjectItemCaseSensitive(r->root, key) : NULL;
     return cJSON_IsString(it) ? it->valuestring : NULL;
@@ -276,11 +267,11 @@ static qp_status read_tokenizer(rd *r, uint64_t start, uint64_t limit, int64_t v
         snprintf(v->pre, sizeof v->pre, "default");
     }
     int64_t id;
-    if (json_int(r, "bos_id", -1, (int64_t)n - 1, &id)) v->bos_id = (int32_t)id;
-    if (json_int(r, "eos_id", -1, (int64_t)n - 1, &id)) v->eos_id = (int32_t)id;
-    if (json_int(r, "unk_id", -1, (int64_t)n - 1, &id)) v->unk_id = (int32_t)id;
-    if (json_int(r, "pad_id", -1, (int64_t)n - 1, &id)) v->pad_id = (int32_t)id;
-    v->add_bos = json_int(r, "add_bos", 0, 1, &id) && id == 1;
+    if (qp_json_get_int(r->root, "bos_id", -1, (int64_t)n - 1, &id)) v->bos_id = (int32_t)id;
+    if (qp_json_get_int(r->root, "eos_id", -1, (int64_t)n - 1, &id)) v->eos_id = (int32_t)id;
+    if (qp_json_get_int(r->root, "unk_id", -1, (int64_t)n - 1, &id)) v->unk_id = (int32_t)id;
+    if (qp_json_get_int(r->root, "pad_id", -1, (int64_t)n - 1, &id)) v->pad_id = (int32_t)id;
+    v->add_bos = qp_json_get_int(r->root, "add_bos", 0, 1, &id) && id == 1;
     const char *tt = json_string(r, "token_types");
     if (tt) {
         v->types = qp_arena_alloc(a, (size_t)n * sizeof *v->types);
@@ -599,11 +590,11 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
         (s = meta_i32(&r, "bullet.max_context", ctx)) != QP_OK)
         goto done;
     int64_t ffm = 4, theta = 10000, v64;
-    if (json_int(&r, "ff_multiplier", 1, 64, &v64)) {
+    if (qp_json_get_int(r.root, "ff_multiplier", 1, 64, &v64)) {
         ffm = v64;
         if ((s = meta_i32(&r, "bullet.ff_multiplier", v64)) != QP_OK) goto done;
     }
-    if (json_int(&r, "rope_theta", 1, QP_BULLET_INT_MAX, &v64)) {
+    if (qp_json_get_int(r.root, "rope_theta", 1, QP_BULLET_INT_MAX, &v64)) {
         theta = v64;
         if ((s = meta_i32(&r, "bullet.rope_theta", v64)) != QP_OK) goto done;
     }

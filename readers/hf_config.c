@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json.h"
+
 /* ---- small JSON helpers ------------------------------------------------------------------- */
 
 /* Byte offset of a cJSON parse failure, for messages. */
@@ -32,43 +34,24 @@ static cJSON *parse_json(const char *text, size_t len, const char *file, qp_err 
     return root;
 }
 
-/* cJSON keeps duplicate keys silently; HF's serde readers do not accept them either. */
-static qp_status check_dup_keys(const cJSON *obj, const char *file, const char *what, qp_err *e) {
-    qp_strmap seen = {0};
-    qp_status s = QP_OK;
-    for (const cJSON *it = obj ? obj->child : NULL; it; it = it->next) {
-        const char *k = it->string ? it->string : "";
-        int r = qp_strmap_put(&seen, k, strlen(k), 0);
-        if (r < 0) {
-            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-            break;
-        }
-        if (r == 0) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate key '%.200s' in %s", file, k, what);
-            break;
-        }
-    }
-    qp_strmap_free(&seen);
-    return s;
-}
-
 /* Non-negative integer no larger than max. Absent or null -> *present = false. */
 static qp_status get_uint(const cJSON *obj, const char *key, int64_t max, const char *file,
                           int64_t *out, bool *present, qp_err *e) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     *present = false;
     if (!it || cJSON_IsNull(it)) return QP_OK;
-    if (!cJSON_IsNumber(it))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not a number", file, key);
-    double d = it->valuedouble;
-    if (!(d >= 0)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is negative (%g)", file, key, d);
-    if (d != floor(d)) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is not an integer (%g)", file, key, d);
-    if (d > (double)max)
+    int64_t v;
+    if (qp_json_int(it, 0, max, &v)) {
+        *out = v;
+        *present = true;
+        return QP_OK;
+    }
+    double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+    if (d > (double)max && d == floor(d))
         return qp_fail(e, QP_ERR_LIMIT, "%s: '%s' = %.0f exceeds the limit %lld", file, key, d,
                        (long long)max);
-    *out = (int64_t)d;
-    *present = true;
-    return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not a non-negative integer", file, key,
+                   qp_json_kind(it));
 }
 
 static qp_status get_float(const cJSON *obj, const char *key, const char *file, double *out,
@@ -138,13 +121,13 @@ static qp_status config_meta(qp_model *m, const cJSON *root, const char *file, q
         } else if (cJSON_IsNumber(it)) {
             qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
             if (!md) return e ? e->status : QP_ERR_NOMEM;
-            double d = it->valuedouble;
-            if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+            int64_t i;
+            if (qp_json_int(it, INT64_MIN, INT64_MAX, &i)) {
                 md->type = QP_META_I64;
-                md->v.i = (int64_t)d;
+                md->v.i = i;
             } else {
                 md->type = QP_META_F64;
-                md->v.f = d;
+                md->v.f = it->valuedouble;
             }
         } else {
             char *txt = cJSON_PrintUnformatted(it);
@@ -180,11 +163,11 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
     if (!raw) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
     int i = 0;
     for (const cJSON *x = it->child; x; x = x->next, i++) {
-        double d = cJSON_IsNumber(x) ? x->valuedouble : -1;
-        if (!(d >= 0) || d != floor(d) || d > (double)INT32_MAX)
+        int64_t id;
+        if (!qp_json_int(x, 0, INT32_MAX, &id))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s'[%d] is not a valid token id", file, key, i);
-        qp_store_u32le(raw + 4 * i, (uint32_t)d);
-        if (i == 0) *out = (int32_t)d;
+        qp_store_u32le(raw + 4 * i, (uint32_t)id);
+        if (i == 0) *out = (int32_t)id;
     }
     char mk[64];
     snprintf(mk, sizeof mk, "hf.%ss", key);
@@ -201,7 +184,7 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
     cJSON *root = parse_json(text, len, file, e);
     if (!root) return e ? e->status : QP_ERR_CORRUPT;
-    qp_status s = check_dup_keys(root, file, "the top-level object", e);
+    qp_status s = qp_json_unique_keys(root, file, "the top-level object", e);
     qp_arch *a = &m->arch;
     const char *arch0 = NULL, *model_type = get_str(root, "model_type");
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -314,11 +297,17 @@ typedef struct tok_build {
     qp_model *m;
     const char *file;
     qp_arena *arena;
+    /* parts of tokenizer.json (borrowed from its parse) */
+    const cJSON *model, *vocab, *merges, *added; /* added: NULL when absent or null */
+    const char *unk_text;                        /* model.unk_token */
+    bool wordpiece, spm;                         /* else byte-level BPE */
+    /* the table being built (arena arrays) */
     int64_t n;
     char **tokens;
     uint32_t *lens;
     int32_t *types;
-    qp_strmap ids; /* token text -> id; keys are the arena copies */
+    float *scores;  /* SentencePiece-style BPE only */
+    qp_strmap ids;  /* token text -> id; keys are the arena copies */
 } tok_build;
 
 /* Recognised pre-tokenizer regexes (as llama.cpp names the pre-tokenizer). */
@@ -383,16 +372,14 @@ static bool looks_special(const char *t) {
 
 static qp_status tok_id(const cJSON *idv, const char *file, const char *what, const char *tok,
                         int64_t *out, qp_err *e) {
+    if (qp_json_int(idv, 0, QP_HF_MAX_TOKENS - 1, out)) return QP_OK;
     if (!cJSON_IsNumber(idv))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has no integer id", file, what, tok);
     double d = idv->valuedouble;
-    if (!(d >= 0) || d != floor(d))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has an invalid id %g", file, what, tok, d);
-    if (d >= (double)QP_HF_MAX_TOKENS)
+    if (d >= (double)QP_HF_MAX_TOKENS && d == floor(d))
         return qp_fail(e, QP_ERR_LIMIT, "%s: %s token '%.80s' has id %.0f (limit %lld)", file, what, tok,
                        d, (long long)QP_HF_MAX_TOKENS);
-    *out = (int64_t)d;
-    return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: %s token '%.80s' has an invalid id %g", file, what, tok, d);
 }
 
 static qp_status set_token(tok_build *tb, int64_t id, const char *text, int32_t type, qp_err *e) {
@@ -518,205 +505,260 @@ static qp_status read_merges(tok_build *tb, const cJSON *merges, bool spm, float
     return QP_OK;
 }
 
-qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
-                                const char *config_text, size_t config_len, qp_err *e) {
-    qp_vocab *v = &m->vocab;
-    cJSON *root = parse_json(text, len, file, e), *cfg = NULL;
-    if (!root) return e ? e->status : QP_ERR_CORRUPT;
-    tok_build tb = {.m = m, .file = file, .arena = qp_model_arena(m)};
-    qp_status s = check_dup_keys(root, file, "the top-level object", e);
+/* The parts of tokenizer.json: model (BPE or WordPiece) with its vocab and merges, added_tokens. */
+static qp_status tok_sections(tok_build *tb, const cJSON *root, qp_err *e) {
+    const char *file = tb->file;
+    qp_status s = qp_json_unique_keys(root, file, "the top-level object", e);
+    if (s != QP_OK) return s;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (s == QP_OK && !cJSON_IsObject(model))
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'model' is missing or not an object", file);
-    if (s == QP_OK) s = check_dup_keys(model, file, "'model'", e);
-    const char *type = s == QP_OK ? get_str(model, "type") : NULL;
-    const cJSON *vocab = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(model, "vocab") : NULL;
-    const cJSON *merges = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(model, "merges") : NULL;
-    if (s == QP_OK && !type) type = merges ? "BPE" : "(none)";
-    bool wordpiece = type && strcmp(type, "WordPiece") == 0;
-    if (s == QP_OK && strcmp(type, "BPE") != 0 && !wordpiece)
-        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tokenizer model type '%.40s' is not handled (BPE and "
-                                           "WordPiece are)", file, type);
-    if (s == QP_OK && !cJSON_IsObject(vocab))
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab is missing or not an object", file);
-    if (s == QP_OK) s = check_dup_keys(vocab, file, "model.vocab", e);
-    const cJSON *added = s == QP_OK ? cJSON_GetObjectItemCaseSensitive(root, "added_tokens") : NULL;
-    if (s == QP_OK && added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'added_tokens' is not a list", file);
+    if (!cJSON_IsObject(model))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: 'model' is missing or not an object", file);
+    if ((s = qp_json_unique_keys(model, file, "'model'", e)) != QP_OK) return s;
+    const char *type = get_str(model, "type");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    if (!type) type = merges ? "BPE" : "(none)";
+    bool wordpiece = strcmp(type, "WordPiece") == 0;
+    if (strcmp(type, "BPE") != 0 && !wordpiece)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tokenizer model type '%.40s' is not handled (BPE and "
+                                              "WordPiece are)", file, type);
+    if (!cJSON_IsObject(vocab))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab is missing or not an object", file);
+    if ((s = qp_json_unique_keys(vocab, file, "model.vocab", e)) != QP_OK) return s;
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: 'added_tokens' is not a list", file);
+    tb->model = model;
+    tb->vocab = vocab;
+    tb->merges = merges;
+    tb->added = cJSON_IsArray(added) ? added : NULL;
+    tb->wordpiece = wordpiece;
+    tb->unk_text = get_str(model, "unk_token");
+    return QP_OK;
+}
 
-    /* the tokenizer kind */
+/* The tokenizer kind (WordPiece, SentencePiece-style BPE with byte fallback, byte-level BPE)
+ * and llama.cpp's pre-tokenizer name from the pre_tokenizer / decoder components. */
+static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
+    qp_model *m = tb->m;
+    qp_vocab *v = &m->vocab;
     tok_hints h = {0};
     bool byte_fallback = false, have;
-    if (s == QP_OK) s = get_bool(model, "byte_fallback", file, &byte_fallback, &have, e);
-    if (s == QP_OK) {
-        scan_component(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &h, 0);
-        scan_component(cJSON_GetObjectItemCaseSensitive(root, "decoder"), &h, 0);
-    }
+    qp_status s = get_bool(tb->model, "byte_fallback", tb->file, &byte_fallback, &have, e);
+    if (s != QP_OK) return s;
+    scan_component(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &h, 0);
+    scan_component(cJSON_GetObjectItemCaseSensitive(root, "decoder"), &h, 0);
+    bool wordpiece = tb->wordpiece;
     bool spm = !wordpiece && (byte_fallback || h.metaspace || h.byte_fallback_decoder);
-    if (s == QP_OK) {
-        v->model = wordpiece ? QP_TOK_WPM : spm ? QP_TOK_SPM : QP_TOK_BPE;
-        snprintf(v->pre, sizeof v->pre, "default");
-        if (!wordpiece && !spm && !h.byte_level)
-            qp_model_add_problem(m, "%s: BPE without a ByteLevel or Metaspace component; read as "
-                                    "byte-level BPE", file);
-        if (!spm && !wordpiece) {
-            const char *re = h.regex;
-            if (!re && h.use_regex_default) re = k_pre_regexes[2].regex;
-            for (size_t i = 0; re && i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++)
-                if (strcmp(re, k_pre_regexes[i].regex) == 0)
-                    snprintf(v->pre, sizeof v->pre, "%s", k_pre_regexes[i].pre);
-        }
-        if (h.regex) s = qp_model_meta_str(m, "tokenizer.hf.pre_regex", h.regex, strlen(h.regex), e);
+    tb->spm = spm;
+    v->model = wordpiece ? QP_TOK_WPM : spm ? QP_TOK_SPM : QP_TOK_BPE;
+    snprintf(v->pre, sizeof v->pre, "default");
+    if (!wordpiece && !spm && !h.byte_level)
+        qp_model_add_problem(m, "%s: BPE without a ByteLevel or Metaspace component; read as "
+                                "byte-level BPE", tb->file);
+    if (!spm && !wordpiece) {
+        const char *re = h.regex;
+        if (!re && h.use_regex_default) re = k_pre_regexes[2].regex;
+        for (size_t i = 0; re && i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++)
+            if (strcmp(re, k_pre_regexes[i].regex) == 0)
+                snprintf(v->pre, sizeof v->pre, "%s", k_pre_regexes[i].pre);
     }
+    if (h.regex) return qp_model_meta_str(m, "tokenizer.hf.pre_regex", h.regex, strlen(h.regex), e);
+    return QP_OK;
+}
 
-    /* ids: the largest id decides the table size */
+/* Checks every id of model.vocab and added_tokens; the largest decides the table size. */
+static qp_status tok_alloc(tok_build *tb, qp_err *e) {
+    const char *file = tb->file;
     int64_t max_id = -1, id;
-    for (const cJSON *x = s == QP_OK ? vocab->child : NULL; x && s == QP_OK; x = x->next) {
-        s = tok_id(x, file, "vocab", x->string ? x->string : "", &id, e);
-        if (s == QP_OK && id > max_id) max_id = id;
+    for (const cJSON *x = tb->vocab->child; x; x = x->next) {
+        qp_status s = tok_id(x, file, "vocab", x->string ? x->string : "", &id, e);
+        if (s != QP_OK) return s;
+        if (id > max_id) max_id = id;
     }
-    for (const cJSON *x = s == QP_OK && added ? added->child : NULL; x && s == QP_OK; x = x->next) {
+    for (const cJSON *x = tb->added ? tb->added->child : NULL; x; x = x->next) {
         const char *content = cJSON_IsObject(x) ? get_str(x, "content") : NULL;
-        if (!content) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: an added_tokens entry has no string 'content'", file);
-            break;
-        }
-        s = tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), file, "added", content, &id, e);
-        if (s == QP_OK && id > max_id) max_id = id;
+        if (!content)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: an added_tokens entry has no string 'content'", file);
+        qp_status s = tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), file, "added", content, &id, e);
+        if (s != QP_OK) return s;
+        if (id > max_id) max_id = id;
     }
-    if (s == QP_OK && max_id < 0) s = qp_fail(e, QP_ERR_CORRUPT, "%s: the vocabulary is empty", file);
+    if (max_id < 0) return qp_fail(e, QP_ERR_CORRUPT, "%s: the vocabulary is empty", file);
+    tb->n = max_id + 1;
+    size_t n = (size_t)tb->n;
+    tb->tokens = qp_arena_alloc(tb->arena, n * sizeof(char *));
+    tb->lens = qp_arena_alloc(tb->arena, n * sizeof(uint32_t));
+    tb->types = qp_arena_alloc(tb->arena, n * sizeof(int32_t));
+    if (tb->spm) tb->scores = qp_arena_alloc(tb->arena, n * sizeof(float));
+    if (!tb->tokens || !tb->lens || !tb->types || (tb->spm && !tb->scores))
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for %lld tokens", file, (long long)tb->n);
+    return QP_OK;
+}
 
-    float *scores = NULL;
-    if (s == QP_OK) {
-        tb.n = max_id + 1;
-        size_t n = (size_t)tb.n;
-        tb.tokens = qp_arena_alloc(tb.arena, n * sizeof(char *));
-        tb.lens = qp_arena_alloc(tb.arena, n * sizeof(uint32_t));
-        tb.types = qp_arena_alloc(tb.arena, n * sizeof(int32_t));
-        if (spm) scores = qp_arena_alloc(tb.arena, n * sizeof(float));
-        if (!tb.tokens || !tb.lens || !tb.types || (spm && !scores))
-            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for %lld tokens", file, (long long)tb.n);
-    }
-    const char *unk_text = s == QP_OK ? get_str(model, "unk_token") : NULL;
-    for (const cJSON *x = s == QP_OK ? vocab->child : NULL; x && s == QP_OK; x = x->next) {
-        tok_id(x, file, "vocab", x->string, &id, NULL);
-        if (tb.tokens[id]) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: tokens '%.80s' and '%.80s' share id %lld in model.vocab",
-                        file, tb.tokens[id], x->string, (long long)id);
-            break;
-        }
+/* model.vocab entries (ids checked by tok_alloc): two texts on one id are refused. */
+static qp_status tok_fill_vocab(tok_build *tb, qp_err *e) {
+    for (const cJSON *x = tb->vocab->child; x; x = x->next) {
+        int64_t id = 0;
+        tok_id(x, tb->file, "vocab", x->string, &id, NULL);
+        if (tb->tokens[id])
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tokens '%.80s' and '%.80s' share id %lld in "
+                                              "model.vocab", tb->file, tb->tokens[id], x->string,
+                           (long long)id);
         int32_t ty = QP_TOKTYPE_NORMAL;
-        size_t kl = strlen(x->string);
-        if (spm && is_byte_token(x->string, kl)) ty = QP_TOKTYPE_BYTE;
-        if (unk_text && strcmp(unk_text, x->string) == 0) ty = QP_TOKTYPE_UNKNOWN;
-        s = set_token(&tb, id, x->string, ty, e);
+        if (tb->spm && is_byte_token(x->string, strlen(x->string))) ty = QP_TOKTYPE_BYTE;
+        if (tb->unk_text && strcmp(tb->unk_text, x->string) == 0) ty = QP_TOKTYPE_UNKNOWN;
+        qp_status s = set_token(tb, id, x->string, ty, e);
+        if (s != QP_OK) return s;
     }
+    return QP_OK;
+}
+
+/* added_tokens: their type always; their text where it differs (a problem counts those). */
+static qp_status tok_fill_added(tok_build *tb, qp_err *e) {
     int64_t replaced = 0;
-    for (const cJSON *x = s == QP_OK && added ? added->child : NULL; x && s == QP_OK; x = x->next) {
+    for (const cJSON *x = tb->added ? tb->added->child : NULL; x; x = x->next) {
         const char *content = get_str(x, "content");
-        tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), file, "added", content, &id, NULL);
+        int64_t id = 0;
+        tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), tb->file, "added", content, &id, NULL);
         bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "special")) ||
                        looks_special(content);
         int32_t ty = special ? QP_TOKTYPE_CONTROL : QP_TOKTYPE_USER_DEFINED;
-        if (tb.tokens[id] && strcmp(tb.tokens[id], content) == 0) {
-            tb.types[id] = ty; /* as llama.cpp: added_tokens decide the type, even of <unk> */
+        if (tb->tokens[id] && strcmp(tb->tokens[id], content) == 0) {
+            tb->types[id] = ty; /* as llama.cpp: added_tokens decide the type, even of <unk> */
             continue;
         }
-        if (tb.tokens[id]) replaced++;
-        s = set_token(&tb, id, content, ty, e);
+        if (tb->tokens[id]) replaced++;
+        qp_status s = set_token(tb, id, content, ty, e);
+        if (s != QP_OK) return s;
     }
-    if (s == QP_OK && replaced)
-        qp_model_add_problem(m, "%s: %lld added_tokens replace a different model.vocab entry with the "
-                                "same id", file, (long long)replaced);
+    if (replaced)
+        qp_model_add_problem(tb->m, "%s: %lld added_tokens replace a different model.vocab entry with "
+                                    "the same id", tb->file, (long long)replaced);
+    return QP_OK;
+}
+
+/* Ids without a token get "[PADn]"; then the text -> id index (the first id wins when an added
+ * token repeats a text). */
+static qp_status tok_fill_gaps(tok_build *tb, qp_err *e) {
     int64_t gaps = 0;
-    for (int64_t i = 0; s == QP_OK && i < tb.n; i++) {
-        if (tb.tokens[i]) continue;
+    for (int64_t i = 0; i < tb->n; i++) {
+        if (tb->tokens[i]) continue;
         char pad[32];
         snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i);
-        s = set_token(&tb, i, pad, QP_TOKTYPE_UNUSED, e);
+        qp_status s = set_token(tb, i, pad, QP_TOKTYPE_UNUSED, e);
+        if (s != QP_OK) return s;
         gaps++;
     }
-    if (s == QP_OK && gaps)
-        qp_model_add_problem(m, "%s: %lld token ids have no token; filled with [PADn] placeholders", file,
-                             (long long)gaps);
-    /* text -> id (the first id wins when an added token repeats a text) */
-    for (int64_t i = 0; s == QP_OK && i < tb.n; i++)
-        if (qp_strmap_put(&tb.ids, tb.tokens[i], tb.lens[i], i) < 0)
-            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-    if (s == QP_OK && scores) {
-        /* 1.0 marks "not produced by a merge yet" (never a real -rank value) */
-        for (int64_t i = 0; i < tb.n; i++) scores[i] = 1.0f;
-    }
-    if (s == QP_OK && !wordpiece) s = read_merges(&tb, merges, spm, scores, e);
-    if (s == QP_OK && scores) {
-        float floor_score = -(float)(v->n_merges > 0 ? v->n_merges : 0);
-        for (int64_t i = 0; i < tb.n; i++) {
-            if (scores[i] != 1.0f) continue;
-            /* single characters, bytes and specials never come from a merge: 0; other tokens no
-             * merge can produce rank below every merge */
-            unsigned lead = (unsigned char)tb.tokens[i][0];
-            unsigned char_len = 1u + (lead >= 0xC0) + (lead >= 0xE0) + (lead >= 0xF0);
-            bool one_char = tb.lens[i] > 0 && tb.lens[i] == char_len;
-            scores[i] = one_char || tb.types[i] != QP_TOKTYPE_NORMAL ? 0.0f : floor_score;
-        }
-    }
-    if (s == QP_OK) {
-        v->n_tokens = tb.n;
-        v->tokens = tb.tokens;
-        v->token_lens = tb.lens;
-        v->types = tb.types;
-        v->scores = scores;
-        v->unk_id = lookup_id(&tb, unk_text);
-        v->add_bos = spm;
-        v->add_eos = false;
-        const char *bos = template_bos(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), 0);
-        if (bos) {
-            v->add_bos = true;
-            v->bos_id = lookup_id(&tb, bos);
-        }
-    }
+    if (gaps)
+        qp_model_add_problem(tb->m, "%s: %lld token ids have no token; filled with [PADn] placeholders",
+                             tb->file, (long long)gaps);
+    for (int64_t i = 0; i < tb->n; i++)
+        if (qp_strmap_put(&tb->ids, tb->tokens[i], tb->lens[i], i) < 0)
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
+    return QP_OK;
+}
 
-    /* tokenizer_config.json */
-    if (s == QP_OK && config_text) {
-        static const char k_cfg_name[] = "tokenizer_config.json";
-        cfg = parse_json(config_text, config_len, k_cfg_name, e);
-        if (!cfg) s = e ? e->status : QP_ERR_CORRUPT;
-        if (s == QP_OK) s = check_dup_keys(cfg, k_cfg_name, "the top-level object", e);
-        static const char *const keys[4] = {"bos_token", "eos_token", "unk_token", "pad_token"};
-        int32_t *dst[4] = {&v->bos_id, &v->eos_id, &v->unk_id, &v->pad_id};
-        for (int k = 0; k < 4 && s == QP_OK; k++) {
-            const char *t = special_text(cfg, keys[k]);
-            if (!t) continue;
-            int32_t tid = lookup_id(&tb, t);
-            if (tid < 0) {
-                qp_model_add_problem(m, "%s: %s '%.60s' is not in the vocabulary", k_cfg_name, keys[k], t);
-                continue;
-            }
-            *dst[k] = tid;
-            if (tb.types[tid] == QP_TOKTYPE_NORMAL)
-                tb.types[tid] = k == 2 ? QP_TOKTYPE_UNKNOWN : QP_TOKTYPE_CONTROL;
+/* Merges (not for WordPiece) and, for SentencePiece-style BPE, scores: -rank for merge results,
+ * 0 for single characters, bytes and specials, below every merge for the rest. */
+static qp_status tok_merges_and_scores(tok_build *tb, qp_err *e) {
+    float *scores = tb->scores;
+    /* 1.0 marks "not produced by a merge yet" (never a real -rank value) */
+    for (int64_t i = 0; scores && i < tb->n; i++) scores[i] = 1.0f;
+    if (!tb->wordpiece) {
+        qp_status s = read_merges(tb, tb->merges, tb->spm, scores, e);
+        if (s != QP_OK) return s;
+    }
+    if (!scores) return QP_OK;
+    int64_t n_merges = tb->m->vocab.n_merges;
+    float floor_score = -(float)(n_merges > 0 ? n_merges : 0);
+    for (int64_t i = 0; i < tb->n; i++) {
+        if (scores[i] != 1.0f) continue;
+        /* single characters, bytes and specials never come from a merge: 0; other tokens no
+         * merge can produce rank below every merge */
+        unsigned lead = (unsigned char)tb->tokens[i][0];
+        unsigned char_len = 1u + (lead >= 0xC0) + (lead >= 0xE0) + (lead >= 0xF0);
+        bool one_char = tb->lens[i] > 0 && tb->lens[i] == char_len;
+        scores[i] = one_char || tb->types[i] != QP_TOKTYPE_NORMAL ? 0.0f : floor_score;
+    }
+    return QP_OK;
+}
+
+/* The table into m->vocab, with unk and the BOS a TemplateProcessing post-processor adds. */
+static void tok_publish(tok_build *tb, const cJSON *root) {
+    qp_vocab *v = &tb->m->vocab;
+    v->n_tokens = tb->n;
+    v->tokens = tb->tokens;
+    v->token_lens = tb->lens;
+    v->types = tb->types;
+    v->scores = tb->scores;
+    v->unk_id = lookup_id(tb, tb->unk_text);
+    v->add_bos = tb->spm;
+    v->add_eos = false;
+    const char *bos = template_bos(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), 0);
+    if (bos) {
+        v->add_bos = true;
+        v->bos_id = lookup_id(tb, bos);
+    }
+}
+
+/* tokenizer_config.json: bos/eos/unk/pad tokens (marked control / unknown) and add_bos/add_eos. */
+static qp_status tok_config(tok_build *tb, const char *text, size_t len, qp_err *e) {
+    static const char k_cfg_name[] = "tokenizer_config.json";
+    static const char *const keys[4] = {"bos_token", "eos_token", "unk_token", "pad_token"};
+    qp_vocab *v = &tb->m->vocab;
+    cJSON *cfg = parse_json(text, len, k_cfg_name, e);
+    if (!cfg) return e ? e->status : QP_ERR_CORRUPT;
+    qp_status s = qp_json_unique_keys(cfg, k_cfg_name, "the top-level object", e);
+    int32_t *dst[4] = {&v->bos_id, &v->eos_id, &v->unk_id, &v->pad_id};
+    for (int k = 0; k < 4 && s == QP_OK; k++) {
+        const char *t = special_text(cfg, keys[k]);
+        if (!t) continue;
+        int32_t tid = lookup_id(tb, t);
+        if (tid < 0) {
+            qp_model_add_problem(tb->m, "%s: %s '%.60s' is not in the vocabulary", k_cfg_name,
+                                 keys[k], t);
+            continue;
         }
-        bool b;
-        if (s == QP_OK) s = get_bool(cfg, "add_bos_token", k_cfg_name, &b, &have, e);
-        if (s == QP_OK && have) v->add_bos = b;
-        if (s == QP_OK) s = get_bool(cfg, "add_eos_token", k_cfg_name, &b, &have, e);
-        if (s == QP_OK && have) v->add_eos = b;
+        *dst[k] = tid;
+        if (tb->types[tid] == QP_TOKTYPE_NORMAL)
+            tb->types[tid] = k == 2 ? QP_TOKTYPE_UNKNOWN : QP_TOKTYPE_CONTROL;
     }
-    if (s == QP_OK && v->unk_id >= 0 && tb.types[v->unk_id] == QP_TOKTYPE_NORMAL)
+    bool b, have;
+    if (s == QP_OK) s = get_bool(cfg, "add_bos_token", k_cfg_name, &b, &have, e);
+    if (s == QP_OK && have) v->add_bos = b;
+    if (s == QP_OK) s = get_bool(cfg, "add_eos_token", k_cfg_name, &b, &have, e);
+    if (s == QP_OK && have) v->add_eos = b;
+    cJSON_Delete(cfg);
+    return s;
+}
+
+qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
+                                const char *config_text, size_t config_len, qp_err *e) {
+    qp_vocab *v = &m->vocab;
+    cJSON *root = parse_json(text, len, file, e);
+    if (!root) return e ? e->status : QP_ERR_CORRUPT;
+    tok_build tb = {.m = m, .file = file, .arena = qp_model_arena(m)};
+    qp_status s;
+    if ((s = tok_sections(&tb, root, e)) != QP_OK || (s = tok_kind(&tb, root, e)) != QP_OK ||
+        (s = tok_alloc(&tb, e)) != QP_OK || (s = tok_fill_vocab(&tb, e)) != QP_OK ||
+        (s = tok_fill_added(&tb, e)) != QP_OK || (s = tok_fill_gaps(&tb, e)) != QP_OK ||
+        (s = tok_merges_and_scores(&tb, e)) != QP_OK)
+        goto done;
+    tok_publish(&tb, root);
+    if (config_text && (s = tok_config(&tb, config_text, config_len, e)) != QP_OK) goto done;
+    if (v->unk_id >= 0 && tb.types[v->unk_id] == QP_TOKTYPE_NORMAL)
         tb.types[v->unk_id] = QP_TOKTYPE_UNKNOWN;
-    if (s == QP_OK) {
-        v->hf_json = qp_arena_strndup(tb.arena, text, len);
-        v->hf_json_len = len;
-        if (!v->hf_json) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-    }
+    v->hf_json = qp_arena_strndup(tb.arena, text, len);
+    v->hf_json_len = len;
+    if (!v->hf_json) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+done:
     if (s != QP_OK) {
         /* leave no half-built vocabulary behind (arrays stay in the arena until close) */
-        int32_t keep_bos = -1;
         memset(v, 0, sizeof *v);
-        v->bos_id = v->eos_id = v->unk_id = v->pad_id = keep_bos;
+        v->bos_id = v->eos_id = v->unk_id = v->pad_id = -1;
     }
     qp_strmap_free(&tb.ids);
-    cJSON_Delete(cfg);
     cJSON_Delete(root);
     return s;
 }

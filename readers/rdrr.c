@@ -12,6 +12,7 @@
 
 #include "readers/name_map.h"
 #include "core/hash.h"
+#include "core/json.h"
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
 
@@ -35,14 +36,6 @@ static bool safe_name(const char *s) {
     if (n == 0 || n > 255 || s[0] == '.') return false;
     for (const char *p = s; *p; p++)
         if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-')) return false;
-    return true;
-}
-
-static bool get_u64(const cJSON *it, uint64_t *out) {
-    if (!cJSON_IsNumber(it)) return false;
-    double d = it->valuedouble;
-    if (!(d >= 0) || d > 9007199254740992.0 || d != (double)(uint64_t)d) return false;
-    *out = (uint64_t)d;
     return true;
 }
 
@@ -83,21 +76,21 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
         uint64_t size = 0, off = 0, ix = 0;
         if (!cJSON_IsObject(sh)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d is not an object", r->mpath, i);
-        } else if (idx && (!get_u64(idx, &ix) || ix != (uint64_t)i)) {
+        } else if (idx && (!qp_json_uint(idx, &ix) || ix != (uint64_t)i)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d has index field != its position", r->mpath, i);
         } else if (!cJSON_IsString(fn)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d has no filename", r->mpath, i);
         } else if (!safe_name(fn->valuestring)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d file name '%s' is not a plain file name "
                                            "inside the directory (refused)", r->mpath, i, fn->valuestring);
-        } else if (!get_u64(cJSON_GetObjectItemCaseSensitive(sh, "size"), &size) || size == 0) {
+        } else if (!qp_json_get_uint(sh, "size", &size) || size == 0) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d ('%s') has no valid size", r->mpath, i,
                         fn->valuestring);
         } else if (!cJSON_IsString(hash) || !is_hex64(hash->valuestring)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d ('%s') hash is not 64 lowercase hex digits",
                         r->mpath, i, fn->valuestring);
         } else if (cJSON_GetObjectItemCaseSensitive(sh, "offset") &&
-                   (!get_u64(cJSON_GetObjectItemCaseSensitive(sh, "offset"), &off) || off != running)) {
+                   (!qp_json_get_uint(sh, "offset", &off) || off != running)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard %d ('%s') offset is not the sum of the "
                                            "previous sizes (%llu)", r->mpath, i, fn->valuestring,
                         (unsigned long long)running);
@@ -163,7 +156,7 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
     r->n_shards = n;
     uint64_t total;
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(man, "totalSize");
-    if (ts && (!get_u64(ts, &total) || total != running))
+    if (ts && (!qp_json_uint(ts, &total) || total != running))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: totalSize is not the sum of the shard sizes (%llu)",
                        r->mpath, (unsigned long long)running);
     return QP_OK;
@@ -196,8 +189,8 @@ static qp_status tensor_bytes(rd *r, const char *name, const cJSON *t, uint64_t 
             uint64_t si, so, ss;
             const cJSON *sij = cJSON_GetObjectItemCaseSensitive(sp, "shardIndex");
             if (!sij) sij = cJSON_GetObjectItemCaseSensitive(sp, "shard");
-            if (!get_u64(sij, &si) || !get_u64(cJSON_GetObjectItemCaseSensitive(sp, "offset"), &so) ||
-                !get_u64(cJSON_GetObjectItemCaseSensitive(sp, "size"), &ss) || ss == 0)
+            if (!qp_json_uint(sij, &si) || !qp_json_get_uint(sp, "offset", &so) ||
+                !qp_json_get_uint(sp, "size", &ss) || ss == 0)
                 return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' span %d is malformed", r->mpath,
                                name, i);
             if (si >= (uint64_t)r->n_shards || so > r->shard_size[si] || ss > r->shard_size[si] - so)
@@ -224,7 +217,7 @@ static qp_status tensor_bytes(rd *r, const char *name, const cJSON *t, uint64_t 
     uint64_t si, so;
     const cJSON *sij = cJSON_GetObjectItemCaseSensitive(t, "shard");
     if (!sij) sij = cJSON_GetObjectItemCaseSensitive(t, "shardIndex");
-    if (!get_u64(sij, &si) || !get_u64(cJSON_GetObjectItemCaseSensitive(t, "offset"), &so))
+    if (!qp_json_uint(sij, &si) || !qp_json_get_uint(t, "offset", &so))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' has no shard/offset", r->mpath, name);
     if (si >= (uint64_t)r->n_shards || so > r->shard_size[si] || size > r->shard_size[si] - so)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (shard %llu, offset %llu, %llu bytes) lies "
@@ -271,15 +264,15 @@ static qp_status check_overlaps(rd *r, const cJSON *tensors, qp_err *e) {
     const cJSON *t;
     cJSON_ArrayForEach(t, tensors) {
         uint64_t size, si, so, ss;
-        if (!ok || !t->string || !get_u64(cJSON_GetObjectItemCaseSensitive(t, "size"), &size)) continue;
+        if (!ok || !t->string || !qp_json_get_uint(t, "size", &size)) continue;
         const cJSON *spans = cJSON_GetObjectItemCaseSensitive(t, "spans");
         if (cJSON_IsArray(spans) && cJSON_GetArraySize(spans) > 0) {
             const cJSON *sp;
             cJSON_ArrayForEach(sp, spans) {
                 const cJSON *sij = cJSON_GetObjectItemCaseSensitive(sp, "shardIndex");
                 if (!sij) sij = cJSON_GetObjectItemCaseSensitive(sp, "shard");
-                if (get_u64(sij, &si) && get_u64(cJSON_GetObjectItemCaseSensitive(sp, "offset"), &so) &&
-                    get_u64(cJSON_GetObjectItemCaseSensitive(sp, "size"), &ss) && ss > 0 &&
+                if (qp_json_uint(sij, &si) && qp_json_get_uint(sp, "offset", &so) &&
+                    qp_json_get_uint(sp, "size", &ss) && ss > 0 &&
                     !(ok = add_range(&v, &n, &cap, si, so, ss, t->string)))
                     break;
             }
@@ -287,7 +280,7 @@ static qp_status check_overlaps(rd *r, const cJSON *tensors, qp_err *e) {
         }
         const cJSON *sij = cJSON_GetObjectItemCaseSensitive(t, "shard");
         if (!sij) sij = cJSON_GetObjectItemCaseSensitive(t, "shardIndex");
-        if (get_u64(sij, &si) && get_u64(cJSON_GetObjectItemCaseSensitive(t, "offset"), &so) &&
+        if (qp_json_uint(sij, &si) && qp_json_get_uint(t, "offset", &so) &&
             size > 0)
             ok = add_range(&v, &n, &cap, si, so, size, t->string);
     }
@@ -295,7 +288,7 @@ static qp_status check_overlaps(rd *r, const cJSON *tensors, qp_err *e) {
     if (s == QP_OK && n > 1) {
         qsort(v, n, sizeof *v, range_cmp);
         for (size_t i = 0; i + 1 < n; i++) {
-            /* get_u64 caps values at 2^53, so off + size does not wrap */
+            /* qp_json_uint caps values at 2^53, so off + size does not wrap */
             if (v[i].shard == v[i + 1].shard && v[i].off + v[i].size > v[i + 1].off) {
                 s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensors '%s' and '%s' overlap in shard %llu at "
                                                "offset %llu (tensors never share bytes)", r->mpath,
@@ -322,7 +315,7 @@ static qp_status read_tensor(rd *r, const cJSON *t, const cJSON *roots, qp_err *
     if (enc == QP_ENC_COUNT)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': dtype '%s' is not supported",
                        r->mpath, name, dt->valuestring);
-    if (!get_u64(cJSON_GetObjectItemCaseSensitive(t, "size"), &size) || size == 0)
+    if (!qp_json_get_uint(t, "size", &size) || size == 0)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' has no valid size", r->mpath, name);
     int nd = cJSON_GetArraySize(shape);
     if (!cJSON_IsArray(shape) || nd > QP_MAX_DIMS)
@@ -332,7 +325,7 @@ static qp_status read_tensor(rd *r, const cJSON *t, const cJSON *roots, qp_err *
     int64_t ne[QP_MAX_DIMS] = {1, 1, 1, 1}, n_el = 1;
     for (int i = 0; i < nd; i++) {
         uint64_t v;
-        if (!get_u64(cJSON_GetArrayItem(shape, i), &v) || v == 0 || v > ((uint64_t)1 << 40) ||
+        if (!qp_json_uint(cJSON_GetArrayItem(shape, i), &v) || v == 0 || v > ((uint64_t)1 << 40) ||
             !qp_i64_mul(n_el, (int64_t)v, &n_el) || n_el > ((int64_t)1 << 48))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': bad shape", r->mpath, name);
         ne[nd - 1 - i] = (int64_t)v;
@@ -461,7 +454,7 @@ static qp_status check_groups(rd *r, const cJSON *man, const cJSON *tensors, qp_
             const uint8_t *data;
             int file;
             uint64_t off;
-            if (!t || !get_u64(cJSON_GetObjectItemCaseSensitive(t, "size"), &size)) {
+            if (!t || !qp_json_get_uint(t, "size", &size)) {
                 s = qp_fail(e, QP_ERR_CORRUPT, "%s: group '%s' lists an unknown tensor", r->mpath,
                             g->string);
                 break;
@@ -507,7 +500,7 @@ static double num_or(const cJSON *o, const char *k, double dflt) {
 
 static int64_t int_or(const cJSON *o, const char *k, int64_t dflt) {
     uint64_t v;
-    return get_u64(cJSON_GetObjectItemCaseSensitive(o, k), &v) && v < ((uint64_t)1 << 40) ? (int64_t)v : dflt;
+    return qp_json_get_uint(o, k, &v) && v < ((uint64_t)1 << 40) ? (int64_t)v : dflt;
 }
 
 static bool bool_or(const cJSON *o, const char *k, bool dflt) {
@@ -550,8 +543,8 @@ static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
     a->eos_id = -1;
     const cJSON *eos = cJSON_GetObjectItemCaseSensitive(man, "eos_token_id");
     if (cJSON_IsArray(eos)) eos = cJSON_GetArrayItem(eos, 0);
-    if (cJSON_IsNumber(eos) && eos->valuedouble >= 0 && eos->valuedouble < 2147483647.0)
-        a->eos_id = (int32_t)eos->valuedouble;
+    int64_t eos_id;
+    if (qp_json_int(eos, 0, INT32_MAX - 1, &eos_id)) a->eos_id = (int32_t)eos_id;
     /* Family and rope order: from our block when present, else guessed from the names. */
     const char *fam = str_or(qpx, "family", "llama");
     a->family = QP_FAMILY_LLAMA;
@@ -655,6 +648,12 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
     qp_free(own);
     if (m->arch.bos_id < 0) m->arch.bos_id = m->vocab.bos_id;
     if (m->arch.eos_id < 0) m->arch.eos_id = m->vocab.eos_id;
+    /* as the safetensors reader: ids the manifest names fill what tokenizer.json leaves unset
+     * (the package carries no tokenizer_config.json) */
+    if (m->vocab.n_tokens > 0) {
+        if (m->vocab.bos_id < 0 && m->arch.bos_id < m->vocab.n_tokens) m->vocab.bos_id = m->arch.bos_id;
+        if (m->vocab.eos_id < 0 && m->arch.eos_id < m->vocab.n_tokens) m->vocab.eos_id = m->arch.eos_id;
+    }
     return QP_OK;
 }
 
@@ -675,6 +674,8 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
                     mp, (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0), len);
     if (s == QP_OK && !cJSON_IsObject(man))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: the manifest is not a JSON object", mp);
+    /* cJSON reads the first of two equal keys, DOPPLER's JSON.parse the last: refuse both */
+    if (s == QP_OK) s = qp_json_unique_keys(man, mp, "the manifest", e);
     if (s == QP_OK) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(man, "version");
         double ver = cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsString(v) ? strtod(v->valuestring, NULL) : 0;
@@ -712,6 +713,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"tensors\" must be an object", mp);
     if (s == QP_OK && cJSON_GetArraySize(tensors) > RDRR_MAX_TENSORS)
         s = qp_fail(e, QP_ERR_LIMIT, "%s: too many tensors", mp);
+    if (s == QP_OK) s = qp_json_unique_keys(tensors, mp, "\"tensors\"", e);
     if (s == QP_OK) s = check_overlaps(&r, tensors, e);
     const cJSON *roots = NULL;
     if (s == QP_OK) {
@@ -719,7 +721,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
             cJSON_GetObjectItemCaseSensitive(man, "integrityExtensions"), "blockMerkle");
         if (bm) {
             uint64_t bs;
-            if (!get_u64(cJSON_GetObjectItemCaseSensitive(bm, "blockSize"), &bs) ||
+            if (!qp_json_get_uint(bm, "blockSize", &bs) ||
                 bs != QP_MERKLE_BLOCK_DEFAULT)
                 qp_model_add_problem(m, "blockMerkle.blockSize is not 1 MiB: Merkle roots not checked");
             else roots = cJSON_GetObjectItemCaseSensitive(bm, "roots");

@@ -3,20 +3,19 @@
  * Spec, limits and statuses: readers/safetensors.md. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "readers/name_map.h"
+#include "core/json.h"
 #include "core/model_internal.h"
+#include "core/utf8.h"
 #include "readers/hf_config.h"
+#include "readers/safetensors_format.h"
 
-#define QP_ST_MAX_HEADER ((uint64_t)100 << 20)   /* as the official library */
-#define QP_ST_MAX_JSON_VALUES ((size_t)4 << 20)  /* commas + containers in one header */
 #define QP_ST_MAX_INDEX_BYTES ((size_t)100 << 20)
 #define QP_ST_MAX_SHARDS 65536
-#define QP_ST_EXACT_INT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 
 static const char *const k_unsupported_dtypes[] = {
     "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64", "C128",
@@ -35,31 +34,6 @@ typedef struct st_expect {
 } st_expect;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static bool valid_utf8(const uint8_t *s, size_t n, size_t *bad) {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        size_t k;
-        uint32_t cp;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { k = 1; cp = c & 0x1Fu; }
-        else if (c >= 0xE0 && c <= 0xEF) { k = 2; cp = c & 0x0Fu; }
-        else if (c >= 0xF0 && c <= 0xF4) { k = 3; cp = c & 0x07u; }
-        else { *bad = i; return false; }
-        if (n - i <= k) { *bad = i; return false; }
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xC0) != 0x80) { *bad = i; return false; }
-            cp = (cp << 6) | (s[i + j] & 0x3Fu);
-        }
-        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (k == 3 && (cp < 0x10000 || cp > 0x10FFFF))) {
-            *bad = i;
-            return false;
-        }
-        i += k + 1;
-    }
-    return true;
-}
 
 static bool is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -82,39 +56,103 @@ static size_t count_json_values(const uint8_t *s, size_t n) {
     return count;
 }
 
-/* A JSON number that must be a non-negative integer exactly representable in a double. */
-static bool json_uint(const cJSON *it, uint64_t *out) {
-    if (!cJSON_IsNumber(it)) return false;
-    double d = it->valuedouble;
-    if (!(d >= 0) || d > QP_ST_EXACT_INT || d != floor(d)) return false;
-    *out = (uint64_t)d;
-    return true;
-}
+/* ---- header framing and entries (readers/safetensors_format.h) ---------------------------- */
 
-static const char *json_kind(const cJSON *it) {
-    if (!it) return "missing";
-    if (cJSON_IsNumber(it)) return it->valuedouble < 0 ? "negative" : "not an integer";
-    if (cJSON_IsString(it)) return "a string";
-    if (cJSON_IsArray(it)) return "a list";
-    if (cJSON_IsObject(it)) return "an object";
-    if (cJSON_IsBool(it)) return "a boolean";
-    if (cJSON_IsNull(it)) return "null";
-    return "invalid";
-}
-
-static qp_status dup_keys(const cJSON *obj, const char *file, const char *what, qp_err *e) {
-    qp_strmap seen = {0};
-    qp_status s = QP_OK;
-    for (const cJSON *it = obj->child; it && s == QP_OK; it = it->next) {
-        const char *k = it->string ? it->string : "";
-        int r = qp_strmap_put(&seen, k, strlen(k), 0);
-        if (r < 0) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-        else if (r == 0)
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: duplicate key '%.200s' in %s", file, k,
-                        what);
+qp_status qp_st_header_parse(const uint8_t *data, size_t size, const char *file, cJSON **out,
+                             size_t *data_start, qp_err *e) {
+    if (size < 8)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: %zu bytes, too short for the 8-byte header "
+                                          "length", file, size);
+    uint64_t hl = qp_load_u64le(data);
+    if (hl > QP_ST_MAX_HEADER)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: at offset 0: header length %llu exceeds the %llu-byte limit",
+                       file, (unsigned long long)hl, (unsigned long long)QP_ST_MAX_HEADER);
+    if (hl > size - 8)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu runs past the end of the "
+                                          "%zu-byte file", file, (unsigned long long)hl, size);
+    if (hl < 2)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu is too short for a JSON "
+                                          "object", file, (unsigned long long)hl);
+    size_t hlen = (size_t)hl;
+    const uint8_t *hdr = data + 8;
+    size_t bad = qp_utf8_invalid_at(hdr, hlen);
+    if (bad != hlen)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: invalid UTF-8", file, 8 + bad);
+    size_t first = 0;
+    while (first < hlen && is_ws(hdr[first])) first++;
+    if (first == hlen || hdr[first] != '{')
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: the header is not a JSON object", file,
+                       8 + first);
+    if (count_json_values(hdr, hlen) > QP_ST_MAX_JSON_VALUES)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: header at offset 8: more than %zu JSON values", file,
+                       QP_ST_MAX_JSON_VALUES);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts((const char *)hdr, hlen, &end, false);
+    if (!root) {
+        size_t pos = end && end >= (const char *)hdr ? (size_t)(end - (const char *)hdr) : 0;
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: invalid JSON", file,
+                       8 + (pos > hlen ? hlen : pos));
     }
-    qp_strmap_free(&seen);
-    return s;
+    qp_status s = QP_OK;
+    size_t rest = end ? (size_t)(end - (const char *)hdr) : hlen;
+    for (size_t i = rest; i < hlen && s == QP_OK; i++)
+        if (!is_ws(hdr[i]))
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: bytes after the JSON object (only "
+                                           "space padding is allowed)", file, 8 + i);
+    if (s == QP_OK && !cJSON_IsObject(root))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: not a JSON object", file);
+    if (s == QP_OK) s = qp_json_unique_keys(root, file, "the header at offset 8", e);
+    if (s != QP_OK) {
+        cJSON_Delete(root);
+        return s;
+    }
+    *out = root;
+    *data_start = 8 + hlen;
+    return QP_OK;
+}
+
+qp_status qp_st_entry_parse(const cJSON *it, const char *file, size_t data_start, qp_st_entry *out,
+                            qp_err *e) {
+    const char *name = it->string ? it->string : "";
+    if (!cJSON_IsObject(it))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): entry is %s, not "
+                                          "an object", file, name, qp_json_kind(it));
+    qp_status s = qp_json_unique_keys(it, file, "a tensor entry (header at offset 8)", e);
+    if (s != QP_OK) return s;
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
+    if (!cJSON_IsString(dt))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): dtype is %s, not a "
+                                          "string", file, name, qp_json_kind(dt));
+    if (!cJSON_IsArray(sh))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape is %s, not a "
+                                          "list", file, name, qp_json_kind(sh));
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): data_offsets is not a "
+                                          "list of two integers", file, name);
+    qp_st_entry en = {.dtype = dt->valuestring, .n_dims = cJSON_GetArraySize(sh)};
+    if (en.n_dims > QP_ST_MAX_DIMS)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: tensor '%.200s' (header at offset 8): %d dimensions (at most "
+                                        "%d)", file, name, en.n_dims, QP_ST_MAX_DIMS);
+    int d = 0;
+    for (const cJSON *x = sh->child; x; x = x->next, d++) {
+        uint64_t v;
+        if (!qp_json_uint(x, &v))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape[%d] is %s",
+                           file, name, d, qp_json_kind(x));
+        en.shape[d] = (int64_t)v;
+    }
+    if (!qp_json_uint(off->child, &en.begin) || !qp_json_uint(off->child->next, &en.end))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): data_offsets are not "
+                                          "two non-negative integers", file, name);
+    if (en.begin > en.end)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' at offset %llu: data_offsets begin %llu > "
+                                          "end %llu", file, name,
+                       (unsigned long long)data_start + (unsigned long long)en.begin,
+                       (unsigned long long)en.begin, (unsigned long long)en.end);
+    *out = en;
+    return QP_OK;
 }
 
 static qp_status set_canon(qp_model *m, qp_tensor *t, qp_err *e) {
@@ -136,12 +174,12 @@ static int cmp_span(const void *a, const void *b) {
 static qp_status read_metadata(qp_model *m, const cJSON *md, const char *file, qp_err *e) {
     if (!cJSON_IsObject(md))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: __metadata__ is %s, not an object of "
-                                          "strings", file, json_kind(md));
-    qp_status s = dup_keys(md, file, "__metadata__", e);
+                                          "strings", file, qp_json_kind(md));
+    qp_status s = qp_json_unique_keys(md, file, "__metadata__ (header at offset 8)", e);
     for (const cJSON *it = md->child; it && s == QP_OK; it = it->next) {
         if (!cJSON_IsString(it))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: __metadata__ value of '%.200s' is "
-                                              "%s, not a string", file, it->string, json_kind(it));
+                                              "%s, not a string", file, it->string, qp_json_kind(it));
         char key[320];
         int kn = snprintf(key, sizeof key, "safetensors.metadata.%s", it->string);
         if (kn < 0 || (size_t)kn >= sizeof key) {
@@ -166,24 +204,10 @@ static qp_status read_tensor(qp_model *m, int fi, const cJSON *it, size_t data_s
                              const st_expect *ex, st_span *span, qp_err *e) {
     const char *file = qp_model_file(m, fi)->path;
     const char *name = it->string;
-    if (!cJSON_IsObject(it))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): entry is %s, not "
-                                          "an object", file, name, json_kind(it));
-    qp_status s = dup_keys(it, file, "a tensor entry", e);
+    qp_st_entry en;
+    qp_status s = qp_st_entry_parse(it, file, data_start, &en, e);
     if (s != QP_OK) return s;
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
-    const cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
-    if (!cJSON_IsString(dt))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): dtype is %s, not a "
-                                          "string", file, name, json_kind(dt));
-    if (!cJSON_IsArray(sh))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape is %s, not a "
-                                          "list", file, name, json_kind(sh));
-    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): data_offsets is not a "
-                                          "list of two integers", file, name);
-    const char *dtype = dt->valuestring;
+    const char *dtype = en.dtype;
     qp_encoding enc = qp_encoding_from_st_dtype(dtype, strlen(dtype));
     if (enc == QP_ENC_COUNT) {
         bool known = false;
@@ -193,32 +217,17 @@ static qp_status read_tensor(qp_model *m, int fi, const cJSON *it, size_t data_s
                                               "%s", file, name, dtype,
                        known ? "not supported (no conversion for it yet)" : "unknown");
     }
-    int nd = cJSON_GetArraySize(sh);
+    int nd = en.n_dims;
     if (nd > QP_MAX_DIMS)
         return qp_fail(e, QP_ERR_LIMIT, "%s: tensor '%.200s' (header at offset 8): %d dimensions (at most "
                                         "%d)", file, name, nd, QP_MAX_DIMS);
-    int64_t dims[QP_MAX_DIMS], nel = 1;
-    int d = 0;
-    for (const cJSON *x = sh->child; x; x = x->next, d++) {
-        uint64_t v;
-        if (!json_uint(x, &v))
-            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape[%d] is %s",
-                           file, name, d, cJSON_IsNumber(x) && x->valuedouble > QP_ST_EXACT_INT
-                                              ? "too large" : json_kind(x));
-        dims[d] = (int64_t)v;
+    const int64_t *dims = en.shape;
+    int64_t nel = 1;
+    for (int d = 0; d < nd; d++)
         if (!qp_i64_mul(nel, dims[d], &nel))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): shape element "
                                               "count overflows", file, name);
-    }
-    uint64_t begin, end;
-    if (!json_uint(off->child, &begin) || !json_uint(off->child->next, &end))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' (header at offset 8): data_offsets are not "
-                                          "two non-negative integers", file, name);
-    if (begin > end)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' at offset %llu: data_offsets begin %llu > "
-                                          "end %llu", file, name,
-                       (unsigned long long)data_start + (unsigned long long)begin,
-                       (unsigned long long)begin, (unsigned long long)end);
+    uint64_t begin = en.begin, end = en.end;
     if (end > data_size)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%.200s' at offset %llu: data_offsets end %llu is past "
                                           "the %zu-byte data section (file truncated?)", file, name,
@@ -301,52 +310,15 @@ static qp_status read_file(qp_model *m, const char *path, const st_expect *ex, q
     if (fi < 0) return e ? e->status : QP_ERR_IO;
     const qp_mapped_file *f = qp_model_file(m, fi);
     const char *file = f->path;
-    if (f->size < 8)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: %zu bytes, too short for the 8-byte header "
-                                          "length", file, f->size);
-    uint64_t hl = qp_load_u64le(f->data);
-    if (hl > QP_ST_MAX_HEADER)
-        return qp_fail(e, QP_ERR_LIMIT, "%s: at offset 0: header length %llu exceeds the %llu-byte limit",
-                       file, (unsigned long long)hl, (unsigned long long)QP_ST_MAX_HEADER);
-    if (hl > f->size - 8)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu runs past the end of the "
-                                          "%zu-byte file", file, (unsigned long long)hl, f->size);
-    if (hl < 2)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu is too short for a JSON "
-                                          "object", file, (unsigned long long)hl);
-    size_t hlen = (size_t)hl, data_start = 8 + hlen, data_size = f->size - data_start;
-    const uint8_t *hdr = f->data + 8;
-    size_t bad;
-    if (!valid_utf8(hdr, hlen, &bad))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: invalid UTF-8", file, 8 + bad);
-    size_t first = 0;
-    while (first < hlen && is_ws(hdr[first])) first++;
-    if (first == hlen || hdr[first] != '{')
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: the header is not a JSON object", file,
-                       8 + first);
-    if (count_json_values(hdr, hlen) > QP_ST_MAX_JSON_VALUES)
-        return qp_fail(e, QP_ERR_LIMIT, "%s: header at offset 8: more than %zu JSON values", file,
-                       QP_ST_MAX_JSON_VALUES);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts((const char *)hdr, hlen, &end, false);
-    if (!root) {
-        size_t pos = end && end >= (const char *)hdr ? (size_t)(end - (const char *)hdr) : 0;
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: invalid JSON", file,
-                       8 + (pos > hlen ? hlen : pos));
-    }
-    qp_status s = QP_OK;
-    size_t rest = end ? (size_t)(end - (const char *)hdr) : hlen;
-    for (size_t i = rest; i < hlen && s == QP_OK; i++)
-        if (!is_ws(hdr[i]))
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset %zu: bytes after the JSON object (only "
-                                           "space padding is allowed)", file, 8 + i);
-    if (s == QP_OK && !cJSON_IsObject(root))
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: header at offset 8: not a JSON object", file);
-    if (s == QP_OK) s = dup_keys(root, file, "the header", e);
+    cJSON *root = NULL;
+    size_t data_start = 0;
+    qp_status s = qp_st_header_parse(f->data, f->size, file, &root, &data_start, e);
+    if (s != QP_OK) return s;
+    size_t data_size = f->size - data_start;
     size_t n_entries = 0;
     for (const cJSON *it = root->child; it; it = it->next) n_entries++;
-    st_span *spans = s == QP_OK ? qp_calloc(n_entries ? n_entries : 1, sizeof *spans) : NULL;
-    if (s == QP_OK && !spans) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    st_span *spans = qp_calloc(n_entries ? n_entries : 1, sizeof *spans);
+    if (!spans) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
     size_t n_spans = 0;
     for (const cJSON *it = root->child; it && s == QP_OK; it = it->next) {
         if (it->string && strcmp(it->string, "__metadata__") == 0) s = read_metadata(m, it, file, e);
@@ -386,18 +358,18 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
     const cJSON *wm = NULL;
     if (s == QP_OK && !cJSON_IsObject(root))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: not a JSON object", index_path);
-    if (s == QP_OK) s = dup_keys(root, index_path, "the index", e);
+    if (s == QP_OK) s = qp_json_unique_keys(root, index_path, "the index", e);
     if (s == QP_OK) {
         wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
         if (!cJSON_IsObject(wm)) s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'weight_map' is missing or not an object",
                                              index_path);
     }
-    if (s == QP_OK) s = dup_keys(wm, index_path, "weight_map", e);
+    if (s == QP_OK) s = qp_json_unique_keys(wm, index_path, "weight_map", e);
     size_t n_entries = 0;
     for (const cJSON *it = s == QP_OK ? wm->child : NULL; it && s == QP_OK; it = it->next) {
         if (!cJSON_IsString(it))
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%.200s' is %s, not a file name", index_path,
-                        it->string, json_kind(it));
+                        it->string, qp_json_kind(it));
         else if (!plain_file_name(it->valuestring))
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: weight_map entry '%.200s' names shard '%.200s', which is not "
                                            "a plain file name inside the directory (absolute paths, '..' "
@@ -439,7 +411,7 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
         if (kn < 0 || (size_t)kn >= sizeof key || qp_model_meta(m, key)) continue;
         uint64_t u;
         if (cJSON_IsString(it)) s = qp_model_meta_str(m, key, it->valuestring, strlen(it->valuestring), e);
-        else if (json_uint(it, &u)) {
+        else if (qp_json_uint(it, &u)) {
             qp_meta *mm = qp_model_add_meta(m, key, strlen(key), e);
             if (!mm) s = e ? e->status : QP_ERR_NOMEM;
             else {

@@ -1,4 +1,4 @@
-/* Unicode helpers for the tokenizers: strict UTF-8 decoding, general-category flags and the
+/* Unicode helpers for the tokenizers: strict UTF-8 (core/utf8.h), general-category flags and the
  * WordPiece normaliser. Tables are generated (runtime/unicode_tables.c by
  * scripts/gen_unicode_tables.py); the Unicode version is qp_unicode_version. */
 #ifndef QP_UNICODE_H
@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/utf8.h" /* qp_utf8_decode / encode / valid */
 
 /* Category flags: the major general category (exactly one of L..C) plus WS for White_Space. */
 enum {
@@ -40,18 +42,6 @@ extern const size_t qp_unicode_n_wpm_map;
 
 /* Flags of a code point (values above U+10FFFF give QP_UC_C). */
 unsigned qp_unicode_flags(uint32_t cp);
-
-/* Decodes one well-formed UTF-8 sequence at s[0..len) (len > 0). Returns its length (1..4) and
- * writes *cp; for an ill-formed sequence returns 0 and writes in *bad the length of its maximal
- * subpart (1..3: the bytes to replace with one U+FFFD, as WHATWG / Unicode 3.9 "substitution of
- * maximal subparts"). */
-size_t qp_utf8_decode(const uint8_t *s, size_t len, uint32_t *cp, size_t *bad);
-
-/* Encodes cp (<= U+10FFFF) into out; returns 1..4. */
-size_t qp_utf8_encode(uint32_t cp, char out[4]);
-
-/* True when s[0..len) is well-formed UTF-8. */
-bool qp_utf8_valid(const char *s, size_t len);
 
 /* Length of the UTF-8 sequence that lead byte c announces (1 for continuation / invalid bytes),
  * as llama.cpp's and sentencepiece's character splitting does. */

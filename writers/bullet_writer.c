@@ -3,139 +3,84 @@
  * optional CSUM record, END! footer. Layout and limits: readers/bullet.md. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "writers/bullet_writer.h"
+#include "core/buf.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
-
-/* ---- a growing string ---------------------------------------------------------------------- */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->n + n + 1) nc *= 2;
-        char *np = qp_realloc(b->p, nc);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-__attribute__((format(printf, 2, 3))) static void sb_fmt(sbuf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k > 0) sb_put(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
-}
-
-/* A JSON string literal with every byte below 0x20, '"' and '\\' escaped. */
-static void sb_json_str(sbuf *b, const char *s, size_t n) {
-    sb_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            char t[2] = {'\\', (char)c};
-            sb_put(b, t, 2);
-        } else if (c < 0x20) {
-            sb_fmt(b, "\\u%04x", c);
-        } else {
-            sb_put(b, (const char *)&s[i], 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
 
 /* ---- header -------------------------------------------------------------------------------- */
 
 /* Run-length token types: "TxN,TxN,..." (type T for N consecutive ids). */
-static void sb_token_types(sbuf *b, const int32_t *types, int64_t n) {
-    sb_str(b, "\"token_types\":\"");
+static void token_types_json(qp_buf *b, const int32_t *types, int64_t n) {
+    qp_buf_str(b, "\"token_types\":\"");
     for (int64_t i = 0; i < n;) {
         int64_t j = i;
         while (j < n && types[j] == types[i]) j++;
-        sb_fmt(b, "%s%" PRId32 "x%" PRId64, i ? "," : "", types[i], j - i);
+        qp_buf_printf(b, "%s%" PRId32 "x%" PRId64, i ? "," : "", types[i], j - i);
         i = j;
     }
-    sb_str(b, "\"");
+    qp_buf_str(b, "\"");
 }
 
-static void build_header(sbuf *b, const qp_bullet_info *in, uint64_t tok_start, uint64_t w_start) {
-    b->n = 0;
-    if (b->p) b->p[0] = '\0';
+static void build_header(qp_buf *b, const qp_bullet_info *in, uint64_t tok_start, uint64_t w_start) {
+    qp_buf_clear(b);
     const char *name = in->model_name ? in->model_name : "bullet-model";
-    sb_str(b, "{\"bullet_version\":\"1.0\",\"model_name\":");
-    sb_json_str(b, name, strlen(name));
-    sb_fmt(b, ",\"architecture\":\"bullet-hybrid-transformer\",\"dimensions\":{\"hidden_size\":%" PRId64
-              ",\"num_layers\":%" PRId64 ",\"num_heads\":%" PRId64 "}",
-           in->hidden, in->n_layers, in->n_heads);
-    sb_str(b, ",\"quantization\":{\"type\":\"BQ4\"}");
-    sb_fmt(b, ",\"vocab_size\":%" PRId64 ",\"max_context\":%" PRId64, in->vocab.n_tokens,
-           in->max_context);
-    sb_fmt(b, ",\"file_offsets\":{\"tokenizer_start\":%" PRIu64 ",\"weights_start\":%" PRIu64 "}",
-           tok_start, w_start);
-    if (in->ff_multiplier > 0) sb_fmt(b, ",\"ff_multiplier\":%" PRId64, in->ff_multiplier);
-    if (in->rope_theta > 0) sb_fmt(b, ",\"rope_theta\":%" PRId64, in->rope_theta);
+    qp_buf_str(b, "{\"bullet_version\":\"1.0\",\"model_name\":");
+    qp_buf_json_str(b, name, strlen(name));
+    qp_buf_printf(b, ",\"architecture\":\"bullet-hybrid-transformer\",\"dimensions\":{"
+                     "\"hidden_size\":%" PRId64 ",\"num_layers\":%" PRId64 ",\"num_heads\":%" PRId64 "}",
+                  in->hidden, in->n_layers, in->n_heads);
+    qp_buf_str(b, ",\"quantization\":{\"type\":\"BQ4\"}");
+    qp_buf_printf(b, ",\"vocab_size\":%" PRId64 ",\"max_context\":%" PRId64, in->vocab.n_tokens,
+                  in->max_context);
+    qp_buf_printf(b, ",\"file_offsets\":{\"tokenizer_start\":%" PRIu64 ",\"weights_start\":%" PRIu64
+                     "}", tok_start, w_start);
+    if (in->ff_multiplier > 0) qp_buf_printf(b, ",\"ff_multiplier\":%" PRId64, in->ff_multiplier);
+    if (in->rope_theta > 0) qp_buf_printf(b, ",\"rope_theta\":%" PRId64, in->rope_theta);
     if (in->has_gen || in->n_heads_info > 0) {
-        sb_str(b, ",\"tasks\":[");
+        qp_buf_str(b, ",\"tasks\":[");
         bool first = true;
         if (in->has_gen) {
-            sb_str(b, "\"gen\"");
+            qp_buf_str(b, "\"gen\"");
             first = false;
         }
         for (int64_t i = 0; i < in->n_heads_info; i++) {
-            if (!first) sb_str(b, ",");
-            sb_json_str(b, in->heads[i].task, strlen(in->heads[i].task));
+            if (!first) qp_buf_str(b, ",");
+            qp_buf_json_str(b, in->heads[i].task, strlen(in->heads[i].task));
             first = false;
         }
-        sb_str(b, "]");
+        qp_buf_str(b, "]");
         for (int64_t i = 0; i < in->n_heads_info; i++) {
-            sb_fmt(b, ",\"%s_labels\":[", in->heads[i].task);
+            qp_buf_printf(b, ",\"%s_labels\":[", in->heads[i].task);
             for (int64_t k = 0; k < in->heads[i].n_labels; k++) {
-                if (k) sb_str(b, ",");
+                if (k) qp_buf_str(b, ",");
                 const char *l = in->heads[i].labels[k];
-                sb_json_str(b, l, strlen(l));
+                qp_buf_json_str(b, l, strlen(l));
             }
-            sb_str(b, "]");
+            qp_buf_str(b, "]");
         }
     }
     const qp_bullet_vocab *v = &in->vocab;
     if (v->model) {
-        sb_str(b, ",\"tokenizer_model\":");
-        sb_json_str(b, v->model, strlen(v->model));
+        qp_buf_str(b, ",\"tokenizer_model\":");
+        qp_buf_json_str(b, v->model, strlen(v->model));
         if (v->pre) {
-            sb_str(b, ",\"tokenizer_pre\":");
-            sb_json_str(b, v->pre, strlen(v->pre));
+            qp_buf_str(b, ",\"tokenizer_pre\":");
+            qp_buf_json_str(b, v->pre, strlen(v->pre));
         }
-        sb_fmt(b, ",\"bos_id\":%" PRId32 ",\"eos_id\":%" PRId32 ",\"unk_id\":%" PRId32
-                  ",\"pad_id\":%" PRId32 ",\"add_bos\":%d",
-               v->bos_id, v->eos_id, v->unk_id, v->pad_id, v->add_bos ? 1 : 0);
+        qp_buf_printf(b, ",\"bos_id\":%" PRId32 ",\"eos_id\":%" PRId32 ",\"unk_id\":%" PRId32
+                         ",\"pad_id\":%" PRId32 ",\"add_bos\":%d",
+                      v->bos_id, v->eos_id, v->unk_id, v->pad_id, v->add_bos ? 1 : 0);
         if (v->types) {
-            sb_str(b, ",");
-            sb_token_types(b, v->types, v->n_tokens);
+            qp_buf_str(b, ",");
+            token_types_json(b, v->types, v->n_tokens);
         }
     }
-    if (in->checksum) sb_str(b, ",\"checksum\":\"fnv1a64\"");
-    sb_str(b, "}");
+    if (in->checksum) qp_buf_str(b, ",\"checksum\":\"fnv1a64\"");
+    qp_buf_str(b, "}");
 }
 
 /* ---- checks -------------------------------------------------------------------------------- */
@@ -365,7 +310,7 @@ qp_status qp_bullet_write(const char *path, const qp_bullet_info *in,
                             "(bullet-core keys tensors by hash)", path, tensors[j].name, tensors[i].name);
     }
     /* offsets: header JSON (+4 zero bytes) in 4096 bytes, or whole 4 KiB pages when longer */
-    sbuf hb = {0};
+    qp_buf hb = {0};
     uint64_t tok_start = QP_BULLET_HEADER_RESERVE, w_start = 0;
     for (int iter = 0; iter < 4 && s == QP_OK; iter++) {
         uint64_t ws = tok_start + tok_bytes;
@@ -373,18 +318,18 @@ qp_status qp_bullet_write(const char *path, const qp_bullet_info *in,
         w_start = ws;
         build_header(&hb, in, tok_start, w_start);
         if (hb.oom) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for the header", path);
-        else if (hb.n + 4 > QP_BULLET_MAX_HEADER)
-            s = qp_fail(e, QP_ERR_LIMIT, "%s: header JSON of %zu bytes exceeds %u", path, hb.n,
+        else if (hb.len + 4 > QP_BULLET_MAX_HEADER)
+            s = qp_fail(e, QP_ERR_LIMIT, "%s: header JSON of %zu bytes exceeds %u", path, hb.len,
                         QP_BULLET_MAX_HEADER);
-        else if (hb.n + 4 <= tok_start) break;
-        else tok_start = (hb.n + 4 + QP_BULLET_TOK_ALIGN - 1) / QP_BULLET_TOK_ALIGN * QP_BULLET_TOK_ALIGN;
+        else if (hb.len + 4 <= tok_start) break;
+        else tok_start = (hb.len + 4 + QP_BULLET_TOK_ALIGN - 1) / QP_BULLET_TOK_ALIGN * QP_BULLET_TOK_ALIGN;
     }
-    if (s == QP_OK && (hb.n + 4 > tok_start || w_start > (uint64_t)QP_BULLET_INT_MAX))
+    if (s == QP_OK && (hb.len + 4 > tok_start || w_start > (uint64_t)QP_BULLET_INT_MAX))
         s = qp_fail(e, QP_ERR_LIMIT, "%s: the tokenizer section ends past 2^31 (bullet-core parses "
                     "offsets with std::stoi)", path);
     wctx w = {NULL, 0xcbf29ce484222325ULL, e};
     if (s == QP_OK) s = qp_outfile_open(path, &w.f, e);
-    if (s == QP_OK) s = put(&w, hb.p, hb.n);
+    if (s == QP_OK) s = put(&w, hb.p, hb.len);
     if (s == QP_OK) s = pad_to(&w, tok_start);
     if (s == QP_OK) s = write_tokenizer(&w, &in->vocab);
     if (s == QP_OK) s = pad_to(&w, w_start);
@@ -409,7 +354,7 @@ qp_status qp_bullet_write(const char *path, const qp_bullet_info *in,
         if (s == QP_OK) s = qp_outfile_commit(w.f, e);
         else qp_outfile_abort(w.f);
     }
-    qp_free(hb.p);
+    qp_buf_free(&hb);
     qp_free(numel);
     return s;
 }

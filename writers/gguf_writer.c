@@ -3,13 +3,10 @@
  * streamed through a qp_outfile (temporary file renamed on success). */
 #include <string.h>
 
+#include "core/buf.h"
+#include "core/sticky.h"
 #include "core/strmap.h"
 #include "writers/gguf_writer.h"
-
-typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-} wbuf;
 
 typedef struct tinfo {
     uint64_t nbytes;
@@ -24,7 +21,7 @@ struct qp_gguf_writer {
     qp_outfile *out;
     qp_err err; /* first failure */
     int state;
-    wbuf kv, ti;
+    qp_buf kv, ti;
     int64_t n_kv;
     char **keys; /* owned copies (the strmap borrows them) */
     size_t cap_keys;
@@ -43,45 +40,14 @@ static const size_t k_elem_size[QP_META_TYPE_COUNT] = {
     [QP_META_ARRAY] = 0, [QP_META_U64] = 8, [QP_META_I64] = 8, [QP_META_F64] = 8,
 };
 
-/* Records the first error in w->err and copies it to e. */
-static qp_status werr(qp_gguf_writer *w, qp_err *e) {
-    return qp_fail(e, w->err.status, "%s", w->err.msg);
-}
+/* The first failure sticks in w->err (core/sticky.h); every later call returns it. */
+static qp_status werr(qp_gguf_writer *w, qp_err *e) { return qp_sticky_check(&w->err, e); }
+#define WFAIL(w, e, st, ...) qp_sticky_fail(&(w)->err, (e), (st), __VA_ARGS__)
 
-#define WFAIL(w, e, st, ...) (qp_fail(&(w)->err, (st), __VA_ARGS__), werr((w), (e)))
-
-static bool wb_reserve(wbuf *b, size_t extra) {
-    size_t need;
-    if (!qp_size_add(b->len, extra, &need)) return false;
-    if (need <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) return false;
-        cap *= 2;
-    }
-    uint8_t *p = qp_realloc(b->p, cap);
-    if (!p) return false;
-    b->p = p;
-    b->cap = cap;
-    return true;
+/* A GGUF string: u64 length, then the bytes. */
+static bool wb_str(qp_buf *b, const char *s, size_t n) {
+    return qp_buf_u64le(b, n) && qp_buf_put(b, s, n);
 }
-static bool wb_put(wbuf *b, const void *p, size_t n) {
-    if (!wb_reserve(b, n)) return false;
-    if (n) memcpy(b->p + b->len, p, n);
-    b->len += n;
-    return true;
-}
-static bool wb_u32(wbuf *b, uint32_t v) {
-    uint8_t t[4];
-    qp_store_u32le(t, v);
-    return wb_put(b, t, 4);
-}
-static bool wb_u64(wbuf *b, uint64_t v) {
-    uint8_t t[8];
-    qp_store_u64le(t, v);
-    return wb_put(b, t, 8);
-}
-static bool wb_str(wbuf *b, const char *s, size_t n) { return wb_u64(b, n) && wb_put(b, s, n); }
 
 qp_status qp_gguf_writer_new(const char *path, qp_gguf_writer **out, qp_err *e) {
     if (!path || !*path || !out) return qp_fail(e, QP_ERR_ARG, "qp_gguf_writer_new: no path");
@@ -107,8 +73,8 @@ static void writer_free(qp_gguf_writer *w) {
     qp_free(w->t);
     qp_strmap_free(&w->key_map);
     qp_strmap_free(&w->name_map);
-    qp_free(w->kv.p);
-    qp_free(w->ti.p);
+    qp_buf_free(&w->kv);
+    qp_buf_free(&w->ti);
     qp_free(w->path);
     qp_free(w);
 }
@@ -144,13 +110,13 @@ static qp_status begin_kv(qp_gguf_writer *w, const char *key, qp_meta_type type,
         return WFAIL(w, e, QP_ERR_ARG, "%s: duplicate metadata key '%s'", w->path, key);
     }
     w->keys[w->n_kv++] = copy;
-    if (!wb_str(&w->kv, key, klen) || !wb_u32(&w->kv, (uint32_t)type))
+    if (!wb_str(&w->kv, key, klen) || !qp_buf_u32le(&w->kv, (uint32_t)type))
         return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     return QP_OK;
 }
 
 static qp_status kv_bytes(qp_gguf_writer *w, const void *p, size_t n, qp_err *e) {
-    if (!wb_put(&w->kv, p, n)) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+    if (!qp_buf_put(&w->kv, p, n)) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     return QP_OK;
 }
 
@@ -206,7 +172,7 @@ static qp_status array_head(qp_gguf_writer *w, const char *key, qp_meta_type et,
                      w->path, key ? key : "", (int)et);
     qp_status s = begin_kv(w, key, QP_META_ARRAY, e);
     if (s != QP_OK) return s;
-    if (!wb_u32(&w->kv, (uint32_t)et) || !wb_u64(&w->kv, n))
+    if (!qp_buf_u32le(&w->kv, (uint32_t)et) || !qp_buf_u64le(&w->kv, n))
         return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     return QP_OK;
 }
@@ -353,9 +319,9 @@ qp_status qp_gguf_writer_add_tensor_sized(qp_gguf_writer *w, const char *name, i
         return WFAIL(w, e, QP_ERR_LIMIT, "%s: tensor '%s': data section size overflows", w->path,
                      name);
     w->data_size += padded;
-    bool ok = wb_str(&w->ti, name, nlen) && wb_u32(&w->ti, (uint32_t)n_dims);
-    for (int d = 0; ok && d < n_dims; d++) ok = wb_u64(&w->ti, (uint64_t)ne[d]);
-    ok = ok && wb_u32(&w->ti, (uint32_t)ggml_type) && wb_u64(&w->ti, t->offset);
+    bool ok = wb_str(&w->ti, name, nlen) && qp_buf_u32le(&w->ti, (uint32_t)n_dims);
+    for (int d = 0; ok && d < n_dims; d++) ok = qp_buf_u64le(&w->ti, (uint64_t)ne[d]);
+    ok = ok && qp_buf_u32le(&w->ti, (uint32_t)ggml_type) && qp_buf_u64le(&w->ti, t->offset);
     if (!ok) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     return QP_OK;
 }
@@ -415,8 +381,8 @@ qp_status qp_gguf_writer_begin(qp_gguf_writer *w, qp_err *e) {
         return werr(w, e);
     /* llama.cpp pads the meta data to the alignment even when there are no tensors */
     if (qp_outfile_pad(w->out, w->alignment, &w->err) != QP_OK) return werr(w, e);
-    qp_free(w->kv.p);
-    qp_free(w->ti.p);
+    qp_buf_free(&w->kv);
+    qp_buf_free(&w->ti);
     memset(&w->kv, 0, sizeof w->kv);
     memset(&w->ti, 0, sizeof w->ti);
     w->state = ST_DATA;

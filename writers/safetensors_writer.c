@@ -1,9 +1,10 @@
 /* Streaming safetensors writer. Format and choices: writers/safetensors_writer.md. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+#include "core/sticky.h"
 #include "core/strmap.h"
 #include "writers/safetensors_writer.h"
 
@@ -41,82 +42,14 @@ struct qp_st_writer {
     qp_err err;           /* first failure (sticky) */
 };
 
-/* ---- a growable text buffer ------------------------------------------------------------------ */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) {
-            if (cap > SIZE_MAX / 2) { b->oom = true; return; }
-            cap *= 2;
-        }
-        char *np = qp_realloc(b->p, cap);
-        if (!np) { b->oom = true; return; }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp) { b->oom = true; return; }
-    sb_put(b, tmp, (size_t)n);
-}
-/* A JSON string literal: quotes, backslashes and control characters escaped; other bytes
- * (UTF-8) verbatim. */
-static void sb_json(sbuf *b, const char *s) {
-    sb_put(b, "\"", 1);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        switch (*c) {
-        case '"': sb_put(b, "\\\"", 2); break;
-        case '\\': sb_put(b, "\\\\", 2); break;
-        case '\n': sb_put(b, "\\n", 2); break;
-        case '\r': sb_put(b, "\\r", 2); break;
-        case '\t': sb_put(b, "\\t", 2); break;
-        case '\b': sb_put(b, "\\b", 2); break;
-        case '\f': sb_put(b, "\\f", 2); break;
-        default:
-            if (*c < 0x20) sb_printf(b, "\\u%04x", (unsigned)*c);
-            else sb_put(b, (const char *)c, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
 /* ---- writer --------------------------------------------------------------------------------- */
 
-static qp_status w_fail(qp_st_writer *w, qp_err *e, qp_status s, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static qp_status w_fail(qp_st_writer *w, qp_err *e, qp_status s, const char *fmt, ...) {
-    if (w->err.status == QP_OK) {
-        w->err.status = s;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(w->err.msg, sizeof w->err.msg, fmt, ap);
-        va_end(ap);
-    }
-    return qp_fail(e, w->err.status, "%s", w->err.msg);
-}
-static qp_status w_sticky(qp_st_writer *w, qp_err *e) {
-    return qp_fail(e, w->err.status, "%s", w->err.msg);
-}
+/* The first failure sticks in w->err (core/sticky.h); every later call returns it. */
+#define W_FAIL(w, e, st, ...) qp_sticky_fail(&(w)->err, (e), (st), __VA_ARGS__)
+static qp_status w_sticky(qp_st_writer *w, qp_err *e) { return qp_sticky_check(&w->err, e); }
 /* Copies a failure reported in tmp (by a core call) into the writer. */
 static qp_status w_take(qp_st_writer *w, qp_err *e, const qp_err *tmp) {
-    return w_fail(w, e, tmp->status, "%s", tmp->msg);
+    return qp_sticky_take(&w->err, e, tmp);
 }
 
 static qp_status writer_new(const char *path, const char *prefix, uint64_t max_shard,
@@ -152,12 +85,12 @@ qp_status qp_st_writer_new_sharded(const char *dir, const char *prefix, uint64_t
 qp_status qp_st_writer_add_meta(qp_st_writer *w, const char *key, const char *value, qp_err *e) {
     if (!w) return qp_fail(e, QP_ERR_ARG, "safetensors writer: NULL");
     if (w->err.status != QP_OK) return w_sticky(w, e);
-    if (w->begun) return w_fail(w, e, QP_ERR_ARG, "%s: metadata added after begin", w->path);
-    if (!key || !value) return w_fail(w, e, QP_ERR_ARG, "%s: metadata with NULL key or value", w->path);
+    if (w->begun) return W_FAIL(w, e, QP_ERR_ARG, "%s: metadata added after begin", w->path);
+    if (!key || !value) return W_FAIL(w, e, QP_ERR_ARG, "%s: metadata with NULL key or value", w->path);
     if (w->n_m == w->cap_m) {
         int64_t cap = w->cap_m ? w->cap_m * 2 : 8;
         st_meta *nm = qp_realloc(w->m, (size_t)cap * sizeof *nm);
-        if (!nm) return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (!nm) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
         w->m = nm;
         w->cap_m = cap;
     }
@@ -167,14 +100,14 @@ qp_status qp_st_writer_add_meta(qp_st_writer *w, const char *key, const char *va
     if (!m->key || !m->value) {
         qp_free(m->key);
         qp_free(m->value);
-        return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     }
     int r = qp_strmap_put(&w->keys, m->key, strlen(m->key), w->n_m);
     if (r <= 0) {
         qp_free(m->key);
         qp_free(m->value);
-        if (r < 0) return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
-        return w_fail(w, e, QP_ERR_ARG, "%s: duplicate metadata key '%s'", w->path, key);
+        if (r < 0) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: duplicate metadata key '%s'", w->path, key);
     }
     w->n_m++;
     return QP_OK;
@@ -185,32 +118,32 @@ qp_status qp_st_writer_add_tensor_dtype(qp_st_writer *w, const char *name, const
                                         qp_err *e) {
     if (!w) return qp_fail(e, QP_ERR_ARG, "safetensors writer: NULL");
     if (w->err.status != QP_OK) return w_sticky(w, e);
-    if (w->begun) return w_fail(w, e, QP_ERR_ARG, "%s: tensor added after begin", w->path);
-    if (!name || !*name) return w_fail(w, e, QP_ERR_ARG, "%s: tensor without a name", w->path);
+    if (w->begun) return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor added after begin", w->path);
+    if (!name || !*name) return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor without a name", w->path);
     if (strcmp(name, "__metadata__") == 0)
-        return w_fail(w, e, QP_ERR_ARG, "%s: '__metadata__' is not a tensor name", w->path);
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: '__metadata__' is not a tensor name", w->path);
     if (!dtype || !*dtype || elem_bytes == 0)
-        return w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s': no dtype", w->path, name);
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s': no dtype", w->path, name);
     for (const char *c = dtype; *c; c++)
         if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
-            return w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s': bad dtype '%s'", w->path, name, dtype);
+            return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s': bad dtype '%s'", w->path, name, dtype);
     if (n_dims < 0 || n_dims > QP_ST_WRITER_MAX_DIMS || (n_dims > 0 && !shape))
-        return w_fail(w, e, QP_ERR_LIMIT, "%s: tensor '%s': %d dimensions (at most %d)", w->path,
+        return W_FAIL(w, e, QP_ERR_LIMIT, "%s: tensor '%s': %d dimensions (at most %d)", w->path,
                       name, n_dims, QP_ST_WRITER_MAX_DIMS);
     uint64_t nbytes = elem_bytes;
     for (int i = 0; i < n_dims; i++) {
         if (shape[i] < 0)
-            return w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s': negative dimension %lld", w->path,
+            return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s': negative dimension %lld", w->path,
                           name, (long long)shape[i]);
         if (__builtin_mul_overflow(nbytes, (uint64_t)shape[i], &nbytes))
-            return w_fail(w, e, QP_ERR_LIMIT, "%s: tensor '%s': size overflows", w->path, name);
+            return W_FAIL(w, e, QP_ERR_LIMIT, "%s: tensor '%s': size overflows", w->path, name);
     }
     if (__builtin_add_overflow(w->total, nbytes, &w->total))
-        return w_fail(w, e, QP_ERR_LIMIT, "%s: total size overflows", w->path);
+        return W_FAIL(w, e, QP_ERR_LIMIT, "%s: total size overflows", w->path);
     if (w->n_t == w->cap_t) {
         int64_t cap = w->cap_t ? w->cap_t * 2 : 64;
         st_desc *nt = qp_realloc(w->t, (size_t)cap * sizeof *nt);
-        if (!nt) return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (!nt) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
         w->t = nt;
         w->cap_t = cap;
     }
@@ -221,14 +154,14 @@ qp_status qp_st_writer_add_tensor_dtype(qp_st_writer *w, const char *name, const
     if (!t->name || !t->dtype) {
         qp_free(t->name);
         qp_free(t->dtype);
-        return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     }
     int r = qp_strmap_put(&w->names, t->name, strlen(t->name), w->n_t);
     if (r <= 0) {
         qp_free(t->name);
         qp_free(t->dtype);
-        if (r < 0) return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
-        return w_fail(w, e, QP_ERR_ARG, "%s: duplicate tensor name '%s'", w->path, name);
+        if (r < 0) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: duplicate tensor name '%s'", w->path, name);
     }
     t->n_dims = n_dims;
     for (int i = 0; i < n_dims; i++) t->shape[i] = shape[i];
@@ -242,7 +175,7 @@ qp_status qp_st_writer_add_tensor(qp_st_writer *w, const char *name, qp_encoding
     if (!w) return qp_fail(e, QP_ERR_ARG, "safetensors writer: NULL");
     const qp_encoding_traits *tr = qp_encoding_get(enc);
     if (!tr || !tr->st_dtype || tr->block_elems != 1 || tr->tensor_trailer_bytes != 0)
-        return w_fail(w, e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s has no safetensors dtype",
+        return W_FAIL(w, e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': encoding %s has no safetensors dtype",
                       w->path, name ? name : "?", tr ? tr->name : "?");
     return qp_st_writer_add_tensor_dtype(w, name, tr->st_dtype, tr->block_bytes, n_dims, shape, e);
 }
@@ -263,14 +196,14 @@ static char *shard_name(const qp_st_writer *w, int k) {
 qp_status qp_st_writer_begin(qp_st_writer *w, qp_err *e) {
     if (!w) return qp_fail(e, QP_ERR_ARG, "safetensors writer: NULL");
     if (w->err.status != QP_OK) return w_sticky(w, e);
-    if (w->begun) return w_fail(w, e, QP_ERR_ARG, "%s: begin called twice", w->path);
+    if (w->begun) return W_FAIL(w, e, QP_ERR_ARG, "%s: begin called twice", w->path);
     /* Assign shards greedily in declared order; offsets are relative to each shard's data. */
     int shard = 0;
     uint64_t used = 0;
     for (int64_t i = 0; i < w->n_t; i++) {
         st_desc *t = &w->t[i];
         if (w->max_shard && used > 0 && t->nbytes > w->max_shard - used) {
-            if (shard == 99998) return w_fail(w, e, QP_ERR_LIMIT, "%s: more than 99999 shards", w->path);
+            if (shard == 99998) return W_FAIL(w, e, QP_ERR_LIMIT, "%s: more than 99999 shards", w->path);
             shard++;
             used = 0;
         }
@@ -281,10 +214,10 @@ qp_status qp_st_writer_begin(qp_st_writer *w, qp_err *e) {
     w->n_shards = shard + 1;
     w->shard_paths = qp_calloc((size_t)w->n_shards, sizeof *w->shard_paths);
     w->files = qp_calloc((size_t)w->n_shards, sizeof *w->files);
-    if (!w->shard_paths || !w->files) return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+    if (!w->shard_paths || !w->files) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     for (int k = 0; k < w->n_shards; k++) {
         w->shard_paths[k] = shard_name(w, k);
-        if (!w->shard_paths[k]) return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (!w->shard_paths[k]) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     }
     w->begun = true;
     w->cur = 0;
@@ -295,43 +228,43 @@ qp_status qp_st_writer_begin(qp_st_writer *w, qp_err *e) {
 /* Opens shard k and writes its header: u64 length, JSON padded with spaces to a multiple of 8. */
 static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
     if (w->files[k]) return QP_OK;
-    sbuf b = {0};
-    sb_str(&b, "{");
+    qp_buf b = {0};
+    qp_buf_str(&b, "{");
     bool first = true;
     if (w->n_m > 0) {
-        sb_str(&b, "\"__metadata__\":{");
+        qp_buf_str(&b, "\"__metadata__\":{");
         for (int64_t i = 0; i < w->n_m; i++) {
-            if (i) sb_str(&b, ",");
-            sb_json(&b, w->m[i].key);
-            sb_str(&b, ":");
-            sb_json(&b, w->m[i].value);
+            if (i) qp_buf_str(&b, ",");
+            qp_buf_json_str(&b, w->m[i].key, strlen(w->m[i].key));
+            qp_buf_str(&b, ":");
+            qp_buf_json_str(&b, w->m[i].value, strlen(w->m[i].value));
         }
-        sb_str(&b, "}");
+        qp_buf_str(&b, "}");
         first = false;
     }
     for (int64_t i = 0; i < w->n_t; i++) {
         const st_desc *t = &w->t[i];
         if (t->shard != k) continue;
-        if (!first) sb_str(&b, ",");
+        if (!first) qp_buf_str(&b, ",");
         first = false;
-        sb_json(&b, t->name);
-        sb_str(&b, ":{\"dtype\":");
-        sb_json(&b, t->dtype);
-        sb_str(&b, ",\"shape\":[");
-        for (int d = 0; d < t->n_dims; d++) sb_printf(&b, d ? ",%lld" : "%lld", (long long)t->shape[d]);
-        sb_printf(&b, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
-                  (unsigned long long)(t->begin + t->nbytes));
+        qp_buf_json_str(&b, t->name, strlen(t->name));
+        qp_buf_str(&b, ":{\"dtype\":");
+        qp_buf_json_str(&b, t->dtype, strlen(t->dtype));
+        qp_buf_str(&b, ",\"shape\":[");
+        for (int d = 0; d < t->n_dims; d++) qp_buf_printf(&b, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+        qp_buf_printf(&b, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
+                      (unsigned long long)(t->begin + t->nbytes));
     }
-    sb_str(&b, "}");
-    while (!b.oom && b.len % 8) sb_str(&b, " ");
+    qp_buf_str(&b, "}");
+    while (!b.oom && b.len % 8) qp_buf_str(&b, " ");
     if (b.oom) {
-        qp_free(b.p);
-        return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory building the header", w->shard_paths[k]);
+        qp_buf_free(&b);
+        return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory building the header", w->shard_paths[k]);
     }
-    if (b.len > QP_ST_WRITER_MAX_HEADER) {
-        qp_free(b.p);
-        return w_fail(w, e, QP_ERR_LIMIT, "%s: header of %zu bytes exceeds the %zu-byte limit",
-                      w->shard_paths[k], b.len, QP_ST_WRITER_MAX_HEADER);
+    if (b.len > QP_ST_MAX_HEADER) {
+        qp_buf_free(&b);
+        return W_FAIL(w, e, QP_ERR_LIMIT, "%s: header of %zu bytes exceeds the %zu-byte limit",
+                      w->shard_paths[k], b.len, (size_t)QP_ST_MAX_HEADER);
     }
     qp_err tmp;
     qp_err_clear(&tmp);
@@ -341,7 +274,7 @@ static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
     if (qp_outfile_open(w->shard_paths[k], &f, &tmp) == QP_OK &&
         qp_outfile_write(f, len8, 8, &tmp) == QP_OK)
         qp_outfile_write(f, b.p, b.len, &tmp);
-    qp_free(b.p);
+    qp_buf_free(&b);
     if (tmp.status != QP_OK) {
         qp_outfile_abort(f);
         return w_take(w, e, &tmp);
@@ -353,7 +286,7 @@ static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
 static qp_status check_writing(qp_st_writer *w, qp_err *e) {
     if (!w) return qp_fail(e, QP_ERR_ARG, "safetensors writer: NULL");
     if (w->err.status != QP_OK) return w_sticky(w, e);
-    if (!w->begun) return w_fail(w, e, QP_ERR_ARG, "%s: tensor data before begin", w->path);
+    if (!w->begun) return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor data before begin", w->path);
     return QP_OK;
 }
 
@@ -371,7 +304,7 @@ static qp_status put_bytes(qp_st_writer *w, const uint8_t *p, size_t n, qp_err *
 qp_status qp_st_writer_write(qp_st_writer *w, const void *data, size_t n, qp_err *e) {
     qp_status s = check_writing(w, e);
     if (s != QP_OK) return s;
-    if (n && !data) return w_fail(w, e, QP_ERR_ARG, "%s: tensor data NULL", w->path);
+    if (n && !data) return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor data NULL", w->path);
     const uint8_t *p = data;
     while (n > 0) {
         while (w->cur < w->n_t && w->filled == w->t[w->cur].nbytes) {
@@ -379,7 +312,7 @@ qp_status qp_st_writer_write(qp_st_writer *w, const void *data, size_t n, qp_err
             w->filled = 0;
         }
         if (w->cur == w->n_t)
-            return w_fail(w, e, QP_ERR_ARG, "%s: %zu bytes of tensor data beyond the last tensor",
+            return W_FAIL(w, e, QP_ERR_ARG, "%s: %zu bytes of tensor data beyond the last tensor",
                           w->path, n);
         uint64_t left = w->t[w->cur].nbytes - w->filled;
         size_t k = left < n ? (size_t)left : n;
@@ -399,15 +332,15 @@ qp_status qp_st_writer_write_tensor(qp_st_writer *w, const void *data, size_t n,
         w->filled = 0;
     }
     if (w->cur == w->n_t)
-        return w_fail(w, e, QP_ERR_ARG, "%s: write of a tensor after the last declared one", w->path);
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: write of a tensor after the last declared one", w->path);
     st_desc *t = &w->t[w->cur];
     if (w->filled != 0)
-        return w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s' is partly written (%llu of %llu bytes)",
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s' is partly written (%llu of %llu bytes)",
                       w->path, t->name, (unsigned long long)w->filled, (unsigned long long)t->nbytes);
     if ((uint64_t)n != t->nbytes)
-        return w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s': %zu bytes given, %llu declared", w->path,
+        return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s': %zu bytes given, %llu declared", w->path,
                       t->name, n, (unsigned long long)t->nbytes);
-    if (n && !data) return w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s': data NULL", w->path, t->name);
+    if (n && !data) return W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s': data NULL", w->path, t->name);
     if (n) {
         s = put_bytes(w, data, n, e);
         if (s != QP_OK) return s;
@@ -426,39 +359,40 @@ static int cmp_names(const void *a, const void *b) {
 static qp_status write_index(qp_st_writer *w, qp_err *e) {
     char name[512];
     int nn = snprintf(name, sizeof name, "%s.safetensors.index.json", w->prefix);
-    if (nn < 0 || (size_t)nn >= sizeof name) return w_fail(w, e, QP_ERR_LIMIT, "%s: prefix too long", w->path);
+    if (nn < 0 || (size_t)nn >= sizeof name) return W_FAIL(w, e, QP_ERR_LIMIT, "%s: prefix too long", w->path);
     char *path = qp_path_join(w->path, name);
     const st_desc **order = qp_calloc(w->n_t ? (size_t)w->n_t : 1, sizeof *order);
     if (!path || !order) {
         qp_free(path);
         qp_free(order);
-        return w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     }
     for (int64_t i = 0; i < w->n_t; i++) order[i] = &w->t[i];
     qsort(order, (size_t)w->n_t, sizeof *order, cmp_names);
-    sbuf b = {0};
-    sb_printf(&b, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {",
-              (unsigned long long)w->total);
+    qp_buf b = {0};
+    qp_buf_printf(&b, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {",
+                  (unsigned long long)w->total);
     for (int64_t i = 0; i < w->n_t; i++) {
-        sb_str(&b, i ? ",\n    " : "\n    ");
-        sb_json(&b, order[i]->name);
-        sb_str(&b, ": ");
+        qp_buf_str(&b, i ? ",\n    " : "\n    ");
+        qp_buf_json_str(&b, order[i]->name, strlen(order[i]->name));
+        qp_buf_str(&b, ": ");
         const char *sp = w->shard_paths[order[i]->shard];
         const char *base = strrchr(sp, '/');
-        sb_json(&b, base ? base + 1 : sp);
+        base = base ? base + 1 : sp;
+        qp_buf_json_str(&b, base, strlen(base));
     }
-    sb_str(&b, w->n_t ? "\n  }\n}\n" : "}\n}\n");
+    qp_buf_str(&b, w->n_t ? "\n  }\n}\n" : "}\n}\n");
     qp_free(order);
     qp_status s;
     if (b.oom) {
-        s = w_fail(w, e, QP_ERR_NOMEM, "%s: out of memory", path);
+        s = W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", path);
     } else {
         qp_err tmp;
         qp_err_clear(&tmp);
         s = qp_file_write_atomic(path, b.p, b.len, &tmp);
         if (s != QP_OK) s = w_take(w, e, &tmp);
     }
-    qp_free(b.p);
+    qp_buf_free(&b);
     qp_free(path);
     return s;
 }
@@ -472,7 +406,7 @@ qp_status qp_st_writer_finish(qp_st_writer *w, qp_err *e) {
             w->filled = 0;
         }
         if (w->cur < w->n_t)
-            s = w_fail(w, e, QP_ERR_ARG, "%s: tensor '%s' not written in full (%llu of %llu bytes)",
+            s = W_FAIL(w, e, QP_ERR_ARG, "%s: tensor '%s' not written in full (%llu of %llu bytes)",
                        w->path, w->t[w->cur].name, (unsigned long long)w->filled,
                        (unsigned long long)w->t[w->cur].nbytes);
     }

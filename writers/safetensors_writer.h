@@ -16,9 +16,9 @@
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
 #include "quantpack/status.h"
+#include "readers/safetensors_format.h" /* QP_ST_MAX_HEADER */
 
 #define QP_ST_WRITER_MAX_DIMS 8
-#define QP_ST_WRITER_MAX_HEADER ((size_t)100000000) /* the official reader's limit */
 
 typedef struct qp_st_writer qp_st_writer;
 

@@ -45,6 +45,13 @@ import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b[:len(b)//
 PY
 expect "truncated manifest" "$T/trunc" "manifest.json: not valid JSON \(truncated or damaged"
 
+# The same tensor twice: cJSON would read the first, DOPPLER's JSON.parse the second.
+mk dupkey; python3 - "$T/dupkey/manifest.json" <<'PY'
+import sys; p=sys.argv[1]; b=open(p).read(); k='"model.norm.weight":'; i=b.index(k); j=b.index('}', i)+1
+open(p,'w').write(b[:i] + b[i:j] + ',' + b[i:j] + b[j:])
+PY
+expect "duplicate tensor key" "$T/dupkey" "manifest.json: duplicate key 'model.norm.weight' in \"tensors\""
+
 # A tensor changed together with its shard hash: the Merkle root catches it.
 mk merkle; python3 - "$T/merkle" <<'PY'
 import json,sys,hashlib; d=sys.argv[1]; m=json.load(open(d+'/manifest.json'))

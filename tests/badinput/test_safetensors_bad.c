@@ -88,6 +88,8 @@ static const bad_case k_cases[] = {
     {"header_len_huge", VALID_HDR, 19, UINT64_MAX, QP_ERR_LIMIT, ANY_FAILURE, 0},
     {"header_len_2^64-8", VALID_HDR, 19, UINT64_MAX - 7, QP_ERR_LIMIT, ANY_FAILURE, 0},
     {"header_len_over_100MB", VALID_HDR, 19, (100u << 20) + 1, QP_ERR_LIMIT, ANY_FAILURE, 0},
+    /* the official limit is 100,000,000 bytes (safetensors' MAX_HEADER_SIZE), not 100 MiB */
+    {"header_len_100000001", VALID_HDR, 19, 100000001, QP_ERR_LIMIT, ANY_FAILURE, 0},
     {"header_len_past_eof", VALID_HDR, 19, 8 + 200, QP_ERR_CORRUPT, ANY_FAILURE, 0},
     {"header_len_0", "{}", 0, 0, QP_ERR_CORRUPT, ANY_FAILURE, 0}, /* patched to 0 below */
     {"header_len_1", "{", 0, 0, QP_ERR_CORRUPT, ANY_FAILURE, 0},

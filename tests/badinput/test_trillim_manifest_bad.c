@@ -2,6 +2,7 @@
  * here byte by byte (an independent writer); each case mutates one field of a valid one. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "converters/trillim_manifest.h"
 #include "converters/trillim_quantize.h"
@@ -118,6 +119,12 @@ int main(void) {
     expect("NUL in path", &m, QP_ERR_CORRUPT, "NUL", false);
     build(&m, "\xff\xfe", 2, &k_good, 0, false);
     expect("invalid UTF-8 path", &m, QP_ERR_CORRUPT, "UTF-8", false);
+    build(&m, "\xe0\x80\xaf", 3, &k_good, 0, false); /* overlong '/' (was accepted) */
+    expect("overlong UTF-8 path", &m, QP_ERR_CORRUPT, "UTF-8", false);
+    build(&m, "a\xed\xa0\x80", 4, &k_good, 0, false); /* surrogate U+D800 (was accepted) */
+    expect("surrogate in path", &m, QP_ERR_CORRUPT, "UTF-8", false);
+    build(&m, "\xf4\x90\x80\x80", 4, &k_good, 0, false); /* U+110000 */
+    expect("path above U+10FFFF", &m, QP_ERR_CORRUPT, "UTF-8", false);
     build(&m, g_shard, pl, &k_good, 6, false);
     expect("6 LoRA targets", &m, QP_ERR_UNSUPPORTED, "6 targets per layer", false);
     build(&m, g_shard, pl, &k_good, 7, true);
@@ -148,5 +155,45 @@ int main(void) {
         qp_trillim_manifest_free(man);
     }
     remove(g_shard);
+
+    /* manifest build reads shard headers through the safetensors reader's parser: what the
+     * reader refuses, the builder refuses (the old re-parse accepted each of these) */
+    {
+        static const struct {
+            const char *name, *hdr;
+            uint64_t hl; /* 0: the true length */
+            qp_status want;
+            const char *frag;
+        } k_hdr[] = {
+            {"duplicate key", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                              "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+             0, QP_ERR_CORRUPT, "duplicate key 'a'"},
+            {"bytes after the object", "{}xx", 0, QP_ERR_CORRUPT, "bytes after the JSON object"},
+            {"invalid UTF-8", "{\"\xed\xa0\x80\":1}", 0, QP_ERR_CORRUPT, "invalid UTF-8"},
+            {"over the limit", "{}", 100000001, QP_ERR_LIMIT, "exceeds the 100000000-byte limit"},
+            {"shape not integers", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}",
+             0, QP_ERR_CORRUPT, "shape[0] is not an integer"},
+        };
+        char dir[600], file[700];
+        snprintf(dir, sizeof dir, "%s/trillim_bad_model", tmp);
+        snprintf(file, sizeof file, "%s/model.safetensors", dir);
+        qp_path_remove_tree(dir, NULL);
+        QP_CHECK(mkdir(dir, 0755) == 0);
+        for (size_t i = 0; i < sizeof k_hdr / sizeof k_hdr[0]; i++) {
+            uint8_t b[512] = {0};
+            size_t hn = strlen(k_hdr[i].hdr);
+            qp_store_u64le(b, k_hdr[i].hl ? k_hdr[i].hl : hn);
+            memcpy(b + 8, k_hdr[i].hdr, hn);
+            QP_CHECK(qp_file_write_atomic(file, b, 8 + hn + 4, &e) == QP_OK);
+            qp_trillim_config c = {0};
+            qp_trillim_manifest *man = NULL;
+            qp_err_clear(&e);
+            qp_status s = qp_trillim_manifest_build(dir, &c, NULL, &man, &e);
+            QP_CHECK_MSG(s == k_hdr[i].want && strstr(e.msg, k_hdr[i].frag), "%s: %s %s", k_hdr[i].name,
+                         qp_status_name(s), e.msg);
+            qp_trillim_manifest_free(man);
+        }
+        qp_path_remove_tree(dir, NULL);
+    }
     return qp_test_finish();
 }

@@ -1,0 +1,38 @@
+/* The checks every reader of JSON makes over cJSON: exact integers and unique keys.
+ * cJSON stores numbers as doubles and keeps duplicate keys silently (GetObjectItem finds the
+ * first, while JavaScript's JSON.parse and Python's json keep the last), so readers of untrusted
+ * JSON take integers only through qp_json_int and check objects with qp_json_unique_keys.
+ * Internal (core/). */
+#ifndef QP_CORE_JSON_H
+#define QP_CORE_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "quantpack/status.h"
+
+/* 2^53: every integer of at most this magnitude is exact in a double, and no larger one is. */
+#define QP_JSON_INT_MAX ((int64_t)1 << 53)
+
+/* True, with *out set, when `it` is a JSON number with an integer value in [lo, hi] (the bounds
+ * are clamped to +-QP_JSON_INT_MAX). False for NULL, a non-number, a fraction, NaN/inf and any
+ * value out of range; *out is then untouched. */
+bool qp_json_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out);
+/* The same for an object member (obj may be NULL). */
+bool qp_json_get_int(const cJSON *obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
+/* qp_json_int over [0, 2^53] with an unsigned result, for sizes and offsets (callers compare
+ * with their own limits after). */
+bool qp_json_uint(const cJSON *it, uint64_t *out);
+bool qp_json_get_uint(const cJSON *obj, const char *key, uint64_t *out);
+
+/* What `it` is, for a message about a value that was not the expected kind: "missing", "a
+ * string", "a list", "an object", "a boolean", "null", and for numbers "negative", "not an
+ * integer", "too large" (past 2^53) or "a number". */
+const char *qp_json_kind(const cJSON *it);
+
+/* QP_ERR_CORRUPT naming the first key that appears twice among obj's members ("<file>:
+ * duplicate key 'k' in <what>"), QP_ERR_NOMEM, or QP_OK (also for NULL or a non-object). */
+qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *what, qp_err *e);
+
+#endif
