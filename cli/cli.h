@@ -140,7 +140,7 @@ typedef struct qp_cli_convert_args {
     const char *cmd; /* message prefix */
     const char *src, *out, *to, *quant, *tokenizer;
     int64_t threads;
-    bool dry_run, allow_requantize;
+    bool dry_run, allow_requantize, allow_nonfinite;
     const char *sign, *model_id; /* rdrr */
     bool gguf_only;              /* gguf-to-rdrr: SRC must be a GGUF file (bytes kept) */
     uint64_t shard_size;

@@ -92,6 +92,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     co.quant = q;
     co.threads = threads;
     co.allow_requantize = a->allow_requantize;
+    co.allow_nonfinite = a->allow_nonfinite;
     progress pr = {qp_cli_now_s(), 0, false};
     co.progress = on_progress;
     co.progress_ud = &pr;
@@ -187,6 +188,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
          .help = "[gguf] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
         {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
          .help = "[gguf,rdrr] quantized sources may be quantized again"},
+        {"--allow-nonfinite", NULL, QP_CLI_FLAG, &a->allow_nonfinite, .used_by = G | R | T | B,
+         .help = "write NaN/Inf weights (refused by default)"},
         {"--shard-size", NULL, QP_CLI_BYTES, &a->shard_size, .lo = (int64_t)QP_RDRR_MIN_SHARD,
          .used_by = R, .arg = "BYTES",
          .help = "[rdrr] shard size (default 64M; K/M/G suffixes; minimum 4096)"},

@@ -18,6 +18,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     o.passthrough = passthrough;
     o.model_id = a->model_id;
     o.allow_requantize = a->allow_requantize;
+    o.allow_nonfinite = a->allow_nonfinite;
     o.w.shard_size = a->shard_size;
     o.w.replace = a->force;
     o.w.no_inline_tensors = a->no_inline;

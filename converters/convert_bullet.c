@@ -137,7 +137,7 @@ qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bull
     if (!st) st = &dummy;
     memset(st, 0, sizeof *st);
     /* never write a model the runtime rejects (readers/model_check.h) */
-    qp_status cs = qp_model_check(m, NULL, e);
+    qp_status cs = qp_model_check_for_write(m, o->allow_nonfinite, e);
     if (cs != QP_OK) return cs;
     if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
     const qp_arch *a = &m->arch;

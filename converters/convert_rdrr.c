@@ -571,7 +571,7 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         have_plan = true;
     }
     /* never write a model the runtime rejects (readers/model_check.h) */
-    if ((s = qp_model_check(m, NULL, e)) != QP_OK) {
+    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK) {
         if (have_plan) qp_plan_free(&plan);
         return s;
     }

@@ -169,3 +169,39 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     if (out) *out = c;
     return QP_OK;
 }
+
+qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e) {
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (!tr || !tr->validate || !t->data) return QP_OK;
+    if (!(tr->flags & (QP_ENC_FLAG_FLOAT | QP_ENC_FLAG_BLOCK)) ||
+        (tr->flags & (QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE | QP_ENC_FLAG_TERNARY)))
+        return QP_OK;
+    int64_t n = qp_tensor_nelements(t);
+    size_t need;
+    if (n <= 0 || n % tr->block_elems != 0 || !qp_encoding_tensor_bytes(t->enc, n, &need) ||
+        need > t->nbytes)
+        return QP_OK; /* sizes are the reader's and the runtime's checks */
+    char why[160];
+    if (tr->validate(t->data, n, why, sizeof why)) return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (%s) at offset %llu: %s", m->path, t->name,
+                   tr->upper_name, (unsigned long long)t->offset, why);
+}
+
+qp_status qp_model_check_values(const qp_model *m, qp_err *e) {
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        qp_status s = qp_tensor_check_values(m, &m->tensors[i], e);
+        if (s != QP_OK) return s;
+    }
+    return QP_OK;
+}
+
+qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e) {
+    qp_status s = qp_model_check(m, NULL, e);
+    if (s != QP_OK || allow_nonfinite) return s;
+    s = qp_model_check_values(m, e);
+    if (s != QP_OK && e) {
+        size_t n = strlen(e->msg);
+        snprintf(e->msg + n, sizeof e->msg - n, " (--allow-nonfinite writes it anyway)");
+    }
+    return s;
+}
