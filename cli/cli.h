@@ -26,6 +26,8 @@ int qp_cli_fail(const qp_err *e);
 int qp_cli_error(qp_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Flushes stdout: QP_EXIT_OK, or QP_EXIT_IO after the message "cannot write standard output". */
 int qp_cli_flush_stdout(void);
+/* "quantpack: warning: OUT was written without a tokenizer ..." on stderr. */
+void qp_cli_warn_no_tokenizer(const char *out);
 /* Prints "quantpack: <fmt>" to stderr and returns QP_EXIT_USAGE. */
 int qp_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* True when argv[i] is -h or --help. */

@@ -113,6 +113,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
                 (long long)plan.n, (double)plan.dst_bytes / 1e6, qp_quant_name(q), plan.file_type, el);
         for (int64_t i = 0; i < plan.n_skipped; i++)
             fprintf(stderr, "quantpack: skipped %s: %s\n", plan.skipped[i].src->name, plan.skipped[i].rule);
+        if (m->vocab.n_tokens <= 0) qp_cli_warn_no_tokenizer(out);
     }
     qp_plan_free(&plan);
     qp_model_close(m);

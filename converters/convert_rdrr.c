@@ -624,6 +624,7 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         res->total_bytes = total;
         res->n_shards = n_shards;
         res->tokenizer_note = note;
+        res->no_tokenizer = tok_kind == NULL;
     }
     return s;
 }

@@ -34,6 +34,7 @@ typedef struct qp_rdrr_convert_result {
     uint64_t total_bytes;        /* shard bytes */
     int n_shards;
     const char *tokenizer_note;  /* static text: what was done with the tokenizer */
+    bool no_tokenizer;           /* the package holds no tokenizer */
 } qp_rdrr_convert_result;
 
 /* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.

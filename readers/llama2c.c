@@ -163,29 +163,13 @@ static qp_status add_f32(qp_model *m, int fi, const qp_mapped_file *mf, const ch
     return QP_OK;
 }
 
-static bool has_suffix(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static qp_status read_tokenizer(qp_model *m, const qp_open_opts *o, int64_t vocab, qp_err *e) {
     const char *tp = o ? o->tokenizer_path : NULL;
     if (!tp) {
         qp_model_add_problem(m, "no tokenizer: pass --tokenizer (tokenizer.bin or tokenizer.model)");
         return QP_OK;
     }
-    qp_status s;
-    if (has_suffix(tp, ".json")) {
-        /* an HF tokenizer.json, with the tokenizer_config.json beside it when there is one */
-        const char *slash = strrchr(tp, '/');
-        char *dir = slash ? qp_strndup(tp, (size_t)(slash - tp)) : qp_strdup(".");
-        char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
-        qp_free(dir);
-        if (!cfg) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tp);
-        s = qp_hf_tokenizer_read(m, tp, qp_path_exists(cfg) ? cfg : NULL, e);
-        qp_free(cfg);
-    } else if (has_suffix(tp, ".model")) s = qp_vocab_read_spm_model(m, tp, e);
-    else s = qp_vocab_read_llama2c_bin(m, tp, e);
+    qp_status s = qp_vocab_read_file(m, tp, e);
     if (s != QP_OK) return s;
     if (m->vocab.n_tokens != vocab)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tokenizer has %lld tokens but checkpoint %s has "
