@@ -42,6 +42,7 @@ qp_status qp_model_meta_f32(qp_model *m, const char *key, float v, qp_err *e);
 qp_status qp_tensor_set_shape_outer_first(qp_tensor *t, const int64_t *dims, int n_dims, qp_err *e);
 
 /* Reader entry points (readers/): each fills a model created by qp_model_new. */
+#define QP_ST_MAX_HEADER ((uint64_t)100 << 20) /* safetensors header bytes, as the official library */
 qp_status qp_safetensors_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);
 qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e);

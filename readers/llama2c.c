@@ -134,12 +134,16 @@ bool qp_llama2c_probe(const uint8_t *head, size_t head_len, uint64_t file_size) 
     l2c_config c;
     l2c_config_load(head, &c);
     if (l2c_config_check(&c, 0, "", NULL) != QP_OK) return false;
+    /* a plausible header and the size of either layout; or shorter than both: a truncated file,
+     * which the reader then names (llama2c.md) */
+    bool shorter = true;
     for (int cls = 0; cls < 2; cls++) {
         l2c_layout L;
-        if (l2c_layout_compute(&c, 0, cls == 1, L2C_V0_HEADER, &L) && (uint64_t)L.total == file_size)
-            return true;
+        if (!l2c_layout_compute(&c, 0, cls == 1, L2C_V0_HEADER, &L)) return false;
+        if ((uint64_t)L.total == file_size) return true;
+        if ((uint64_t)L.total <= file_size) shorter = false;
     }
-    return false;
+    return shorter;
 }
 
 /* Adds one F32 tensor (name = canon) with ggml shape {ne0, ne1}. */
@@ -224,6 +228,10 @@ qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, 
         return qp_fail(e, QP_ERR_LIMIT, "%s: header sizes overflow (dim %d, hidden_dim %d, "
                        "n_layers %d, vocab_size %d, seq_len %d)", path, c.dim, c.hidden, c.n_layers,
                        c.vocab, c.seq_len);
+    if (L.total > mf->size)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated: the file ends at byte offset %zu, the header "
+                       "implies %zu bytes (%s classifier)", path, mf->size, L.total,
+                       with_cls ? "with a separate" : "shared");
     if (L.total != mf->size) {
         l2c_layout alt;
         bool alt_fits = version == 0 && l2c_layout_compute(&c, 0, !with_cls, header, &alt) &&

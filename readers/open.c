@@ -56,7 +56,8 @@ qp_format qp_format_detect(const char *path) {
     if (n >= 4 && memcmp(head, "TRLM", 4) == 0) return QP_FORMAT_TRLM;
     if (n >= 9 && head[8] == '{') {
         uint64_t hl = qp_load_u64le(head);
-        if (hl >= 2 && hl <= size - 8) return QP_FORMAT_SAFETENSORS;
+        /* a truncated file too: the reader names where it ends (safetensors.md) */
+        if (hl >= 2 && hl <= QP_ST_MAX_HEADER) return QP_FORMAT_SAFETENSORS;
     }
     if (n >= 1 && head[0] == '{' && has_suffix(path, ".bullet")) return QP_FORMAT_BULLET;
     if (qp_llama2c_probe(head, n, size)) return QP_FORMAT_LLAMA2C;

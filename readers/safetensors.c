@@ -12,7 +12,6 @@
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
 
-#define QP_ST_MAX_HEADER ((uint64_t)100 << 20)   /* as the official library */
 #define QP_ST_MAX_JSON_VALUES ((size_t)4 << 20)  /* commas + containers in one header */
 #define QP_ST_MAX_INDEX_BYTES ((size_t)100 << 20)
 #define QP_ST_MAX_SHARDS 65536
@@ -309,8 +308,9 @@ static qp_status read_file(qp_model *m, const char *path, const st_expect *ex, q
         return qp_fail(e, QP_ERR_LIMIT, "%s: at offset 0: header length %llu exceeds the %llu-byte limit",
                        file, (unsigned long long)hl, (unsigned long long)QP_ST_MAX_HEADER);
     if (hl > f->size - 8)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu runs past the end of the "
-                                          "%zu-byte file", file, (unsigned long long)hl, f->size);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated: the file ends at byte offset %zu, inside the "
+                       "%llu-byte header that starts at offset 8", file, f->size,
+                       (unsigned long long)hl);
     if (hl < 2)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu is too short for a JSON "
                                           "object", file, (unsigned long long)hl);
