@@ -28,6 +28,9 @@ int qp_cli_error(qp_status s, const char *fmt, ...) __attribute__((format(printf
 int qp_cli_flush_stdout(void);
 /* "quantpack: warning: OUT was written without a tokenizer ..." on stderr. */
 void qp_cli_warn_no_tokenizer(const char *out);
+/* The source's problems (ids the reader ignored, ...) as warnings before a conversion: what
+ * the output will not carry is never dropped without a word. */
+void qp_cli_warn_problems(const qp_model *m);
 /* Prints "quantpack: <fmt>" to stderr and returns QP_EXIT_USAGE. */
 int qp_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* True when argv[i] is -h or --help. */

@@ -49,6 +49,7 @@ int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     qp_err e = {0};
     qp_model *m = NULL;
     if (qp_model_open(a->src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    qp_cli_warn_problems(m);
     qp_bullet_convert_stats st;
     qp_status s = qp_convert_to_bullet(m, a->out, &co, &st, &e);
     int64_t n_heads = m->arch.n_heads;

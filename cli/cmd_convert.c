@@ -82,6 +82,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     oo.tokenizer_path = a->tokenizer;
     qp_model *m = NULL;
     if (qp_model_open(src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    qp_cli_warn_problems(m);
     if (qp_quant_is_ternary(q) && m->arch.family != QP_FAMILY_BITNET) {
         qp_family fam = m->arch.family;
         qp_model_close(m);

@@ -40,6 +40,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
         sodium_memzero(sk, sizeof sk);
         return qp_cli_fail(&e);
     }
+    if (!a->quiet) qp_cli_warn_problems(m);
     if (passthrough && m->format != QP_FORMAT_GGUF) {
         qp_format f = m->format;
         qp_model_close(m);
