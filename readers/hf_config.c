@@ -611,7 +611,6 @@ qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const
         if (unk_text && strcmp(unk_text, x->string) == 0) ty = QP_TOKTYPE_UNKNOWN;
         s = set_token(&tb, id, x->string, ty, e);
     }
-    int64_t replaced = 0;
     for (const cJSON *x = s == QP_OK && added ? added->child : NULL; x && s == QP_OK; x = x->next) {
         const char *content = get_str(x, "content");
         tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), file, "added", content, &id, NULL);
@@ -622,12 +621,17 @@ qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const
             tb.types[id] = ty; /* as llama.cpp: added_tokens decide the type, even of <unk> */
             continue;
         }
-        if (tb.tokens[id]) replaced++;
+        if (tb.tokens[id]) {
+            /* HF keeps encoding with model.vocab's text and decodes with the added one; a
+             * vocabulary holds one text per id, so the encoder would lose the model's token
+             * (with every byte symbol replaced, text was dropped with exit 0): refused */
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: added_tokens give id %lld, model.vocab's '%.80s', "
+                        "to different text '%.80s'; such a vocabulary cannot be encoded as its "
+                        "model does (refused)", file, (long long)id, tb.tokens[id], content);
+            break;
+        }
         s = set_token(&tb, id, content, ty, e);
     }
-    if (s == QP_OK && replaced)
-        qp_model_add_problem(m, "%s: %lld added_tokens replace a different model.vocab entry with the "
-                                "same id", file, (long long)replaced);
     int64_t gaps = 0;
     for (int64_t i = 0; s == QP_OK && i < tb.n; i++) {
         if (tb.tokens[i]) continue;

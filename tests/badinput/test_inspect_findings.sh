@@ -71,6 +71,23 @@ check "convert nan refused" 3 "element 7 is not finite.*--allow-nonfinite" \
   "$Q" convert "$T/nan" --to gguf --quant Q8_0 -o "$T/nan.gguf"
 [ ! -e "$T/nan.gguf" ] || { fail=$((fail+1)); echo "FAIL: convert of NaN weights wrote an output"; }
 
+# Issue 11, item 9: a tokenizer.json with 100,000 added tokens. After the vocabulary: the same
+# ids as without them. Over ids 0..: refused naming the id (printed nothing with exit 0).
+python3 - "$TOK" "$T" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for name, first in (("after", max(x["id"] for x in t["added_tokens"]) + 1), ("over", 0)):
+    u = json.loads(json.dumps(t))
+    u["added_tokens"] += [{"id": first + i, "content": "<extra_%d>" % i, "single_word": False,
+                           "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+                          for i in range(100000)]
+    json.dump(u, open("%s/added_%s.json" % (sys.argv[2], name), "w"))
+PY
+want=$("$Q" tokenize "$TOK" "hello world, the cat" 2>&1)
+check "100k added tokens after the vocabulary" 0 "^$want\$" "$Q" tokenize "$T/added_after.json" "hello world, the cat"
+check "100k added tokens over the vocabulary" 3 "added_tokens give id 0, model.vocab's '!', to different text '<extra_0>'" \
+  "$Q" tokenize "$T/added_over.json" "hello world, the cat"
+
 # inspect --json on failure: an error object on stdout, the same exit code
 printf 'GGUF\x03\x00\x00\x00' > "$T/trunc.gguf"
 echo "not a model" > "$T/junk.bin"
