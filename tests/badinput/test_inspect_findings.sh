@@ -10,15 +10,8 @@ set -u
 B=${QP_BIN_DIR:?}; FX=${QP_FIXTURES_DIR:?}; T=${QP_TMP_DIR:?}/inspect_findings
 [ -d "$FX/llama-tied" ] || { echo "skipped: no fixtures"; exit 77; }
 rm -rf "$T"; mkdir -p "$T"
-fail=0; pass=0
 Q="$B/quantpack"
-
-check() { # NAME WANT_RC REGEX CMD...: exit code and combined output must match
-  local name=$1 want=$2 re=$3 out rc; shift 3
-  out=$(timeout 60 "$@" 2>&1 </dev/null); rc=$?
-  if [ "$rc" -eq "$want" ] && [[ $out =~ $re ]]; then pass=$((pass+1))
-  else fail=$((fail+1)); echo "FAIL: $name: rc $rc (want $want): ${out:0:400}"; fi
-}
+. "$(dirname "$0")/../sh_check.sh"
 
 # an HF folder without tokenizer files
 NT="$T/notok"; mkdir -p "$NT"
@@ -101,6 +94,5 @@ for f in trunc.gguf junk.bin missing.gguf; do
   else fail=$((fail+1)); echo "FAIL: inspect --json $f: rc $rc: ${out:0:300}"; fi
 done
 
-echo "$pass passed, $fail failed"
 rm -rf "$T"
-[ "$fail" -eq 0 ]
+finish
