@@ -12,7 +12,7 @@
 #define QP_CHECK_MAX_VOCAB ((int64_t)1 << 24)
 #define QP_CHECK_MAX_LAYERS 4096
 
-static qp_status need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
+qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
     const qp_tensor *t = qp_model_find(m, name);
     if (!t)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
@@ -39,7 +39,7 @@ bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows) {
 static qp_status check_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
                            bool bitnet_proj, qp_err *e) {
     const qp_tensor *t = NULL;
-    qp_status s = need(m, name, &t, e);
+    qp_status s = qp_model_need(m, name, &t, e);
     if (s != QP_OK) return s;
     if (bitnet_proj && qp_model_check_is_packed(t, cols, rows)) return QP_OK;
     if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
@@ -57,10 +57,9 @@ static qp_status check_mat(const qp_model *m, const char *name, int64_t cols, in
 static qp_status check_vec(const qp_model *m, const char *name, int64_t n, bool optional,
                            qp_err *e) {
     const qp_tensor *t = qp_model_find(m, name);
-    if (!t)
-        return optional ? QP_OK
-                        : qp_fail(e, QP_ERR_UNSUPPORTED,
-                                  "%s: tensor '%s' needed by the runtime is missing", m->path, name);
+    if (!t && optional) return QP_OK;
+    qp_status s = t ? QP_OK : qp_model_need(m, name, &t, e);
+    if (s != QP_OK) return s;
     if (qp_tensor_nelements(t) != n || t->ne[0] != n)
         return qp_fail(e, QP_ERR_UNSUPPORTED,
                        "%s: tensor '%s' has %lld elements (ne[0]=%lld); the runtime expects %lld",
@@ -100,10 +99,10 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     const qp_arch *a = &m->arch;
     const qp_tensor *emb = NULL, *q0 = NULL, *k0 = NULL, *g0 = NULL;
     qp_status s;
-    if ((s = need(m, "token_embd.weight", &emb, e)) != QP_OK ||
-        (s = need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK ||
-        (s = need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK ||
-        (s = need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK)
+    if ((s = qp_model_need(m, "token_embd.weight", &emb, e)) != QP_OK ||
+        (s = qp_model_need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK ||
+        (s = qp_model_need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK ||
+        (s = qp_model_need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK)
         return s;
     qp_runtime_config c;
     memset(&c, 0, sizeof c);

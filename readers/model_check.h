@@ -19,6 +19,10 @@
  * the runtime needs). */
 qp_status qp_model_check(const qp_model *m, qp_runtime_config *cfg, qp_err *e);
 
+/* The tensor named (canonical name first, as qp_model_find) in *out; QP_ERR_UNSUPPORTED "tensor
+ * 'x' needed by the runtime is missing" when absent. */
+qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e);
+
 /* True when the runtime reads "<name>" as a BitNet packed U8 projection of rows x cols
  * (microsoft/bitnet-b1.58: U8 [rows/4, cols] with a "<name>_scale"). */
 bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows);

@@ -12,15 +12,6 @@
 /* Finds a tensor; NULL (without error) when absent. */
 static const qp_tensor *find(const qp_model *m, const char *name) { return qp_model_find(m, name); }
 
-static qp_status need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
-    const qp_tensor *t = find(m, name);
-    if (!t)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
-                       m->path, name);
-    *out = t;
-    return QP_OK;
-}
-
 /* Checks the traits and the byte size of a tensor of rows x cols elements. */
 static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows, int64_t cols,
                              size_t *row_bytes, qp_err *e) {
@@ -118,7 +109,7 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
 static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
                           bool need_dequant, bool bitnet_proj, qp_wmat *w, qp_err *e) {
     const qp_tensor *t = NULL;
-    qp_status s = need(m, name, &t, e);
+    qp_status s = qp_model_need(m, name, &t, e);
     if (s != QP_OK) return s;
     if (bitnet_proj && qp_model_check_is_packed(t, cols, rows))
         return bind_packed(m, t, name, cols, rows, w, e);
@@ -161,13 +152,11 @@ static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool o
                           float **out, qp_err *e) {
     *out = NULL;
     const qp_tensor *t = find(m, name);
-    if (!t) {
-        if (optional) return QP_OK;
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
-                       m->path, name);
-    }
+    if (!t && optional) return QP_OK;
+    qp_status s = t ? QP_OK : qp_model_need(m, name, &t, e);
+    if (s != QP_OK) return s;
     size_t rb;
-    qp_status s = check_bytes(m, t, 1, n, &rb, e);
+    s = check_bytes(m, t, 1, n, &rb, e);
     if (s != QP_OK) return s;
     const qp_encoding_traits *tr = qp_encoding_get(t->enc);
     if (!tr->dequantize)

@@ -91,6 +91,39 @@ static void replace_int(char *json, const char *key, uint64_t v) {
     memcpy(p, num, (size_t)nl);
 }
 
+/* The tensors of src into one writer (sw: safetensors, HF names and shapes outermost first;
+ * gw: GGUF) with case k applied: dropped, reshaped or poisoned. */
+static void copy_tensors(case_kind k, const qp_model *src, qp_st_writer *sw, qp_gguf_writer *gw) {
+    qp_err e;
+    qp_err_clear(&e);
+    const char *target = sw ? k_case[k].hf_tensor : k_case[k].gguf_tensor;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            QP_CHECK_EQ_INT(sw ? qp_st_writer_begin(sw, &e) : qp_gguf_writer_begin(gw, &e), QP_OK);
+        for (int64_t i = 0; i < src->n_tensors; i++) {
+            const qp_tensor *t = &src->tensors[i];
+            bool hit = target && strcmp(t->name, target) == 0;
+            if (hit && k_case[k].shape0 < 0 && k_case[k].bad_index < 0) continue; /* dropped */
+            if (pass == 0) {
+                int64_t ne[QP_MAX_DIMS]; /* GGUF order; HF reverses it */
+                memcpy(ne, t->ne, sizeof ne);
+                if (hit && k_case[k].shape0 >= 0) ne[t->n_dims - 1] = k_case[k].shape0;
+                int64_t shape[QP_MAX_DIMS];
+                for (int d = 0; d < t->n_dims; d++) shape[d] = ne[t->n_dims - 1 - d];
+                QP_CHECK_EQ_INT(sw ? qp_st_writer_add_tensor(sw, t->name, t->enc, t->n_dims, shape, &e)
+                                   : qp_gguf_writer_add_tensor(gw, t->name, t->enc, t->n_dims, ne, &e),
+                                QP_OK);
+            } else {
+                size_t n;
+                uint8_t *p = case_bytes(k, t, hit, &n);
+                QP_CHECK_EQ_INT(sw ? qp_st_writer_write_tensor(sw, p, n, &e)
+                                   : qp_gguf_writer_write_tensor(gw, p, n, &e), QP_OK);
+                free(p);
+            }
+        }
+    }
+}
+
 /* dir = llama-tied as an HF folder with case k applied. */
 static void make_hf(case_kind k, const char *dir) {
     qp_path_remove_tree(dir, NULL);
@@ -119,25 +152,7 @@ static void make_hf(case_kind k, const char *dir) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     qp_st_writer *w = NULL;
     QP_CHECK_EQ_INT(qp_st_writer_new(path, &w, &e), QP_OK);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
-        for (int64_t i = 0; i < src->n_tensors; i++) {
-            const qp_tensor *t = &src->tensors[i];
-            bool hit = k_case[k].hf_tensor && strcmp(t->name, k_case[k].hf_tensor) == 0;
-            if (hit && k_case[k].shape0 < 0 && k_case[k].bad_index < 0) continue; /* dropped */
-            if (pass == 0) {
-                int64_t shape[QP_MAX_DIMS];
-                for (int d = 0; d < t->n_dims; d++) shape[d] = t->ne[t->n_dims - 1 - d];
-                if (hit && k_case[k].shape0 >= 0) shape[0] = k_case[k].shape0;
-                QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, t->name, t->enc, t->n_dims, shape, &e), QP_OK);
-            } else {
-                size_t n;
-                uint8_t *p = case_bytes(k, t, hit, &n);
-                QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, p, n, &e), QP_OK);
-                free(p);
-            }
-        }
-    }
+    copy_tensors(k, src, w, NULL);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_OK);
     qp_model_close(src);
 }
@@ -159,25 +174,7 @@ static void make_gguf(case_kind k, const char *base, const char *path) {
         else
             QP_CHECK_EQ_INT(qp_gguf_writer_add_meta(w, md, &e), QP_OK);
     }
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) QP_CHECK_EQ_INT(qp_gguf_writer_begin(w, &e), QP_OK);
-        for (int64_t i = 0; i < src->n_tensors; i++) {
-            const qp_tensor *t = &src->tensors[i];
-            bool hit = k_case[k].gguf_tensor && strcmp(t->name, k_case[k].gguf_tensor) == 0;
-            if (hit && k_case[k].shape0 < 0 && k_case[k].bad_index < 0) continue;
-            if (pass == 0) {
-                int64_t ne[QP_MAX_DIMS];
-                memcpy(ne, t->ne, sizeof ne);
-                if (hit && k_case[k].shape0 >= 0) ne[t->n_dims - 1] = k_case[k].shape0;
-                QP_CHECK_EQ_INT(qp_gguf_writer_add_tensor(w, t->name, t->enc, t->n_dims, ne, &e), QP_OK);
-            } else {
-                size_t n;
-                uint8_t *p = case_bytes(k, t, hit, &n);
-                QP_CHECK_EQ_INT(qp_gguf_writer_write_tensor(w, p, n, &e), QP_OK);
-                free(p);
-            }
-        }
-    }
+    copy_tensors(k, src, NULL, w);
     QP_CHECK_EQ_INT(qp_gguf_writer_finish(w, &e), QP_OK);
     qp_model_close(src);
 }
