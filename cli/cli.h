@@ -26,6 +26,11 @@ int qp_cli_fail(const qp_err *e);
 int qp_cli_error(qp_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Flushes stdout: QP_EXIT_OK, or QP_EXIT_IO after the message "cannot write standard output". */
 int qp_cli_flush_stdout(void);
+/* "quantpack: warning: OUT was written without a tokenizer ..." on stderr. */
+void qp_cli_warn_no_tokenizer(const char *out);
+/* The source's problems (ids the reader ignored, ...) as warnings before a conversion: what
+ * the output will not carry is never dropped without a word. */
+void qp_cli_warn_problems(const qp_model *m);
 /* Prints "quantpack: <fmt>" to stderr and returns QP_EXIT_USAGE. */
 int qp_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* True when argv[i] is -h or --help. */
@@ -140,7 +145,7 @@ typedef struct qp_cli_convert_args {
     const char *cmd; /* message prefix */
     const char *src, *out, *to, *quant, *tokenizer;
     int64_t threads;
-    bool dry_run, allow_requantize;
+    bool dry_run, allow_requantize, allow_nonfinite;
     const char *sign, *model_id; /* rdrr */
     bool gguf_only;              /* gguf-to-rdrr: SRC must be a GGUF file (bytes kept) */
     uint64_t shard_size;

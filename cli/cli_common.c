@@ -46,6 +46,17 @@ int qp_cli_flush_stdout(void) {
     return qp_cli_error(QP_ERR_IO, "cannot write standard output");
 }
 
+void qp_cli_warn_problems(const qp_model *m) {
+    for (int64_t i = 0; i < m->n_problems; i++)
+        fprintf(stderr, "quantpack: warning: %s: %s\n", m->path, m->problems[i]);
+}
+
+void qp_cli_warn_no_tokenizer(const char *out) {
+    fprintf(stderr, "quantpack: warning: %s was written without a tokenizer: "
+            "run and tokenize need --tokenizer FILE; pass --tokenizer to the conversion to include "
+            "one\n", out);
+}
+
 int qp_cli_usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -22,6 +22,7 @@ int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     co.head_weights = a->head_weights;
     co.model_name = a->name;
     co.checksum = a->checksum;
+    co.allow_nonfinite = a->allow_nonfinite;
     if (!a->out) return qp_cli_usage_error("%s: -o MODEL.bullet is required", name);
     char buf[256];
     const char *tasks[QP_BULLET_N_TASKS + 1];
@@ -48,6 +49,7 @@ int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     qp_err e = {0};
     qp_model *m = NULL;
     if (qp_model_open(a->src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    qp_cli_warn_problems(m);
     qp_bullet_convert_stats st;
     qp_status s = qp_convert_to_bullet(m, a->out, &co, &st, &e);
     int64_t n_heads = m->arch.n_heads;

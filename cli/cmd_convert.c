@@ -82,6 +82,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     oo.tokenizer_path = a->tokenizer;
     qp_model *m = NULL;
     if (qp_model_open(src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
+    qp_cli_warn_problems(m);
     if (qp_quant_is_ternary(q) && m->arch.family != QP_FAMILY_BITNET) {
         qp_family fam = m->arch.family;
         qp_model_close(m);
@@ -92,6 +93,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     co.quant = q;
     co.threads = threads;
     co.allow_requantize = a->allow_requantize;
+    co.allow_nonfinite = a->allow_nonfinite;
     progress pr = {qp_cli_now_s(), 0, false};
     co.progress = on_progress;
     co.progress_ud = &pr;
@@ -112,6 +114,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
                 (long long)plan.n, (double)plan.dst_bytes / 1e6, qp_quant_name(q), plan.file_type, el);
         for (int64_t i = 0; i < plan.n_skipped; i++)
             fprintf(stderr, "quantpack: skipped %s: %s\n", plan.skipped[i].src->name, plan.skipped[i].rule);
+        if (m->vocab.n_tokens <= 0) qp_cli_warn_no_tokenizer(out);
     }
     qp_plan_free(&plan);
     qp_model_close(m);
@@ -187,6 +190,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
          .help = "[gguf] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
         {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
          .help = "[gguf,rdrr] quantized sources may be quantized again"},
+        {"--allow-nonfinite", NULL, QP_CLI_FLAG, &a->allow_nonfinite, .used_by = G | R | T | B,
+         .help = "write NaN/Inf weights (refused by default)"},
         {"--shard-size", NULL, QP_CLI_BYTES, &a->shard_size, .lo = (int64_t)QP_RDRR_MIN_SHARD,
          .used_by = R, .arg = "BYTES",
          .help = "[rdrr] shard size (default 64M; K/M/G suffixes; minimum 4096)"},

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "readers/model_check.h"
 
 static const char *const k_meta_type_names[QP_META_TYPE_COUNT] = {
     "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",
@@ -141,7 +142,46 @@ static void compute_totals(const qp_model *m, totals *t) {
     }
 }
 
-static int print_json(const qp_model *m) {
+/* Findings of inspect itself, after the reader's problems: a model without a tokenizer, tensors
+ * holding NaN/Inf (readers/model_check.h; one pass over the bytes, float tensors and block scales
+ * only). At most QP_INSPECT_MAX_FINDINGS lines, then a count of the rest. */
+#define QP_INSPECT_MAX_FINDINGS 16
+typedef struct findings {
+    char *line[QP_INSPECT_MAX_FINDINGS + 1];
+    int n;
+    int64_t more;
+} findings;
+
+static void add_line(findings *f, const char *text) {
+    size_t n = strlen(text) + 1;
+    char *c = qp_malloc(n);
+    if (!c) return;
+    memcpy(c, text, n);
+    f->line[f->n++] = c;
+}
+
+static void collect_findings(const qp_model *m, findings *f) {
+    memset(f, 0, sizeof *f);
+    if (m->vocab.n_tokens <= 0)
+        add_line(f, "no tokenizer: run, tokenize and converted outputs need one (--tokenizer FILE)");
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        qp_err e = {0};
+        if (qp_tensor_check_values(m, &m->tensors[i], &e) == QP_OK) continue;
+        if (f->n < QP_INSPECT_MAX_FINDINGS) add_line(f, e.msg);
+        else f->more++;
+    }
+    if (f->more > 0) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "... and %lld more tensors with non-finite values", (long long)f->more);
+        add_line(f, buf);
+    }
+}
+
+static void free_findings(findings *f) {
+    for (int i = 0; i < f->n; i++) qp_free(f->line[i]);
+}
+
+static int print_json(const qp_model *m, const findings *f) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "schema_version", 1);
     cJSON_AddStringToObject(root, "path", m->path ? m->path : "");
@@ -230,6 +270,7 @@ static int print_json(const qp_model *m) {
     }
     cJSON *jp = cJSON_AddArrayToObject(root, "problems");
     for (int64_t i = 0; i < m->n_problems; i++) cJSON_AddItemToArray(jp, cJSON_CreateString(m->problems[i]));
+    for (int i = 0; i < f->n; i++) cJSON_AddItemToArray(jp, cJSON_CreateString(f->line[i]));
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
@@ -239,7 +280,7 @@ static int print_json(const qp_model *m) {
     return QP_EXIT_OK;
 }
 
-static void print_human(const qp_model *m) {
+static void print_human(const qp_model *m, const findings *f) {
     const qp_arch *a = &m->arch;
     printf("%s: %s", m->path, qp_format_name(m->format));
     if (m->format_version) printf(" v%u", m->format_version);
@@ -287,8 +328,25 @@ static void print_human(const qp_model *m) {
             putchar('\n');
         }
     }
-    printf("\nproblems: %s\n", m->n_problems ? "" : "none");
+    printf("\nproblems: %s\n", m->n_problems || f->n ? "" : "none");
     for (int64_t i = 0; i < m->n_problems; i++) printf("  - %s\n", m->problems[i]);
+    for (int i = 0; i < f->n; i++) printf("  - %s\n", f->line[i]);
+}
+
+/* --json on failure: {"error": {"status": "CORRUPT", "message": "...", "exit_code": 3}} on stdout
+ * (cli/inspect-json.md), the usual message on stderr, the usual exit code. */
+static int json_error(const qp_err *e) {
+    int rc = qp_cli_fail(e);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *je = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(je, "status", qp_status_name(e->status));
+    cJSON_AddStringToObject(je, "message", e->msg);
+    cJSON_AddNumberToObject(je, "exit_code", rc);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (text) puts(text);
+    cJSON_free(text);
+    return rc;
 }
 
 int qp_cmd_inspect(int argc, char **argv) {
@@ -312,8 +370,11 @@ int qp_cmd_inspect(int argc, char **argv) {
     if (!path) return qp_cli_usage_error("inspect: no PATH given");
     qp_err e = {0};
     qp_model *m = NULL;
-    if (qp_model_open(path, &opts, &m, &e) != QP_OK) return qp_cli_fail(&e);
-    rc = json ? print_json(m) : (print_human(m), QP_EXIT_OK);
+    if (qp_model_open(path, &opts, &m, &e) != QP_OK) return json ? json_error(&e) : qp_cli_fail(&e);
+    findings f;
+    collect_findings(m, &f);
+    rc = json ? print_json(m, &f) : (print_human(m, &f), QP_EXIT_OK);
+    free_findings(&f);
     qp_model_close(m);
     return rc == QP_EXIT_OK ? qp_cli_flush_stdout() : rc;
 }

@@ -18,6 +18,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     o.passthrough = passthrough;
     o.model_id = a->model_id;
     o.allow_requantize = a->allow_requantize;
+    o.allow_nonfinite = a->allow_nonfinite;
     o.w.shard_size = a->shard_size;
     o.w.replace = a->force;
     o.w.no_inline_tensors = a->no_inline;
@@ -39,6 +40,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
         sodium_memzero(sk, sizeof sk);
         return qp_cli_fail(&e);
     }
+    if (!a->quiet) qp_cli_warn_problems(m);
     if (passthrough && m->format != QP_FORMAT_GGUF) {
         qp_format f = m->format;
         qp_model_close(m);
@@ -59,6 +61,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
                 r.n_padded_rows ? " (some rows zero-padded to 256: layout \"row\")" : "");
         fprintf(stderr, "quantpack: tokenizer: %s\n", r.tokenizer_note ? r.tokenizer_note : "-");
     }
+    if (r.no_tokenizer) qp_cli_warn_no_tokenizer(a->out);
     return QP_EXIT_OK;
 }
 

@@ -12,6 +12,7 @@
 #include "converters/trillim_quantize.h"
 #include "quantpack/runtime.h"
 #include "quantpack/sampler.h"
+#include "readers/model_check.h"
 #include "writers/trlm_writer.h"
 
 /* ---- trillim-quantize --------------------------------------------------------------------------- */
@@ -99,6 +100,19 @@ static qp_status copy_file(const char *src, const char *dst, qp_err *e) {
     return s;
 }
 
+/* The runtime's checks on the source before anything is written (readers/model_check.h). */
+static qp_status check_source(const char *src, const char *tok, bool allow_nonfinite,
+                              bool *has_tokenizer, qp_err *e) {
+    qp_open_opts oo = {0};
+    oo.tokenizer_path = tok;
+    qp_model *sm = NULL;
+    qp_status s = qp_model_open(src, &oo, &sm, e);
+    if (s == QP_OK) s = qp_model_check_for_write(sm, allow_nonfinite, e);
+    if (s == QP_OK) *has_tokenizer = sm->vocab.n_tokens > 0;
+    qp_model_close(sm);
+    return s;
+}
+
 /* convert --to trlm (options parsed by cli/cmd_convert.c). */
 int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     const char *src = a->src, *out = a->out, *tok = a->tokenizer, *lora = a->lora;
@@ -116,6 +130,8 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     uint8_t *mbytes = NULL;
     size_t mlen = 0;
     qp_status s = qp_trillim_config_from_hf(src, &c, &e);
+    bool has_tok = false;
+    if (s == QP_OK) s = check_source(src, tok, a->allow_nonfinite, &has_tok, &e);
     if (s == QP_OK) s = qp_trillim_manifest_build(src, &c, lora, &m, &e);
     if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, a->force, &od, &e);
     if (s == QP_OK && (!(mpath = qp_outdir_join(od, ".quantize_manifest.bin")) ||
@@ -187,6 +203,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     qp_free(cfgp);
     if (s != QP_OK) return qp_cli_fail(&e);
     printf("convert: wrote %s (TRLM v1, %u tensors%s)\n", out, nt, lora ? ", LoRA" : "");
+    if (!has_tok) qp_cli_warn_no_tokenizer(out);
     return QP_EXIT_OK;
 }
 

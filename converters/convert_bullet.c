@@ -17,6 +17,7 @@
 #include "converters/convert_bullet.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
+#include "readers/model_check.h"
 
 typedef enum { K_PLAIN, K_QK, K_PAD_ROWS, K_PAD_COLS } xform;
 
@@ -365,6 +366,9 @@ qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bull
     if (!o) o = &k_default;
     if (!st) st = &dummy;
     memset(st, 0, sizeof *st);
+    /* never write a model the runtime rejects (readers/model_check.h) */
+    qp_status cs = qp_model_check_for_write(m, o->allow_nonfinite, e);
+    if (cs != QP_OK) return cs;
     if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
     bullet_plan p = {.m = m};
     const qp_tensor *emb = NULL;

@@ -17,6 +17,7 @@ typedef struct qp_bullet_convert_opts {
     int n_tasks;
     const char *head_weights;     /* safetensors with "<task>_head.weight" [n_out, hidden] */
     bool checksum;                /* CSUM record before END! */
+    bool allow_nonfinite;         /* write NaN/Inf weights instead of refusing them */
 } qp_bullet_convert_opts;
 
 typedef struct qp_bullet_convert_stats {

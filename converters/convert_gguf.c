@@ -9,6 +9,7 @@
 
 #include "converters/convert_gguf.h"
 #include "readers/gguf_meta.h"
+#include "readers/model_check.h"
 #include "writers/gguf_writer.h"
 
 const char *qp_convert_gguf_arch(const qp_model *m) {
@@ -211,6 +212,10 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
     j.pe = pe;
     int64_t total = 1;
     for (int d = 0; d < QP_MAX_DIMS; d++) total *= pe->ne[d];
+    if (total <= 0) /* a zero dimension: bad input, not a broken invariant */
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' has a zero dimension (ne=[%lld, %lld, "
+                       "%lld, %lld])", m->path, t->name, (long long)pe->ne[0], (long long)pe->ne[1],
+                       (long long)pe->ne[2], (long long)pe->ne[3]);
     j.row_len = pe->n_dims == 1 && pe->permute_heads > 0 ? 1 : pe->ne[0];
     j.n_rows = j.row_len ? total / j.row_len : 0;
     if (pe->src_kind == QP_SRC_PLAIN) {
@@ -331,9 +336,11 @@ static qp_status gguf_source_metadata(const qp_model *m, uint32_t file_type, qp_
 qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp_convert_opts *o,
                                 const char *out_path, qp_err *e) {
     if (!m || !plan || !o || !out_path) return qp_fail(e, QP_ERR_ARG, "qp_convert_gguf_write: NULL argument");
-    qp_gguf_writer *w;
-    qp_status s = qp_gguf_writer_new(out_path, &w, e);
+    /* never write a model the runtime rejects (readers/model_check.h) */
+    qp_status s = qp_model_check_for_write(m, o->allow_nonfinite, e);
     if (s != QP_OK) return s;
+    qp_gguf_writer *w;
+    if ((s = qp_gguf_writer_new(out_path, &w, e)) != QP_OK) return s;
     if (m->format == QP_FORMAT_GGUF) {
         s = gguf_source_metadata(m, plan->file_type, w, e);
     } else {

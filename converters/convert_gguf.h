@@ -24,6 +24,7 @@ typedef struct qp_convert_opts {
     qp_quant quant;
     int threads;                 /* <= 0: one */
     bool allow_requantize;
+    bool allow_nonfinite;        /* write NaN/Inf weights instead of refusing them */
     qp_convert_progress_fn progress;
     void *progress_ud;
 } qp_convert_opts;

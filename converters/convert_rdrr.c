@@ -13,6 +13,7 @@
 #include "core/model_internal.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
+#include "readers/model_check.h"
 
 /* The inference block doppler-gpu 0.5.1's parseManifest accepts for a Llama-style model
  * (readers/rdrr.md, "inference"); model values are filled in by fill_inference. */
@@ -546,6 +547,11 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         if ((s = qp_recipe_plan(m, &ro, &plan, e)) != QP_OK) return s;
         have_plan = true;
     }
+    /* never write a model the runtime rejects (readers/model_check.h) */
+    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK) {
+        if (have_plan) qp_plan_free(&plan);
+        return s;
+    }
     qp_rdrr_writer *w = NULL;
     s = qp_rdrr_writer_open(out_dir, &o->w, &w, e);
     if (s != QP_OK) {
@@ -595,6 +601,7 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         res->total_bytes = total;
         res->n_shards = n_shards;
         res->tokenizer_note = note;
+        res->no_tokenizer = tok_kind == NULL;
     }
     return s;
 }

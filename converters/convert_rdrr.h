@@ -21,6 +21,7 @@ typedef struct qp_rdrr_convert_opts {
     bool passthrough;            /* keep every tensor's bytes (gguf-to-rdrr) */
     qp_quant quant;              /* !passthrough: Q4_K_M, Q6_K, Q8_0, F16, BF16, F32 */
     bool allow_requantize;
+    bool allow_nonfinite;        /* write NaN/Inf weights instead of refusing them */
     const char *model_id;        /* NULL: the source file or folder name */
     qp_rdrr_writer_opts w;       /* shard size, signing key, replace, ... */
     qp_rdrr_progress_fn progress;
@@ -33,6 +34,7 @@ typedef struct qp_rdrr_convert_result {
     uint64_t total_bytes;        /* shard bytes */
     int n_shards;
     const char *tokenizer_note;  /* static text: what was done with the tokenizer */
+    bool no_tokenizer;           /* the package holds no tokenizer */
 } qp_rdrr_convert_result;
 
 /* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.

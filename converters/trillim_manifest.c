@@ -621,6 +621,9 @@ static qp_status cfg_int(const cJSON *cfg, const char *file, const char *key, in
         return QP_OK;
     }
     if (qp_json_int(v, INT32_MIN, INT32_MAX, out)) return QP_OK;
+    if (cJSON_IsNumber(v))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %.17g, not an integer in %d..%d", file, key,
+                       v->valuedouble, INT32_MIN, INT32_MAX);
     return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not an integer", file, key, qp_json_kind(v));
 }
 

@@ -53,6 +53,9 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
  * protobuf and the llama2.c tokenizer .bin, both normalised to GGUF "llama" conventions. */
 qp_status qp_vocab_read_spm_model(qp_model *m, const char *path, qp_err *e);
 qp_status qp_vocab_read_llama2c_bin(qp_model *m, const char *path, qp_err *e);
+/* A tokenizer file by its name: *.model (SentencePiece), *.json (HF tokenizer.json with its
+ * tokenizer_config.json beside it), else llama2.c tokenizer.bin (readers/open.c). */
+qp_status qp_vocab_read_file(qp_model *m, const char *path, qp_err *e);
 
 /* Probe: true when the first bytes (and the file size) look like a llama2.c checkpoint. */
 bool qp_llama2c_probe(const uint8_t *head, size_t head_len, uint64_t file_size);

@@ -570,8 +570,11 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
     size_t sl;
     if (hdr_str(json, hl, "bullet_version", &sv, &sl)) {
         if ((s = meta_str(&r, "bullet.version", sv, sl)) != QP_OK) goto done;
-        if (sl != 3 || memcmp(sv, "1.0", 3) != 0)
-            qp_model_add_problem(m, "bullet_version \"%.*s\" (this reader knows 1.0)", (int)(sl > 20 ? 20 : sl), sv);
+        if (sl != 3 || memcmp(sv, "1.0", 3) != 0) { /* a later layout is not guessed at */
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: header: bullet_version \"%.*s\" (this reader "
+                        "knows 1.0)", path, (int)(sl > 20 ? 20 : sl), sv);
+            goto done;
+        }
     }
     const char *mn = json_string(&r, "model_name"); /* with escapes decoded when it parses */
     if (mn) {
@@ -583,8 +586,11 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
     if (hdr_str(json, hl, "architecture", &sv, &sl) &&
         (s = meta_str(&r, "bullet.architecture", sv, sl)) != QP_OK)
         goto done;
-    if (hdr_str(json, hl, "type", &sv, &sl) && (sl != 3 || memcmp(sv, "BQ4", 3) != 0))
-        qp_model_add_problem(m, "quantization type \"%.*s\" (tensors say BQ4)", (int)(sl > 20 ? 20 : sl), sv);
+    if (hdr_str(json, hl, "type", &sv, &sl) && (sl != 3 || memcmp(sv, "BQ4", 3) != 0)) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: header: quantization type \"%.*s\" (this reader "
+                    "knows BQ4)", path, (int)(sl > 20 ? 20 : sl), sv);
+        goto done;
+    }
     if ((s = meta_u64(&r, "bullet.tokenizer_start", (uint64_t)tok_start)) != QP_OK ||
         (s = meta_u64(&r, "bullet.weights_start", (uint64_t)w_start)) != QP_OK ||
         (s = meta_i32(&r, "bullet.max_context", ctx)) != QP_OK)

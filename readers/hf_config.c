@@ -614,9 +614,11 @@ static qp_status tok_fill_vocab(tok_build *tb, qp_err *e) {
     return QP_OK;
 }
 
-/* added_tokens: their type always; their text where it differs (a problem counts those). */
+/* added_tokens: their type always; their text where the id is new. An added token that gives a
+ * model.vocab id different text is refused: HF keeps encoding with model.vocab's text and decodes
+ * with the added one, a vocabulary holds one text per id, so the encoder would lose the model's
+ * token (with every byte symbol replaced, text was dropped with exit 0). */
 static qp_status tok_fill_added(tok_build *tb, qp_err *e) {
-    int64_t replaced = 0;
     for (const cJSON *x = tb->added ? tb->added->child : NULL; x; x = x->next) {
         const char *content = get_str(x, "content");
         int64_t id = 0;
@@ -628,13 +630,13 @@ static qp_status tok_fill_added(tok_build *tb, qp_err *e) {
             tb->types[id] = ty; /* as llama.cpp: added_tokens decide the type, even of <unk> */
             continue;
         }
-        if (tb->tokens[id]) replaced++;
+        if (tb->tokens[id])
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: added_tokens give id %lld, model.vocab's '%.80s', "
+                           "to different text '%.80s'; such a vocabulary cannot be encoded as its "
+                           "model does (refused)", tb->file, (long long)id, tb->tokens[id], content);
         qp_status s = set_token(tb, id, content, ty, e);
         if (s != QP_OK) return s;
     }
-    if (replaced)
-        qp_model_add_problem(tb->m, "%s: %lld added_tokens replace a different model.vocab entry with "
-                                    "the same id", tb->file, (long long)replaced);
     return QP_OK;
 }
 

@@ -134,12 +134,16 @@ bool qp_llama2c_probe(const uint8_t *head, size_t head_len, uint64_t file_size) 
     l2c_config c;
     l2c_config_load(head, &c);
     if (l2c_config_check(&c, 0, "", NULL) != QP_OK) return false;
+    /* a plausible header and the size of either layout; or shorter than both: a truncated file,
+     * which the reader then names (llama2c.md) */
+    bool shorter = true;
     for (int cls = 0; cls < 2; cls++) {
         l2c_layout L;
-        if (l2c_layout_compute(&c, 0, cls == 1, L2C_V0_HEADER, &L) && (uint64_t)L.total == file_size)
-            return true;
+        if (!l2c_layout_compute(&c, 0, cls == 1, L2C_V0_HEADER, &L)) return false;
+        if ((uint64_t)L.total == file_size) return true;
+        if ((uint64_t)L.total <= file_size) shorter = false;
     }
-    return false;
+    return shorter;
 }
 
 /* Adds one F32 tensor (name = canon) with ggml shape {ne0, ne1}. */
@@ -163,29 +167,13 @@ static qp_status add_f32(qp_model *m, int fi, const qp_mapped_file *mf, const ch
     return QP_OK;
 }
 
-static bool has_suffix(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static qp_status read_tokenizer(qp_model *m, const qp_open_opts *o, int64_t vocab, qp_err *e) {
     const char *tp = o ? o->tokenizer_path : NULL;
     if (!tp) {
         qp_model_add_problem(m, "no tokenizer: pass --tokenizer (tokenizer.bin or tokenizer.model)");
         return QP_OK;
     }
-    qp_status s;
-    if (has_suffix(tp, ".json")) {
-        /* an HF tokenizer.json, with the tokenizer_config.json beside it when there is one */
-        const char *slash = strrchr(tp, '/');
-        char *dir = slash ? qp_strndup(tp, (size_t)(slash - tp)) : qp_strdup(".");
-        char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
-        qp_free(dir);
-        if (!cfg) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tp);
-        s = qp_hf_tokenizer_read(m, tp, qp_path_exists(cfg) ? cfg : NULL, e);
-        qp_free(cfg);
-    } else if (has_suffix(tp, ".model")) s = qp_vocab_read_spm_model(m, tp, e);
-    else s = qp_vocab_read_llama2c_bin(m, tp, e);
+    qp_status s = qp_vocab_read_file(m, tp, e);
     if (s != QP_OK) return s;
     if (m->vocab.n_tokens != vocab)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tokenizer has %lld tokens but checkpoint %s has "
@@ -240,6 +228,10 @@ qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, 
         return qp_fail(e, QP_ERR_LIMIT, "%s: header sizes overflow (dim %d, hidden_dim %d, "
                        "n_layers %d, vocab_size %d, seq_len %d)", path, c.dim, c.hidden, c.n_layers,
                        c.vocab, c.seq_len);
+    if (L.total > mf->size)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated: the file ends at byte offset %zu, the header "
+                       "implies %zu bytes (%s classifier)", path, mf->size, L.total,
+                       with_cls ? "with a separate" : "shared");
     if (L.total != mf->size) {
         l2c_layout alt;
         bool alt_fits = version == 0 && l2c_layout_compute(&c, 0, !with_cls, header, &alt) &&

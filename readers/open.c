@@ -6,6 +6,7 @@
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
+#include "readers/safetensors_format.h"
 
 typedef qp_status (*reader_fn)(qp_model *, const char *, const qp_open_opts *, qp_err *);
 
@@ -56,11 +57,39 @@ qp_format qp_format_detect(const char *path) {
     if (n >= 4 && memcmp(head, "TRLM", 4) == 0) return QP_FORMAT_TRLM;
     if (n >= 9 && head[8] == '{') {
         uint64_t hl = qp_load_u64le(head);
-        if (hl >= 2 && hl <= size - 8) return QP_FORMAT_SAFETENSORS;
+        /* a truncated file too: the reader names where it ends (safetensors.md) */
+        if (hl >= 2 && hl <= QP_ST_MAX_HEADER) return QP_FORMAT_SAFETENSORS;
     }
     if (n >= 1 && head[0] == '{' && has_suffix(path, ".bullet")) return QP_FORMAT_BULLET;
     if (qp_llama2c_probe(head, n, size)) return QP_FORMAT_LLAMA2C;
     return QP_FORMAT_UNKNOWN;
+}
+
+qp_status qp_vocab_read_file(qp_model *m, const char *tp, qp_err *e) {
+    if (has_suffix(tp, ".model")) return qp_vocab_read_spm_model(m, tp, e);
+    if (!has_suffix(tp, ".json")) return qp_vocab_read_llama2c_bin(m, tp, e);
+    /* an HF tokenizer.json, with the tokenizer_config.json beside it when there is one */
+    const char *slash = strrchr(tp, '/');
+    char *dir = slash ? qp_strndup(tp, (size_t)(slash - tp)) : qp_strdup(".");
+    char *cfg = dir ? qp_path_join(dir, "tokenizer_config.json") : NULL;
+    qp_free(dir);
+    if (!cfg) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tp);
+    qp_status s = qp_hf_tokenizer_read(m, tp, qp_path_exists(cfg) ? cfg : NULL, e);
+    qp_free(cfg);
+    return s;
+}
+
+/* --tokenizer for a model whose reader found none (a GGUF, TRLM or .bullet written without
+ * one): the file, which must have as many tokens as the embedding has rows. */
+static qp_status tokenizer_for(qp_model *m, const char *tp, qp_err *e) {
+    qp_status s = qp_vocab_read_file(m, tp, e);
+    if (s != QP_OK) return s;
+    const qp_tensor *emb = qp_model_find(m, "token_embd.weight");
+    int64_t rows = m->arch.vocab > 0 ? m->arch.vocab : emb ? emb->ne[1] : 0;
+    if (rows > 0 && m->vocab.n_tokens != rows)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: tokenizer has %lld tokens but %s has a vocabulary "
+                       "of %lld", tp, (long long)m->vocab.n_tokens, m->path, (long long)rows);
+    return QP_OK;
 }
 
 qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e) {
@@ -82,6 +111,8 @@ qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **o
         if (s != QP_OK) return s;
         s = k_readers[i].read(m, path, opts, e);
         if (s == QP_OK) s = qp_model_finish(m, e);
+        if (s == QP_OK && opts->tokenizer_path && m->vocab.n_tokens <= 0)
+            s = tokenizer_for(m, opts->tokenizer_path, e);
         if (s != QP_OK) {
             qp_model_close(m);
             return s;

@@ -657,6 +657,36 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
     return QP_OK;
 }
 
+/* Byte offset of the first "\u0000" escape inside a JSON string of text, or -1. cJSON decodes it
+ * to a NUL byte, which would silently cut a shard or tensor name at that point. */
+static long escaped_nul_at(const char *text, size_t len) {
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        if (!in_str) {
+            in_str = text[i] == '"';
+        } else if (text[i] == '"') {
+            in_str = false;
+        } else if (text[i] == '\\' && i + 1 < len) {
+            if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0)
+                return (long)i;
+            i++; /* the escaped character */
+        }
+    }
+    return -1;
+}
+
+/* Parses a manifest or tensors file: CORRUPT when not JSON or when a string holds "\u0000". */
+static qp_status parse_json(const char *file, const char *text, size_t len, cJSON **out, qp_err *e) {
+    long nul = escaped_nul_at(text, len);
+    if (nul >= 0)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: a string holds an escaped NUL (\\u0000) at byte %ld "
+                       "(a name would be cut there; refused)", file, nul);
+    if (!(*out = cJSON_ParseWithLength(text, len)))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON (truncated or damaged near byte %zu of "
+                       "%zu)", file, (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0), len);
+    return QP_OK;
+}
+
 qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     rd r;
     memset(&r, 0, sizeof r);
@@ -669,9 +699,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     size_t len = 0, tlen = 0;
     cJSON *man = NULL, *tfile = NULL;
     qp_status s = qp_file_read_all_flags(mp, QP_FILE_NOFOLLOW, RDRR_MAX_MANIFEST, &text, &len, e);
-    if (s == QP_OK && !(man = cJSON_ParseWithLength(text, len)))
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON (truncated or damaged near byte %zu of %zu)",
-                    mp, (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0), len);
+    if (s == QP_OK) s = parse_json(mp, text, len, &man, e);
     if (s == QP_OK && !cJSON_IsObject(man))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: the manifest is not a JSON object", mp);
     /* cJSON reads the first of two equal keys, DOPPLER's JSON.parse the last: refuse both */
@@ -681,6 +709,9 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         double ver = cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsString(v) ? strtod(v->valuestring, NULL) : 0;
         if (!(ver >= 1))
             s = qp_fail(e, QP_ERR_FORMAT, "%s: \"version\" must be a number >= 1", mp);
+        else if (ver >= 2) /* DOPPLER writes RDRR_VERSION 1; a later layout is not guessed at */
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: manifest \"version\" %g: this reader knows "
+                        "version 1 only", mp, ver);
         m->format_version = ver >= 1 && ver < 1000 ? (uint32_t)ver : 0;
     }
     if (s == QP_OK) {
@@ -702,8 +733,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
                 char *tp = qp_path_join(path, tf);
                 s = tp ? qp_file_read_all_flags(tp, QP_FILE_NOFOLLOW, RDRR_MAX_MANIFEST, &ttext, &tlen, e)
                        : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", mp);
-                if (s == QP_OK && !(tfile = cJSON_ParseWithLength(ttext, tlen)))
-                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", tp);
+                if (s == QP_OK) s = parse_json(tp, ttext, tlen, &tfile, e);
                 qp_free(tp);
                 tensors = tfile;
             }

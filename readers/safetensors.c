@@ -68,8 +68,8 @@ qp_status qp_st_header_parse(const uint8_t *data, size_t size, const char *file,
         return qp_fail(e, QP_ERR_LIMIT, "%s: at offset 0: header length %llu exceeds the %llu-byte limit",
                        file, (unsigned long long)hl, (unsigned long long)QP_ST_MAX_HEADER);
     if (hl > size - 8)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu runs past the end of the "
-                                          "%zu-byte file", file, (unsigned long long)hl, size);
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: truncated: the file ends at byte offset %zu, inside the "
+                       "%llu-byte header that starts at offset 8", file, size, (unsigned long long)hl);
     if (hl < 2)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: at offset 0: header length %llu is too short for a JSON "
                                           "object", file, (unsigned long long)hl);

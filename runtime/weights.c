@@ -6,24 +6,11 @@
 #include <string.h>
 
 #include "readers/gguf_meta.h"
+#include "readers/model_check.h"
 #include "runtime/runtime_internal.h"
-
-static const char *enc_label(const qp_tensor *t) {
-    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
-    return tr ? tr->upper_name : "?";
-}
 
 /* Finds a tensor; NULL (without error) when absent. */
 static const qp_tensor *find(const qp_model *m, const char *name) { return qp_model_find(m, name); }
-
-static qp_status need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
-    const qp_tensor *t = find(m, name);
-    if (!t)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
-                       m->path, name);
-    *out = t;
-    return QP_OK;
-}
 
 /* Checks the traits and the byte size of a tensor of rows x cols elements. */
 static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows, int64_t cols,
@@ -122,18 +109,11 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
 static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
                           bool need_dequant, bool bitnet_proj, qp_wmat *w, qp_err *e) {
     const qp_tensor *t = NULL;
-    qp_status s = need(m, name, &t, e);
+    qp_status s = qp_model_need(m, name, &t, e);
     if (s != QP_OK) return s;
-    if (bitnet_proj && t->enc == QP_ENC_U8 && t->ne[0] == cols && t->ne[1] * 4 == rows &&
-        t->ne[2] == 1 && t->ne[3] == 1)
+    if (bitnet_proj && qp_model_check_is_packed(t, cols, rows))
         return bind_packed(m, t, name, cols, rows, w, e);
-    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
-        return qp_fail(e, QP_ERR_UNSUPPORTED,
-                       "%s: tensor '%s' has shape ne=[%lld, %lld, %lld, %lld] (%s); the runtime "
-                       "expects ne=[%lld, %lld] (ggml order: row length first)",
-                       m->path, name, (long long)t->ne[0], (long long)t->ne[1],
-                       (long long)t->ne[2], (long long)t->ne[3], enc_label(t), (long long)cols,
-                       (long long)rows);
+    /* shapes: checked by qp_model_check */
     size_t rb;
     if ((s = check_bytes(m, t, rows, cols, &rb, e)) != QP_OK) return s;
     const qp_encoding_traits *tr = qp_encoding_get(t->enc);
@@ -172,18 +152,11 @@ static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool o
                           float **out, qp_err *e) {
     *out = NULL;
     const qp_tensor *t = find(m, name);
-    if (!t) {
-        if (optional) return QP_OK;
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
-                       m->path, name);
-    }
-    if (qp_tensor_nelements(t) != n || t->ne[0] != n)
-        return qp_fail(e, QP_ERR_UNSUPPORTED,
-                       "%s: tensor '%s' has %lld elements (ne[0]=%lld); the runtime expects %lld",
-                       m->path, name, (long long)qp_tensor_nelements(t), (long long)t->ne[0],
-                       (long long)n);
+    if (!t && optional) return QP_OK;
+    qp_status s = t ? QP_OK : qp_model_need(m, name, &t, e);
+    if (s != QP_OK) return s;
     size_t rb;
-    qp_status s = check_bytes(m, t, 1, n, &rb, e);
+    s = check_bytes(m, t, 1, n, &rb, e);
     if (s != QP_OK) return s;
     const qp_encoding_traits *tr = qp_encoding_get(t->enc);
     if (!tr->dequantize)
@@ -206,72 +179,23 @@ void qp_wmat_row(const qp_wmat *w, int64_t r, float *out) {
         for (int64_t i = 0; i < w->cols; i++) out[i] *= w->scale;
 }
 
-static int64_t pick(int64_t from_arch, int64_t from_shape) {
-    return from_arch > 0 ? from_arch : from_shape;
-}
-
 qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
     memset(w, 0, sizeof *w);
     const qp_arch *a = &m->arch;
-    const qp_tensor *emb = NULL, *q0 = NULL, *k0 = NULL, *g0 = NULL;
-    qp_status s;
-    if ((s = need(m, "token_embd.weight", &emb, e)) != QP_OK) return s;
-    if ((s = need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK) return s;
-    if ((s = need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK) return s;
-    if ((s = need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK) return s;
-
-    cfg->family = a->family;
-    cfg->dim = pick(a->hidden, emb->ne[0]);
-    cfg->vocab = pick(a->vocab, emb->ne[1]);
-    cfg->ffn_dim = pick(a->intermediate, g0->ne[1]);
-    cfg->n_layers = a->n_layers;
-    if (cfg->n_layers <= 0) {
-        char nm[64];
-        int64_t l = 0;
-        for (;; l++) {
-            snprintf(nm, sizeof nm, "blk.%lld.attn_q.weight", (long long)l);
-            if (!find(m, nm) || l > 100000) break;
-        }
-        cfg->n_layers = l;
-    }
-    cfg->n_heads = a->n_heads;
-    if (cfg->n_heads <= 0)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the architecture does not give the head count",
-                       m->path);
-    cfg->head_dim = pick(a->head_dim, q0->ne[1] / cfg->n_heads);
-    cfg->n_kv_heads = pick(a->n_kv_heads, cfg->head_dim > 0 ? k0->ne[1] / cfg->head_dim : 0);
-    cfg->norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-5f;
-    cfg->rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
-    cfg->rope_style = a->rope_style;
-    cfg->act = a->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : a->act;
-    if (cfg->act != QP_ACT_SILU && cfg->act != QP_ACT_RELU2)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN activation %d is not supported by the runtime",
-                       m->path, (int)cfg->act);
-    cfg->sub_norms = a->sub_norms || a->family == QP_FAMILY_BITNET ||
-                     find(m, "blk.0.attn_sub_norm.weight") != NULL;
-    cfg->qkv_bias = a->qkv_bias || find(m, "blk.0.attn_q.bias") != NULL;
-
+    /* configuration in range, every tensor present with its shape: the checks a conversion
+     * applies before writing (readers/model_check.h) */
+    qp_status s = qp_model_check(m, cfg, e);
+    if (s != QP_OK) return s;
     int64_t dim = cfg->dim, hd = cfg->head_dim, nh = cfg->n_heads, nkv = cfg->n_kv_heads;
-    if (dim <= 0 || hd <= 0 || nkv <= 0 || cfg->vocab <= 0 || cfg->ffn_dim <= 0 ||
-        cfg->n_layers <= 0 || nh % nkv != 0 || hd % 2 != 0 || dim > (1 << 20) ||
-        hd > 65536 || nh > 65536 || cfg->ffn_dim > (1 << 22) || cfg->vocab > (1 << 24) ||
-        cfg->n_layers > 4096)
-        return qp_fail(e, QP_ERR_UNSUPPORTED,
-                       "%s: inconsistent or out-of-range configuration: dim %lld, heads %lld, kv "
-                       "heads %lld, head_dim %lld, ffn %lld, vocab %lld, layers %lld", m->path,
-                       (long long)dim, (long long)nh, (long long)nkv, (long long)hd,
-                       (long long)cfg->ffn_dim, (long long)cfg->vocab, (long long)cfg->n_layers);
     int64_t qdim = nh * hd, kvdim = nkv * hd;
 
     if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, false, &w->tok_embd, e)) != QP_OK)
         goto fail;
-    if (find(m, "output.weight")) {
+    if (!cfg->tied_output) {
         if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, false, &w->output, e)) != QP_OK)
             goto fail;
-        cfg->tied_output = false;
     } else {
         w->output = w->tok_embd; /* tied (llama.cpp also falls back to token_embd) */
-        cfg->tied_output = true;
     }
     if ((s = bind_vec(m, "output_norm.weight", dim, false, &w->output_norm, e)) != QP_OK) goto fail;
     w->layers = qp_calloc((size_t)cfg->n_layers, sizeof *w->layers);

@@ -129,6 +129,24 @@ int main(void) {
     EXPECT(d, g_n, QP_ERR_CORRUPT, "no \"END!\" footer");
     free(d);
 
+    /* issue 11: an unknown version or quantization type is refused, not a warning */
+    {
+        static const struct {
+            const char *from, *to, *needle;
+        } k_swap[] = {
+            {"\"bullet_version\":\"1.0\"", "\"bullet_version\":\"9.9\"", "bullet_version \"9.9\" (this reader knows 1.0)"},
+            {"\"type\":\"BQ4\"", "\"type\":\"BQ8\"", "quantization type \"BQ8\" (this reader knows BQ4)"},
+        };
+        for (size_t i = 0; i < sizeof k_swap / sizeof k_swap[0]; i++) {
+            d = copy();
+            char *at = strstr((char *)d, k_swap[i].from);
+            QP_CHECK_MSG(at != NULL, "header has no %s", k_swap[i].from);
+            if (at) memcpy(at, k_swap[i].to, strlen(k_swap[i].to));
+            EXPECT(d, g_n, QP_ERR_UNSUPPORTED, k_swap[i].needle);
+            free(d);
+        }
+    }
+
     /* header */
     d = copy();
     memset(d, ' ', g_n);

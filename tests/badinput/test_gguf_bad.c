@@ -24,6 +24,7 @@ typedef enum bad_kind {
     PROB_UNORDERED,   /* offsets not llama.cpp's running sum: accepted with a problem */
     PROB_CTX_U64,     /* llama.context_length as u64: accepted with a problem */
     PROB_PAD_TRUNCATED, /* file ends inside the last tensor's padding: accepted with a problem */
+    PROB_SPECIAL_IDS,   /* BOS/EOS/UNK/PAD ids past the 4-token vocabulary: each a problem, id -1 */
     BAD_MAGIC,
     BAD_VERSION_0,
     BAD_VERSION_1,
@@ -91,6 +92,7 @@ static const struct {
     [PROB_UNORDERED] = {"offsets out of order", QP_OK, 1},  /* deviation: a problem, not an error */
     [PROB_CTX_U64] = {"u64 context_length", QP_OK, 0},     /* gguf accepts; llama_model refuses */
     [PROB_PAD_TRUNCATED] = {"last padding cut off", QP_OK, 1}, /* deviation: a problem */
+    [PROB_SPECIAL_IDS] = {"special ids past the vocabulary", QP_OK, 0}, /* gguf_init does not look */
     [BAD_MAGIC] = {"wrong magic", QP_ERR_FORMAT, 1},
     [BAD_VERSION_0] = {"version 0", QP_ERR_FORMAT, 1},
     [BAD_VERSION_1] = {"version 1", QP_ERR_FORMAT, 1},
@@ -217,7 +219,12 @@ static int build(bad_kind k, qp_test_buf *b) {
     for (int i = 0; i < n_scores; i++) qp_test_put_f32(b, -(float)i);
     key(b, "tokenizer.ggml.token_type", T_ARR), qp_test_put_u32(b, T_I32), qp_test_put_u64(b, 4), n_kv++;
     qp_test_put_u32(b, 2), qp_test_put_u32(b, 3), qp_test_put_u32(b, 3), qp_test_put_u32(b, 1);
-    key(b, "tokenizer.ggml.bos_token_id", T_U32), qp_test_put_u32(b, 1), n_kv++;
+    key(b, "tokenizer.ggml.bos_token_id", T_U32), qp_test_put_u32(b, k == PROB_SPECIAL_IDS ? 4 : 1), n_kv++;
+    if (k == PROB_SPECIAL_IDS) {
+        key(b, "tokenizer.ggml.eos_token_id", T_U32), qp_test_put_u32(b, 99), n_kv++;
+        key(b, "tokenizer.ggml.unknown_token_id", T_U32), qp_test_put_u32(b, 1000), n_kv++;
+        key(b, "tokenizer.ggml.padding_token_id", T_U32), qp_test_put_u32(b, 7), n_kv++;
+    }
     key(b, "tokenizer.ggml.add_bos_token", T_BOOL), qp_test_put_u8(b, 1), n_kv++;
     key(b, "test.u8", T_U8), qp_test_put_u8(b, 200), n_kv++;
     key(b, "test.i8", T_I8), qp_test_put_u8(b, (uint8_t)-5), n_kv++;
@@ -414,6 +421,18 @@ int main(void) {
                 QP_CHECK(m->n_problems == 1 && strstr(m->problems[0], "ends 8 bytes before"));
             if (k == PROB_CTX_U64)
                 QP_CHECK(m->n_problems == 1 && strstr(m->problems[0], "llama.context_length"));
+            if (k == PROB_SPECIAL_IDS) { /* issue 11: never dropped without a word */
+                static const char *const keys[] = {"bos_token_id' = 4", "eos_token_id' = 99",
+                                                   "unknown_token_id' = 1000", "padding_token_id' = 7"};
+                for (size_t i = 0; i < 4; i++) {
+                    bool said = false;
+                    for (int64_t j = 0; j < m->n_problems; j++)
+                        said |= strstr(m->problems[j], keys[i]) && strstr(m->problems[j], "4-token vocabulary");
+                    QP_CHECK_MSG(said, "no problem names %s", keys[i]);
+                }
+                QP_CHECK(m->vocab.bos_id == -1 && m->vocab.eos_id == -1 && m->vocab.unk_id == -1 &&
+                         m->vocab.pad_id == -1);
+            }
             if (k == GOOD_I2_S) {
                 const qp_tensor *t = qp_model_find(m, "blk.0.ffn_up.weight");
                 QP_CHECK(t && t->enc == QP_ENC_I2_S && t->nbytes == 96);
@@ -475,6 +494,12 @@ int main(void) {
     printf("truncated a %zu-byte file at every byte: %s\n", b.n, trunc_bad ? "FAILED" : "all rejected");
     const char *path = write_file("trunc.gguf", b.p, b.n - 1);
     QP_CHECK(qp_test_system("'%s/quantpack' inspect '%s' >/dev/null 2>&1", bin, path) == 3);
+    unlink(path);
+    /* issue 11: convert says what the source's ids were before it writes (or refuses) anything */
+    build(PROB_SPECIAL_IDS, &b);
+    path = write_file("special.gguf", b.p, b.n);
+    QP_CHECK(qp_test_system("'%s/quantpack' convert '%s' --to gguf --quant F32 -o '%s.out' 2>&1 "
+                            "| grep -q \"warning: .*bos_token_id' = 4 is outside\"", bin, path, path) == 0);
     unlink(path);
     rmdir(g_tmp);
     return qp_test_finish();

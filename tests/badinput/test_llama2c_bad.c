@@ -246,7 +246,11 @@ int main(void) {
         QP_CHECK(truncate(half, (off_t)(28 + 4 * nf - 2)) == 0); /* cut inside the last float */
         EXPECT_CKPT(half, NULL, QP_ERR_CORRUPT);
     }
-    QP_CHECK(qp_format_detect(trunc) == QP_FORMAT_UNKNOWN);
+    /* issue 11: a truncated checkpoint is detected as llama2.c and the reader names where it
+     * ends (was "not a recognised model") */
+    QP_CHECK(qp_format_detect(trunc) == QP_FORMAT_LLAMA2C);
+    snprintf(want_msg, sizeof want_msg, "truncated: the file ends at byte offset %zu", 28 + 4 * (nf - 1));
+    QP_CHECK_MSG(strstr(e.msg, want_msg) != NULL, "%s", e.msg);
     QP_CHECK_EQ_INT(inspect_exit(trunc, NULL), 3);
 
     static const struct {

@@ -52,6 +52,18 @@ open(p,'w').write(b[:i] + b[i:j] + ',' + b[i:j] + b[j:])
 PY
 expect "duplicate tensor key" "$T/dupkey" "manifest.json: duplicate key 'model.norm.weight' in \"tensors\""
 
+# Issue 11, item 9: a manifest version we do not know, and a shard name with an escaped NUL
+# (cJSON would cut "shard_00000.bin\u0000.evil" at the NUL and read shard_00000.bin).
+mk v999; python3 - "$T/v999/manifest.json" <<'PY'
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['version']=999; json.dump(m,open(p,'w'))
+PY
+expect "version 999" "$T/v999" "manifest \"version\" 999: this reader knows version 1 only"
+mk nul; python3 - "$T/nul/manifest.json" <<'PY'
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['shards'][0]['filename']+='\x00.evil'; json.dump(m,open(p,'w'))
+PY
+grep -q 'bin\\u0000.evil' "$T/nul/manifest.json" || { fail=$((fail+1)); echo "FAIL: no \\u0000 written"; }
+expect "escaped NUL in a shard name" "$T/nul" "manifest.json: a string holds an escaped NUL \(\\\\u0000\) at byte [0-9]+"
+
 # A tensor changed together with its shard hash: the Merkle root catches it.
 mk merkle; python3 - "$T/merkle" <<'PY'
 import json,sys,hashlib; d=sys.argv[1]; m=json.load(open(d+'/manifest.json'))

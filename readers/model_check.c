@@ -1,0 +1,206 @@
+/* The runtime's model checks, shared with the converters (readers/model_check.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "readers/model_check.h"
+
+/* The runtime's ranges (runtime/runtime.md "Limits"). */
+#define QP_CHECK_MAX_DIM ((int64_t)1 << 20)
+#define QP_CHECK_MAX_HEAD_DIM 65536
+#define QP_CHECK_MAX_HEADS 65536
+#define QP_CHECK_MAX_FFN ((int64_t)1 << 22)
+#define QP_CHECK_MAX_VOCAB ((int64_t)1 << 24)
+#define QP_CHECK_MAX_LAYERS 4096
+
+qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
+    const qp_tensor *t = qp_model_find(m, name);
+    if (!t)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' needed by the runtime is missing",
+                       m->path, name);
+    *out = t;
+    return QP_OK;
+}
+
+static int64_t pick(int64_t from_arch, int64_t from_shape) {
+    return from_arch > 0 ? from_arch : from_shape;
+}
+
+static qp_status range(const qp_model *m, const char *field, int64_t v, int64_t hi, qp_err *e) {
+    if (v >= 1 && v <= hi) return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s is %lld; the runtime needs 1..%lld", m->path,
+                   field, (long long)v, (long long)hi);
+}
+
+bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows) {
+    return t->enc == QP_ENC_U8 && t->ne[0] == cols && t->ne[1] * 4 == rows && t->ne[2] == 1 &&
+           t->ne[3] == 1;
+}
+
+static qp_status check_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
+                           bool bitnet_proj, qp_err *e) {
+    const qp_tensor *t = NULL;
+    qp_status s = qp_model_need(m, name, &t, e);
+    if (s != QP_OK) return s;
+    if (bitnet_proj && qp_model_check_is_packed(t, cols, rows)) return QP_OK;
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1) {
+        const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' has shape ne=[%lld, %lld, %lld, %lld] (%s); the runtime "
+                       "expects ne=[%lld, %lld] (ggml order: row length first)",
+                       m->path, name, (long long)t->ne[0], (long long)t->ne[1],
+                       (long long)t->ne[2], (long long)t->ne[3], tr ? tr->upper_name : "?",
+                       (long long)cols, (long long)rows);
+    }
+    return QP_OK;
+}
+
+static qp_status check_vec(const qp_model *m, const char *name, int64_t n, bool optional,
+                           qp_err *e) {
+    const qp_tensor *t = qp_model_find(m, name);
+    if (!t && optional) return QP_OK;
+    qp_status s = t ? QP_OK : qp_model_need(m, name, &t, e);
+    if (s != QP_OK) return s;
+    if (qp_tensor_nelements(t) != n || t->ne[0] != n)
+        return qp_fail(e, QP_ERR_UNSUPPORTED,
+                       "%s: tensor '%s' has %lld elements (ne[0]=%lld); the runtime expects %lld",
+                       m->path, name, (long long)qp_tensor_nelements(t), (long long)t->ne[0],
+                       (long long)n);
+    return QP_OK;
+}
+
+static qp_status check_config(const qp_model *m, const qp_runtime_config *c, qp_err *e) {
+    qp_status s;
+    if ((s = range(m, "the embedding width (hidden size)", c->dim, QP_CHECK_MAX_DIM, e)) != QP_OK ||
+        (s = range(m, "the vocabulary size", c->vocab, QP_CHECK_MAX_VOCAB, e)) != QP_OK ||
+        (s = range(m, "the FFN width (intermediate size)", c->ffn_dim, QP_CHECK_MAX_FFN, e)) !=
+            QP_OK ||
+        (s = range(m, "the layer count (block_count)", c->n_layers, QP_CHECK_MAX_LAYERS, e)) !=
+            QP_OK ||
+        (s = range(m, "the head count", c->n_heads, QP_CHECK_MAX_HEADS, e)) != QP_OK ||
+        (s = range(m, "the head width (head_dim)", c->head_dim, QP_CHECK_MAX_HEAD_DIM, e)) !=
+            QP_OK ||
+        (s = range(m, "the K/V head count", c->n_kv_heads, c->n_heads, e)) != QP_OK)
+        return s;
+    if (c->n_heads % c->n_kv_heads != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the head count %lld is not a multiple of the "
+                       "K/V head count %lld", m->path, (long long)c->n_heads,
+                       (long long)c->n_kv_heads);
+    if (c->head_dim % 2 != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the head width %lld is odd (RoPE rotates pairs)",
+                       m->path, (long long)c->head_dim);
+    if (c->act != QP_ACT_SILU && c->act != QP_ACT_RELU2)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN activation %d is not supported by the "
+                       "runtime", m->path, (int)c->act);
+    return QP_OK;
+}
+
+qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
+    if (!m) return qp_fail(e, QP_ERR_ARG, "qp_model_check: NULL model");
+    const qp_arch *a = &m->arch;
+    const qp_tensor *emb = NULL, *q0 = NULL, *k0 = NULL, *g0 = NULL;
+    qp_status s;
+    if ((s = qp_model_need(m, "token_embd.weight", &emb, e)) != QP_OK ||
+        (s = qp_model_need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK ||
+        (s = qp_model_need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK ||
+        (s = qp_model_need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK)
+        return s;
+    qp_runtime_config c;
+    memset(&c, 0, sizeof c);
+    c.family = a->family;
+    c.dim = pick(a->hidden, emb->ne[0]);
+    c.vocab = pick(a->vocab, emb->ne[1]);
+    c.ffn_dim = pick(a->intermediate, g0->ne[1]);
+    c.n_layers = a->n_layers;
+    if (c.n_layers <= 0) { /* count the layers present */
+        char nm[64];
+        int64_t l = 0;
+        for (; l <= QP_CHECK_MAX_LAYERS; l++) {
+            snprintf(nm, sizeof nm, "blk.%lld.attn_q.weight", (long long)l);
+            if (!qp_model_find(m, nm)) break;
+        }
+        c.n_layers = l;
+    }
+    c.n_heads = a->n_heads;
+    if (c.n_heads <= 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the head count is %lld (the architecture must "
+                       "give it)", m->path, (long long)c.n_heads);
+    c.head_dim = pick(a->head_dim, q0->ne[1] / c.n_heads);
+    c.n_kv_heads = pick(a->n_kv_heads, c.head_dim > 0 ? k0->ne[1] / c.head_dim : 0);
+    c.norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-5f;
+    c.rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
+    c.rope_style = a->rope_style;
+    c.act = a->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : a->act;
+    c.sub_norms = a->sub_norms || a->family == QP_FAMILY_BITNET ||
+                  qp_model_find(m, "blk.0.attn_sub_norm.weight") != NULL;
+    c.qkv_bias = a->qkv_bias || qp_model_find(m, "blk.0.attn_q.bias") != NULL;
+    if ((s = check_config(m, &c, e)) != QP_OK) return s;
+
+    int64_t dim = c.dim, qdim = c.n_heads * c.head_dim, kvdim = c.n_kv_heads * c.head_dim;
+    if ((s = check_mat(m, "token_embd.weight", dim, c.vocab, false, e)) != QP_OK) return s;
+    c.tied_output = qp_model_find(m, "output.weight") == NULL;
+    if (!c.tied_output && (s = check_mat(m, "output.weight", dim, c.vocab, false, e)) != QP_OK)
+        return s;
+    if ((s = check_vec(m, "output_norm.weight", dim, false, e)) != QP_OK) return s;
+    bool bn = a->family == QP_FAMILY_BITNET;
+    for (int64_t l = 0; l < c.n_layers; l++) {
+        char nm[96];
+#define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
+        if ((s = check_mat(m, NM("attn_q.weight"), dim, qdim, bn, e)) != QP_OK ||
+            (s = check_mat(m, NM("attn_k.weight"), dim, kvdim, bn, e)) != QP_OK ||
+            (s = check_mat(m, NM("attn_v.weight"), dim, kvdim, bn, e)) != QP_OK ||
+            (s = check_mat(m, NM("attn_output.weight"), qdim, dim, bn, e)) != QP_OK ||
+            (s = check_mat(m, NM("ffn_gate.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
+            (s = check_mat(m, NM("ffn_up.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
+            (s = check_mat(m, NM("ffn_down.weight"), c.ffn_dim, dim, bn, e)) != QP_OK ||
+            (s = check_vec(m, NM("attn_norm.weight"), dim, false, e)) != QP_OK ||
+            (s = check_vec(m, NM("ffn_norm.weight"), dim, false, e)) != QP_OK)
+            return s;
+        if (c.sub_norms && ((s = check_vec(m, NM("attn_sub_norm.weight"), qdim, false, e)) != QP_OK ||
+                            (s = check_vec(m, NM("ffn_sub_norm.weight"), c.ffn_dim, false, e)) !=
+                                QP_OK))
+            return s;
+        if (c.qkv_bias && ((s = check_vec(m, NM("attn_q.bias"), qdim, !a->qkv_bias, e)) != QP_OK ||
+                           (s = check_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, e)) != QP_OK ||
+                           (s = check_vec(m, NM("attn_v.bias"), kvdim, !a->qkv_bias, e)) != QP_OK))
+            return s;
+#undef NM
+    }
+    if (out) *out = c;
+    return QP_OK;
+}
+
+qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e) {
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (!tr || !tr->validate || !t->data) return QP_OK;
+    if (!(tr->flags & (QP_ENC_FLAG_FLOAT | QP_ENC_FLAG_BLOCK)) ||
+        (tr->flags & (QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE | QP_ENC_FLAG_TERNARY)))
+        return QP_OK;
+    int64_t n = qp_tensor_nelements(t);
+    size_t need;
+    if (n <= 0 || n % tr->block_elems != 0 || !qp_encoding_tensor_bytes(t->enc, n, &need) ||
+        need > t->nbytes)
+        return QP_OK; /* sizes are the reader's and the runtime's checks */
+    char why[160];
+    if (tr->validate(t->data, n, why, sizeof why)) return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (%s) at offset %llu: %s", m->path, t->name,
+                   tr->upper_name, (unsigned long long)t->offset, why);
+}
+
+qp_status qp_model_check_values(const qp_model *m, qp_err *e) {
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        qp_status s = qp_tensor_check_values(m, &m->tensors[i], e);
+        if (s != QP_OK) return s;
+    }
+    return QP_OK;
+}
+
+qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e) {
+    qp_status s = qp_model_check(m, NULL, e);
+    if (s != QP_OK || allow_nonfinite) return s;
+    s = qp_model_check_values(m, e);
+    if (s != QP_OK && e) {
+        size_t n = strlen(e->msg);
+        snprintf(e->msg + n, sizeof e->msg - n, " (--allow-nonfinite writes it anyway)");
+    }
+    return s;
+}

@@ -1,0 +1,42 @@
+/* The model checks the reference runtime applies, shared with the converters so that a
+ * conversion never writes a model the runtime then rejects (issue 11, item 8).
+ *
+ * qp_model_check derives the runtime configuration from m's architecture (falling back to tensor
+ * shapes where the source gives no value), checks every value against the runtime's ranges and
+ * every tensor the forward pass needs (by canonical GGUF-style name) for presence and shape. It
+ * reads no tensor bytes: byte sizes and encodings are checked where the bytes are read
+ * (runtime/weights.c, the conversion drivers). */
+#ifndef QP_MODEL_CHECK_H
+#define QP_MODEL_CHECK_H
+
+#include "quantpack/model.h"
+#include "quantpack/runtime.h"
+
+/* Fills cfg (optional; written only on success) with family, dim, ffn_dim, n_layers, n_heads,
+ * n_kv_heads, head_dim, vocab, norm_eps, rope_theta, rope_style, act, sub_norms, qkv_bias and
+ * tied_output; n_ctx and n_threads are left 0. Fails with QP_ERR_UNSUPPORTED naming the field
+ * (an out-of-range or inconsistent value) or the tensor (missing, or a shape other than the one
+ * the runtime needs). */
+qp_status qp_model_check(const qp_model *m, qp_runtime_config *cfg, qp_err *e);
+
+/* The tensor named (canonical name first, as qp_model_find) in *out; QP_ERR_UNSUPPORTED "tensor
+ * 'x' needed by the runtime is missing" when absent. */
+qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e);
+
+/* True when the runtime reads "<name>" as a BitNet packed U8 projection of rows x cols
+ * (microsoft/bitnet-b1.58: U8 [rows/4, cols] with a "<name>_scale"). */
+bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows);
+
+/* Non-finite values (issue 11, item 8): scans one tensor with its encoding's validate (every
+ * element of float tensors, every block scale of block-quantized ones; encodings whose scale is
+ * per tensor or whose rows are padded are not scanned). Fails with QP_ERR_CORRUPT naming the
+ * file, the tensor, its offset and the first bad element (or block). One pass over the bytes. */
+qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e);
+/* qp_tensor_check_values over every tensor of m; the first failure. */
+qp_status qp_model_check_values(const qp_model *m, qp_err *e);
+
+/* What every conversion driver runs before it opens its output: qp_model_check, then (unless
+ * allow_nonfinite) qp_model_check_values, whose message then says how to write the model anyway. */
+qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e);
+
+#endif
