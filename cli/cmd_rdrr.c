@@ -58,6 +58,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
                 (double)r.total_bytes / 1e6, el, a->sign ? ", signed" : "",
                 r.n_padded_rows ? " (some rows zero-padded to 256: layout \"row\")" : "");
         fprintf(stderr, "quantpack: tokenizer: %s\n", r.tokenizer_note ? r.tokenizer_note : "-");
+        if (r.n_dtype_changes) fprintf(stderr, "quantpack: dtypes: %s\n", r.dtype_note);
     }
     return QP_EXIT_OK;
 }

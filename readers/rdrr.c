@@ -394,6 +394,8 @@ static qp_status read_tensor(rd *r, const cJSON *t, const cJSON *roots, qp_err *
         }
         qp_free(tmp);
         q->enc = QP_ENC_F32;
+        q->decoded_copy = true;
+        q->stored_enc = enc;
         q->data = (const uint8_t *)f;
         q->nbytes = nbytes;
         qp_model_add_problem(r->m, "tensor '%s': %s rows zero-padded to %lld (layout \"row\"); "
