@@ -281,8 +281,71 @@ static const char *quant_name(const qp_model *m, qp_encoding weights, bool chang
     return qp_rdrr_dtype_name(weights);
 }
 
+/* ---- manifest.tokenizer ------------------------------------------------------------------- */
+
+/* The ids and flags DOPPLER's converter writes (converter/core.js buildSentencepieceTokenizer):
+ * bosTokenId, eosTokenId, eosTokens, padTokenId, unkTokenId (each only when the source has it),
+ * addBosToken, addEosToken. DOPPLER's SentencePiece tokenizer refuses a model without unk and its
+ * bundled tokenizer adds BOS only when addBosToken says so. addBosToken: the vocabulary's flag;
+ * a GGUF "llama" vocabulary without tokenizer.ggml.add_bos_token adds BOS (llama.cpp's default,
+ * as `quantpack tokenize`). */
+static bool add_tokenizer_ids(cJSON *tok, const qp_model *m, int32_t bos, int32_t eos) {
+    const qp_vocab *v = &m->vocab;
+    bool add_bos = v->add_bos;
+    if (m->format == QP_FORMAT_GGUF && v->model == QP_TOK_SPM &&
+        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
+        add_bos = true;
+    cJSON *eos_list = NULL;
+    bool ok = (bos < 0 || cJSON_AddNumberToObject(tok, "bosTokenId", bos)) &&
+              (eos < 0 || (cJSON_AddNumberToObject(tok, "eosTokenId", eos) &&
+                           (eos_list = cJSON_AddArrayToObject(tok, "eosTokens")) &&
+                           cJSON_AddItemToArray(eos_list, cJSON_CreateNumber(eos)))) &&
+              (v->pad_id < 0 || cJSON_AddNumberToObject(tok, "padTokenId", v->pad_id)) &&
+              (v->unk_id < 0 || cJSON_AddNumberToObject(tok, "unkTokenId", v->unk_id)) &&
+              cJSON_AddBoolToObject(tok, "addBosToken", add_bos && bos >= 0) &&
+              cJSON_AddBoolToObject(tok, "addEosToken", v->add_eos && eos >= 0);
+    return ok;
+}
+
+/* The source's chat template (GGUF tokenizer.chat_template, or an HF folder's
+ * tokenizer_config.json "chat_template": a string, or the "default" / first entry of a list of
+ * {name, template}); NULL when none. qp_malloc'd. */
+static char *chat_template_of(const qp_model *m) {
+    const qp_meta *ct = qp_model_meta(m, "tokenizer.chat_template");
+    if (ct && ct->type == QP_META_STRING && ct->str) return qp_strdup(ct->str);
+    char *p = qp_path_is_dir(m->path) ? qp_path_join(m->path, "tokenizer_config.json") : NULL;
+    char *text = NULL, *out = NULL;
+    size_t len = 0;
+    if (p && qp_path_exists(p) && qp_file_read_all(p, (size_t)16 << 20, &text, &len, NULL) == QP_OK) {
+        cJSON *j = cJSON_ParseWithLength(text, len);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+        if (cJSON_IsArray(c)) {
+            const cJSON *pick = NULL, *it;
+            cJSON_ArrayForEach(it, c) {
+                const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+                if (!pick || (cJSON_IsString(nm) && strcmp(nm->valuestring, "default") == 0)) pick = it;
+            }
+            c = pick ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
+        }
+        if (cJSON_IsString(c)) out = qp_strdup(c->valuestring);
+        cJSON_Delete(j);
+    }
+    qp_free(text);
+    qp_free(p);
+    return out;
+}
+
+/* DOPPLER's formatter type (inference.chatTemplate.type) for the template's markers, or NULL. */
+static const char *chat_template_type(const char *t) {
+    if (strstr(t, "<|im_start|>")) return "chatml";
+    if (strstr(t, "<|start_header_id|>")) return "llama3";
+    if (strstr(t, "<start_of_turn>")) return "gemma";
+    return NULL;
+}
+
 static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, const tally *t,
-                              const char *tok_kind, int64_t n_vocab_tokens, bool changed) {
+                              const char *tok_kind, int64_t n_vocab_tokens, bool changed,
+                              const char *chat_template) {
     const qp_arch *a = &m->arch;
     char idbuf[128], wq[24], eq[24], hq[24], ws[24], es[24], hs[24], tag[96];
     const char *id = o->model_id ? o->model_id : model_id_of(m->path, idbuf, sizeof idbuf);
@@ -345,9 +408,14 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
         else if (ok)
             ok = cJSON_AddStringToObject(tok, "type", "sentencepiece") &&
                  cJSON_AddStringToObject(tok, "sentencepieceModel", "tokenizer.model") &&
-                 cJSON_AddNumberToObject(tok, "vocabSize", (double)n_vocab_tokens) &&
-                 cJSON_AddNumberToObject(tok, "bosTokenId", bos) &&
-                 cJSON_AddNumberToObject(tok, "eosTokenId", eos);
+                 cJSON_AddNumberToObject(tok, "vocabSize", (double)n_vocab_tokens);
+        ok = ok && add_tokenizer_ids(tok, m, bos, eos);
+        if (ok && chat_template) {
+            const char *ct = chat_template_type(chat_template);
+            cJSON *ctj = cJSON_GetObjectItemCaseSensitive(inf, "chatTemplate");
+            ok = cJSON_AddStringToObject(tok, "chatTemplate", chat_template) && ctj &&
+                 (ct ? set_str(ctj, "type", ct) : true) && set_bool(ctj, "enabled", ct != NULL);
+        }
     }
     ok = ok && (ident = cJSON_AddObjectToObject(j, "artifactIdentity")) &&
          cJSON_AddStringToObject(ident, "sourceFormat", qp_format_name(m->format)) &&
@@ -662,7 +730,9 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         qp_rdrr_writer_abort(w);
         return s;
     }
-    cJSON *fields = manifest_fields(m, o, &t, tok_kind, m->vocab.n_tokens, changes.n > 0);
+    char *chat = tok_kind ? chat_template_of(m) : NULL;
+    cJSON *fields = manifest_fields(m, o, &t, tok_kind, m->vocab.n_tokens, changes.n > 0, chat);
+    qp_free(chat);
     cJSON *qi = fields ? cJSON_GetObjectItemCaseSensitive(fields, "quantizationInfo") : NULL;
     if (qi && changes.n > 0) {
         cJSON_AddItemToObject(qi, "dtypeChanges", changes.list);
