@@ -738,8 +738,9 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         cJSON_AddItemToObject(qi, "dtypeChanges", changes.list);
         changes.list = NULL;
     }
+    bool attached = changes.list == NULL;
     cJSON_Delete(changes.list);
-    if (!fields || !qi || changes.list) {
+    if (!fields || !qi || (changes.n > 0 && !attached)) {
         cJSON_Delete(fields);
         qp_rdrr_writer_abort(w);
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory building the manifest", out_dir);
