@@ -24,7 +24,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     if (!passthrough) {
         o.quant = qp_quant_from_name(a->quant);
         if (o.quant == QP_QUANT_COUNT)
-            return qp_cli_usage_error("%s: unknown --quant '%s' (Q4_K_M, Q6_K, Q8_0, F16, BF16, F32, "
+            return qp_cli_usage_error("%s: unknown --quant '%s' (Q4_K_M, Q6_K, F16, BF16, F32, "
                                       "keep)", a->cmd, a->quant);
     }
     if (a->sign) {
@@ -92,7 +92,7 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *args) {
         return QP_EXIT_OK;
     }
     if (!a.quant)
-        return qp_cli_usage_error("%s: --quant is required (Q4_K_M, Q6_K, Q8_0, F16, BF16, F32, keep)", a.cmd);
+        return qp_cli_usage_error("%s: --quant is required (Q4_K_M, Q6_K, F16, BF16, F32, keep)", a.cmd);
     bool keep = strcmp(a.quant, "keep") == 0;
     return run_convert(&a, keep);
 }
