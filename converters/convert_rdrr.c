@@ -475,7 +475,8 @@ cJSON *qp_rdrr_architecture_json(const qp_model *m) {
  *  - F32, F16, BF16, Q4_K, whole-row Q6_K: kept;
  *  - passthrough (gguf-to-rdrr): any other dtype with a float meaning is decoded to F32, the
  *    exact values the source holds (never requantized); integer dtypes and encodings whose
- *    scale lives outside the rows are refused (*why NULL, returns QP_ENC_COUNT);
+ *    scale lives outside the rows (I2_S trailer, QK256 sibling) are refused (returns
+ *    QP_ENC_COUNT);
  *  - convert: an 8-bit or wider fallback (Q8_0: llama.cpp's choice for Q6_K rows that are not
  *    a multiple of 256) becomes F16 from the source values; a narrower one (Q5_0, Q5_1, Q4_0,
  *    IQ4_NL, ...) becomes Q4_K with rows zero-padded to 256, the layout DOPPLER's own converter
@@ -487,8 +488,8 @@ static qp_encoding rdrr_store_enc(qp_encoding want, int64_t row_len, bool passth
         return want;
     if (want == QP_ENC_Q6_K && row_len % 256 == 0) return want;
     const qp_encoding_traits *t = qp_encoding_get(want);
-    if (!t || !t->dequantize || (t->flags & (QP_ENC_FLAG_INT | QP_ENC_FLAG_EXT_SCALE)))
-        return QP_ENC_COUNT;
+    unsigned refused = QP_ENC_FLAG_INT | QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE;
+    if (!t || !t->dequantize || (t->flags & refused)) return QP_ENC_COUNT;
     if (passthrough) {
         *why = "DOPPLER has no decoder for it: stored decoded to F32 (the exact values)";
         return QP_ENC_F32;
