@@ -118,6 +118,24 @@ static void check_pair(const char *label, const qp_model *out, const qp_model *s
     }
 }
 
+/* One 5-token prompt through qp_verify_run at thresholds th: it must pass. */
+static void check_passes(const char *label, const qp_model *out, const qp_model *src,
+                         int32_t ids[5], int64_t n_generate, const qp_verify_thresholds *th) {
+    qp_verify_prompt pr = {ids, 5, NULL};
+    qp_verify_opts vo;
+    memset(&vo, 0, sizeof vo);
+    vo.n_threads = 1;
+    vo.n_generate = n_generate;
+    vo.th = *th;
+    qp_verify_report *rep = NULL;
+    qp_err e = {0};
+    QP_CHECK_MSG(qp_verify_run(out, src, &pr, 1, &vo, &rep, &e) == QP_OK, "%s: %s", label, e.msg);
+    QP_CHECK(rep && qp_verify_report_passed(rep));
+    printf("%s: class %s, %s\n", label, th->class_name,
+           rep && qp_verify_report_passed(rep) ? "pass" : "FAIL");
+    qp_verify_report_free(rep);
+}
+
 static void check_bitnet_classes(void) {
     const char *fx = qp_test_env("QP_FIXTURES_DIR", "fixtures");
     char fdir[1024], pdir[1024];
@@ -144,18 +162,8 @@ static void check_bitnet_classes(void) {
         QP_CHECK_MSG(!strcmp(th.class_name, "16-bit"), "float vs packed: class %s", th.class_name);
         /* same weights: the packed checkpoint passes against the float one */
         static int32_t ids[5] = {1, 40, 91, 7, 250};
-        qp_verify_prompt pr = {ids, 5, NULL};
-        qp_verify_opts vo;
-        memset(&vo, 0, sizeof vo);
-        vo.n_threads = 1;
-        vo.n_generate = 8;
-        qp_verify_default_thresholds(pk, fl, &vo.th);
-        qp_verify_report *rep = NULL;
-        QP_CHECK(qp_verify_run(pk, fl, &pr, 1, &vo, &rep, &e) == QP_OK);
-        QP_CHECK(rep && qp_verify_report_passed(rep));
-        printf("BitNet packed vs float: class %s, %s\n", vo.th.class_name,
-               rep && qp_verify_report_passed(rep) ? "pass" : "FAIL");
-        qp_verify_report_free(rep);
+        qp_verify_default_thresholds(pk, fl, &th);
+        check_passes("BitNet packed vs float", pk, fl, ids, 8, &th);
     }
     qp_model_close(pk);
     qp_model_close(fl);
@@ -181,18 +189,7 @@ static void check_rdrr_q4_class(const qp_model *src, const char *src_path) {
     qp_verify_default_thresholds(m, src, &th);
     QP_CHECK_MSG(!strcmp(th.class_name, "4-bit"), "RDRR Q4_K_M: class %s", th.class_name);
     static int32_t ids[5] = {1, 403, 407, 261, 378};
-    qp_verify_prompt pr = {ids, 5, NULL};
-    qp_verify_opts vo;
-    memset(&vo, 0, sizeof vo);
-    vo.n_threads = 1;
-    vo.n_generate = 16;
-    vo.th = th;
-    qp_verify_report *rep = NULL;
-    QP_CHECK(qp_verify_run(m, src, &pr, 1, &vo, &rep, &e) == QP_OK);
-    QP_CHECK(rep && qp_verify_report_passed(rep));
-    printf("RDRR Q4_K_M vs stories260K.gguf: class %s, %s\n", th.class_name,
-           rep && qp_verify_report_passed(rep) ? "pass" : "FAIL");
-    qp_verify_report_free(rep);
+    check_passes("RDRR Q4_K_M vs stories260K.gguf", m, src, ids, 16, &th);
     qp_model_close(m);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", out);
