@@ -286,15 +286,11 @@ static const char *quant_name(const qp_model *m, qp_encoding weights, bool chang
 /* The ids and flags DOPPLER's converter writes (converter/core.js buildSentencepieceTokenizer):
  * bosTokenId, eosTokenId, eosTokens, padTokenId, unkTokenId (each only when the source has it),
  * addBosToken, addEosToken. DOPPLER's SentencePiece tokenizer refuses a model without unk and its
- * bundled tokenizer adds BOS only when addBosToken says so. addBosToken: the vocabulary's flag;
- * a GGUF "llama" vocabulary without tokenizer.ggml.add_bos_token adds BOS (llama.cpp's default,
- * as `quantpack tokenize`). */
+ * bundled tokenizer adds BOS only when addBosToken says so. addBosToken: qp_model_adds_bos (a
+ * GGUF "llama" vocabulary without tokenizer.ggml.add_bos_token adds BOS, as llama.cpp). */
 static bool add_tokenizer_ids(cJSON *tok, const qp_model *m, int32_t bos, int32_t eos) {
     const qp_vocab *v = &m->vocab;
-    bool add_bos = v->add_bos;
-    if (m->format == QP_FORMAT_GGUF && v->model == QP_TOK_SPM &&
-        !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
-        add_bos = true;
+    bool add_bos = qp_model_adds_bos(m);
     cJSON *eos_list = NULL;
     bool ok = (bos < 0 || cJSON_AddNumberToObject(tok, "bosTokenId", bos)) &&
               (eos < 0 || (cJSON_AddNumberToObject(tok, "eosTokenId", eos) &&
