@@ -85,6 +85,7 @@ function ourDecode(dir, raw, name, loc) {
   const pcols = blk ? Math.ceil(cols / blk[0]) * blk[0] : cols;
   const inF = path.join(tmp, 'dec.in'), outF = path.join(tmp, 'dec.f32');
   writeFileSync(inF, bytes);
+  rmSync(outF, { force: true }); // decode never replaces an existing output
   run(qp, ['decode', '--type', DECODE_TYPE[loc.dtype], '--cols', String(pcols), inF, outF]);
   const all = readFileSync(outF);
   const f = new Float32Array(all.buffer, all.byteOffset, all.length / 4);
