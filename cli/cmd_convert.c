@@ -138,7 +138,7 @@ static const struct {
 static const char k_convert_usage[] =
     "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
-    "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|Q8_0|F16|BF16|F32|keep -o DIR\n"
+    "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR\n"
     "       quantpack convert SRC --to trlm -o DIR [--lora PEFT_DIR]\n"
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, BitNet float or packed),\n"
@@ -148,8 +148,9 @@ static const char k_convert_usage[] =
     "     that is already quantized is refused unless --allow-requantize. Memory is bounded\n"
     "     by the largest tensor, not the model.\n"
     "rdrr: an RDRR directory for DOPPLER; source names are kept, rows whose length is not a\n"
-    "     multiple of 256 are zero-padded for Q4_K (layout \"row\"); --quant keep copies every\n"
-    "     tensor's bytes (as gguf-to-rdrr). A PEFT LoRA folder as SRC: an adapter manifest.\n"
+    "     multiple of 256 are zero-padded for Q4_K (layout \"row\"); only dtypes DOPPLER's\n"
+    "     loader decodes are stored (llama.cpp's Q8_0 fallback becomes F16); --quant keep\n"
+    "     as gguf-to-rdrr. A PEFT LoRA folder as SRC: an adapter manifest.\n"
     "trlm: Trillim TRLM from a Hugging Face safetensors folder: the SDK v1 quantize manifest\n"
     "     (kept as DIR/.quantize_manifest.bin), qmodel.tensors, rope.cache, qmodel.lora with\n"
     "     --lora, config and tokenizer files, and DIR/inference.config (the --config values of\n"
@@ -167,8 +168,10 @@ static const char k_bullet_usage[] =
 
 static const char k_g2r_usage[] =
     "usage: gguf-to-rdrr MODEL.gguf OUT [--shard-size BYTES] [--sign KEY]\n\n"
-    "Packages a GGUF file as an RDRR directory for DOPPLER: every tensor's bytes,\n"
-    "type and name are kept exactly (Q4_K, Q6_K, F16, ... pass through).\n";
+    "Packages a GGUF file as an RDRR directory for DOPPLER: names are kept; tensors\n"
+    "in a type DOPPLER's loader decodes (F32, F16, BF16, Q4_K, Q6_K) keep their bytes,\n"
+    "others (Q8_0, Q5_0, ...) are stored as their exact F32 decoding and listed in\n"
+    "quantizationInfo.dtypeChanges (readers/rdrr.md, the dtype rule).\n";
 
 /* Parses argv with the one convert table. fixed: the target bit of a companion (its rows only),
  * 0 for convert (every row; the target is --to). Then every row given must be used by the

@@ -138,7 +138,8 @@ static void compute_totals(const qp_model *m, totals *t) {
         const qp_tensor *x = &m->tensors[i];
         t->bytes += x->nbytes;
         t->params += qp_tensor_nelements(x);
-        if ((unsigned)x->enc < QP_ENC_COUNT) t->count_by_enc[x->enc]++;
+        qp_encoding xe = qp_tensor_stored_enc(x);
+        if ((unsigned)xe < QP_ENC_COUNT) t->count_by_enc[xe]++;
     }
 }
 
@@ -230,8 +231,9 @@ static int print_json(const qp_model *m, const findings *f) {
         cJSON_AddStringToObject(o, "name", t->name);
         if (t->canon) cJSON_AddStringToObject(o, "canonical", t->canon);
         else cJSON_AddNullToObject(o, "canonical");
-        cJSON_AddStringToObject(o, "encoding", enc_name(t->enc));
-        const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+        cJSON_AddStringToObject(o, "encoding", enc_name(qp_tensor_stored_enc(t)));
+        if (t->decoded_copy) cJSON_AddStringToObject(o, "decoded_to", enc_name(t->enc));
+        const qp_encoding_traits *tr = qp_encoding_get(qp_tensor_stored_enc(t));
         cJSON_AddNumberToObject(o, "ggml_type", tr ? tr->ggml_type : -1);
         cJSON *ne = cJSON_AddArrayToObject(o, "ne");
         for (int d = 0; d < t->n_dims; d++) cJSON_AddItemToArray(ne, cJSON_CreateNumber((double)t->ne[d]));
@@ -305,7 +307,8 @@ static void print_human(const qp_model *m, const findings *f) {
         const qp_tensor *t = &m->tensors[i];
         char shape[96];
         shape_string(t, shape, sizeof shape);
-        printf("%-44s %-8s %-22s %12zu %14" PRIu64 "%s%s\n", t->name, enc_name(t->enc), shape,
+        printf("%-44s %-8s %-22s %12zu %14" PRIu64 "%s%s\n", t->name,
+               enc_name(qp_tensor_stored_enc(t)), shape,
                t->nbytes, t->offset, t->canon && strcmp(t->canon, t->name) ? "  -> " : "",
                t->canon && strcmp(t->canon, t->name) ? t->canon : "");
     }

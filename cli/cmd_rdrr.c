@@ -25,7 +25,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     if (!passthrough) {
         o.quant = qp_quant_from_name(a->quant);
         if (o.quant == QP_QUANT_COUNT)
-            return qp_cli_usage_error("%s: unknown --quant '%s' (Q4_K_M, Q6_K, Q8_0, F16, BF16, F32, "
+            return qp_cli_usage_error("%s: unknown --quant '%s' (Q4_K_M, Q6_K, F16, BF16, F32, "
                                       "keep)", a->cmd, a->quant);
     }
     if (a->sign) {
@@ -60,6 +60,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
                 (double)r.total_bytes / 1e6, el, a->sign ? ", signed" : "",
                 r.n_padded_rows ? " (some rows zero-padded to 256: layout \"row\")" : "");
         fprintf(stderr, "quantpack: tokenizer: %s\n", r.tokenizer_note ? r.tokenizer_note : "-");
+        if (r.n_dtype_changes) fprintf(stderr, "quantpack: dtypes: %s\n", r.dtype_note);
     }
     if (r.no_tokenizer) qp_cli_warn_no_tokenizer(a->out);
     return QP_EXIT_OK;
@@ -94,7 +95,7 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *args) {
         return QP_EXIT_OK;
     }
     if (!a.quant)
-        return qp_cli_usage_error("%s: --quant is required (Q4_K_M, Q6_K, Q8_0, F16, BF16, F32, keep)", a.cmd);
+        return qp_cli_usage_error("%s: --quant is required (Q4_K_M, Q6_K, F16, BF16, F32, keep)", a.cmd);
     bool keep = strcmp(a.quant, "keep") == 0;
     return run_convert(&a, keep);
 }

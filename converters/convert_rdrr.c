@@ -272,9 +272,9 @@ static const char *model_id_of(const char *path, char *buf, size_t cap) {
 }
 
 /* The file's own label (GGUF general.file_type: "Q4_K_M" even when short rows fell back to
- * Q5_0), else the dtype most weights have. */
-static const char *quant_name(const qp_model *m, qp_encoding weights) {
-    const qp_meta *ft = qp_model_meta(m, "general.file_type");
+ * Q5_0) when every tensor kept its dtype, else the dtype most weights are stored in. */
+static const char *quant_name(const qp_model *m, qp_encoding weights, bool changed) {
+    const qp_meta *ft = changed ? NULL : qp_model_meta(m, "general.file_type");
     if (ft && ft->type != QP_META_STRING && ft->type != QP_META_ARRAY) {
         for (int q = 0; q < QP_QUANT_COUNT; q++)
             if ((uint64_t)qp_quant_file_type((qp_quant)q) == ft->v.u) return qp_quant_name((qp_quant)q);
@@ -282,8 +282,67 @@ static const char *quant_name(const qp_model *m, qp_encoding weights) {
     return qp_rdrr_dtype_name(weights);
 }
 
+/* ---- manifest.tokenizer ------------------------------------------------------------------- */
+
+/* The ids and flags DOPPLER's converter writes (converter/core.js buildSentencepieceTokenizer):
+ * bosTokenId, eosTokenId, eosTokens, padTokenId, unkTokenId (each only when the source has it),
+ * addBosToken, addEosToken. DOPPLER's SentencePiece tokenizer refuses a model without unk and its
+ * bundled tokenizer adds BOS only when addBosToken says so. addBosToken: qp_model_adds_bos (a
+ * GGUF "llama" vocabulary without tokenizer.ggml.add_bos_token adds BOS, as llama.cpp). */
+static bool add_tokenizer_ids(cJSON *tok, const qp_model *m, int32_t bos, int32_t eos) {
+    const qp_vocab *v = &m->vocab;
+    bool add_bos = qp_model_adds_bos(m);
+    cJSON *eos_list = NULL;
+    bool ok = (bos < 0 || cJSON_AddNumberToObject(tok, "bosTokenId", bos)) &&
+              (eos < 0 || (cJSON_AddNumberToObject(tok, "eosTokenId", eos) &&
+                           (eos_list = cJSON_AddArrayToObject(tok, "eosTokens")) &&
+                           cJSON_AddItemToArray(eos_list, cJSON_CreateNumber(eos)))) &&
+              (v->pad_id < 0 || cJSON_AddNumberToObject(tok, "padTokenId", v->pad_id)) &&
+              (v->unk_id < 0 || cJSON_AddNumberToObject(tok, "unkTokenId", v->unk_id)) &&
+              cJSON_AddBoolToObject(tok, "addBosToken", add_bos && bos >= 0) &&
+              cJSON_AddBoolToObject(tok, "addEosToken", v->add_eos && eos >= 0);
+    return ok;
+}
+
+/* The source's chat template (GGUF tokenizer.chat_template, or an HF folder's
+ * tokenizer_config.json "chat_template": a string, or the "default" / first entry of a list of
+ * {name, template}); NULL when none. qp_malloc'd. */
+static char *chat_template_of(const qp_model *m) {
+    const qp_meta *ct = qp_model_meta(m, "tokenizer.chat_template");
+    if (ct && ct->type == QP_META_STRING && ct->str) return qp_strdup(ct->str);
+    char *p = qp_path_is_dir(m->path) ? qp_path_join(m->path, "tokenizer_config.json") : NULL;
+    char *text = NULL, *out = NULL;
+    size_t len = 0;
+    if (p && qp_path_exists(p) && qp_file_read_all(p, (size_t)16 << 20, &text, &len, NULL) == QP_OK) {
+        cJSON *j = cJSON_ParseWithLength(text, len);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+        if (cJSON_IsArray(c)) {
+            const cJSON *pick = NULL, *it;
+            cJSON_ArrayForEach(it, c) {
+                const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+                if (!pick || (cJSON_IsString(nm) && strcmp(nm->valuestring, "default") == 0)) pick = it;
+            }
+            c = pick ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
+        }
+        if (cJSON_IsString(c)) out = qp_strdup(c->valuestring);
+        cJSON_Delete(j);
+    }
+    qp_free(text);
+    qp_free(p);
+    return out;
+}
+
+/* DOPPLER's formatter type (inference.chatTemplate.type) for the template's markers, or NULL. */
+static const char *chat_template_type(const char *t) {
+    if (strstr(t, "<|im_start|>")) return "chatml";
+    if (strstr(t, "<|start_header_id|>")) return "llama3";
+    if (strstr(t, "<start_of_turn>")) return "gemma";
+    return NULL;
+}
+
 static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, const tally *t,
-                              const char *tok_kind, int64_t n_vocab_tokens) {
+                              const char *tok_kind, int64_t n_vocab_tokens, bool changed,
+                              const char *chat_template) {
     const qp_arch *a = &m->arch;
     char idbuf[128], wq[24], eq[24], hq[24], ws[24], es[24], hs[24], tag[96];
     const char *id = o->model_id ? o->model_id : model_id_of(m->path, idbuf, sizeof idbuf);
@@ -311,7 +370,7 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
     bool ok = j && cJSON_AddNumberToObject(j, "version", 1) &&
               cJSON_AddStringToObject(j, "modelId", id) &&
               cJSON_AddStringToObject(j, "modelType", "transformer") &&
-              cJSON_AddStringToObject(j, "quantization", quant_name(m, we)) &&
+              cJSON_AddStringToObject(j, "quantization", quant_name(m, we, changed)) &&
               (qi = cJSON_AddObjectToObject(j, "quantizationInfo")) &&
               cJSON_AddStringToObject(qi, "weights", wq) &&
               cJSON_AddStringToObject(qi, "embeddings", eq) &&
@@ -346,9 +405,14 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
         else if (ok)
             ok = cJSON_AddStringToObject(tok, "type", "sentencepiece") &&
                  cJSON_AddStringToObject(tok, "sentencepieceModel", "tokenizer.model") &&
-                 cJSON_AddNumberToObject(tok, "vocabSize", (double)n_vocab_tokens) &&
-                 cJSON_AddNumberToObject(tok, "bosTokenId", bos) &&
-                 cJSON_AddNumberToObject(tok, "eosTokenId", eos);
+                 cJSON_AddNumberToObject(tok, "vocabSize", (double)n_vocab_tokens);
+        ok = ok && add_tokenizer_ids(tok, m, bos, eos);
+        if (ok && chat_template) {
+            const char *ct = chat_template_type(chat_template);
+            cJSON *ctj = cJSON_GetObjectItemCaseSensitive(inf, "chatTemplate");
+            ok = cJSON_AddStringToObject(tok, "chatTemplate", chat_template) && ctj &&
+                 (ct ? set_str(ctj, "type", ct) : true) && set_bool(ctj, "enabled", ct != NULL);
+        }
     }
     ok = ok && (ident = cJSON_AddObjectToObject(j, "artifactIdentity")) &&
          cJSON_AddStringToObject(ident, "sourceFormat", qp_format_name(m->format)) &&
@@ -397,9 +461,73 @@ cJSON *qp_rdrr_architecture_json(const qp_model *m) {
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 
-static bool doppler_dtype(qp_encoding enc) {
-    return enc == QP_ENC_Q4_K || enc == QP_ENC_Q6_K || enc == QP_ENC_Q8_0 || enc == QP_ENC_F16 ||
-           enc == QP_ENC_BF16 || enc == QP_ENC_F32;
+/* The dtypes doppler-gpu 0.5.1's loader decodes (src/rules/loader/tensor-loader.rules.json and
+ * src/loader/tensors/tensor-loader.js): F32, F16, BF16, "Q4_K_M" (Q4_K blocks, flat or rows
+ * zero-padded to 256 with layout "row": its row-wise dequantizer) and Q6_K in whole 256-element
+ * rows (its Q6_K kernel decodes size/210 blocks back to back: no row padding). Any other dtype
+ * falls through to its "float" rule and is read as F32 words: garbage, NaN included.
+ *
+ * rdrr_store_enc: the encoding a tensor the plan (or a GGUF source) gives as `want` with rows of
+ * row_len is stored in, and *why (static text) when that differs from want:
+ *  - F32, F16, BF16, Q4_K, whole-row Q6_K: kept;
+ *  - passthrough (gguf-to-rdrr): any other dtype with a float meaning is decoded to F32, the
+ *    exact values the source holds (never requantized); integer dtypes and encodings whose
+ *    scale lives outside the rows (I2_S trailer, QK256 sibling) are refused (returns
+ *    QP_ENC_COUNT);
+ *  - convert: an 8-bit or wider fallback (Q8_0: llama.cpp's choice for Q6_K rows that are not
+ *    a multiple of 256) becomes F16 from the source values; a narrower one (Q5_0, Q5_1, Q4_0,
+ *    IQ4_NL, ...) becomes Q4_K with rows zero-padded to 256, the layout DOPPLER's own converter
+ *    gives short rows. */
+static qp_encoding rdrr_store_enc(qp_encoding want, int64_t row_len, bool passthrough,
+                                  const char **why) {
+    *why = NULL;
+    if (want == QP_ENC_F32 || want == QP_ENC_F16 || want == QP_ENC_BF16 || want == QP_ENC_Q4_K)
+        return want;
+    if (want == QP_ENC_Q6_K && row_len % 256 == 0) return want;
+    const qp_encoding_traits *t = qp_encoding_get(want);
+    unsigned refused = QP_ENC_FLAG_INT | QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE;
+    if (!t || !t->dequantize || (t->flags & refused)) return QP_ENC_COUNT;
+    if (passthrough) {
+        *why = "DOPPLER has no decoder for it: stored decoded to F32 (the exact values)";
+        return QP_ENC_F32;
+    }
+    if (want == QP_ENC_Q6_K) {
+        *why = "Q6_K rows not a multiple of 256 (DOPPLER's Q6_K kernel has no row padding): F16";
+        return QP_ENC_F16;
+    }
+    double bpw = t->block_elems > 0 ? (double)t->block_bytes * 8.0 / (double)t->block_elems : 32.0;
+    if (bpw >= 8.0) {
+        *why = "DOPPLER has no decoder for it: F16 from the source values";
+        return QP_ENC_F16;
+    }
+    *why = "DOPPLER has no decoder for it: Q4_K with rows zero-padded to 256 (layout \"row\")";
+    return QP_ENC_Q4_K;
+}
+
+/* What rdrr_store_enc changed, for the conversion report and quantizationInfo.dtypeChanges. */
+typedef struct dtype_changes {
+    cJSON *list;    /* [{tensor, planned, stored, reason}] */
+    int64_t n;
+    qp_encoding first_from, first_to;
+    bool mixed;     /* more than one (from, to) pair */
+} dtype_changes;
+
+static bool note_change(dtype_changes *c, const char *name, qp_encoding from, qp_encoding to,
+                        const char *why) {
+    if (c->n == 0) {
+        c->first_from = from;
+        c->first_to = to;
+    } else if (from != c->first_from || to != c->first_to) {
+        c->mixed = true;
+    }
+    c->n++;
+    cJSON *j = cJSON_CreateObject();
+    bool ok = j && cJSON_AddItemToArray(c->list, j);
+    if (!ok) cJSON_Delete(j);
+    return ok && cJSON_AddStringToObject(j, "tensor", name) &&
+           cJSON_AddStringToObject(j, "planned", qp_rdrr_dtype_name(from)) &&
+           cJSON_AddStringToObject(j, "stored", qp_rdrr_dtype_name(to)) &&
+           cJSON_AddStringToObject(j, "reason", why);
 }
 
 static void shape_outer_first(const int64_t *ne, int n_dims, int64_t *shape) {
@@ -540,9 +668,9 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         ro.n_head = m->arch.n_heads;
         ro.n_head_kv = m->arch.n_kv_heads > 0 ? m->arch.n_kv_heads : m->arch.n_heads;
         ro.n_layer = m->arch.n_layers;
-        if (qp_quant_is_ternary(o->quant))
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "RDRR output: --quant %s is not a DOPPLER dtype "
-                                                  "(Q4_K_M, Q6_K, Q8_0, F16, BF16, F32)",
+        if (qp_quant_is_ternary(o->quant) || o->quant == QP_QUANT_Q8_0)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "RDRR output: --quant %s is not a dtype DOPPLER's "
+                                                  "loader decodes (Q4_K_M, Q6_K, F16, BF16, F32)",
                            qp_quant_name(o->quant));
         if ((s = qp_recipe_plan(m, &ro, &plan, e)) != QP_OK) return s;
         have_plan = true;
@@ -560,23 +688,40 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
     }
     tally t;
     memset(&t, 0, sizeof t);
+    dtype_changes changes = {0};
+    if (!(changes.list = cJSON_CreateArray())) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
     int64_t n = have_plan ? plan.n : m->n_tensors, padded_count = 0;
     for (int64_t i = 0; s == QP_OK && i < n; i++) {
-        if (!have_plan) {
-            const qp_tensor *tt = &m->tensors[i];
-            s = write_passthrough(w, tt, e);
-            tally_add(&t, tt->name, tt->enc, tt->n_dims);
+        qp_plan_entry one;
+        const qp_plan_entry *pe = have_plan ? &plan.t[i] : NULL;
+        if (!have_plan) { /* gguf-to-rdrr: the source's bytes, or their exact F32 decoding */
+            memset(&one, 0, sizeof one);
+            one.src = &m->tensors[i];
+            one.src_kind = QP_SRC_PLAIN;
+            one.src_enc = one.dst_enc = m->tensors[i].enc;
+            pe = &one;
+        }
+        const char *why = NULL;
+        qp_encoding dst = rdrr_store_enc(pe->dst_enc, pe->src->ne[0], !have_plan, &why);
+        if (dst == QP_ENC_COUNT) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s: DOPPLER's loader has no "
+                                               "decoder for it and it has no float decoding to "
+                                               "store instead; refused", m->path, pe->src->name,
+                        qp_rdrr_dtype_name(pe->dst_enc));
+            break;
+        }
+        if (why && !note_change(&changes, pe->src->name, pe->dst_enc, dst, why)) {
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
+            break;
+        }
+        if (!have_plan && dst == pe->src_enc) {
+            s = write_passthrough(w, pe->src, e);
         } else {
-            const qp_plan_entry *pe = &plan.t[i];
-            qp_encoding dst = pe->dst_enc;
-            /* llama.cpp's fallbacks for short rows (Q5_0, Q5_1, IQ4_NL, ...) are not DOPPLER
-             * dtypes: Q4_K with zero-padded rows instead (the "row" layout). */
-            if (!doppler_dtype(dst)) dst = QP_ENC_Q4_K;
             bool padded = false;
             s = write_converted(w, pe, dst, &padded, e);
             if (padded) padded_count++;
-            tally_add(&t, pe->src->name, dst, pe->src->n_dims);
         }
+        tally_add(&t, pe->src->name, dst, pe->src->n_dims);
         if (s == QP_OK && o->progress)
             o->progress(o->progress_ud, i + 1, n, qp_rdrr_writer_total_bytes(w));
     }
@@ -584,11 +729,22 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
     if (s == QP_OK) s = carry_tokenizer(m, w, &tok_kind, &note, e);
     if (have_plan) qp_plan_free(&plan);
     if (s != QP_OK) {
+        cJSON_Delete(changes.list);
         qp_rdrr_writer_abort(w);
         return s;
     }
-    cJSON *fields = manifest_fields(m, o, &t, tok_kind, m->vocab.n_tokens);
-    if (!fields) {
+    char *chat = tok_kind ? chat_template_of(m) : NULL;
+    cJSON *fields = manifest_fields(m, o, &t, tok_kind, m->vocab.n_tokens, changes.n > 0, chat);
+    qp_free(chat);
+    cJSON *qi = fields ? cJSON_GetObjectItemCaseSensitive(fields, "quantizationInfo") : NULL;
+    if (qi && changes.n > 0) {
+        cJSON_AddItemToObject(qi, "dtypeChanges", changes.list);
+        changes.list = NULL;
+    }
+    bool attached = changes.list == NULL;
+    cJSON_Delete(changes.list);
+    if (!fields || !qi || (changes.n > 0 && !attached)) {
+        cJSON_Delete(fields);
         qp_rdrr_writer_abort(w);
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory building the manifest", out_dir);
     }
@@ -602,6 +758,13 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         res->n_shards = n_shards;
         res->tokenizer_note = note;
         res->no_tokenizer = tok_kind == NULL;
+        res->n_dtype_changes = changes.n;
+        if (changes.n > 0)
+            snprintf(res->dtype_note, sizeof res->dtype_note, "%lld tensor%s stored as %s instead of %s%s "
+                     "(no DOPPLER decoder; quantizationInfo.dtypeChanges lists each and why)",
+                     (long long)changes.n, changes.n == 1 ? "" : "s",
+                     qp_rdrr_dtype_name(changes.first_to), qp_rdrr_dtype_name(changes.first_from),
+                     changes.mixed ? " and others" : "");
     }
     return s;
 }

@@ -1,7 +1,11 @@
 /* Any readable model -> an RDRR directory for DOPPLER (readers/rdrr.md).
  *
+ * Only dtypes doppler-gpu's loader decodes are stored (F32, F16, BF16, Q4_K_M, whole-row Q6_K;
+ * readers/rdrr.md "dtype rule"): any other is stored in the nearest one, each change listed in
+ * quantizationInfo.dtypeChanges {tensor, planned, stored, reason} and counted in the result, or
+ * the conversion is refused naming the tensor.
  * passthrough (gguf-to-rdrr): every tensor's bytes, name and type are kept exactly as the source
- * stores them. Otherwise the llama.cpp recipe of `quant` (converters/recipe.h) chooses each
+ * stores them when DOPPLER decodes the type; others are stored decoded to F32. Otherwise the llama.cpp recipe of `quant` (converters/recipe.h) chooses each
  * tensor's encoding, names stay the source's (HF names pass through, q/k rows are never
  * permuted), and a block-quantized tensor whose rows are not a multiple of the block uses the
  * "row" layout: each row zero-padded to a multiple of 256 before Q4_K quantization. */
@@ -35,6 +39,8 @@ typedef struct qp_rdrr_convert_result {
     int n_shards;
     const char *tokenizer_note;  /* static text: what was done with the tokenizer */
     bool no_tokenizer;           /* the package holds no tokenizer */
+    int64_t n_dtype_changes;     /* tensors stored in another dtype than planned (see below) */
+    char dtype_note[192];        /* "" or a one-line summary of those changes */
 } qp_rdrr_convert_result;
 
 /* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.

@@ -194,6 +194,8 @@ int64_t qp_tensor_nelements(const qp_tensor *t) {
     return n;
 }
 
+qp_encoding qp_tensor_stored_enc(const qp_tensor *t) { return t->decoded_copy ? t->stored_enc : t->enc; }
+
 qp_status qp_tensor_set_shape_outer_first(qp_tensor *t, const int64_t *dims, int n_dims, qp_err *e) {
     if (n_dims < 0 || n_dims > QP_MAX_DIMS)
         return qp_fail(e, QP_ERR_LIMIT, "tensor '%s': %d dimensions (at most %d supported)", t->name,

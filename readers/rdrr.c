@@ -394,6 +394,8 @@ static qp_status read_tensor(rd *r, const cJSON *t, const cJSON *roots, qp_err *
         }
         qp_free(tmp);
         q->enc = QP_ENC_F32;
+        q->decoded_copy = true;
+        q->stored_enc = enc;
         q->data = (const uint8_t *)f;
         q->nbytes = nbytes;
         qp_model_add_problem(r->m, "tensor '%s': %s rows zero-padded to %lld (layout \"row\"); "
@@ -646,6 +648,19 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
         qp_model_add_problem(m, "tokenizer not loaded: %s", le.msg);
     }
     qp_free(own);
+    /* The manifest's ids and flags (DOPPLER's tokenizer reads them) override the file's when
+     * they name a token of the vocabulary; a tokenizer given with --tokenizer keeps its own. */
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(man, "tokenizer");
+    if (s == QP_OK && tok && !(o && o->tokenizer_path)) {
+        static const char *const keys[4] = {"bosTokenId", "eosTokenId", "unkTokenId", "padTokenId"};
+        int32_t *dst[4] = {&m->vocab.bos_id, &m->vocab.eos_id, &m->vocab.unk_id, &m->vocab.pad_id};
+        for (int k = 0; k < 4; k++) {
+            int64_t id = int_or(tok, keys[k], -1);
+            if (id >= 0 && id < m->vocab.n_tokens) *dst[k] = (int32_t)id;
+        }
+        m->vocab.add_bos = bool_or(tok, "addBosToken", m->vocab.add_bos);
+        m->vocab.add_eos = bool_or(tok, "addEosToken", m->vocab.add_eos);
+    }
     if (m->arch.bos_id < 0) m->arch.bos_id = m->vocab.bos_id;
     if (m->arch.eos_id < 0) m->arch.eos_id = m->vocab.eos_id;
     /* as the safetensors reader: ids the manifest names fill what tokenizer.json leaves unset

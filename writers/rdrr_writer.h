@@ -35,7 +35,9 @@ typedef struct qp_rdrr_writer_opts {
 
 typedef struct qp_rdrr_tensor_info {
     const char *name;
-    const char *dtype;     /* "Q4_K_M", "Q6_K", "F16", "F32", ... */
+    const char *dtype;     /* "Q4_K_M", "Q6_K", "F16", "F32", ...: stored as given; which dtypes
+                              DOPPLER can load is the converters' rule (convert_rdrr.c
+                              rdrr_store_enc, readers/rdrr.md "the dtype rule") */
     int n_dims;
     const int64_t *shape;  /* outermost first, as the manifest lists it */
     uint64_t size;         /* bytes, > 0 */

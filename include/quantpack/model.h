@@ -87,6 +87,11 @@ typedef struct qp_tensor {
     size_t nbytes;
     uint64_t offset;         /* absolute byte offset of data in its file */
     int file_index;          /* index into the model's files (shards) */
+    /* true when data is a copy decoded from what the file stores (an RDRR Q4_K tensor whose rows
+     * are zero-padded to 256 is read as F32 without the padding): stored_enc is then the file's
+     * encoding. false (as zeroed): enc is the file's encoding. qp_tensor_stored_enc reads both. */
+    bool decoded_copy;
+    qp_encoding stored_enc;
 } qp_tensor;
 
 /* Tokenizer models, named as GGUF's tokenizer.ggml.model. */
@@ -190,6 +195,9 @@ bool qp_model_adds_bos(const qp_model *m);
 
 /* Element count of a tensor (product of ne). */
 int64_t qp_tensor_nelements(const qp_tensor *t);
+/* The encoding the file stores the tensor in (stored_enc for a decoded copy, else enc): what
+ * inspect lists and what verify's thresholds are chosen by. */
+qp_encoding qp_tensor_stored_enc(const qp_tensor *t);
 
 #ifdef __cplusplus
 }

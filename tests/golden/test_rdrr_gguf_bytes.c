@@ -3,8 +3,13 @@
  * hashes are computed with OpenSSL EVP SHA-256 directly (not core/hash.c), and the GGUF is parsed
  * here (header, metadata skipped by type, tensor infos, general.alignment, data section). Checks:
  * every shard's size and SHA-256 match the manifest (and totalSize); every GGUF tensor is in the
- * manifest with its type name, its shape reversed (outermost first) and its bytes, gathered from
- * the shards (spans or shard/offset), equal to the GGUF tensor data; no other tensors.
+ * manifest with its shape reversed (outermost first); a tensor in a type DOPPLER's loader decodes
+ * (F32, F16, BF16, Q4_K as "Q4_K_M", Q6_K) keeps its type name and its bytes, gathered from the
+ * shards (spans or shard/offset), equal to the GGUF tensor data; any other (this file's Q5_0 and
+ * Q8_0 fallbacks) is stored as F32 equal, bit for bit, to ggml's dequantization computed here from
+ * ggml-common.h's block layouts (block_q8_0 {half d; int8 qs[32]}, block_q5_0 {half d; u8 qh[4];
+ * u8 qs[16]}; dequantize_row_q8_0 / _q5_0) and listed in quantizationInfo.dtypeChanges with its
+ * GGUF type as "planned"; no other tensors.
  * Independent of tests/peer/test_rdrr_doppler.mjs (Node). Exit 77 when the fixture is missing. */
 #include <errno.h>
 #include <stdint.h>
@@ -87,12 +92,45 @@ static const struct { uint32_t id; int be, bb; const char *name; } k_types[] = {
     {30, 1, 2, "BF16"},
 };
 
+static float half_to_float(uint16_t h) { /* IEEE binary16 -> binary32, exact */
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, bits;
+    if (exp == 0 && man == 0) bits = sign;
+    else if (exp == 0) { /* subnormal: normalize */
+        int e = -1;
+        do { e++; man <<= 1; } while (!(man & 1024));
+        bits = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 1023) << 13;
+    } else if (exp == 31) bits = sign | 0x7f800000u | man << 13;
+    else bits = sign | (exp + 127 - 15) << 23 | man << 13;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* ggml's dequantize_row_q8_0 / dequantize_row_q5_0 for one 32-element block. */
+static void dequant_block(uint32_t type, const uint8_t *b, float *y) {
+    float d = half_to_float((uint16_t)(b[0] | b[1] << 8));
+    if (type == 8) {
+        for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+        return;
+    }
+    uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    const uint8_t *qs = b + 6;
+    for (int j = 0; j < 16; j++) {
+        uint8_t xh_0 = (uint8_t)(((qh >> (j + 0)) << 4) & 0x10);
+        uint8_t xh_1 = (uint8_t)(((qh >> (j + 12))) & 0x10);
+        int32_t x0 = ((qs[j] & 0x0F) | xh_0) - 16;
+        int32_t x1 = ((qs[j] >> 4) | xh_1) - 16;
+        y[j] = (float)x0 * d;
+        y[j + 16] = (float)x1 * d;
+    }
+}
+
 typedef struct gtensor {
     char name[128];
     int nd;
     uint64_t ne[4];
     uint32_t type;
-    uint64_t off, size;
+    uint64_t off, size, nel;
     const char *tname;
 } gtensor;
 
@@ -145,6 +183,7 @@ int main(void) {
         if (gt[i].nd < 1 || gt[i].nd > 4) { r.bad = 1; break; }
         uint64_t nel = 1;
         for (int d = 0; d < gt[i].nd; d++) nel *= (gt[i].ne[d] = rd_u(&r, 8));
+        gt[i].nel = nel;
         gt[i].type = (uint32_t)rd_u(&r, 4);
         gt[i].off = rd_u(&r, 8);
         int found = 0;
@@ -200,14 +239,18 @@ int main(void) {
 
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(man, "tensors");
     QP_CHECK_EQ_INT(cJSON_GetArraySize(tensors), (long long)n_t);
-    int n_spanning = 0, n_checked = 0;
+    int n_spanning = 0, n_checked = 0, n_decoded = 0;
     for (uint64_t i = 0; i < n_t; i++) {
         const gtensor *G = &gt[i];
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(tensors, G->name);
         QP_CHECK_MSG(t != NULL, "%s missing from the manifest", G->name);
         if (!t) continue;
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
-        const char *want_dt = G->type == 12 ? "Q4_K_M" : G->tname;
+        bool kept = G->type == 0 || G->type == 1 || G->type == 12 || G->type == 14 || G->type == 30;
+        const char *want_dt = G->type == 12 ? "Q4_K_M" : kept ? G->tname : "F32";
+        uint64_t want_size = kept ? G->size : G->nel * 4;
+        QP_CHECK_MSG(kept || G->type == 6 || G->type == 8, "%s: %s: this test decodes Q5_0 and Q8_0 only",
+                     G->name, G->tname);
         QP_CHECK_MSG(cJSON_IsString(dt) && strcmp(dt->valuestring, want_dt) == 0, "%s: dtype %s, GGUF %s",
                      G->name, cJSON_IsString(dt) ? dt->valuestring : "?", want_dt);
         const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
@@ -215,10 +258,10 @@ int main(void) {
         for (int d = 0; d < G->nd && d < cJSON_GetArraySize(shape); d++)
             QP_CHECK_MSG(cJSON_GetArrayItem(shape, d)->valuedouble == (double)G->ne[G->nd - 1 - d],
                          "%s: shape[%d]", G->name, d);
-        QP_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(t, "size")->valuedouble == (double)G->size,
+        QP_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(t, "size")->valuedouble == (double)want_size,
                      "%s: size", G->name);
         /* gather the stored bytes */
-        uint8_t *buf = malloc((size_t)G->size + 1);
+        uint8_t *buf = malloc((size_t)want_size + 1);
         uint64_t done = 0;
         int ok = buf != NULL;
         const cJSON *spans = cJSON_GetObjectItemCaseSensitive(t, "spans");
@@ -229,29 +272,55 @@ int main(void) {
                 int si = cJSON_GetObjectItemCaseSensitive(sp, "shardIndex")->valueint;
                 uint64_t so = (uint64_t)cJSON_GetObjectItemCaseSensitive(sp, "offset")->valuedouble;
                 uint64_t sz = (uint64_t)cJSON_GetObjectItemCaseSensitive(sp, "size")->valuedouble;
-                if (!ok || si < 0 || si >= ns || !sd[si] || so + sz > ss[si] || done + sz > G->size) { ok = 0; break; }
+                if (!ok || si < 0 || si >= ns || !sd[si] || so + sz > ss[si] || done + sz > want_size) { ok = 0; break; }
                 memcpy(buf + done, sd[si] + so, (size_t)sz);
                 done += sz;
             }
         } else {
             int si = cJSON_GetObjectItemCaseSensitive(t, "shard")->valueint;
             uint64_t so = (uint64_t)cJSON_GetObjectItemCaseSensitive(t, "offset")->valuedouble;
-            if (ok && si >= 0 && si < ns && sd[si] && so + G->size <= ss[si]) {
-                memcpy(buf, sd[si] + so, (size_t)G->size);
-                done = G->size;
+            if (ok && si >= 0 && si < ns && sd[si] && so + want_size <= ss[si]) {
+                memcpy(buf, sd[si] + so, (size_t)want_size);
+                done = want_size;
             } else ok = 0;
         }
-        QP_CHECK_MSG(ok && done == G->size, "%s: stored bytes not located", G->name);
-        if (ok && done == G->size) {
+        QP_CHECK_MSG(ok && done == want_size, "%s: stored bytes not located", G->name);
+        if (ok && done == want_size && kept) {
             QP_CHECK_MSG(memcmp(buf, g + data + G->off, (size_t)G->size) == 0,
                          "%s: bytes differ from the GGUF's", G->name);
             n_checked++;
+        } else if (ok && done == want_size && (G->type == 6 || G->type == 8)) {
+            size_t bb = G->type == 8 ? 34 : 22;
+            float y[32];
+            uint64_t bad = 0;
+            for (uint64_t k = 0; k < G->nel / 32; k++) {
+                dequant_block(G->type, g + data + G->off + k * bb, y);
+                if (memcmp(y, buf + k * 128, 128) != 0) bad++;
+            }
+            QP_CHECK_MSG(bad == 0, "%s: %llu of %llu blocks differ from ggml's dequantization", G->name,
+                         (unsigned long long)bad, (unsigned long long)(G->nel / 32));
+            /* listed as a change, with the GGUF type as planned */
+            const cJSON *ch = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(man, "quantizationInfo"), "dtypeChanges"), *c;
+            int listed = 0;
+            cJSON_ArrayForEach(c, ch) {
+                const cJSON *tn = cJSON_GetObjectItemCaseSensitive(c, "tensor");
+                const cJSON *pl = cJSON_GetObjectItemCaseSensitive(c, "planned");
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(c, "stored");
+                if (cJSON_IsString(tn) && strcmp(tn->valuestring, G->name) == 0 && cJSON_IsString(pl) &&
+                    strcmp(pl->valuestring, G->tname) == 0 && cJSON_IsString(st) &&
+                    strcmp(st->valuestring, "F32") == 0)
+                    listed++;
+            }
+            QP_CHECK_MSG(listed == 1, "%s: not listed once in quantizationInfo.dtypeChanges", G->name);
+            n_decoded++;
         }
         free(buf);
     }
-    printf("%d shards hashed, %d tensors byte-identical to the GGUF (%d spanning shards)\n", ns,
-           n_checked, n_spanning);
+    printf("%d shards hashed, %d tensors byte-identical to the GGUF, %d Q5_0/Q8_0 stored as ggml's "
+           "F32 dequantization (%d spanning shards)\n", ns, n_checked, n_decoded, n_spanning);
     QP_CHECK(n_spanning > 0);
+    QP_CHECK(n_checked == 16 && n_decoded == 32); /* this file: 11 F32 + 5 F16; 29 Q5_0 + 3 Q8_0 */
 
     for (int i = 0; i < ns; i++) free(sd[i]);
     free(sd);

@@ -2,7 +2,7 @@
 // block-Merkle builder and classifyTensorRole), sha256sum(1) for every shard, Node's crypto for
 // group hashes and the Ed25519 signature, @huggingface/gguf for the source tensor bytes, and
 // DOPPLER's standalone LoRA adapter validator + safetensors loader.
-// Cases: stories260K-Q4_K_M.llamacpp.gguf (one shard), stories260K.gguf with --shard-size 4096
+// Cases: stories260K-Q4_K_M.llamacpp.gguf (one shard; its Q5_0/Q8_0 stored as F32), stories260K.gguf with --shard-size 4096
 // (spanning tensors), HF llama-tied -> Q4_K_M (padded rows), llama-gqa-untied -> F16 multi-shard,
 // a signed model, and a PEFT LoRA adapter written here.
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES, QP_FIXTURES_DIR, QP_TMP_DIR. Exit 77 = skipped.
@@ -27,7 +27,7 @@ const { buildTensorBlockMerkleRoot } = await import(
 const adapterMod = await import(pathToFileURL(path.join(dopplerDir, 'src/experimental/adapters/adapter-manifest.js')).href);
 const loraLoader = await import(pathToFileURL(path.join(dopplerDir, 'src/experimental/adapters/lora-loader.js')).href);
 const require = peerRequire(peerDir);
-const { gguf } = require('@huggingface/gguf');
+const { gguf, GGMLQuantizationType } = require('@huggingface/gguf');
 
 const qp = path.join(binDir, 'quantpack'), g2r = path.join(binDir, 'gguf-to-rdrr');
 const tmp = path.join(tmpRoot, 'rdrr-doppler');
@@ -131,6 +131,18 @@ async function checkGgufBytes(label, ggufPath, dir, raw) {
     const t = raw.tensors[ti.name];
     check(!!t, `${label}: ${ti.name} kept with its GGUF name`);
     if (!t) continue;
+    check(JSON.stringify(t.shape) === JSON.stringify(ti.shape.map(Number).reverse()), `${label}: ${ti.name} shape`);
+    // a GGUF type DOPPLER's loader does not decode is stored as F32 and listed with its type
+    // (the values: golden.rdrr_gguf_bytes against ggml's dequantization, peer.rdrr_doppler_load)
+    const gtype = GGMLQuantizationType[ti.dtype];
+    const change = (raw.quantizationInfo.dtypeChanges ?? []).filter((c) => c.tensor === ti.name);
+    if (!['F32', 'F16', 'BF16', 'Q4_K', 'Q6_K'].includes(gtype)) {
+      const n = ti.shape.reduce((a, b) => a * Number(b), 1);
+      check(t.dtype === 'F32' && t.size === n * 4 && change.length === 1 && change[0].planned === gtype,
+        `${label}: ${ti.name} (${gtype}) stored as F32 and listed in dtypeChanges`);
+      continue;
+    }
+    check(change.length === 0, `${label}: ${ti.name} kept as ${gtype}`);
     const start = Number(tensorDataOffset) + Number(ti.offset);
     const got = tensorBytes(dir, raw, t);
     const want = file.subarray(start, start + got.length);
@@ -139,7 +151,6 @@ async function checkGgufBytes(label, ggufPath, dir, raw) {
     const next = order.find((o) => o > Number(ti.offset));
     const limit = next !== undefined ? next : file.length - Number(tensorDataOffset);
     check(Number(ti.offset) + t.size <= limit, `${label}: ${ti.name} size within the GGUF tensor`);
-    check(JSON.stringify(t.shape) === JSON.stringify(ti.shape.map(Number).reverse()), `${label}: ${ti.name} shape`);
   }
 }
 
@@ -151,7 +162,9 @@ if (realDir && existsSync(path.join(realDir, 'gguf/stories260K-Q4_K_M.llamacpp.g
   const r = await checkModel('stories260K-Q4_K_M', out);
   if (r) {
     await checkGgufBytes('stories260K-Q4_K_M', src, out, r.raw);
-    check(r.raw.quantization === 'Q4_K_M', 'Q4_K_M label from general.file_type');
+    // general.file_type says Q4_K_M, but its Q5_0/Q8_0 fallbacks are stored as F32: the label is
+    // then the dtype most weights are stored in
+    check(r.raw.quantization === 'F32' && r.raw.quantizationInfo.dtypeChanges.length === 32, 'label from the stored dtypes');
     check(r.raw.tokenizer?.type === 'sentencepiece' && existsSync(path.join(out, 'tokenizer.model')), 'tokenizer.model written');
   }
   cases.push('s4');

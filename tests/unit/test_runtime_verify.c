@@ -7,10 +7,14 @@
  * longer than verify's 64-position chunk, a one-token prompt, 1-2 threads.
  * Default threshold classes of the BitNet fixtures (qp-gen-fixtures, $QP_FIXTURES_DIR): the packed
  * checkpoint (U8 + weight_scale: ternary codes) is "low-bit" like I2_S, not "8-bit"; its float
- * twin (BF16) stays "16-bit"; and the packed checkpoint verifies against the float one. */
+ * twin (BF16) stays "16-bit"; and the packed checkpoint verifies against the float one.
+ * An RDRR Q4_K_M package of stories260K (rows of 64 zero-padded to 256, read back as F32 copies)
+ * is classed by its stored encodings: "4-bit" (was "8-bit" when the reader's F32 copies and a
+ * Q8_0 lm_head counted) and passes against stories260K.gguf. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qp_test.h"
 #include "quantpack/quantpack.h"
@@ -114,6 +118,24 @@ static void check_pair(const char *label, const qp_model *out, const qp_model *s
     }
 }
 
+/* One 5-token prompt through qp_verify_run at thresholds th: it must pass. */
+static void check_passes(const char *label, const qp_model *out, const qp_model *src,
+                         int32_t ids[5], int64_t n_generate, const qp_verify_thresholds *th) {
+    qp_verify_prompt pr = {ids, 5, NULL};
+    qp_verify_opts vo;
+    memset(&vo, 0, sizeof vo);
+    vo.n_threads = 1;
+    vo.n_generate = n_generate;
+    vo.th = *th;
+    qp_verify_report *rep = NULL;
+    qp_err e = {0};
+    QP_CHECK_MSG(qp_verify_run(out, src, &pr, 1, &vo, &rep, &e) == QP_OK, "%s: %s", label, e.msg);
+    QP_CHECK(rep && qp_verify_report_passed(rep));
+    printf("%s: class %s, %s\n", label, th->class_name,
+           rep && qp_verify_report_passed(rep) ? "pass" : "FAIL");
+    qp_verify_report_free(rep);
+}
+
 static void check_bitnet_classes(void) {
     const char *fx = qp_test_env("QP_FIXTURES_DIR", "fixtures");
     char fdir[1024], pdir[1024];
@@ -140,21 +162,37 @@ static void check_bitnet_classes(void) {
         QP_CHECK_MSG(!strcmp(th.class_name, "16-bit"), "float vs packed: class %s", th.class_name);
         /* same weights: the packed checkpoint passes against the float one */
         static int32_t ids[5] = {1, 40, 91, 7, 250};
-        qp_verify_prompt pr = {ids, 5, NULL};
-        qp_verify_opts vo;
-        memset(&vo, 0, sizeof vo);
-        vo.n_threads = 1;
-        vo.n_generate = 8;
-        qp_verify_default_thresholds(pk, fl, &vo.th);
-        qp_verify_report *rep = NULL;
-        QP_CHECK(qp_verify_run(pk, fl, &pr, 1, &vo, &rep, &e) == QP_OK);
-        QP_CHECK(rep && qp_verify_report_passed(rep));
-        printf("BitNet packed vs float: class %s, %s\n", vo.th.class_name,
-               rep && qp_verify_report_passed(rep) ? "pass" : "FAIL");
-        qp_verify_report_free(rep);
+        qp_verify_default_thresholds(pk, fl, &th);
+        check_passes("BitNet packed vs float", pk, fl, ids, 8, &th);
     }
     qp_model_close(pk);
     qp_model_close(fl);
+}
+
+static void check_rdrr_q4_class(const qp_model *src, const char *src_path) {
+    const char *bin_dir = qp_test_env("QP_BIN_DIR", "bin");
+    const char *tmp = qp_test_env("QP_TMP_DIR", "test-tmp");
+    char out[1200], cmd[4096];
+    snprintf(out, sizeof out, "%s/runtime_verify_rdrr_q4_%d", tmp, (int)getpid());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && rm -rf '%s' && '%s/quantpack' convert '%s' --to rdrr "
+             "--quant Q4_K_M -o '%s' >/dev/null 2>&1", tmp, out, bin_dir, src_path, out);
+    int rc = system(cmd);
+    QP_CHECK_MSG(rc == 0, "convert --to rdrr: %d", rc);
+    qp_model *m = NULL;
+    qp_err e = {0};
+    if (rc != 0 || qp_model_open(out, NULL, &m, &e) != QP_OK) return;
+    const qp_tensor *q = qp_model_find(m, "blk.0.attn_q.weight");
+    QP_CHECK(q && q->decoded_copy && q->enc == QP_ENC_F32 && qp_tensor_stored_enc(q) == QP_ENC_Q4_K);
+    const qp_tensor *o = qp_model_find(m, "output.weight");
+    QP_CHECK(o && !o->decoded_copy && qp_tensor_stored_enc(o) == QP_ENC_F16);
+    qp_verify_thresholds th;
+    qp_verify_default_thresholds(m, src, &th);
+    QP_CHECK_MSG(!strcmp(th.class_name, "4-bit"), "RDRR Q4_K_M: class %s", th.class_name);
+    static int32_t ids[5] = {1, 403, 407, 261, 378};
+    check_passes("RDRR Q4_K_M vs stories260K.gguf", m, src, ids, 16, &th);
+    qp_model_close(m);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", out);
 }
 
 int main(void) {
@@ -171,6 +209,7 @@ int main(void) {
     QP_CHECK(qp_model_open(a, NULL, &src, &e) == QP_OK);
     QP_CHECK(qp_model_open(b, NULL, &q4, &e) == QP_OK);
     QP_CHECK(qp_model_open(c, NULL, &bin, &e) == QP_OK);
+    if (src) check_rdrr_q4_class(src, a);
     if (src && bin) check_pair("stories260K.bin vs .gguf", bin, src, true);
     if (src && q4) check_pair("llama.cpp Q4_K_M (Q5_0/Q8_0/F16) vs stories260K.gguf", q4, src, false);
     /* Q8_0 and F16 made by the quantpack binary: bit for bit */
