@@ -28,6 +28,7 @@ typedef struct rd {
     int *shard_file;     /* model file index of shard i */
     uint64_t *shard_size;
     const uint8_t **shard_data;
+    const cJSON *files;  /* manifest "files" (name -> sha256), NULL when the manifest has none */
 } rd;
 
 /* A file name inside the directory: no separators, no "..", no leading dot, printable ASCII. */
@@ -577,6 +578,57 @@ static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
     return QP_OK;
 }
 
+#define RDRR_MAX_FILES 64
+
+/* "files": every file of the package but the shards and manifest.json, with its SHA-256, so the
+ * manifest's hashes (and its signature) cover all of it (readers/rdrr.md "Files"). Every listed
+ * file must be a regular file inside the folder whose bytes hash to its entry. A manifest without
+ * the map (other writers, older packages) is read, with a problem recorded. */
+static qp_status check_files(rd *r, const cJSON *man, qp_err *e) {
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(man, "files");
+    if (!files) {
+        qp_model_add_problem(r->m, "manifest has no \"files\" map: its tensors and tokenizer files are "
+                             "not covered by its hashes or signature");
+        return QP_OK;
+    }
+    if (!cJSON_IsObject(files) || cJSON_GetArraySize(files) > RDRR_MAX_FILES)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: \"files\" must be an object of at most %d file names",
+                       r->mpath, RDRR_MAX_FILES);
+    const cJSON *f;
+    cJSON_ArrayForEach(f, files) {
+        const char *name = f->string;
+        if (!name || !safe_name(name) || strcmp(name, "manifest.json") == 0)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: files: '%s' is not a plain file name of the package",
+                           r->mpath, name ? name : "");
+        for (const cJSON *g = files->child; g != f; g = g->next)
+            if (strcmp(g->string, name) == 0)
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: files: '%s' is listed twice", r->mpath, name);
+        if (!cJSON_IsString(f) || !is_hex64(f->valuestring))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: files: '%s' needs 64 lowercase hex digits (SHA-256)",
+                           r->mpath, name);
+        char *p = qp_path_join(r->dir, name);
+        if (!p) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
+        char hex[QP_SHA256_HEX];
+        qp_status s = qp_path_check_regular(p, QP_FILE_NOFOLLOW, e);
+        if (s == QP_OK) s = qp_hash_sha256_file(p, hex, e);
+        if (s == QP_OK && strcmp(hex, f->valuestring) != 0)
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: SHA-256 %s, the manifest's files map says %s (the file "
+                        "was changed after the package was written)", p, hex, f->valuestring);
+        qp_free(p);
+        if (s != QP_OK) return s;
+    }
+    r->files = files;
+    return QP_OK;
+}
+
+/* A package file the reader uses (tensors file, tokenizer files): when the manifest has a files
+ * map it must be listed there, so no file outside the hashes changes what is read. */
+static qp_status check_listed(const rd *r, const char *name, qp_err *e) {
+    if (!r->files || cJSON_GetObjectItemCaseSensitive(r->files, name)) return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is read but not in the manifest's files map (not covered "
+                   "by its hashes or signature)", r->mpath, name);
+}
+
 static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, qp_err *e) {
     qp_model *m = r->m;
     const char *file = NULL;
@@ -614,10 +666,12 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
         own = qp_path_join(r->dir, name);
         if (!own) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
         file = own;
-        /* a package's own tokenizer file: a regular file inside it, never a link out of it */
+        /* a package's own tokenizer file: a regular file inside it, never a link out of it, and
+           covered by the manifest's files map when it has one */
         struct stat lst;
         if (lstat(own, &lst) == 0) {
             qp_status cs = qp_path_check_regular(own, QP_FILE_NOFOLLOW, e);
+            if (cs == QP_OK) cs = check_listed(r, name, e);
             if (cs != QP_OK) {
                 qp_free(own);
                 return cs;
@@ -632,6 +686,7 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
         char *cfg = qp_path_join(r->dir, "tokenizer_config.json");
         bool has_cfg = cfg && qp_path_exists(cfg);
         if (has_cfg) s = qp_path_check_regular(cfg, QP_FILE_NOFOLLOW, e);
+        if (has_cfg && s == QP_OK && !(o && o->tokenizer_path)) s = check_listed(r, "tokenizer_config.json", e);
         if (s != QP_OK) {
             qp_free(cfg);
             qp_free(own);
@@ -734,6 +789,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         if (strcmp(ha, "sha256") != 0)
             s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: hashAlgorithm \"%s\": only sha256 is checked", mp, ha);
     }
+    if (s == QP_OK) s = check_files(&r, man, e);
     if (s == QP_OK) s = read_shards(&r, man, e);
     const cJSON *tensors = NULL;
     if (s == QP_OK) {
@@ -744,7 +800,7 @@ qp_status qp_rdrr_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
             else if (!safe_name(tf))
                 s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensorsFile '%s' is not a plain file name inside "
                                                "the directory (refused)", mp, tf);
-            else {
+            else if ((s = check_listed(&r, tf, e)) == QP_OK) {
                 char *tp = qp_path_join(path, tf);
                 s = tp ? qp_file_read_all_flags(tp, QP_FILE_NOFOLLOW, RDRR_MAX_MANIFEST, &ttext, &tlen, e)
                        : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", mp);

@@ -45,6 +45,8 @@ struct qp_rdrr_writer {
     /* tensors */
     cJSON *tensors;        /* object name -> entry */
     cJSON *roots;          /* object name -> "sha256:..." */
+    cJSON *files;          /* object: every file but the shards and manifest.json -> its sha256
+                              (the manifest and its signature cover them; readers/rdrr.md) */
     int64_t n_tensors;
     /* current tensor */
     cJSON *cur;            /* entry (owned by tensors) */
@@ -277,8 +279,9 @@ qp_status qp_rdrr_writer_open(const char *dir, const qp_rdrr_writer_opts *o, qp_
     w->shards = cJSON_CreateArray();
     w->tensors = cJSON_CreateObject();
     w->roots = cJSON_CreateObject();
+    w->files = cJSON_CreateObject();
     qp_status s = QP_OK;
-    if (!w->out_path || !w->shards || !w->tensors || !w->roots)
+    if (!w->out_path || !w->shards || !w->tensors || !w->roots || !w->files)
         s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", dir);
     if (s == QP_OK) s = qp_sha256_new(&w->shard_h, e);
     if (s == QP_OK) s = qp_merkle_new(QP_MERKLE_BLOCK_DEFAULT, &w->merkle, e);
@@ -430,6 +433,19 @@ qp_status qp_rdrr_writer_write(qp_rdrr_writer *w, const void *data, size_t n, qp
     return wfail(w, s);
 }
 
+/* files[name] = SHA-256 of the bytes written under that name. */
+static qp_status add_file_hash(qp_rdrr_writer *w, const char *name, const void *data, size_t n,
+                               qp_err *e) {
+    uint8_t d[QP_SHA256_BYTES];
+    char hex[QP_SHA256_HEX];
+    qp_status s = qp_sha256_once(data, n, d, e);
+    if (s != QP_OK) return s;
+    qp_hex_encode(d, sizeof d, hex);
+    if (!cJSON_AddStringToObject(w->files, name, hex))
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
+    return QP_OK;
+}
+
 qp_status qp_rdrr_writer_add_file(qp_rdrr_writer *w, const char *name, const void *data, size_t n,
                                   qp_err *e) {
     if (w->failed) return qp_fail(e, w->failed, "%s: writer failed earlier", w->out_path);
@@ -437,10 +453,13 @@ qp_status qp_rdrr_writer_add_file(qp_rdrr_writer *w, const char *name, const voi
         strcmp(name, "tensors.json") == 0 || has_prefix(name, "shard_"))
         return wfail(w, qp_fail(e, QP_ERR_ARG, "%s: side file name '%s' not allowed", w->out_path,
                                 name));
+    if (cJSON_GetObjectItemCaseSensitive(w->files, name))
+        return wfail(w, qp_fail(e, QP_ERR_ARG, "%s: side file '%s' added twice", w->out_path, name));
     char *p = qp_outdir_join(w->dir, name);
     if (!p) return wfail(w, qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path));
     qp_status s = qp_file_write_atomic(p, data, n, e);
     qp_free(p);
+    if (s == QP_OK) s = add_file_hash(w, name, data, n, e);
     return wfail(w, s);
 }
 
@@ -467,6 +486,7 @@ void qp_rdrr_writer_abort(qp_rdrr_writer *w) {
     cJSON_Delete(w->shards);
     cJSON_Delete(w->tensors);
     cJSON_Delete(w->roots);
+    cJSON_Delete(w->files);
     free_groups(w);
     qp_free(w->cur_name);
     qp_free(w->out_path);
@@ -560,7 +580,15 @@ qp_status qp_rdrr_writer_finish(qp_rdrr_writer *w, cJSON *fields, qp_err *e) {
         if (!cJSON_AddStringToObject(m, "tensorsFile", "tensors.json"))
             s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
     }
-    if (s == QP_OK) s = write_json(w, "tensors.json", w->tensors, NULL, NULL, e);
+    char *ttext = NULL;
+    size_t tlen = 0;
+    if (s == QP_OK) s = write_json(w, "tensors.json", w->tensors, &ttext, &tlen, e);
+    if (s == QP_OK) s = add_file_hash(w, "tensors.json", ttext, tlen, e);
+    if (ttext) cJSON_free(ttext);
+    if (s == QP_OK) {
+        cJSON_AddItemToObject(m, "files", w->files);
+        w->files = NULL;
+    }
     if (s == QP_OK) {
         if (!w->o.no_inline_tensors) {
             cJSON_AddItemToObject(m, "tensors", w->tensors);

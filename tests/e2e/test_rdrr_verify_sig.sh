@@ -51,6 +51,23 @@ printf '\x55' | dd of="$T/shard/shard_00000.bin" bs=1 seek=200 conv=notrunc stat
 check "damaged shard" 1 "signature ok \(trusted\).*shard 0 'shard_00000.bin': SHA-256 [0-9a-f]{64} does not match" \
   "$Q" verify "$T/shard" --pubkey "$T/k.key.pub"
 
+# Valid signature, edited side files (readers/rdrr.md "Files"): the manifest's files map hashes
+# tensors.json and the tokenizer files, so an edit, a swapped-in unlisted tokenizer or a removed
+# entry fails the integrity check even though manifest.json (and its signature) is untouched.
+tok=$(cd "$T/signed" && ls tokenizer.json tokenizer.model 2>/dev/null | head -1)
+cp -r "$T/signed" "$T/edtok"; printf ' ' >> "$T/edtok/$tok"
+check "edited $tok" 3 "signature ok \(trusted\).*$tok: SHA-256 [0-9a-f]{64}, the manifest's files map says" \
+  "$Q" verify "$T/edtok" --pubkey "$T/k.key.pub"
+check "edited $tok, inspect" 3 "$tok: SHA-256" "$Q" inspect "$T/edtok"
+check "edited $tok, run" 3 "$tok: SHA-256" "$Q" run "$T/edtok" --ids "1 2" -n 1
+cp -r "$T/signed" "$T/edtj"; sed -i -E '0,/"offset":[[:space:]]*0/s//"offset": 4096/' "$T/edtj/tensors.json"; cmp -s "$T/signed/tensors.json" "$T/edtj/tensors.json" && echo 'FAIL: tensors.json not edited'
+check "edited tensors.json" 3 "tensors.json: SHA-256 [0-9a-f]{64}, the manifest's files map says" \
+  "$Q" verify "$T/edtj" --pubkey "$T/k.key.pub"
+cp -r "$T/signed" "$T/extra"; echo '{}' > "$T/extra/tokenizer_config.json"
+check "unlisted tokenizer_config.json" 3 "'tokenizer_config.json' is read but not in the manifest's files map" \
+  "$Q" verify "$T/extra" --pubkey "$T/k.key.pub"
+check "signed package ok" 0 "integrity ok" "$Q" verify "$T/signed" --pubkey "$T/k.key.pub"
+
 # With --against the signature is checked before the runtime comparison.
 check "against, trusted" 0 "signature ok \(trusted\)" "$Q" verify "$T/signed" --against "$FX/llama-tied" -n 2 --pubkey "$T/k.key.pub"
 check "against, other signer" 1 "signed by a different key" "$Q" verify "$T/signed" --against "$FX/llama-tied" -n 2 --pubkey "$T/evil.key.pub"
