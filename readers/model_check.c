@@ -195,6 +195,12 @@ qp_status qp_model_check_values(const qp_model *m, qp_err *e) {
 }
 
 qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e) {
+    /* a Hugging Face architecture the readers do not know is refused by name: its tensors could be
+       written under another's meaning (a GGUF, TRLM, RDRR or .bullet source names its own) */
+    if (m->format == QP_FORMAT_SAFETENSORS && m->arch.family == QP_FAMILY_UNKNOWN)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported for conversion "
+                       "(Llama, Mistral, Qwen2 and BitNet are)", m->path,
+                       m->arch_name ? m->arch_name : "unknown");
     qp_status s = qp_model_check(m, NULL, e);
     if (s != QP_OK || allow_nonfinite) return s;
     s = qp_model_check_values(m, e);

@@ -139,6 +139,31 @@ int main(void) {
     int rc = system(cmd);
     QP_CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 3, "convert with experts: status %d", rc);
     QP_CHECK(!qp_path_exists(out));
+    /* an architecture the readers do not know is refused by name, not converted as another */
+    snprintf(dir, sizeof dir, "%s/mixtral", g_tmp);
+    make_model(dir, NULL, 0, 0);
+    char cfg[1300];
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    size_t n = 0;
+    char *text = qp_test_read_file(cfg, &n);
+    QP_CHECK(text != NULL);
+    char *at = text ? strstr(text, "LlamaForCausalLM") : NULL;
+    QP_CHECK(at != NULL);
+    if (at) {
+        qp_err e;
+        qp_err_clear(&e);
+        char *fixed = malloc(n + 16);
+        size_t pre = (size_t)(at - text);
+        memcpy(fixed, text, pre);
+        int k = snprintf(fixed + pre, n + 16 - pre, "MixtralForCausalLM%s", at + strlen("LlamaForCausalLM"));
+        QP_CHECK_EQ_INT(qp_file_write_atomic(cfg, fixed, pre + (size_t)k, &e), QP_OK);
+        free(fixed);
+    }
+    free(text);
+    snprintf(cmd, sizeof cmd, "'%s/quantpack' convert '%s' --to gguf --quant F16 -o '%s' 2>&1 | "
+             "grep -q 'not supported for conversion'", bin, dir, out);
+    QP_CHECK_MSG(system(cmd) == 0, "an unknown architecture is not refused by name");
+    QP_CHECK(!qp_path_exists(out));
     qp_path_remove_tree(g_tmp, NULL);
     return qp_test_finish();
 }
