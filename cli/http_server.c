@@ -344,6 +344,7 @@ qp_http_server *qp_http_server_start(int listen_fd, const qp_http_route *routes,
                      (log ? MHD_USE_ERROR_LOG : 0);
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, /* first, or MHD logs the rest itself */
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, limits->threads,
         MHD_OPTION_CONNECTION_LIMIT, limits->max_connections,
@@ -354,7 +355,6 @@ qp_http_server *qp_http_server_start(int listen_fd, const qp_http_route *routes,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, err_cap, "libmicrohttpd did not start (%s)", strerror(errno));
