@@ -1,7 +1,8 @@
-# Sourced by the serve e2e scripts (B = the bin folder): ok NAME CONDITION counts a check;
+# Sourced by the serve e2e scripts (B = the bin folder), with tests/sh_check.sh (pass, fail,
+# finish): ok NAME CONDITION counts a check of a condition (eval'd) rather than of a command;
 # serve_start DIR LOG [ARGS...] starts `quantpack serve DIR` on a free port of 127.0.0.1 and
 # sets PID, URL and PORT (waits at most 5 s for it).
-pass=0; fail=0
+. "$(dirname "${BASH_SOURCE[0]}")/../sh_check.sh"
 ok() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; fi; }
 serve_start() {
   local dir=$1 log=$2 i; shift 2
