@@ -6,7 +6,10 @@
  *   again gives it back unchanged;
  * - a range is inside the representation, for sizes 0, 1, 1000, 2^40 and UINT64_MAX;
  * - an If-None-Match list matches our tag only when one of its elements is it (with or without
- *   W/): a tag with a byte added or removed never matches; If-Range never matches a weak tag. */
+ *   W/): a tag with a byte added or removed never matches; If-Range never matches a weak tag.
+ * The status qp_fuzz_one returns (the verdict a seed's name states, tests/fuzz/replay_main.c) is
+ * the path normaliser's: QP_OK when the target is served from inside the folder, QP_ERR_FORMAT
+ * (400/414) or QP_ERR_ARG (403: dot segment, backslash) when it is refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,10 +20,12 @@ static void check(bool ok) {
     if (!ok) abort();
 }
 
-static void check_path(const char *raw, size_t len) {
+static qp_status check_path(const char *raw, size_t len, qp_err *e) {
     char out[QP_HTTP_PATH_MAX + 1], again[QP_HTTP_PATH_MAX + 2];
     size_t n = 0, n2 = 0;
-    if (qp_http_path_normalize(raw, len, out, sizeof out, &n) != QP_HTTP_PATH_OK) return;
+    qp_http_path_status ps = qp_http_path_normalize(raw, len, out, sizeof out, &n);
+    if (ps == QP_HTTP_PATH_FORBIDDEN) return qp_fail(e, QP_ERR_ARG, "path refused (403)");
+    if (ps != QP_HTTP_PATH_OK) return qp_fail(e, QP_ERR_FORMAT, "bad path (%d)", (int)ps);
     check(n == strlen(out) && n <= QP_HTTP_PATH_MAX);
     check(n == 0 || (out[0] != '/' && out[n - 1] != '/'));
     for (size_t i = 0; i < n; i++) {
@@ -33,9 +38,10 @@ static void check_path(const char *raw, size_t len) {
     memcpy(again + 1, out, n + 1);
     char out2[QP_HTTP_PATH_MAX + 1];
     /* '%', '?' and '#' decoded from escapes would be read differently the second time */
-    if (strpbrk(out, "%?#")) return;
+    if (strpbrk(out, "%?#")) return QP_OK;
     check(qp_http_path_normalize(again, n + 1, out2, sizeof out2, &n2) == QP_HTTP_PATH_OK);
     check(n2 == n && memcmp(out, out2, n) == 0);
+    return QP_OK;
 }
 
 static void check_range(const char *value) {
@@ -69,10 +75,10 @@ static void check_etag(const char *value) {
     check(!qp_http_etag_none_match("x\"sha256-00ff\"", "\"sha256-00ff\""));
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > 8192) return 0;
+qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
+    if (size > 8192) return qp_fail(e, QP_ERR_LIMIT, "input over 8192 bytes");
     char *text = malloc(size + 1);
-    if (!text) return 0;
+    if (!text) return qp_fail(e, QP_ERR_IO, "harness: out of memory");
     memcpy(text, data, size);
     text[size] = '\0';
     char *line[3] = {text, NULL, NULL};
@@ -88,9 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             line[2] = nl2 + 1;
         }
     }
-    check_path(line[0], len0); /* may hold NUL bytes: the length is what counts */
+    qp_status st = check_path(line[0], len0, e); /* may hold NUL bytes: the length counts */
     check_range(line[1] ? line[1] : line[0]);
     check_etag(line[2] ? line[2] : line[0]);
     free(text);
-    return 0;
+    return st;
 }
