@@ -1,74 +1,78 @@
-/* quantpack serve DIR [--port P] [--bind ADDR]: a small HTTP/1.1 file server for RDRR
- * directories (readers/rdrr.md "serving"): GET/HEAD/OPTIONS, "/" -> manifest.json, single byte
- * ranges (206 / 416), ETag from the manifest's shard hash, If-Range, If-None-Match, CORS as
- * DOPPLER expects, 403 outside DIR, 404 when missing, one thread per connection (bounded),
- * keep-alive, clean shutdown on SIGINT/SIGTERM. Binds 127.0.0.1 unless told otherwise. */
+/* quantpack serve DIR [--port P] [--bind ADDR] [--verbose]: the RDRR package files of DIR over
+ * HTTP (readers/rdrr.md "Serving"), the first route of the libmicrohttpd server of
+ * cli/http_server.h (an API can be added beside it under /v1/). GET/HEAD/OPTIONS, "/" ->
+ * manifest.json, single byte ranges (206 / 416), ETag from the manifest's shard hash, If-Range,
+ * If-None-Match, CORS as DOPPLER expects. Only regular files inside DIR are served: a path with a
+ * segment starting with '.', a symlink at any level or a non-regular file (FIFO, device,
+ * socket, folder) gets 403, and no file is opened before its type is known (O_NOFOLLOW,
+ * O_NONBLOCK, fstat). Binds 127.0.0.1 unless told otherwise; stops on SIGINT/SIGTERM. */
 #define _DEFAULT_SOURCE 1 /* realpath, NI_MAXHOST (glibc) */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
-
-#define MAX_CONNS 512
-#define MAX_HEADER 16384
-#define IO_TIMEOUT_S 15
-#define SEND_BUF ((size_t)256 << 10)
+#include "cli/http_server.h"
+#include "cli/http_util.h"
 
 typedef struct etag_entry {
     char *name;
     char etag[80];
 } etag_entry;
 
+/* The file route's state: DIR open as a directory, and the ETags of the manifest's shards. */
 typedef struct server {
-    char root[PATH_MAX];     /* realpath of DIR */
-    size_t root_len;
+    char root[PATH_MAX]; /* realpath of DIR */
+    int root_fd;
     etag_entry *etags;
     int n_etags;
     bool verbose;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int active;
-    int fds[MAX_CONNS];      /* open client sockets, -1 when free */
 } server;
-
-static volatile sig_atomic_t g_stop;
-static int g_wake[2] = {-1, -1};
-
-static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
-    if (g_wake[1] >= 0) {
-        ssize_t r = write(g_wake[1], "x", 1);
-        (void)r;
-    }
-}
 
 /* ---- manifest etags ----------------------------------------------------------------------- */
 
+/* Reads DIR/manifest.json (a regular file, no symlink, at most 256 MiB) into *text. */
+static bool read_manifest(const server *sv, char **text, size_t *len) {
+    int fd = openat(sv->root_fd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) return false;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)256 << 20) {
+        close(fd);
+        return false;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    char *buf = qp_malloc(n + 1);
+    while (buf && got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!buf || got < n) {
+        qp_free(buf);
+        return false;
+    }
+    *text = buf;
+    *len = n;
+    return true;
+}
+
+/* ETags of the manifest's shards: "sha256-<hash>" by file name. A manifest that cannot be read
+ * just leaves every file with its weak size-mtime tag. */
 static void load_etags(server *sv) {
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/manifest.json", sv->root);
     char *text = NULL;
     size_t len = 0;
-    qp_err e = {0};
-    if (qp_file_read_all(path, (size_t)256 << 20, &text, &len, &e) != QP_OK) return;
+    if (!read_manifest(sv, &text, &len)) return;
     cJSON *j = cJSON_ParseWithLength(text, len);
     qp_free(text);
     const cJSON *shards = cJSON_GetObjectItemCaseSensitive(j, "shards");
@@ -93,327 +97,168 @@ static void load_etags(server *sv) {
     cJSON_Delete(j);
 }
 
-/* ---- request handling --------------------------------------------------------------------- */
+/* ---- the file route ----------------------------------------------------------------------- */
 
-static bool send_all(int fd, const void *data, size_t n) {
-    const char *p = data;
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
+static const char *const k_cors[] = {
+    "Access-Control-Allow-Origin", "*",
+    "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS",
+    "Access-Control-Allow-Headers", "Range, If-Range, If-None-Match, Content-Type",
+    "Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges, ETag",
+    "Access-Control-Max-Age", "86400",
+};
+#define N_CORS (sizeof k_cors / sizeof k_cors[0])
+
+/* A status-only answer with CORS and up to 4 extra header pairs (name, value, ..., NULL). */
+static enum MHD_Result answer_status(const qp_http_request *req, unsigned status,
+                                     const char *const *extra) {
+    const char *h[N_CORS + 9];
+    size_t n = 0;
+    for (size_t i = 0; i < N_CORS; i++) h[n++] = k_cors[i];
+    for (size_t i = 0; extra && extra[i] && i < 8; i++) h[n++] = extra[i];
+    h[n] = NULL;
+    return qp_http_respond_status(req, status, h);
 }
 
-static const char k_cors[] =
-    "Access-Control-Allow-Origin: *\r\n"
-    "Access-Control-Allow-Methods: GET, HEAD, OPTIONS\r\n"
-    "Access-Control-Allow-Headers: Range, If-Range, If-None-Match, Content-Type\r\n"
-    "Access-Control-Expose-Headers: Content-Length, Content-Range, Accept-Ranges, ETag\r\n"
-    "Access-Control-Max-Age: 86400\r\n";
-
-static bool send_simple(int fd, int code, const char *reason, const char *extra, bool head,
-                        bool keep) {
-    char body[128], hdr[1024];
-    int bl = snprintf(body, sizeof body, "%d %s\n", code, reason);
-    int hl = snprintf(hdr, sizeof hdr,
-                      "HTTP/1.1 %d %s\r\nServer: quantpack\r\n%sContent-Type: text/plain\r\n"
-                      "Content-Length: %d\r\nConnection: %s\r\n%s\r\n",
-                      code, reason, k_cors, code == 204 ? 0 : bl, keep ? "keep-alive" : "close",
-                      extra ? extra : "");
-    if (!send_all(fd, hdr, (size_t)hl)) return false;
-    return head || code == 204 || send_all(fd, body, (size_t)bl);
-}
-
-static int hexv(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* Decodes %XX in place; false on a bad escape or an encoded NUL. */
-static bool url_decode(char *s) {
-    char *o = s;
-    for (char *p = s; *p; p++) {
-        if (*p == '%') {
-            int a = hexv(p[1]), b = a >= 0 ? hexv(p[2]) : -1;
-            if (a < 0 || b < 0 || (a == 0 && b == 0)) return false;
-            *o++ = (char)(a << 4 | b);
-            p += 2;
-        } else {
-            *o++ = *p;
+/* Opens root/rel (rel from qp_http_path_normalize, modified and restored) one segment at a time
+ * without following a symlink; only a regular file is kept. 0 with *fd_out and *st, or the
+ * HTTP status to answer. A FIFO is opened with O_NONBLOCK, so it never waits for a writer. */
+static unsigned open_confined(int root_fd, char *rel, int *fd_out, struct stat *st) {
+    int dir = root_fd;
+    char *seg = rel;
+    for (;;) {
+        char *slash = strchr(seg, '/');
+        if (slash) *slash = '\0';
+        int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : O_NONBLOCK);
+        int fd = openat(dir, seg, flags);
+        int e = errno;
+        if (slash) *slash = '/';
+        if (dir != root_fd) close(dir);
+        if (fd < 0) {
+            if (e == ENOENT) return MHD_HTTP_NOT_FOUND;
+            if (e == EMFILE || e == ENFILE || e == ENOMEM) return MHD_HTTP_SERVICE_UNAVAILABLE;
+            return MHD_HTTP_FORBIDDEN; /* ELOOP: a symlink; ENOTDIR: a symlink or a file; EACCES */
         }
+        if (!slash) {
+            if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+                close(fd);
+                return MHD_HTTP_FORBIDDEN;
+            }
+            *fd_out = fd;
+            return 0;
+        }
+        dir = fd;
+        seg = slash + 1;
     }
-    *o = '\0';
-    return true;
 }
 
-/* 0 ok (full path in out), 403 outside the root, 404 missing. */
-static int resolve(const server *sv, char *target, char *out, size_t cap) {
-    char *q = strpbrk(target, "?#");
-    if (q) *q = '\0';
-    if (!url_decode(target) || target[0] != '/') return 403;
-    if (strcmp(target, "/") == 0) target = "/manifest.json";
-    /* Any ".." segment or backslash is refused before touching the file system. */
-    for (const char *p = target; *p; p++) {
-        if (*p == '\\') return 403;
-        if (p[0] == '.' && p[1] == '.' && (p == target || p[-1] == '/') && (p[2] == '/' || !p[2]))
-            return 403;
-    }
-    char joined[PATH_MAX * 2];
-    snprintf(joined, sizeof joined, "%s%s", sv->root, target);
-    char real[PATH_MAX];
-    if (!realpath(joined, real)) return errno == ENOENT || errno == ENOTDIR ? 404 : 403;
-    /* Symlinks that leave the directory are outside it too. */
-    if (strncmp(real, sv->root, sv->root_len) != 0 || real[sv->root_len] != '/') return 403;
-    const char *base = strrchr(real, '/');
-    if (base && base[1] == '.') return 404; /* staging folders, temp files, dot files */
-    snprintf(out, cap, "%s", real);
-    return 0;
-}
-
-static const char *find_header(char *const *names, char *const *vals, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (strcasecmp(names[i], name) == 0) return vals[i];
-    return NULL;
-}
-
-/* Parses a single "bytes=" range against size. 1: range set; 0: ignore (serve all);
- * -1: unsatisfiable. */
-static int parse_range(const char *h, uint64_t size, uint64_t *a, uint64_t *b) {
-    while (*h == ' ') h++;
-    if (strncasecmp(h, "bytes=", 6) != 0) return 0;
-    h += 6;
-    if (strchr(h, ',')) return 0; /* multiple ranges: answered with the whole file */
-    char *end;
-    if (*h == '-') {
-        if (h[1] < '0' || h[1] > '9') return 0;
-        unsigned long long n = strtoull(h + 1, &end, 10);
-        while (*end == ' ') end++;
-        if (*end) return 0;
-        if (n == 0 || size == 0) return -1;
-        *a = n >= size ? 0 : size - n;
-        *b = size - 1;
-        return 1;
-    }
-    if (*h < '0' || *h > '9') return 0;
-    unsigned long long x = strtoull(h, &end, 10);
-    if (*end != '-') return 0;
-    const char *r = end + 1;
-    unsigned long long y = UINT64_MAX;
-    if (*r >= '0' && *r <= '9') {
-        y = strtoull(r, &end, 10);
-        r = end;
-    }
-    while (*r == ' ') r++;
-    if (*r) return 0;
-    if (y < x) return 0;
-    if (x >= size) return -1;
-    *a = x;
-    *b = y >= size ? size - 1 : y;
-    return 1;
-}
-
-static const char *etag_of(const server *sv, const char *path, const struct stat *st, char *buf,
+static const char *etag_of(const server *sv, const char *rel, const struct stat *st, char *buf,
                            size_t cap) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (strncmp(path, sv->root, sv->root_len) == 0 && path[sv->root_len] == '/' &&
-        strchr(path + sv->root_len + 1, '/') == NULL) {
+    if (!strchr(rel, '/'))
         for (int i = 0; i < sv->n_etags; i++)
-            if (strcmp(sv->etags[i].name, base) == 0) return sv->etags[i].etag;
-    }
+            if (strcmp(sv->etags[i].name, rel) == 0) return sv->etags[i].etag;
     snprintf(buf, cap, "W/\"%llx-%llx\"", (unsigned long long)st->st_size,
              (unsigned long long)st->st_mtime);
     return buf;
 }
 
-/* Serves one parsed request; false when the connection must close. */
-static bool serve_request(server *sv, int fd, const char *method, char *target, char *const *hn,
-                          char *const *hv, int nh, bool keep) {
-    bool head = strcmp(method, "HEAD") == 0;
-    if (strcmp(method, "OPTIONS") == 0) return send_simple(fd, 204, "No Content", NULL, true, keep) && keep;
-    if (!head && strcmp(method, "GET") != 0)
-        return send_simple(fd, 405, "Method Not Allowed", "Allow: GET, HEAD, OPTIONS\r\n", false, keep) && keep;
-    char path[PATH_MAX];
-    int r = resolve(sv, target, path, sizeof path);
-    if (r == 403) return send_simple(fd, 403, "Forbidden", NULL, head, keep) && keep;
-    if (r == 404) return send_simple(fd, 404, "Not Found", NULL, head, keep) && keep;
-    int f = open(path, O_RDONLY | O_CLOEXEC);
+typedef struct inm_ctx {
+    const char *etag;
+    bool match;
+} inm_ctx;
+
+/* One If-None-Match header line; several lines are one list (RFC 9110 5.3). */
+static bool inm_line(void *arg, const char *value) {
+    inm_ctx *c = arg;
+    c->match = qp_http_etag_none_match(value, c->etag);
+    return !c->match;
+}
+
+static enum MHD_Result serve_file(void *ctx, const qp_http_request *req) {
+    server *sv = ctx;
+    bool head = strcmp(req->method, MHD_HTTP_METHOD_HEAD) == 0;
+    if (strcmp(req->method, MHD_HTTP_METHOD_OPTIONS) == 0)
+        return answer_status(req, MHD_HTTP_NO_CONTENT, NULL);
+    if (!head && strcmp(req->method, MHD_HTTP_METHOD_GET) != 0) {
+        const char *allow[] = {MHD_HTTP_HEADER_ALLOW, "GET, HEAD, OPTIONS", NULL};
+        return answer_status(req, MHD_HTTP_METHOD_NOT_ALLOWED, allow);
+    }
+    char rel[QP_HTTP_PATH_MAX + 1];
+    size_t rel_len = 0;
+    qp_http_path_status ps = qp_http_path_normalize(req->target, req->path_len, rel, sizeof rel,
+                                                    &rel_len);
+    unsigned status = ps == QP_HTTP_PATH_OK          ? 0
+                      : ps == QP_HTTP_PATH_FORBIDDEN ? MHD_HTTP_FORBIDDEN
+                      : ps == QP_HTTP_PATH_TOO_LONG  ? MHD_HTTP_URI_TOO_LONG
+                                                     : MHD_HTTP_BAD_REQUEST;
+    if (status == 0 && rel_len == 0) snprintf(rel, sizeof rel, "manifest.json");
+    int fd = -1;
     struct stat st;
-    if (f < 0 || fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (f >= 0) close(f);
-        return send_simple(fd, 404, "Not Found", NULL, head, keep) && keep;
+    if (status == 0) status = open_confined(sv->root_fd, rel, &fd, &st);
+    if (status != 0) {
+        if (sv->verbose)
+            fprintf(stderr, "quantpack serve: %s %.200s -> %u\n", req->method, req->target, status);
+        return answer_status(req, status, NULL);
     }
-    uint64_t size = (uint64_t)st.st_size, a = 0, b = size ? size - 1 : 0;
+
+    uint64_t size = (uint64_t)st.st_size, first = 0, last = 0;
     char ebuf[96];
-    const char *etag = etag_of(sv, path, &st, ebuf, sizeof ebuf);
-    const char *inm = find_header(hn, hv, nh, "If-None-Match");
-    if (inm && (strstr(inm, etag) || strcmp(inm, "*") == 0)) {
-        char extra[160];
-        snprintf(extra, sizeof extra, "ETag: %s\r\nAccept-Ranges: bytes\r\n", etag);
-        close(f);
-        char hdr[1024];
-        int hl = snprintf(hdr, sizeof hdr,
-                          "HTTP/1.1 304 Not Modified\r\nServer: quantpack\r\n%s%sConnection: %s\r\n\r\n",
-                          k_cors, extra, keep ? "keep-alive" : "close");
-        return send_all(fd, hdr, (size_t)hl) && keep;
+    const char *etag = etag_of(sv, rel, &st, ebuf, sizeof ebuf);
+    inm_ctx inm = {etag, false};
+    qp_http_header_each(req, MHD_HTTP_HEADER_IF_NONE_MATCH, inm_line, &inm);
+    if (inm.match) {
+        close(fd);
+        const char *h[] = {MHD_HTTP_HEADER_ETAG, etag, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes",
+                           MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache", NULL};
+        return answer_status(req, MHD_HTTP_NOT_MODIFIED, h);
     }
-    const char *range = find_header(hn, hv, nh, "Range");
-    const char *ifr = find_header(hn, hv, nh, "If-Range");
-    int pr = range ? parse_range(range, size, &a, &b) : 0;
-    if (pr != 0 && ifr && strcmp(ifr, etag) != 0) pr = 0, a = 0, b = size ? size - 1 : 0;
-    if (pr < 0) {
-        char extra[160];
-        snprintf(extra, sizeof extra, "Content-Range: bytes */%llu\r\nAccept-Ranges: bytes\r\nETag: %s\r\n",
-                 (unsigned long long)size, etag);
-        close(f);
-        return send_simple(fd, 416, "Range Not Satisfiable", extra, head, keep) && keep;
+    const char *range = qp_http_header(req, MHD_HTTP_HEADER_RANGE);
+    const char *if_range = qp_http_header(req, MHD_HTTP_HEADER_IF_RANGE);
+    qp_http_range_status rs = qp_http_range_parse(range, size, &first, &last);
+    if (rs != QP_HTTP_RANGE_NONE && if_range && !qp_http_etag_if_range(if_range, etag))
+        rs = QP_HTTP_RANGE_NONE; /* the client's copy is stale: the whole file */
+    char crange[96];
+    if (rs == QP_HTTP_RANGE_UNSATISFIABLE) {
+        close(fd);
+        snprintf(crange, sizeof crange, "bytes */%llu", (unsigned long long)size);
+        const char *h[] = {MHD_HTTP_HEADER_CONTENT_RANGE, crange, MHD_HTTP_HEADER_ACCEPT_RANGES,
+                           "bytes", MHD_HTTP_HEADER_ETAG, etag, NULL};
+        return answer_status(req, MHD_HTTP_RANGE_NOT_SATISFIABLE, h);
     }
-    uint64_t len = size ? b - a + 1 : 0;
-    if (pr == 0) {
-        a = 0;
-        len = size;
+    if (rs == QP_HTTP_RANGE_NONE) {
+        first = 0;
+        last = size ? size - 1 : 0;
     }
-    const char *base = strrchr(path, '/');
-    size_t bl = strlen(base);
-    const char *ctype = bl > 5 && strcmp(base + bl - 5, ".json") == 0 ? "application/json"
-                                                                       : "application/octet-stream";
-    char hdr[2048], cr[128] = "";
-    if (pr > 0)
-        snprintf(cr, sizeof cr, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)a,
-                 (unsigned long long)(a + len - 1), (unsigned long long)size);
-    int hl = snprintf(hdr, sizeof hdr,
-                      "HTTP/1.1 %s\r\nServer: quantpack\r\n%sContent-Type: %s\r\n"
-                      "Content-Length: %llu\r\n%sAccept-Ranges: bytes\r\nETag: %s\r\n"
-                      "Cache-Control: no-cache\r\nConnection: %s\r\n\r\n",
-                      pr > 0 ? "206 Partial Content" : "200 OK", k_cors, ctype,
-                      (unsigned long long)len, cr, etag, keep ? "keep-alive" : "close");
-    bool ok = send_all(fd, hdr, (size_t)hl);
-    if (ok && !head && len > 0) {
-        char *buf = qp_malloc(SEND_BUF);
-        ok = buf != NULL;
-        uint64_t off = a, left = len;
-        while (ok && left > 0) {
-            size_t want = left < SEND_BUF ? (size_t)left : SEND_BUF;
-            ssize_t got = pread(f, buf, want, (off_t)off);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) ok = false; /* file shrank: the connection is unusable now */
-            else {
-                ok = send_all(fd, buf, (size_t)got);
-                off += (uint64_t)got;
-                left -= (uint64_t)got;
-            }
-        }
-        qp_free(buf);
+    uint64_t len = size ? last - first + 1 : 0;
+    struct MHD_Response *resp;
+    if (len > 0) {
+        resp = MHD_create_response_from_fd_at_offset64(len, fd, first); /* owns fd */
+        if (!resp) close(fd);
+    } else {
+        close(fd);
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     }
-    close(f);
+    if (!resp) return MHD_NO;
+    for (size_t i = 0; i < N_CORS; i += 2) MHD_add_response_header(resp, k_cors[i], k_cors[i + 1]);
+    size_t bl = strlen(rel);
+    bool json = bl >= 5 && strcmp(rel + bl - 5, ".json") == 0;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            json ? "application/json" : "application/octet-stream");
+    if (rs == QP_HTTP_RANGE_OK) {
+        snprintf(crange, sizeof crange, "bytes %llu-%llu/%llu", (unsigned long long)first,
+                 (unsigned long long)last, (unsigned long long)size);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, crange);
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    status = rs == QP_HTTP_RANGE_OK ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK;
     if (sv->verbose)
-        fprintf(stderr, "quantpack serve: %s %s -> %d (%llu bytes)\n", method, path,
-                pr > 0 ? 206 : 200, (unsigned long long)len);
-    return ok && keep;
+        fprintf(stderr, "quantpack serve: %s /%s -> %u (%llu bytes)\n", req->method, rel, status,
+                (unsigned long long)len);
+    return qp_http_respond(req, status, resp);
 }
 
-typedef struct conn {
-    server *sv;
-    int fd;
-    int slot;
-} conn;
-
-static void handle_conn(server *sv, int fd) {
-    char *buf = qp_malloc(MAX_HEADER + 1);
-    if (!buf) return;
-    size_t have = 0;
-    for (;;) {
-        /* Read until the end of the headers. */
-        char *end = NULL;
-        while (!(end = have ? strstr(buf, "\r\n\r\n") : NULL)) {
-            if (have >= MAX_HEADER) {
-                send_simple(fd, 431, "Request Header Fields Too Large", NULL, false, false);
-                qp_free(buf);
-                return;
-            }
-            ssize_t r = recv(fd, buf + have, MAX_HEADER - have, 0);
-            if (r < 0 && errno == EINTR && !g_stop) continue;
-            if (r <= 0) {
-                qp_free(buf);
-                return;
-            }
-            have += (size_t)r;
-            buf[have] = '\0';
-            if (memchr(buf, '\0', have)) {
-                send_simple(fd, 400, "Bad Request", NULL, false, false);
-                qp_free(buf);
-                return;
-            }
-        }
-        size_t req_len = (size_t)(end - buf) + 4;
-        *end = '\0';
-        /* Request line. */
-        char *line_end = strstr(buf, "\r\n");
-        if (line_end) *line_end = '\0';
-        char *sp1 = strchr(buf, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-        if (!sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) {
-            send_simple(fd, 400, "Bad Request", NULL, false, false);
-            break;
-        }
-        *sp1 = '\0';
-        *sp2 = '\0';
-        char *method = buf, *target = sp1 + 1;
-        bool http10 = strcmp(sp2 + 1, "HTTP/1.0") == 0;
-        char *hn[64], *hv[64];
-        int nh = 0;
-        bool bad = false, has_body = false;
-        for (char *p = line_end ? line_end + 2 : NULL; p && *p && nh < 64;) {
-            char *nl = strstr(p, "\r\n");
-            if (nl) *nl = '\0';
-            char *colon = strchr(p, ':');
-            if (!colon) {
-                bad = true;
-                break;
-            }
-            *colon = '\0';
-            char *v = colon + 1;
-            while (*v == ' ' || *v == '\t') v++;
-            size_t vl = strlen(v);
-            while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) v[--vl] = '\0';
-            hn[nh] = p;
-            hv[nh++] = v;
-            if ((strcasecmp(p, "Content-Length") == 0 && strcmp(v, "0") != 0) ||
-                strcasecmp(p, "Transfer-Encoding") == 0)
-                has_body = true;
-            p = nl ? nl + 2 : NULL;
-        }
-        if (bad) {
-            send_simple(fd, 400, "Bad Request", NULL, false, false);
-            break;
-        }
-        const char *connh = find_header(hn, hv, nh, "Connection");
-        bool keep = !http10 && !has_body && !g_stop && !(connh && strcasecmp(connh, "close") == 0);
-        if (http10 && connh && strcasecmp(connh, "keep-alive") == 0 && !has_body) keep = true;
-        if (!serve_request(sv, fd, method, target, hn, hv, nh, keep)) break;
-        memmove(buf, buf + req_len, have - req_len);
-        have -= req_len;
-        buf[have] = '\0';
-    }
-    qp_free(buf);
-}
-
-static void *conn_main(void *arg) {
-    conn c = *(conn *)arg;
-    qp_free(arg);
-    handle_conn(c.sv, c.fd);
-    pthread_mutex_lock(&c.sv->mu);
-    c.sv->fds[c.slot] = -1;
-    close(c.fd);
-    c.sv->active--;
-    pthread_cond_broadcast(&c.sv->cv);
-    pthread_mutex_unlock(&c.sv->mu);
-    return NULL;
-}
+/* ---- listening socket and command --------------------------------------------------------- */
 
 /* The listening socket, or -1 with the reason in e. */
 static int open_listener(const char *bind_addr, const char *port, char *shown, size_t cap, qp_err *e) {
@@ -453,6 +298,14 @@ static int open_listener(const char *bind_addr, const char *port, char *shown, s
     return fd;
 }
 
+static void serve_log(const char *msg) { fprintf(stderr, "quantpack: serve: %s\n", msg); }
+
+static void server_free(server *sv) {
+    for (int i = 0; i < sv->n_etags; i++) qp_free(sv->etags[i].name);
+    qp_free(sv->etags);
+    if (sv->root_fd >= 0) close(sv->root_fd);
+}
+
 int qp_cmd_serve(int argc, char **argv) {
     const char *dir = NULL, *bind_addr = "127.0.0.1";
     int64_t port_n = 8765;
@@ -467,7 +320,9 @@ int qp_cmd_serve(int argc, char **argv) {
                             "usage: quantpack serve DIR [--port P] [--bind ADDR] [--verbose]\n\n"
                             "Serves an RDRR directory over HTTP/1.1 (GET, HEAD, OPTIONS; \"/\" is\n"
                             "manifest.json; byte ranges; ETag = shard SHA-256; CORS for DOPPLER).\n"
-                            "Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.\n",
+                            "Only regular files are served: dot paths, symlinks and FIFOs get 403.\n"
+                            "Limits: 512 connections, 64 per client address, 32 KiB of headers, a\n"
+                            "request must arrive within 10 s. Stops on Ctrl-C (SIGINT) or SIGTERM.\n",
                             NULL, opts, 3, 0, &dir, 1, NULL, NULL};
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
@@ -476,90 +331,35 @@ int qp_cmd_serve(int argc, char **argv) {
     snprintf(port, sizeof port, "%d", (int)port_n);
     static server sv;
     memset(&sv, 0, sizeof sv);
-    if (!realpath(dir, sv.root) || !qp_path_is_dir(sv.root))
+    sv.root_fd = -1;
+    if (!realpath(dir, sv.root) ||
+        (sv.root_fd = open(sv.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         return qp_cli_error(QP_ERR_IO, "serve: %s is not a directory", dir);
-    sv.root_len = strlen(sv.root);
-    if (sv.root_len == 1) sv.root_len = 0; /* "/" */
     sv.verbose = verbose;
-    for (int i = 0; i < MAX_CONNS; i++) sv.fds[i] = -1;
-    pthread_mutex_init(&sv.mu, NULL);
-    pthread_cond_init(&sv.cv, NULL);
     load_etags(&sv);
 
     char shown[NI_MAXHOST + NI_MAXSERV + 8];
     qp_err e;
     qp_err_clear(&e);
     int lfd = open_listener(bind_addr, port, shown, sizeof shown, &e);
-    if (lfd < 0) return qp_cli_fail(&e);
-    if (pipe(g_wake) != 0) {
-        close(lfd);
-        return qp_cli_error(QP_ERR_IO, "serve: cannot make a pipe: %s", strerror(errno));
+    if (lfd < 0) {
+        server_free(&sv);
+        return qp_cli_fail(&e);
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    const qp_http_route routes[] = {{"/", serve_file, &sv, 0}};
+    const qp_http_limits limits = QP_HTTP_LIMITS_DEFAULT;
+    char err[256];
+    qp_http_server *hs = qp_http_server_start(lfd, routes, sizeof routes / sizeof routes[0],
+                                              &limits, verbose ? serve_log : NULL, err, sizeof err);
+    if (!hs) {
+        server_free(&sv);
+        return qp_cli_error(QP_ERR_IO, "serve: %s", err);
+    }
     fprintf(stderr, "quantpack: serving %s on http://%s/ (Ctrl-C stops)\n", sv.root, shown);
     fflush(stderr);
-
-    while (!g_stop) {
-        struct pollfd p[2] = {{lfd, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
-        int r = poll(p, 2, 1000);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0 || !(p[0].revents & POLLIN)) continue;
-        int cfd = accept(lfd, NULL, NULL);
-        if (cfd < 0) continue;
-        struct timeval tv = {IO_TIMEOUT_S, 0};
-        setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        pthread_mutex_lock(&sv.mu);
-        while (sv.active >= MAX_CONNS && !g_stop) pthread_cond_wait(&sv.cv, &sv.mu);
-        int slot = -1;
-        for (int i = 0; i < MAX_CONNS && slot < 0; i++)
-            if (sv.fds[i] < 0) slot = i;
-        conn *c = slot >= 0 ? qp_malloc(sizeof *c) : NULL;
-        pthread_t th;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&at, 256 << 10);
-        if (c) {
-            c->sv = &sv;
-            c->fd = cfd;
-            c->slot = slot;
-            sv.fds[slot] = cfd;
-            sv.active++;
-            if (pthread_create(&th, &at, conn_main, c) != 0) {
-                sv.fds[slot] = -1;
-                sv.active--;
-                qp_free(c);
-                c = NULL;
-            }
-        }
-        pthread_attr_destroy(&at);
-        pthread_mutex_unlock(&sv.mu);
-        if (!c) close(cfd);
-    }
-    /* Shutdown: stop accepting, wake every connection, wait for the threads (bounded). */
-    close(lfd);
-    pthread_mutex_lock(&sv.mu);
-    for (int i = 0; i < MAX_CONNS; i++)
-        if (sv.fds[i] >= 0) shutdown(sv.fds[i], SHUT_RDWR);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 5;
-    while (sv.active > 0)
-        if (pthread_cond_timedwait(&sv.cv, &sv.mu, &until) != 0) break;
-    int left = sv.active;
-    pthread_mutex_unlock(&sv.mu);
-    fprintf(stderr, "quantpack: serve stopped%s\n", left ? " (some connections still open)" : "");
-    if (left) return QP_EXIT_OK; /* threads hold sv; exiting the process ends them */
-    for (int i = 0; i < sv.n_etags; i++) qp_free(sv.etags[i].name);
-    qp_free(sv.etags);
-    close(g_wake[0]);
-    close(g_wake[1]);
+    int sig = qp_http_server_wait(hs);
+    qp_http_server_stop(hs);
+    fprintf(stderr, "quantpack: serve stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server_free(&sv);
     return QP_EXIT_OK;
 }

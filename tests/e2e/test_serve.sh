@@ -10,15 +10,10 @@ command -v curl >/dev/null || { echo "skipped: curl is not installed"; exit 77; 
 rm -rf "$T"; mkdir -p "$T"
 "$B/quantpack" convert "$FX/llama-gqa-untied" --to rdrr --quant F16 -o "$T/m" --shard-size 262144 --quiet || exit 1
 echo secret > "$T/outside.txt"
-"$B/quantpack" serve "$T/m" --port 0 2> "$T/log" &
-PID=$!
+. "$(dirname "$0")/serve_util.sh"
+serve_start "$T/m" "$T/log"
 cleanup() { kill -INT $PID 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-for i in $(seq 50); do grep -q "http://" "$T/log" && break; sleep 0.1; done
-URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$T/log" | head -1)
-[ -n "$URL" ] || { echo "FAIL: server did not start: $(cat "$T/log")"; exit 1; }
-pass=0; fail=0
-ok() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; fi; }
 S0="$T/m/shard_00000.bin"; SIZE=$(stat -c %s "$S0")
 H0=$(sha256sum "$S0" | cut -d' ' -f1)
 C="curl -s --max-time 10"
@@ -85,5 +80,4 @@ ok "SIGINT stops the server" '! kill -0 $PID 2>/dev/null'
 wait $PID; rc=$?
 ok "clean exit code ($rc)" '[ $rc -eq 0 ]'
 trap - EXIT; rm -rf "$T"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
