@@ -177,11 +177,17 @@ static int run_ours(const char *path, int threads, const int32_t *prompt, int np
     }
     int32_t tok = qp_logits_argmax(lg, nv);
     r->first_token = tok;
-    for (int i = 0; i < ng; i++) {
-        qp_runtime_forward(rt, tok, np + i, &lg, &e);
-        tok = qp_logits_argmax(lg, nv);
+    for (int i = 0; i < ng && st == QP_OK; i++) {
+        st = qp_runtime_forward(rt, tok, np + i, &lg, &e);
+        if (st == QP_OK) tok = qp_logits_argmax(lg, nv);
     }
     double t2 = now_s();
+    if (st != QP_OK) {
+        fprintf(stderr, "bench: %s\n", e.msg);
+        qp_runtime_free(rt);
+        qp_model_close(m);
+        return 1;
+    }
     r->prompt_tps = np / (t1 - t0);
     r->decode_tps = ng / (t2 - t1);
     qp_runtime_free(rt);

@@ -122,10 +122,11 @@ static int run(int argc, char **argv, bool decode) {
         qp_fail(&e, QP_ERR_NOMEM, "%s: cannot hold %lld elements in memory", a.in, (long long)n);
         return qp_cli_fail(&e);
     }
+    qp_status s = QP_OK;
     if (decode) {
         char why[256] = "";
         if (t->validate && !t->validate(in.data, n, why, sizeof why)) {
-            qp_fail(&e, QP_ERR_CORRUPT, "%s: bad %s data: %s", a.in, t->name, why);
+            s = qp_fail(&e, QP_ERR_CORRUPT, "%s: bad %s data: %s", a.in, t->name, why);
         } else {
             qp_encoding_dequantize_tensor(enc, in.data, x, n);
             for (int64_t i = 0; i < n; i++) qp_store_f32le(buf + 4 * i, x[i]);
@@ -141,9 +142,9 @@ static int run(int argc, char **argv, bool decode) {
     }
     qp_file_unmap(&in);
     qp_free(x);
-    if (e.status == QP_OK) qp_file_write_atomic(a.out, buf, out_bytes, &e);
+    if (s == QP_OK) s = qp_file_write_atomic(a.out, buf, out_bytes, &e);
     qp_free(buf);
-    if (e.status != QP_OK) return qp_cli_fail(&e);
+    if (s != QP_OK) return qp_cli_fail(&e);
     fprintf(stderr, "quantpack: %s %lld rows x %lld cols as %s: %zu bytes -> %s\n",
             decode ? "decoded" : "encoded", (long long)rows, (long long)a.cols, t->name, out_bytes, a.out);
     return QP_EXIT_OK;

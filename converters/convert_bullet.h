@@ -30,9 +30,9 @@ typedef struct qp_bullet_convert_stats {
 } qp_bullet_convert_stats;
 
 /* Writes src to out_path atomically. A .bullet source is re-packed verbatim. */
-qp_status qp_convert_to_bullet(const qp_model *src, const char *out_path,
-                               const qp_bullet_convert_opts *o, qp_bullet_convert_stats *st,
-                               qp_err *e);
+QP_NODISCARD qp_status qp_convert_to_bullet(const qp_model *src, const char *out_path,
+                                            const qp_bullet_convert_opts *o, qp_bullet_convert_stats *st,
+                                            qp_err *e);
 
 /* ---- heads (converters/bullet_heads.c) ----------------------------------------------------- */
 
@@ -47,8 +47,8 @@ typedef struct qp_bullet_heads {
 /* Opens the head weights and finds "<task>_head.weight" (or "<task>") for every task, each
  * [n_out, hidden]; labels from __metadata__ "<task>_labels" (a JSON array or a comma list),
  * else "0".."n_out-1". */
-qp_status qp_bullet_heads_load(const char *path, const char *const *tasks, int n_tasks,
-                               int64_t hidden, qp_bullet_heads *h, qp_err *e);
+QP_NODISCARD qp_status qp_bullet_heads_load(const char *path, const char *const *tasks, int n_tasks,
+                                            int64_t hidden, qp_bullet_heads *h, qp_err *e);
 void qp_bullet_heads_free(qp_bullet_heads *h);
 
 /* A task head of a .bullet model: its tensor ("<task>_head.weight") and labels. */
@@ -58,8 +58,8 @@ typedef struct qp_bullet_task_head {
     char **labels;                /* qp_malloc'd block; n_out entries */
 } qp_bullet_task_head;
 
-qp_status qp_bullet_task_head_get(const qp_model *m, const char *task, qp_bullet_task_head *h,
-                                  qp_err *e);
+QP_NODISCARD qp_status qp_bullet_task_head_get(const qp_model *m, const char *task, qp_bullet_task_head *h,
+                                               qp_err *e);
 void qp_bullet_task_head_free(qp_bullet_task_head *h);
 /* scores[k] = row k of the head . hidden (through the encodings table). */
 void qp_bullet_task_scores(const qp_bullet_task_head *h, const float *hidden, float *scores);

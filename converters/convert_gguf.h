@@ -32,13 +32,15 @@ typedef struct qp_convert_opts {
 /* Fills the recipe options the source implies (q/k permutation, sort, layer count, 70B). */
 void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_recipe_opts *ro);
 /* The plan of converting m with o. */
-qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e);
+QP_NODISCARD qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan,
+                                            qp_err *e);
 /* Converts m to a GGUF file at out_path following plan (from qp_convert_gguf_plan). Nothing
  * appears at out_path unless everything succeeded. */
-qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp_convert_opts *o,
-                                const char *out_path, qp_err *e);
+QP_NODISCARD qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp_convert_opts *o,
+                                             const char *out_path, qp_err *e);
 /* Plan + write. */
-qp_status qp_convert_gguf(const qp_model *m, const qp_convert_opts *o, const char *out_path, qp_err *e);
+QP_NODISCARD qp_status qp_convert_gguf(const qp_model *m, const qp_convert_opts *o, const char *out_path,
+                                       qp_err *e);
 
 /* The GGUF architecture name written for m ("llama", "qwen2", "bitnet"); NULL when unknown. */
 const char *qp_convert_gguf_arch(const qp_model *m);
@@ -47,7 +49,7 @@ const char *qp_convert_gguf_arch(const qp_model *m);
  * llama2.c): general.*, <arch>.* with llama.cpp's exact types and tokenizer.ggml.* from
  * m->vocab; general.quantization_version and general.file_type last. */
 struct qp_gguf_writer;
-qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
-                              struct qp_gguf_writer *w, qp_err *e);
+QP_NODISCARD qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
+                                           struct qp_gguf_writer *w, qp_err *e);
 
 #endif

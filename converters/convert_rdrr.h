@@ -45,8 +45,8 @@ typedef struct qp_rdrr_convert_result {
 
 /* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.
  * res may be NULL. */
-qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, const char *out_dir,
-                          qp_rdrr_convert_result *res, qp_err *e);
+QP_NODISCARD qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, const char *out_dir,
+                                       qp_rdrr_convert_result *res, qp_err *e);
 
 /* The Llama-style inference block doppler-gpu 0.5.1 accepts, unfilled (caller owns it). */
 struct cJSON *qp_rdrr_default_inference(void);
@@ -59,6 +59,6 @@ const char *qp_rdrr_dtype_name(qp_encoding enc);
 
 /* A SentencePiece tokenizer.model (protobuf) from an SPM vocabulary (pieces, scores, types, BPE
  * model type, byte fallback, special ids). *out is qp_malloc'd. */
-qp_status qp_rdrr_spm_model_bytes(const qp_vocab *v, uint8_t **out, size_t *out_len, qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_spm_model_bytes(const qp_vocab *v, uint8_t **out, size_t *out_len, qp_err *e);
 
 #endif

@@ -98,7 +98,7 @@ typedef struct qp_recipe_opts {
  * QP_ERR_UNSUPPORTED naming it (a converter never drops what it does not understand). Also fails
  * with QP_ERR_UNSUPPORTED naming the tensor when a quantized source tensor would have to be
  * requantized without allow_requantize, or when a source encoding cannot be decoded. */
-qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e);
+QP_NODISCARD qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e);
 void qp_plan_free(qp_plan *p);
 
 /* llama.cpp's use_more_bits(i, n). */

@@ -76,16 +76,17 @@ const char *qp_trillim_dtype_name(uint8_t dtype);
  * path bytes (non-empty, no NUL, UTF-8), action and dtype codes, shard indices, data_size ==
  * rows x cols x element size, has_scale 0/1, LoRA block shape. Offsets against shard sizes are
  * checked by qp_trillim_manifest_check_shards. */
-qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *file,
-                                    qp_trillim_manifest **out, qp_err *e);
-qp_status qp_trillim_manifest_read(const char *path, qp_trillim_manifest **out, qp_err *e);
+QP_NODISCARD qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *file,
+                                                 qp_trillim_manifest **out, qp_err *e);
+QP_NODISCARD qp_status qp_trillim_manifest_read(const char *path, qp_trillim_manifest **out, qp_err *e);
 /* Every data/scale/LoRA range [offset, offset+size) must lie inside its shard (shard_sizes). */
-qp_status qp_trillim_manifest_check_shards(const qp_trillim_manifest *m, const uint64_t *shard_sizes,
-                                           const char *file, qp_err *e);
+QP_NODISCARD qp_status qp_trillim_manifest_check_shards(const qp_trillim_manifest *m,
+                                                        const uint64_t *shard_sizes, const char *file,
+                                                        qp_err *e);
 void qp_trillim_manifest_free(qp_trillim_manifest *m);
 /* The SDK's byte layout; *out is qp_malloc'd. */
-qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
-                                        qp_err *e);
+QP_NODISCARD qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
+                                                     qp_err *e);
 
 /* The SDK v1 ModelConfig, as from_config_json(config.json, model_dir) computes it. */
 typedef struct qp_trillim_config {
@@ -101,15 +102,16 @@ typedef struct qp_trillim_config {
     char norm_eps_text[40], rope_theta_text[40]; /* Python str() of the floats */
 } qp_trillim_config;
 
-qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e);
+QP_NODISCARD qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e);
 
 /* Builds the manifest for the safetensors model in model_dir (model.safetensors or the index)
  * and, when adapter_dir is non-NULL, the LoRA block from adapter_config.json +
  * adapter_model.safetensors. Tensor order, actions, padding and skip rules as SDK v1. */
-qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
-                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e);
+QP_NODISCARD qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
+                                                 const char *adapter_dir, qp_trillim_manifest **out,
+                                                 qp_err *e);
 /* LoRA rank ("r") of adapter_dir/adapter_config.json. */
-qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e);
+QP_NODISCARD qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e);
 
 /* Python's repr/str of a float (shortest round-trip digits, "1e-05", "10000.0"). */
 void qp_trillim_py_float(double v, char *buf, size_t cap);

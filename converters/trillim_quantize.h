@@ -26,7 +26,7 @@ typedef struct qp_trillim_quant_opts {
 
 /* Validates everything (manifest against its shards and the options, the role of every entry)
  * before writing; outputs appear only when every file succeeded. */
-qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
-                              qp_err *e);
+QP_NODISCARD qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
+                                           qp_err *e);
 
 #endif

@@ -21,15 +21,15 @@
 
 typedef struct qp_sha256 qp_sha256;
 
-qp_status qp_sha256_new(qp_sha256 **out, qp_err *e);
-qp_status qp_sha256_update(qp_sha256 *h, const void *data, size_t n, qp_err *e);
+QP_NODISCARD qp_status qp_sha256_new(qp_sha256 **out, qp_err *e);
+QP_NODISCARD qp_status qp_sha256_update(qp_sha256 *h, const void *data, size_t n, qp_err *e);
 /* Writes the digest and resets h for a new message. */
-qp_status qp_sha256_final(qp_sha256 *h, uint8_t out[QP_SHA256_BYTES], qp_err *e);
+QP_NODISCARD qp_status qp_sha256_final(qp_sha256 *h, uint8_t out[QP_SHA256_BYTES], qp_err *e);
 void qp_sha256_free(qp_sha256 *h); /* NULL is fine */
 
-qp_status qp_sha256_once(const void *data, size_t n, uint8_t out[QP_SHA256_BYTES], qp_err *e);
+QP_NODISCARD qp_status qp_sha256_once(const void *data, size_t n, uint8_t out[QP_SHA256_BYTES], qp_err *e);
 /* Streams the file (no mapping); hex is 64 lowercase digits + NUL. */
-qp_status qp_hash_sha256_file(const char *path, char hex[QP_SHA256_HEX], qp_err *e);
+QP_NODISCARD qp_status qp_hash_sha256_file(const char *path, char hex[QP_SHA256_HEX], qp_err *e);
 
 /* n bytes -> 2n lowercase hex digits + NUL. */
 void qp_hex_encode(const uint8_t *bytes, size_t n, char *out);
@@ -39,12 +39,12 @@ int qp_hex_decode(const char *hex, uint8_t *out, size_t n);
 /* Streaming Merkle root over fixed-size blocks (see the top of this file). */
 typedef struct qp_merkle qp_merkle;
 
-qp_status qp_merkle_new(size_t block_size, qp_merkle **out, qp_err *e);
-qp_status qp_merkle_update(qp_merkle *m, const void *data, size_t n, qp_err *e);
+QP_NODISCARD qp_status qp_merkle_new(size_t block_size, qp_merkle **out, qp_err *e);
+QP_NODISCARD qp_status qp_merkle_update(qp_merkle *m, const void *data, size_t n, qp_err *e);
 /* Writes the root and resets m for new data. */
-qp_status qp_merkle_final(qp_merkle *m, uint8_t root[QP_SHA256_BYTES], qp_err *e);
+QP_NODISCARD qp_status qp_merkle_final(qp_merkle *m, uint8_t root[QP_SHA256_BYTES], qp_err *e);
 void qp_merkle_free(qp_merkle *m); /* NULL is fine */
-qp_status qp_merkle_root(const void *data, size_t n, size_t block_size,
-                         uint8_t root[QP_SHA256_BYTES], qp_err *e);
+QP_NODISCARD qp_status qp_merkle_root(const void *data, size_t n, size_t block_size,
+                                      uint8_t root[QP_SHA256_BYTES], qp_err *e);
 
 #endif

@@ -53,9 +53,10 @@ qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *wh
     qp_status s = QP_OK;
     for (const cJSON *it = obj->child; it && s == QP_OK; it = it->next) {
         const char *k = it->string ? it->string : "";
-        int r = qp_strmap_put(&seen, k, strlen(k), 0);
-        if (r < 0) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory checking keys of %s", file, what);
-        else if (r == 0) s = qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate key '%.200s' in %s", file, k, what);
+        bool added;
+        if (qp_strmap_put(&seen, k, strlen(k), 0, &added) != QP_OK)
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory checking keys of %s", file, what);
+        else if (!added) s = qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate key '%.200s' in %s", file, k, what);
     }
     qp_strmap_free(&seen);
     return s;

@@ -33,6 +33,6 @@ const char *qp_json_kind(const cJSON *it);
 
 /* QP_ERR_CORRUPT naming the first key that appears twice among obj's members ("<file>:
  * duplicate key 'k' in <what>"), QP_ERR_NOMEM, or QP_OK (also for NULL or a non-object). */
-qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *what, qp_err *e);
+QP_NODISCARD qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *what, qp_err *e);
 
 #endif

@@ -60,22 +60,21 @@ void qp_model_close(qp_model *m) {
 
 qp_arena *qp_model_arena(qp_model *m) { return &m->priv->arena; }
 
-int qp_model_add_file(qp_model *m, const char *path, qp_err *e) {
+qp_status qp_model_add_file(qp_model *m, const char *path, int *index, qp_err *e) {
     qp_model_priv *p = m->priv;
     if (p->n_files == p->cap_files) {
         int nc = p->cap_files ? p->cap_files * 2 : 4;
         qp_mapped_file *nf = qp_realloc(p->files, (size_t)nc * sizeof *nf);
-        if (!nf) {
-            qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-            return -1;
-        }
+        if (!nf) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
         p->files = nf;
         p->cap_files = nc;
     }
     qp_mapped_file f = {0};
-    if (qp_file_map(path, &f, e) != QP_OK) return -1;
+    qp_status s = qp_file_map(path, &f, e);
+    if (s != QP_OK) return s;
     p->files[p->n_files] = f;
-    return p->n_files++;
+    *index = p->n_files++;
+    return QP_OK;
 }
 
 const qp_mapped_file *qp_model_file(const qp_model *m, int index) {
@@ -95,54 +94,43 @@ static bool grow_array(void **arr, int64_t *cap, int64_t n, size_t elem) {
     return true;
 }
 
-qp_tensor *qp_model_add_tensor(qp_model *m, const char *name, size_t name_len, qp_err *e) {
+qp_status qp_model_add_tensor(qp_model *m, const char *name, size_t name_len, qp_tensor **out,
+                              qp_err *e) {
     qp_model_priv *p = m->priv;
     char *nm = qp_arena_strndup(&p->arena, name, name_len);
-    if (!nm || !grow_array((void **)&m->tensors, &p->cap_tensors, m->n_tensors, sizeof(qp_tensor))) {
-        qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding a tensor", m->path);
-        return NULL;
-    }
-    int r = qp_strmap_put(&p->by_name, nm, name_len, m->n_tensors);
-    if (r < 0) {
-        qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding a tensor", m->path);
-        return NULL;
-    }
-    if (r == 0) {
-        qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate tensor name '%s'", m->path, nm);
-        return NULL;
-    }
+    if (!nm || !grow_array((void **)&m->tensors, &p->cap_tensors, m->n_tensors, sizeof(qp_tensor)))
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding a tensor", m->path);
+    bool added;
+    if (qp_strmap_put(&p->by_name, nm, name_len, m->n_tensors, &added) != QP_OK)
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding a tensor", m->path);
+    if (!added) return qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate tensor name '%s'", m->path, nm);
     qp_tensor *t = &m->tensors[m->n_tensors++];
     memset(t, 0, sizeof *t);
     t->name = nm;
     t->n_dims = 1;
     for (int i = 0; i < QP_MAX_DIMS; i++) t->ne[i] = 1;
-    return t;
+    *out = t;
+    return QP_OK;
 }
 
-qp_meta *qp_model_add_meta(qp_model *m, const char *key, size_t key_len, qp_err *e) {
+qp_status qp_model_add_meta(qp_model *m, const char *key, size_t key_len, qp_meta **out, qp_err *e) {
     qp_model_priv *p = m->priv;
-    if (qp_strmap_get(&p->by_meta, key, key_len, NULL)) {
-        qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate metadata key '%.*s'", m->path,
-                (int)(key_len > 200 ? 200 : key_len), key);
-        return NULL;
-    }
+    if (qp_strmap_get(&p->by_meta, key, key_len, NULL))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate metadata key '%.*s'", m->path,
+                       (int)(key_len > 200 ? 200 : key_len), key);
     char *k = qp_arena_strndup(&p->arena, key, key_len);
-    if (!k || !grow_array((void **)&m->meta, &p->cap_meta, m->n_meta, sizeof(qp_meta))) {
-        qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding metadata", m->path);
-        return NULL;
-    }
-    if (qp_strmap_put(&p->by_meta, k, key_len, m->n_meta) < 0) {
-        qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding metadata", m->path);
-        return NULL;
-    }
+    if (!k || !grow_array((void **)&m->meta, &p->cap_meta, m->n_meta, sizeof(qp_meta)) ||
+        qp_strmap_put(&p->by_meta, k, key_len, m->n_meta, NULL) != QP_OK)
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory adding metadata", m->path);
     qp_meta *md = &m->meta[m->n_meta++];
     memset(md, 0, sizeof *md);
     md->key = k;
     md->n = 1;
-    return md;
+    *out = md;
+    return QP_OK;
 }
 
-qp_status qp_model_add_problem(qp_model *m, const char *fmt, ...) {
+void qp_model_add_problem(qp_model *m, const char *fmt, ...) {
     qp_model_priv *p = m->priv;
     char buf[512];
     va_list ap;
@@ -151,9 +139,8 @@ qp_status qp_model_add_problem(qp_model *m, const char *fmt, ...) {
     va_end(ap);
     char *s = qp_arena_strdup(&p->arena, buf);
     if (!s || !grow_array((void **)&m->problems, &p->cap_problems, m->n_problems, sizeof(char *)))
-        return QP_ERR_NOMEM;
+        return; /* findings are advisory: one that cannot be stored is dropped */
     m->problems[m->n_problems++] = s;
-    return QP_OK;
 }
 
 qp_status qp_model_finish(qp_model *m, qp_err *e) {
@@ -162,9 +149,10 @@ qp_status qp_model_finish(qp_model *m, qp_err *e) {
     for (int64_t i = 0; i < m->n_tensors; i++) {
         const char *c = m->tensors[i].canon;
         if (!c) continue;
-        int r = qp_strmap_put(&p->by_canon, c, strlen(c), i);
-        if (r < 0) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
-        if (r == 0) {
+        bool added;
+        if (qp_strmap_put(&p->by_canon, c, strlen(c), i, &added) != QP_OK)
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        if (!added) {
             qp_model_add_problem(m, "tensors '%s' and another both map to '%s'; using the first",
                                  m->tensors[i].name, c);
         }
@@ -213,16 +201,9 @@ qp_status qp_tensor_set_shape_outer_first(qp_tensor *t, const int64_t *dims, int
     return QP_OK;
 }
 
-static qp_status meta_scalar(qp_model *m, const char *key, qp_meta **out, qp_err *e) {
-    qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
-    if (!md) return e ? e->status : QP_ERR_NOMEM;
-    *out = md;
-    return QP_OK;
-}
-
 qp_status qp_model_meta_str(qp_model *m, const char *key, const char *val, size_t len, qp_err *e) {
     qp_meta *md = NULL;
-    qp_status s = meta_scalar(m, key, &md, e);
+    qp_status s = qp_model_add_meta(m, key, strlen(key), &md, e);
     if (s != QP_OK) return s;
     md->type = QP_META_STRING;
     md->str = qp_arena_strndup(&m->priv->arena, val, len);
@@ -232,7 +213,7 @@ qp_status qp_model_meta_str(qp_model *m, const char *key, const char *val, size_
 
 qp_status qp_model_meta_u32(qp_model *m, const char *key, uint32_t v, qp_err *e) {
     qp_meta *md = NULL;
-    qp_status s = meta_scalar(m, key, &md, e);
+    qp_status s = qp_model_add_meta(m, key, strlen(key), &md, e);
     if (s != QP_OK) return s;
     md->type = QP_META_U32;
     md->v.u = v;
@@ -241,7 +222,7 @@ qp_status qp_model_meta_u32(qp_model *m, const char *key, uint32_t v, qp_err *e)
 
 qp_status qp_model_meta_f32(qp_model *m, const char *key, float v, qp_err *e) {
     qp_meta *md = NULL;
-    qp_status s = meta_scalar(m, key, &md, e);
+    qp_status s = qp_model_add_meta(m, key, strlen(key), &md, e);
     if (s != QP_OK) return s;
     md->type = QP_META_F32;
     md->v.f = v;

@@ -24,8 +24,8 @@ qp_status qp_fail(qp_err *e, qp_status s, const char *fmt, ...) {
     return s;
 }
 
-qp_status qp_err_prefix(qp_err *e, const char *fmt, ...) {
-    if (!e) return QP_OK;
+void qp_err_prefix(qp_err *e, const char *fmt, ...) {
+    if (!e) return;
     char prefix[QP_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -36,5 +36,4 @@ qp_status qp_err_prefix(qp_err *e, const char *fmt, ...) {
     memmove(e->msg + pl, e->msg, ml);
     memcpy(e->msg, prefix, pl);
     e->msg[pl + ml] = '\0';
-    return e->status;
 }

@@ -9,11 +9,11 @@
 
 /* Records (s, message) in *sticky unless it already holds a failure, then copies the sticky
  * failure (the first one) to e. Returns its status. */
-qp_status qp_sticky_fail(qp_err *sticky, qp_err *e, qp_status s, const char *fmt, ...)
+QP_NODISCARD qp_status qp_sticky_fail(qp_err *sticky, qp_err *e, qp_status s, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Records a failure reported by a callee in `from` (status and message) the same way. */
-qp_status qp_sticky_take(qp_err *sticky, qp_err *e, const qp_err *from);
+QP_NODISCARD qp_status qp_sticky_take(qp_err *sticky, qp_err *e, const qp_err *from);
 /* The sticky state: QP_OK while healthy; otherwise copies the first failure to e. */
-qp_status qp_sticky_check(const qp_err *sticky, qp_err *e);
+QP_NODISCARD qp_status qp_sticky_check(const qp_err *sticky, qp_err *e);
 
 #endif

@@ -27,7 +27,7 @@ static bool find_slot(const qp_strmap *m, const char *key, size_t len, size_t *s
     }
 }
 
-static int grow(qp_strmap *m) {
+static bool grow(qp_strmap *m) {
     size_t ncap = m->cap ? m->cap * 2 : 64;
     qp_strmap n = {0};
     n.cap = ncap;
@@ -36,7 +36,7 @@ static int grow(qp_strmap *m) {
     n.vals = qp_calloc(ncap, sizeof *n.vals);
     if (!n.keys || !n.key_lens || !n.vals) {
         qp_strmap_free(&n);
-        return -1;
+        return false;
     }
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->keys[i]) continue;
@@ -49,18 +49,20 @@ static int grow(qp_strmap *m) {
     }
     qp_strmap_free(m);
     *m = n;
-    return 0;
+    return true;
 }
 
-int qp_strmap_put(qp_strmap *m, const char *key, size_t len, int64_t val) {
-    if ((m->count + 1) * 2 > m->cap && grow(m) != 0) return -1;
+qp_status qp_strmap_put(qp_strmap *m, const char *key, size_t len, int64_t val, bool *added) {
+    if ((m->count + 1) * 2 > m->cap && !grow(m)) return QP_ERR_NOMEM;
     size_t s;
-    if (find_slot(m, key, len, &s)) return 0;
+    bool found = find_slot(m, key, len, &s);
+    if (added) *added = !found;
+    if (found) return QP_OK;
     m->keys[s] = key;
     m->key_lens[s] = len;
     m->vals[s] = val;
     m->count++;
-    return 1;
+    return QP_OK;
 }
 
 bool qp_strmap_get(const qp_strmap *m, const char *key, size_t len, int64_t *val) {

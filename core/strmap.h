@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quantpack/status.h"
+
 typedef struct qp_strmap {
     const char **keys;
     size_t *key_lens;
@@ -14,9 +16,9 @@ typedef struct qp_strmap {
     size_t cap, count;
 } qp_strmap;
 
-/* Inserts key -> val. Returns 1 when inserted, 0 when the key exists (map unchanged), -1 on
- * allocation failure. */
-int qp_strmap_put(qp_strmap *m, const char *key, size_t len, int64_t val);
+/* Inserts key -> val and sets *added (when non-NULL); when the key exists the map is unchanged
+ * and *added is false. QP_ERR_NOMEM (no message: the caller names the key) on allocation failure. */
+QP_NODISCARD qp_status qp_strmap_put(qp_strmap *m, const char *key, size_t len, int64_t val, bool *added);
 /* Returns true and writes *val when key is present. */
 bool qp_strmap_get(const qp_strmap *m, const char *key, size_t len, int64_t *val);
 void qp_strmap_free(qp_strmap *m);

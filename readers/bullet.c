@@ -100,8 +100,9 @@ static qp_status meta_str(rd *r, const char *key, const char *s, size_t n) {
 }
 
 static qp_status meta_u64(rd *r, const char *key, uint64_t v) {
-    qp_meta *md = qp_model_add_meta(r->m, key, strlen(key), r->e);
-    if (!md) return r->e ? r->e->status : QP_ERR_NOMEM;
+    qp_meta *md;
+    qp_status s = qp_model_add_meta(r->m, key, strlen(key), &md, r->e);
+    if (s != QP_OK) return s;
     md->type = QP_META_U64;
     md->n = 1;
     md->v.u = v;
@@ -109,8 +110,9 @@ static qp_status meta_u64(rd *r, const char *key, uint64_t v) {
 }
 
 static qp_status meta_i32(rd *r, const char *key, int64_t v) {
-    qp_meta *md = qp_model_add_meta(r->m, key, strlen(key), r->e);
-    if (!md) return r->e ? r->e->status : QP_ERR_NOMEM;
+    qp_meta *md;
+    qp_status s = qp_model_add_meta(r->m, key, strlen(key), &md, r->e);
+    if (s != QP_OK) return s;
     md->type = QP_META_I32;
     md->n = 1;
     md->v.i = v;
@@ -139,8 +141,9 @@ static qp_status meta_str_array(rd *r, const char *key, const cJSON *arr, int64_
         memcpy(raw + o + 8, it->valuestring, l);
         o += 8 + l;
     }
-    qp_meta *md = qp_model_add_meta(r->m, key, strlen(key), r->e);
-    if (!md) return r->e ? r->e->status : QP_ERR_NOMEM;
+    qp_meta *md;
+    qp_status s = qp_model_add_meta(r->m, key, strlen(key), &md, r->e);
+    if (s != QP_OK) return s;
     md->type = QP_META_ARRAY;
     md->arr_type = QP_META_STRING;
     md->n = (uint64_t)n;
@@ -447,11 +450,8 @@ static qp_status read_weights(rd *r, uint64_t start, int64_t n_layers, bool want
                         "the same name hash 0x%016" PRIx64 " ('%s')", r->path, prev, at, h, nm);
             break;
         }
-        qp_tensor *t = qp_model_add_tensor(r->m, nm, strlen(nm), r->e);
-        if (!t) {
-            s = r->e ? r->e->status : QP_ERR_NOMEM;
-            break;
-        }
+        qp_tensor *t;
+        if ((s = qp_model_add_tensor(r->m, nm, strlen(nm), &t, r->e)) != QP_OK) break;
         if ((s = qp_tensor_set_shape_outer_first(t, idims, rank, r->e)) != QP_OK) break;
         t->enc = QP_ENC_BQ4;
         t->data = r->d + data_at;
@@ -526,8 +526,9 @@ static qp_status read_weights(rd *r, uint64_t start, int64_t n_layers, bool want
 
 qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     (void)o;
-    int fi = qp_model_add_file(m, path, e);
-    if (fi < 0) return e ? e->status : QP_ERR_IO;
+    int fi;
+    qp_status s = qp_model_add_file(m, path, &fi, e);
+    if (s != QP_OK) return s;
     const qp_mapped_file *mf = qp_model_file(m, fi);
     rd r = {m, path, mf->data, mf->size, e, NULL};
     if (r.size < 5 || r.d[0] != '{')
@@ -543,7 +544,6 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
     r.root = cJSON_ParseWithLengthOpts(json, hl, &end_parse, false);
     if (!r.root) qp_model_add_problem(m, "header is not valid JSON (bullet-core does not need it to be)");
     int64_t hidden, layers, heads, vocab, ctx = 0, tok_start, w_start;
-    qp_status s;
     if ((s = need_int(&r, json, hl, "hidden_size", 1, QP_BULLET_MAX_DIM, &hidden)) != QP_OK ||
         (s = need_int(&r, json, hl, "num_layers", 0, QP_BULLET_MAX_LAYERS, &layers)) != QP_OK ||
         (s = need_int(&r, json, hl, "num_heads", 1, QP_BULLET_MAX_DIM, &heads)) != QP_OK ||

@@ -106,7 +106,10 @@ static qp_status read_array(gguf_reader *r, qp_meta *md, size_t at) {
         const uint8_t *s;
         uint64_t len;
         qp_status st = read_str(r, md->key, &s, &len);
-        if (st != QP_OK) return qp_err_prefix(r->e, "array element %llu: ", (unsigned long long)i);
+        if (st != QP_OK) {
+            qp_err_prefix(r->e, "array element %llu: ", (unsigned long long)i);
+            return st;
+        }
     }
     md->raw_size = r->c.pos - start;
     return QP_OK;
@@ -117,12 +120,19 @@ static qp_status read_kv(gguf_reader *r, int64_t index) {
     const uint8_t *key = NULL;
     uint64_t key_len = 0;
     qp_status st = read_str(r, "metadata key", &key, &key_len);
-    if (st != QP_OK) return qp_err_prefix(r->e, "key %lld: ", (long long)index);
+    if (st != QP_OK) {
+        qp_err_prefix(r->e, "key %lld: ", (long long)index);
+        return st;
+    }
     if (key_len == 0)
         return qp_fail(r->e, QP_ERR_CORRUPT, "%s: key %lld at offset %zu is empty", r->path,
                        (long long)index, at);
-    qp_meta *md = qp_model_add_meta(r->m, (const char *)key, (size_t)key_len, r->e);
-    if (!md) return qp_err_prefix(r->e, "at offset %zu: ", at);
+    qp_meta *md;
+    st = qp_model_add_meta(r->m, (const char *)key, (size_t)key_len, &md, r->e);
+    if (st != QP_OK) {
+        qp_err_prefix(r->e, "at offset %zu: ", at);
+        return st;
+    }
     int32_t t;
     size_t t_at = r->c.pos;
     if (!qp_cursor_i32(&r->c, &t)) return truncated(r, t_at, "value type");
@@ -162,7 +172,10 @@ static qp_status read_tensor_info(gguf_reader *r, int64_t index) {
     const uint8_t *name = NULL;
     uint64_t name_len = 0;
     qp_status st = read_str(r, "tensor name", &name, &name_len);
-    if (st != QP_OK) return qp_err_prefix(r->e, "tensor %lld: ", (long long)index);
+    if (st != QP_OK) {
+        qp_err_prefix(r->e, "tensor %lld: ", (long long)index);
+        return st;
+    }
     if (name_len >= GGUF_MAX_NAME)
         return qp_fail(r->e, QP_ERR_LIMIT, "%s: tensor %lld at offset %zu: name of %llu bytes '%.40s...' "
                        "(llama.cpp allows at most %d)", r->path, (long long)index, at,
@@ -171,8 +184,12 @@ static qp_status read_tensor_info(gguf_reader *r, int64_t index) {
     if (memchr(name, 0, (size_t)name_len))
         return qp_fail(r->e, QP_ERR_CORRUPT, "%s: tensor %lld at offset %zu: name contains a NUL byte",
                        r->path, (long long)index, at);
-    qp_tensor *t = qp_model_add_tensor(r->m, (const char *)name, (size_t)name_len, r->e);
-    if (!t) return qp_err_prefix(r->e, "at offset %zu: ", at);
+    qp_tensor *t;
+    st = qp_model_add_tensor(r->m, (const char *)name, (size_t)name_len, &t, r->e);
+    if (st != QP_OK) {
+        qp_err_prefix(r->e, "at offset %zu: ", at);
+        return st;
+    }
     uint32_t n_dims;
     size_t d_at = r->c.pos;
     if (!qp_cursor_u32(&r->c, &n_dims)) return truncated(r, d_at, "tensor n_dims");
@@ -555,13 +572,9 @@ static qp_status check_i2s_siblings(gguf_reader *r) {
 
 qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     (void)o;
-    qp_err local;
-    if (!e) { /* messages are composed with qp_err_prefix, which needs somewhere to write */
-        qp_err_clear(&local);
-        e = &local;
-    }
-    int fi = qp_model_add_file(m, path, e);
-    if (fi < 0) return e->status;
+    int fi;
+    qp_status st = qp_model_add_file(m, path, &fi, e);
+    if (st != QP_OK) return st;
     const qp_mapped_file *f = qp_model_file(m, fi);
     gguf_reader r = {m, path, {0}, e};
     qp_cursor_init(&r.c, f->data, f->size, 0);
@@ -599,11 +612,11 @@ qp_status qp_gguf_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
                        "after the header", path, (long long)n_tensors, (long long)n_kv, left);
 
     for (int64_t i = 0; i < n_kv; i++) {
-        qp_status st = read_kv(&r, i);
+        st = read_kv(&r, i);
         if (st != QP_OK) return st;
     }
     size_t alignment;
-    qp_status st = read_alignment(&r, &alignment);
+    st = read_alignment(&r, &alignment);
     if (st != QP_OK) return st;
     if ((uint64_t)n_tensors > qp_cursor_left(&r.c) / GGUF_MIN_TINFO_BYTES)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: %lld tensor infos cannot fit in the %zu bytes after the "

@@ -50,6 +50,6 @@ bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale);
 /* Fills m->arch_name, m->arch and m->vocab from GGUF metadata and the tensor table (call after
  * every tensor is added). Inconsistent tokenizer arrays give QP_ERR_CORRUPT; types that llama.cpp
  * would refuse are recorded as problems. */
-qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e);
+QP_NODISCARD qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e);
 
 #endif

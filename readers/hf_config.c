@@ -18,20 +18,18 @@ static size_t parse_error_offset(const char *text, size_t len, const char *end) 
     return off > len ? len : off;
 }
 
-static cJSON *parse_json(const char *text, size_t len, const char *file, qp_err *e) {
+static qp_status parse_json(const char *text, size_t len, const char *file, cJSON **out, qp_err *e) {
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (!root) {
-        qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON (parse error at byte offset %zu)", file,
-                parse_error_offset(text, len, end));
-        return NULL;
-    }
+    if (!root)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON (parse error at byte offset %zu)", file,
+                       parse_error_offset(text, len, end));
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        qp_fail(e, QP_ERR_CORRUPT, "%s: top-level JSON value is not an object", file);
-        return NULL;
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: top-level JSON value is not an object", file);
     }
-    return root;
+    *out = root;
+    return QP_OK;
 }
 
 /* Non-negative integer no larger than max. Absent or null -> *present = false. */
@@ -114,13 +112,13 @@ static qp_status config_meta(qp_model *m, const cJSON *root, const char *file, q
         if (cJSON_IsString(it)) {
             s = qp_model_meta_str(m, key, it->valuestring, strlen(it->valuestring), e);
         } else if (cJSON_IsBool(it)) {
-            qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
-            if (!md) return e ? e->status : QP_ERR_NOMEM;
+            qp_meta *md;
+            if ((s = qp_model_add_meta(m, key, strlen(key), &md, e)) != QP_OK) return s;
             md->type = QP_META_BOOL;
             md->v.b = cJSON_IsTrue(it);
         } else if (cJSON_IsNumber(it)) {
-            qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
-            if (!md) return e ? e->status : QP_ERR_NOMEM;
+            qp_meta *md;
+            if ((s = qp_model_add_meta(m, key, strlen(key), &md, e)) != QP_OK) return s;
             int64_t i;
             if (qp_json_int(it, INT64_MIN, INT64_MAX, &i)) {
                 md->type = QP_META_I64;
@@ -171,8 +169,9 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
     }
     char mk[64];
     snprintf(mk, sizeof mk, "hf.%ss", key);
-    qp_meta *md = qp_model_add_meta(m, mk, strlen(mk), e);
-    if (!md) return e ? e->status : QP_ERR_NOMEM;
+    qp_meta *md;
+    qp_status s = qp_model_add_meta(m, mk, strlen(mk), &md, e);
+    if (s != QP_OK) return s;
     md->type = QP_META_ARRAY;
     md->arr_type = QP_META_I32;
     md->n = (uint64_t)n;
@@ -182,9 +181,10 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
 }
 
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
-    cJSON *root = parse_json(text, len, file, e);
-    if (!root) return e ? e->status : QP_ERR_CORRUPT;
-    qp_status s = qp_json_unique_keys(root, file, "the top-level object", e);
+    cJSON *root;
+    qp_status s = parse_json(text, len, file, &root, e);
+    if (s != QP_OK) return s;
+    s = qp_json_unique_keys(root, file, "the top-level object", e);
     qp_arch *a = &m->arch;
     const char *arch0 = NULL, *model_type = get_str(root, "model_type");
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -656,7 +656,7 @@ static qp_status tok_fill_gaps(tok_build *tb, qp_err *e) {
         qp_model_add_problem(tb->m, "%s: %lld token ids have no token; filled with [PADn] placeholders",
                              tb->file, (long long)gaps);
     for (int64_t i = 0; i < tb->n; i++)
-        if (qp_strmap_put(&tb->ids, tb->tokens[i], tb->lens[i], i) < 0)
+        if (qp_strmap_put(&tb->ids, tb->tokens[i], tb->lens[i], i, NULL) != QP_OK)
             return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
     return QP_OK;
 }
@@ -709,9 +709,10 @@ static qp_status tok_config(tok_build *tb, const char *text, size_t len, qp_err 
     static const char k_cfg_name[] = "tokenizer_config.json";
     static const char *const keys[4] = {"bos_token", "eos_token", "unk_token", "pad_token"};
     qp_vocab *v = &tb->m->vocab;
-    cJSON *cfg = parse_json(text, len, k_cfg_name, e);
-    if (!cfg) return e ? e->status : QP_ERR_CORRUPT;
-    qp_status s = qp_json_unique_keys(cfg, k_cfg_name, "the top-level object", e);
+    cJSON *cfg;
+    qp_status s = parse_json(text, len, k_cfg_name, &cfg, e);
+    if (s != QP_OK) return s;
+    s = qp_json_unique_keys(cfg, k_cfg_name, "the top-level object", e);
     int32_t *dst[4] = {&v->bos_id, &v->eos_id, &v->unk_id, &v->pad_id};
     for (int k = 0; k < 4 && s == QP_OK; k++) {
         const char *t = special_text(cfg, keys[k]);
@@ -738,10 +739,10 @@ static qp_status tok_config(tok_build *tb, const char *text, size_t len, qp_err 
 qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
                                 const char *config_text, size_t config_len, qp_err *e) {
     qp_vocab *v = &m->vocab;
-    cJSON *root = parse_json(text, len, file, e);
-    if (!root) return e ? e->status : QP_ERR_CORRUPT;
+    cJSON *root;
+    qp_status s = parse_json(text, len, file, &root, e);
+    if (s != QP_OK) return s;
     tok_build tb = {.m = m, .file = file, .arena = qp_model_arena(m)};
-    qp_status s;
     if ((s = tok_sections(&tb, root, e)) != QP_OK || (s = tok_kind(&tb, root, e)) != QP_OK ||
         (s = tok_alloc(&tb, e)) != QP_OK || (s = tok_fill_vocab(&tb, e)) != QP_OK ||
         (s = tok_fill_added(&tb, e)) != QP_OK || (s = tok_fill_gaps(&tb, e)) != QP_OK ||

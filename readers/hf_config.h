@@ -15,14 +15,16 @@
 
 /* Parses config.json text into m->arch, m->arch_name and "hf.config.*" metadata. `file` names
  * the source in messages. Unknown architectures are kept (family UNKNOWN) with a problem. */
-qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e);
-qp_status qp_hf_config_read(qp_model *m, const char *path, qp_err *e);
+QP_NODISCARD qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file,
+                                          qp_err *e);
+QP_NODISCARD qp_status qp_hf_config_read(qp_model *m, const char *path, qp_err *e);
 
 /* Parses tokenizer.json (and, when config_path is non-NULL and exists, tokenizer_config.json)
  * into m->vocab; keeps the tokenizer.json text in m->vocab.hf_json. A tokenizer model we do not
  * handle (Unigram, WordLevel) returns QP_ERR_UNSUPPORTED and leaves m->vocab empty. */
-qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, const char *config_path, qp_err *e);
-qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
-                                const char *config_text, size_t config_len, qp_err *e);
+QP_NODISCARD qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, const char *config_path,
+                                            qp_err *e);
+QP_NODISCARD qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
+                                             const char *config_text, size_t config_len, qp_err *e);
 
 #endif

@@ -149,8 +149,9 @@ bool qp_llama2c_probe(const uint8_t *head, size_t head_len, uint64_t file_size) 
 /* Adds one F32 tensor (name = canon) with ggml shape {ne0, ne1}. */
 static qp_status add_f32(qp_model *m, int fi, const qp_mapped_file *mf, const char *name,
                          size_t offset, int64_t ne0, int64_t ne1, qp_err *e) {
-    qp_tensor *t = qp_model_add_tensor(m, name, strlen(name), e);
-    if (!t) return e ? e->status : QP_ERR_NOMEM;
+    qp_tensor *t;
+    qp_status s = qp_model_add_tensor(m, name, strlen(name), &t, e);
+    if (s != QP_OK) return s;
     size_t nbytes = (size_t)ne0 * (size_t)ne1 * 4; /* bounded by the layout computed before */
     if (offset > mf->size || nbytes > mf->size - offset)
         return qp_fail(e, QP_ERR_INTERNAL, "%s: tensor '%s' at offset %zu: %zu bytes past the end",
@@ -184,8 +185,9 @@ static qp_status read_tokenizer(qp_model *m, const qp_open_opts *o, int64_t voca
 
 qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     if (!m || !path) return qp_fail(e, QP_ERR_ARG, "qp_llama2c_read: NULL argument");
-    int fi = qp_model_add_file(m, path, e);
-    if (fi < 0) return e ? e->status : QP_ERR_IO;
+    int fi;
+    qp_status s = qp_model_add_file(m, path, &fi, e);
+    if (s != QP_OK) return s;
     const qp_mapped_file *mf = qp_model_file(m, fi);
     unsigned version = 0;
     size_t header = L2C_V0_HEADER, base = 0;
@@ -221,7 +223,7 @@ qp_status qp_llama2c_read(qp_model *m, const char *path, const qp_open_opts *o, 
         l2c_config_load(mf->data, &c);
         with_cls = c.vocab < 0;
     }
-    qp_status s = l2c_config_check(&c, base, path, e);
+    s = l2c_config_check(&c, base, path, e);
     if (s != QP_OK) return s;
     l2c_layout L;
     if (!l2c_layout_compute(&c, version, with_cls, header, &L))

@@ -17,11 +17,11 @@
  * tied_output; n_ctx and n_threads are left 0. Fails with QP_ERR_UNSUPPORTED naming the field
  * (an out-of-range or inconsistent value) or the tensor (missing, or a shape other than the one
  * the runtime needs). */
-qp_status qp_model_check(const qp_model *m, qp_runtime_config *cfg, qp_err *e);
+QP_NODISCARD qp_status qp_model_check(const qp_model *m, qp_runtime_config *cfg, qp_err *e);
 
 /* The tensor named (canonical name first, as qp_model_find) in *out; QP_ERR_UNSUPPORTED "tensor
  * 'x' needed by the runtime is missing" when absent. */
-qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e);
+QP_NODISCARD qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e);
 
 /* True when the runtime reads "<name>" as a BitNet packed U8 projection of rows x cols
  * (microsoft/bitnet-b1.58: U8 [rows/4, cols] with a "<name>_scale"). */
@@ -31,12 +31,12 @@ bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows);
  * element of float tensors, every block scale of block-quantized ones; encodings whose scale is
  * per tensor or whose rows are padded are not scanned). Fails with QP_ERR_CORRUPT naming the
  * file, the tensor, its offset and the first bad element (or block). One pass over the bytes. */
-qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e);
+QP_NODISCARD qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e);
 /* qp_tensor_check_values over every tensor of m; the first failure. */
-qp_status qp_model_check_values(const qp_model *m, qp_err *e);
+QP_NODISCARD qp_status qp_model_check_values(const qp_model *m, qp_err *e);
 
 /* What every conversion driver runs before it opens its output: qp_model_check, then (unless
  * allow_nonfinite) qp_model_check_values, whose message then says how to write the model anyway. */
-qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e);
+QP_NODISCARD qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e);
 
 #endif

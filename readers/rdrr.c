@@ -100,12 +100,12 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
         running += size;
         /* duplicate names through a map (a pairwise scan is quadratic in up to 10^6 shards) */
         int64_t k = -1;
-        int put = qp_strmap_put(&names, fn->valuestring, strlen(fn->valuestring), i);
-        if (put < 0) {
+        bool added;
+        if (qp_strmap_put(&names, fn->valuestring, strlen(fn->valuestring), i, &added) != QP_OK) {
             s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
             break;
         }
-        if (put == 0 && qp_strmap_get(&names, fn->valuestring, strlen(fn->valuestring), &k)) {
+        if (!added && qp_strmap_get(&names, fn->valuestring, strlen(fn->valuestring), &k)) {
             s = qp_fail(e, QP_ERR_CORRUPT, "%s: shards %lld and %d are both '%s'", r->mpath,
                         (long long)k, i, fn->valuestring);
             break;
@@ -124,9 +124,9 @@ static qp_status read_shards(rd *r, const cJSON *man, qp_err *e) {
                         r->dir, i, fn->valuestring, (unsigned long long)st.st_size,
                         (unsigned long long)size);
         } else {
-            int fi = qp_model_add_file(r->m, p, e);
-            if (fi < 0) s = e ? e->status : QP_ERR_IO;
-            else {
+            int fi;
+            s = qp_model_add_file(r->m, p, &fi, e);
+            if (s == QP_OK) {
                 const qp_mapped_file *mf = qp_model_file(r->m, fi);
                 if (mf->size != size) {
                     s = qp_fail(e, QP_ERR_CORRUPT, "%s: shard '%s' changed size while opening", r->dir,
@@ -372,8 +372,9 @@ static qp_status read_tensor(rd *r, const cJSON *t, const cJSON *roots, qp_err *
         if (!tr->validate(data, check_n, why, sizeof why))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %s", r->mpath, name, why);
     }
-    qp_tensor *q = qp_model_add_tensor(r->m, name, strlen(name), e);
-    if (!q) return e ? e->status : QP_ERR_CORRUPT;
+    qp_tensor *q;
+    s = qp_model_add_tensor(r->m, name, strlen(name), &q, e);
+    if (s != QP_OK) return s;
     q->n_dims = nd > 0 ? nd : 1;
     memcpy(q->ne, ne, sizeof ne);
     q->file_index = file;
@@ -434,7 +435,7 @@ static qp_status check_groups(rd *r, const cJSON *man, const cJSON *tensors, qp_
     cJSON_ArrayForEach(te, tensors) {
         if (s != QP_OK || j >= nt) break;
         tj[j] = te;
-        if (te->string && qp_strmap_put(&idx, te->string, strlen(te->string), j) < 0)
+        if (te->string && qp_strmap_put(&idx, te->string, strlen(te->string), j, NULL) != QP_OK)
             s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
         j++;
     }
@@ -573,7 +574,8 @@ static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
         const char *v = str_or(man, keys[i], NULL);
         char k[64];
         snprintf(k, sizeof k, "rdrr.%s", keys[i]);
-        if (v && qp_model_meta_str(m, k, v, strlen(v), e) != QP_OK) return e ? e->status : QP_ERR_NOMEM;
+        qp_status s = v ? qp_model_meta_str(m, k, v, strlen(v), e) : QP_OK;
+        if (s != QP_OK) return s;
     }
     return QP_OK;
 }

@@ -253,12 +253,14 @@ static qp_status read_tensor(qp_model *m, int fi, const cJSON *it, size_t data_s
                                               "shard '%s'", file, name,
                            (unsigned long long)data_start + (unsigned long long)begin, ex->shards[want]);
     }
-    qp_tensor *t = qp_model_add_tensor(m, name, strlen(name), e);
-    if (!t) return e ? qp_err_prefix(e, "%s: ", file) : QP_ERR_CORRUPT;
-    t->enc = enc;
-    s = qp_tensor_set_shape_outer_first(t, dims, nd, e);
+    qp_tensor *t;
+    s = qp_model_add_tensor(m, name, strlen(name), &t, e);
+    if (s == QP_OK) {
+        t->enc = enc;
+        s = qp_tensor_set_shape_outer_first(t, dims, nd, e);
+    }
     if (s != QP_OK) {
-        if (e) qp_err_prefix(e, "%s: ", file);
+        qp_err_prefix(e, "%s: ", file);
         return s;
     }
     t->data = qp_model_file(m, fi)->data + data_start + begin;
@@ -306,13 +308,14 @@ static qp_status check_layout(qp_model *m, const char *file, st_span *spans, siz
 }
 
 static qp_status read_file(qp_model *m, const char *path, const st_expect *ex, qp_err *e) {
-    int fi = qp_model_add_file(m, path, e);
-    if (fi < 0) return e ? e->status : QP_ERR_IO;
+    int fi;
+    qp_status s = qp_model_add_file(m, path, &fi, e);
+    if (s != QP_OK) return s;
     const qp_mapped_file *f = qp_model_file(m, fi);
     const char *file = f->path;
     cJSON *root = NULL;
     size_t data_start = 0;
-    qp_status s = qp_st_header_parse(f->data, f->size, file, &root, &data_start, e);
+    s = qp_st_header_parse(f->data, f->size, file, &root, &data_start, e);
     if (s != QP_OK) return s;
     size_t data_size = f->size - data_start;
     size_t n_entries = 0;
@@ -384,9 +387,10 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
         if (!shards) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", index_path);
     }
     for (const cJSON *it = s == QP_OK ? wm->child : NULL; it && s == QP_OK; it = it->next) {
-        int r = qp_strmap_put(&shard_no, it->valuestring, strlen(it->valuestring), 0);
-        if (r < 0) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", index_path);
-        else if (r == 1) shards[n_shards++] = it->valuestring;
+        bool added;
+        if (qp_strmap_put(&shard_no, it->valuestring, strlen(it->valuestring), 0, &added) != QP_OK)
+            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", index_path);
+        else if (added) shards[n_shards++] = it->valuestring;
     }
     if (s == QP_OK && n_shards > QP_ST_MAX_SHARDS)
         s = qp_fail(e, QP_ERR_LIMIT, "%s: %zu shards (limit %d)", index_path, n_shards, QP_ST_MAX_SHARDS);
@@ -394,13 +398,13 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
         qsort(shards, n_shards, sizeof *shards, cmp_str);
         qp_strmap_free(&shard_no);
         for (size_t i = 0; i < n_shards && s == QP_OK; i++)
-            if (qp_strmap_put(&shard_no, shards[i], strlen(shards[i]), (int64_t)i) < 0)
+            if (qp_strmap_put(&shard_no, shards[i], strlen(shards[i]), (int64_t)i, NULL) != QP_OK)
                 s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", index_path);
     }
     for (const cJSON *it = s == QP_OK ? wm->child : NULL; it && s == QP_OK; it = it->next) {
         int64_t no = 0;
         qp_strmap_get(&shard_no, it->valuestring, strlen(it->valuestring), &no);
-        if (qp_strmap_put(&where, it->string, strlen(it->string), no) < 0)
+        if (qp_strmap_put(&where, it->string, strlen(it->string), no, NULL) != QP_OK)
             s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", index_path);
     }
     /* index metadata (total_size, ...) */
@@ -412,9 +416,9 @@ static qp_status read_index(qp_model *m, const char *dir, const char *index_path
         uint64_t u;
         if (cJSON_IsString(it)) s = qp_model_meta_str(m, key, it->valuestring, strlen(it->valuestring), e);
         else if (qp_json_uint(it, &u)) {
-            qp_meta *mm = qp_model_add_meta(m, key, strlen(key), e);
-            if (!mm) s = e ? e->status : QP_ERR_NOMEM;
-            else {
+            qp_meta *mm;
+            s = qp_model_add_meta(m, key, strlen(key), &mm, e);
+            if (s == QP_OK) {
                 mm->type = QP_META_U64;
                 mm->v.u = u;
             }

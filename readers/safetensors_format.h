@@ -20,8 +20,8 @@
  * well-formed UTF-8, one JSON object with at most QP_ST_MAX_JSON_VALUES values and only space
  * after it, no key twice at its top level. On success *root owns the parsed header (free with
  * cJSON_Delete) and *data_start = 8 + N. Messages name `file` and the byte offset. */
-qp_status qp_st_header_parse(const uint8_t *data, size_t size, const char *file, cJSON **root,
-                             size_t *data_start, qp_err *e);
+QP_NODISCARD qp_status qp_st_header_parse(const uint8_t *data, size_t size, const char *file,
+                                          cJSON **root, size_t *data_start, qp_err *e);
 
 /* One tensor entry of a parsed header, as the file gives it. */
 typedef struct qp_st_entry {
@@ -35,7 +35,7 @@ typedef struct qp_st_entry {
  * dtype a string, shape a list of at most QP_ST_MAX_DIMS integers, data_offsets two integers
  * with begin <= end (data_start only places the messages). Sizes against the dtype and the data
  * section are the caller's. */
-qp_status qp_st_entry_parse(const cJSON *it, const char *file, size_t data_start, qp_st_entry *out,
-                            qp_err *e);
+QP_NODISCARD qp_status qp_st_entry_parse(const cJSON *it, const char *file, size_t data_start,
+                                         qp_st_entry *out, qp_err *e);
 
 #endif

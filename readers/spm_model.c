@@ -78,8 +78,9 @@ static void vb_install(qp_model *m, const vocab_build *vb) {
 /* Metadata that may already exist (a second tokenizer read on the same model) is left alone. */
 static qp_status meta_bool_once(qp_model *m, const char *key, bool val, qp_err *e) {
     if (qp_model_meta(m, key)) return QP_OK;
-    qp_meta *md = qp_model_add_meta(m, key, strlen(key), e);
-    if (!md) return e ? e->status : QP_ERR_NOMEM;
+    qp_meta *md;
+    qp_status s = qp_model_add_meta(m, key, strlen(key), &md, e);
+    if (s != QP_OK) return s;
     md->type = QP_META_BOOL;
     md->v.b = val;
     return QP_OK;

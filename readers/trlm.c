@@ -24,8 +24,9 @@ typedef struct rope_info {
 } rope_info;
 
 static qp_status read_rope(qp_model *m, const char *path, rope_info *ri, qp_err *e) {
-    int idx = qp_model_add_file(m, path, e);
-    if (idx < 0) return e ? e->status : QP_ERR_IO;
+    int idx;
+    qp_status s = qp_model_add_file(m, path, &idx, e);
+    if (s != QP_OK) return s;
     const qp_mapped_file *f = qp_model_file(m, idx);
     const uint8_t *p = f->data;
     size_t n = f->size;
@@ -116,8 +117,9 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
                         const char *path, uint32_t idx, qp_err *e) {
     char name[64];
     qp_trlm_role_name(r->role, r->layer, name, sizeof name);
-    qp_tensor *t = qp_model_add_tensor(m, name, strlen(name), e);
-    if (!t) return e ? e->status : QP_ERR_CORRUPT;
+    qp_tensor *t;
+    qp_status s = qp_model_add_tensor(m, name, strlen(name), &t, e);
+    if (s != QP_OK) return s;
     t->canon = t->name;
     t->offset = r->offset;
     t->file_index = 0;
@@ -254,11 +256,8 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
             (s = qp_path_check_regular(pkg_files[k], QP_FILE_NOFOLLOW, e)) != QP_OK)
             goto done;
     }
-    int fi = qp_model_add_file(m, tpath, e);
-    if (fi < 0) {
-        s = e ? e->status : QP_ERR_IO;
-        goto done;
-    }
+    int fi;
+    if ((s = qp_model_add_file(m, tpath, &fi, e)) != QP_OK) goto done;
     const qp_mapped_file *f = qp_model_file(m, fi);
     const uint8_t *p = f->data;
     size_t fsz = f->size;
@@ -402,8 +401,9 @@ done:
 qp_status qp_trlm_apply_lora(qp_model *m, const char *lora_path, qp_err *e) {
     static const char *const tnames[QP_TRLA_TARGETS] = {"attn_k", "attn_v", "attn_q", "attn_output",
                                                         "ffn_gate", "ffn_up", "ffn_down"};
-    int fi = qp_model_add_file(m, lora_path, e);
-    if (fi < 0) return e ? e->status : QP_ERR_IO;
+    int fi;
+    qp_status s = qp_model_add_file(m, lora_path, &fi, e);
+    if (s != QP_OK) return s;
     const qp_mapped_file *f = qp_model_file(m, fi);
     const uint8_t *p = f->data;
     size_t n = f->size;

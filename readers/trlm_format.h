@@ -117,6 +117,6 @@ enum {
 /* Merges the LoRA of a TRLA file into m: every present slot's base tensor (blk.L.attn_k.weight
  * ...) becomes F32 W + scale * (B @ A), held in m's arena (delta summed in f32 over the rank in
  * order, then scaled and added). Works on any model whose tensors the traits can dequantize. */
-qp_status qp_trlm_apply_lora(qp_model *m, const char *lora_path, qp_err *e);
+QP_NODISCARD qp_status qp_trlm_apply_lora(qp_model *m, const char *lora_path, qp_err *e);
 
 #endif

@@ -397,7 +397,10 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
     qp_runtime *rs = NULL, *ro = NULL;
     qp_verify_report *r = NULL;
     qp_status s = qp_runtime_new(src, &ro_opts, &rs, e);
-    if (s != QP_OK) return qp_err_prefix(e, "verify (against model): ");
+    if (s != QP_OK) {
+        qp_err_prefix(e, "verify (against model): ");
+        return s;
+    }
     if ((s = qp_runtime_new(out, &ro_opts, &ro, e)) != QP_OK) {
         qp_err_prefix(e, "verify (output model): ");
         goto fail;

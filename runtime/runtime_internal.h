@@ -14,7 +14,7 @@
 typedef struct qp_pool qp_pool;
 typedef void (*qp_par_fn)(void *ctx, int64_t begin, int64_t end, int tid);
 
-qp_status qp_pool_new(int n_threads, qp_pool **out, qp_err *e);
+QP_NODISCARD qp_status qp_pool_new(int n_threads, qp_pool **out, qp_err *e);
 void qp_pool_free(qp_pool *p);
 int qp_pool_threads(const qp_pool *p);
 /* Runs fn over [0, n); with work < min_items_per_thread * threads fewer threads are used. */
@@ -54,7 +54,7 @@ typedef struct qp_weights {
 } qp_weights;
 
 /* Resolves cfg (fields 0 in the arch are taken from tensor shapes) and binds every tensor. */
-qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e);
+QP_NODISCARD qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e);
 void qp_weights_free(qp_weights *w);
 /* Dequantizes row r of w into out (w->cols floats). */
 void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);

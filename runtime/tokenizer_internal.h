@@ -84,15 +84,15 @@ bool qp_heap_pop(qp_merge_heap *h, qp_merge_cand *out);
 void qp_heap_free(qp_merge_heap *h);
 
 /* Model-specific setup and encoders over one raw-text fragment (well-formed UTF-8). */
-qp_status qp_tok_spm_init(qp_tokenizer *t, qp_err *e);
-qp_status qp_tok_spm_encode(const qp_tokenizer *t, const char *text, size_t len, bool prefix_space,
-                            qp_ids *out, qp_err *e);
-qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e);
+QP_NODISCARD qp_status qp_tok_spm_init(qp_tokenizer *t, qp_err *e);
+QP_NODISCARD qp_status qp_tok_spm_encode(const qp_tokenizer *t, const char *text, size_t len,
+                                         bool prefix_space, qp_ids *out, qp_err *e);
+QP_NODISCARD qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e);
 void qp_tok_bpe_free(qp_tokenizer *t);
-qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
-                            qp_err *e);
-qp_status qp_tok_wpm_init(qp_tokenizer *t, qp_err *e);
-qp_status qp_tok_wpm_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
-                            qp_err *e);
+QP_NODISCARD qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
+                                         qp_err *e);
+QP_NODISCARD qp_status qp_tok_wpm_init(qp_tokenizer *t, qp_err *e);
+QP_NODISCARD qp_status qp_tok_wpm_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
+                                         qp_err *e);
 
 #endif

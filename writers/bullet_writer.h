@@ -67,15 +67,15 @@ void qp_bullet_bq4_refine(const float *x, uint8_t *y, int64_t n);
 
 /* Writes path atomically (temp + rename). Checks every limit (dims, u16 token lengths, rows
  * that are not a whole number of 32-element blocks, int32 header values) before writing. */
-qp_status qp_bullet_write(const char *path, const qp_bullet_info *info,
-                          const qp_bullet_tensor *tensors, int64_t n_tensors, qp_err *e);
+QP_NODISCARD qp_status qp_bullet_write(const char *path, const qp_bullet_info *info,
+                                       const qp_bullet_tensor *tensors, int64_t n_tensors, qp_err *e);
 
 /* Fills info/tensors from a .bullet model read by readers/bullet.c (tensors copied verbatim),
  * so write(read(file)) reproduces file. Arrays are qp_malloc'd into *tensors (caller frees with
  * qp_free); everything else borrows from m. */
-qp_status qp_bullet_info_from_model(const qp_model *m, qp_bullet_info *info,
-                                    qp_bullet_head_info **heads, qp_bullet_tensor **tensors,
-                                    int64_t *n_tensors, qp_err *e);
+QP_NODISCARD qp_status qp_bullet_info_from_model(const qp_model *m, qp_bullet_info *info,
+                                                 qp_bullet_head_info **heads, qp_bullet_tensor **tensors,
+                                                 int64_t *n_tensors, qp_err *e);
 void qp_bullet_info_free(qp_bullet_info *info, qp_bullet_head_info *heads,
                          qp_bullet_tensor *tensors);
 

@@ -103,10 +103,11 @@ static qp_status begin_kv(qp_gguf_writer *w, const char *key, qp_meta_type type,
     }
     char *copy = qp_strdup(key);
     if (!copy) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
-    int r = qp_strmap_put(&w->key_map, copy, klen, w->n_kv);
-    if (r <= 0) {
+    bool added = false;
+    qp_status ps = qp_strmap_put(&w->key_map, copy, klen, w->n_kv, &added);
+    if (!added) {
         qp_free(copy);
-        if (r < 0) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (ps != QP_OK) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
         return WFAIL(w, e, QP_ERR_ARG, "%s: duplicate metadata key '%s'", w->path, key);
     }
     w->keys[w->n_kv++] = copy;
@@ -303,10 +304,11 @@ qp_status qp_gguf_writer_add_tensor_sized(qp_gguf_writer *w, const char *name, i
     }
     char *copy = qp_strdup(name);
     if (!copy) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
-    int r = qp_strmap_put(&w->name_map, copy, nlen, w->n_t);
-    if (r <= 0) {
+    bool added = false;
+    qp_status ps = qp_strmap_put(&w->name_map, copy, nlen, w->n_t, &added);
+    if (!added) {
         qp_free(copy);
-        if (r < 0) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (ps != QP_OK) return WFAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
         return WFAIL(w, e, QP_ERR_ARG, "%s: duplicate tensor name '%s'", w->path, name);
     }
     tinfo *t = &w->t[w->n_t++];

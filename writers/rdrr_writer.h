@@ -46,20 +46,21 @@ typedef struct qp_rdrr_tensor_info {
     const char *layout;    /* NULL: no "layout" key */
 } qp_rdrr_tensor_info;
 
-qp_status qp_rdrr_writer_open(const char *dir, const qp_rdrr_writer_opts *o, qp_rdrr_writer **out,
-                              qp_err *e);
-qp_status qp_rdrr_writer_begin_tensor(qp_rdrr_writer *w, const qp_rdrr_tensor_info *t, qp_err *e);
-qp_status qp_rdrr_writer_write(qp_rdrr_writer *w, const void *data, size_t n, qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_writer_open(const char *dir, const qp_rdrr_writer_opts *o,
+                                           qp_rdrr_writer **out, qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_writer_begin_tensor(qp_rdrr_writer *w, const qp_rdrr_tensor_info *t,
+                                                   qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_writer_write(qp_rdrr_writer *w, const void *data, size_t n, qp_err *e);
 /* A side file (tokenizer.json, tokenizer.model, ...) written beside the shards. The name must be
  * a plain file name. */
-qp_status qp_rdrr_writer_add_file(qp_rdrr_writer *w, const char *name, const void *data, size_t n,
-                                  qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_writer_add_file(qp_rdrr_writer *w, const char *name, const void *data,
+                                               size_t n, qp_err *e);
 /* `fields` (taken; freed in every case) holds the caller's top-level manifest keys (version,
  * modelId, modelType, quantization, architecture, inference, ...); the writer appends
  * hashAlgorithm (when absent), groups, shards, tensorsFile, tensors, tensorCount, totalSize and
  * integrityExtensions, writes tensors.json, manifest.json and the signature, and commits the
  * directory. Always frees w. */
-qp_status qp_rdrr_writer_finish(qp_rdrr_writer *w, cJSON *fields, qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_writer_finish(qp_rdrr_writer *w, cJSON *fields, qp_err *e);
 void qp_rdrr_writer_abort(qp_rdrr_writer *w); /* NULL is fine */
 
 uint64_t qp_rdrr_writer_total_bytes(const qp_rdrr_writer *w); /* shard bytes so far */
@@ -78,12 +79,12 @@ const char *qp_rdrr_role_of(const char *name);
 extern const qp_outdir_kind qp_rdrr_outdir_kind;
 /* Key files: secret = 128 hex digits (libsodium's 64-byte Ed25519 secret key) + "\n", mode 0600;
  * public = 64 hex digits + "\n" at "<path>.pub". */
-qp_status qp_rdrr_keygen(const char *path, qp_err *e);
-qp_status qp_rdrr_key_read_secret(const char *path, uint8_t sk[64], qp_err *e);
-qp_status qp_rdrr_key_read_public(const char *path, uint8_t pk[32], qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_keygen(const char *path, qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_key_read_secret(const char *path, uint8_t sk[64], qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_key_read_public(const char *path, uint8_t pk[32], qp_err *e);
 /* Checks DIR/manifest.json.sig against the bytes of DIR/manifest.json. When pk is non-NULL the
  * signature's public key must equal it; *signer (when non-NULL) receives the public key used. */
-qp_status qp_rdrr_verify_signature(const char *dir, const uint8_t *pk, uint8_t signer[32],
-                                   qp_err *e);
+QP_NODISCARD qp_status qp_rdrr_verify_signature(const char *dir, const uint8_t *pk, uint8_t signer[32],
+                                                qp_err *e);
 
 #endif

@@ -102,11 +102,12 @@ qp_status qp_st_writer_add_meta(qp_st_writer *w, const char *key, const char *va
         qp_free(m->value);
         return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     }
-    int r = qp_strmap_put(&w->keys, m->key, strlen(m->key), w->n_m);
-    if (r <= 0) {
+    bool added = false;
+    qp_status ps = qp_strmap_put(&w->keys, m->key, strlen(m->key), w->n_m, &added);
+    if (!added) {
         qp_free(m->key);
         qp_free(m->value);
-        if (r < 0) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (ps != QP_OK) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
         return W_FAIL(w, e, QP_ERR_ARG, "%s: duplicate metadata key '%s'", w->path, key);
     }
     w->n_m++;
@@ -156,11 +157,12 @@ qp_status qp_st_writer_add_tensor_dtype(qp_st_writer *w, const char *name, const
         qp_free(t->dtype);
         return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
     }
-    int r = qp_strmap_put(&w->names, t->name, strlen(t->name), w->n_t);
-    if (r <= 0) {
+    bool added = false;
+    qp_status ps = qp_strmap_put(&w->names, t->name, strlen(t->name), w->n_t, &added);
+    if (!added) {
         qp_free(t->name);
         qp_free(t->dtype);
-        if (r < 0) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
+        if (ps != QP_OK) return W_FAIL(w, e, QP_ERR_NOMEM, "%s: out of memory", w->path);
         return W_FAIL(w, e, QP_ERR_ARG, "%s: duplicate tensor name '%s'", w->path, name);
     }
     t->n_dims = n_dims;
@@ -271,11 +273,11 @@ static qp_status open_shard(qp_st_writer *w, int k, qp_err *e) {
     qp_outfile *f = NULL;
     uint8_t len8[8];
     qp_store_u64le(len8, (uint64_t)b.len);
-    if (qp_outfile_open(w->shard_paths[k], &f, &tmp) == QP_OK &&
-        qp_outfile_write(f, len8, 8, &tmp) == QP_OK)
-        qp_outfile_write(f, b.p, b.len, &tmp);
+    qp_status s = qp_outfile_open(w->shard_paths[k], &f, &tmp);
+    if (s == QP_OK) s = qp_outfile_write(f, len8, 8, &tmp);
+    if (s == QP_OK) s = qp_outfile_write(f, b.p, b.len, &tmp);
     qp_buf_free(&b);
-    if (tmp.status != QP_OK) {
+    if (s != QP_OK) {
         qp_outfile_abort(f);
         return w_take(w, e, &tmp);
     }
@@ -423,7 +425,9 @@ qp_status qp_st_writer_finish(qp_st_writer *w, qp_err *e) {
     }
     if (s == QP_OK && w->max_shard && w->n_shards > 1) s = write_index(w, e);
     if (s != QP_OK)
-        for (int k = 0; k < committed; k++) (void)qp_path_remove_tree(w->shard_paths[k], NULL);
+        for (int k = 0; k < committed; k++)
+            if (qp_path_remove_tree(w->shard_paths[k], NULL) != QP_OK)
+                qp_err_prefix(e, "%s is left behind after: ", w->shard_paths[k]);
     qp_st_writer_abort(w);
     return s;
 }

@@ -14,15 +14,15 @@ extern const qp_outdir_kind qp_trlm_outdir_kind;
  * write its data in any chunks (exactly record.size bytes) -> commit (atomic rename) or abort. */
 typedef struct qp_trlm_writer qp_trlm_writer;
 
-qp_status qp_trlm_writer_open(const char *path, uint32_t arch, const qp_trlm_body *body,
-                              qp_trlm_record *records, qp_trlm_writer **out, qp_err *e);
-qp_status qp_trlm_writer_write(qp_trlm_writer *w, const void *data, size_t n, qp_err *e);
-qp_status qp_trlm_writer_commit(qp_trlm_writer *w, qp_err *e); /* always frees w */
+QP_NODISCARD qp_status qp_trlm_writer_open(const char *path, uint32_t arch, const qp_trlm_body *body,
+                                           qp_trlm_record *records, qp_trlm_writer **out, qp_err *e);
+QP_NODISCARD qp_status qp_trlm_writer_write(qp_trlm_writer *w, const void *data, size_t n, qp_err *e);
+QP_NODISCARD qp_status qp_trlm_writer_commit(qp_trlm_writer *w, qp_err *e); /* always frees w */
 void qp_trlm_writer_abort(qp_trlm_writer *w);                    /* NULL is fine */
 
 /* rope.cache: cos/sin tables for max_pos positions x head_dim/2 frequencies (readers/trlm.md). */
-qp_status qp_trrc_write(const char *path, uint32_t max_pos, uint32_t head_dim, double theta,
-                        qp_err *e);
+QP_NODISCARD qp_status qp_trrc_write(const char *path, uint32_t max_pos, uint32_t head_dim, double theta,
+                                     qp_err *e);
 /* The angle table value as the writer computes it (for checks): pos * theta^(-2i/head_dim). */
 double qp_trrc_angle(uint32_t pos, uint32_t i, uint32_t head_dim, double theta);
 
@@ -34,7 +34,7 @@ typedef struct qp_trla_slot {
     const float *b; /* out_orig x rank */
 } qp_trla_slot;
 
-qp_status qp_trla_write(const char *path, uint32_t n_layers, uint32_t rank, double scale,
-                        const qp_trla_slot *slots, qp_err *e);
+QP_NODISCARD qp_status qp_trla_write(const char *path, uint32_t n_layers, uint32_t rank, double scale,
+                                     const qp_trla_slot *slots, qp_err *e);
 
 #endif

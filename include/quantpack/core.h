@@ -139,21 +139,23 @@ typedef struct qp_mapped_file {
 enum { QP_FILE_NOFOLLOW = 1u << 0 };
 /* Opens path for reading under the rules above; *fd (O_CLOEXEC, blocking again) and *size on
  * success. */
-qp_status qp_file_open_regular(const char *path, unsigned flags, int *fd, uint64_t *size, qp_err *e);
-qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e);
-qp_status qp_file_map_flags(const char *path, unsigned flags, qp_mapped_file *out, qp_err *e);
+QP_NODISCARD qp_status qp_file_open_regular(const char *path, unsigned flags, int *fd, uint64_t *size,
+                                            qp_err *e);
+QP_NODISCARD qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e);
+QP_NODISCARD qp_status qp_file_map_flags(const char *path, unsigned flags, qp_mapped_file *out, qp_err *e);
 void qp_file_unmap(qp_mapped_file *f); /* idempotent; a zeroed struct is fine */
 /* Reads a whole (small) file into a NUL-terminated heap buffer; fails past max_size. */
-qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len, qp_err *e);
-qp_status qp_file_read_all_flags(const char *path, unsigned flags, size_t max_size, char **out,
-                                 size_t *out_len, qp_err *e);
+QP_NODISCARD qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len,
+                                        qp_err *e);
+QP_NODISCARD qp_status qp_file_read_all_flags(const char *path, unsigned flags, size_t max_size, char **out,
+                                              size_t *out_len, qp_err *e);
 /* Reads up to cap bytes from the start of a regular file (format detection): *got and the file's
  * *size. */
-qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got, uint64_t *size,
-                            qp_err *e);
+QP_NODISCARD qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got, uint64_t *size,
+                                         qp_err *e);
 /* QP_OK when path is a regular file (with QP_FILE_NOFOLLOW: and not a symbolic link); otherwise
  * QP_ERR_IO naming what it is. Opens nothing. */
-qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e);
+QP_NODISCARD qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e);
 bool qp_path_is_dir(const char *path);
 bool qp_path_exists(const char *path);
 /* Joins dir + "/" + name into a new heap string. */
@@ -188,18 +190,18 @@ uint16_t qp_fp32_to_bf16(float f);
  * qp_outputs_remove_partials can remove them (a signal handler thread does; core/outfile.md). */
 typedef struct qp_outfile qp_outfile;
 
-qp_status qp_outfile_open(const char *path, qp_outfile **out, qp_err *e);
-qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e);
+QP_NODISCARD qp_status qp_outfile_open(const char *path, qp_outfile **out, qp_err *e);
+QP_NODISCARD qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e);
 /* Writes zero bytes up to the next multiple of alignment (any value >= 1). */
-qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e);
+QP_NODISCARD qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e);
 uint64_t qp_outfile_tell(const qp_outfile *f); /* bytes written so far */
 const char *qp_outfile_path(const qp_outfile *f); /* final path; borrowed */
 /* Flushes, fsyncs and renames onto the final path. Always frees f: on any error (now or
  * earlier) the temporary file is removed and the error returned. */
-qp_status qp_outfile_commit(qp_outfile *f, qp_err *e);
+QP_NODISCARD qp_status qp_outfile_commit(qp_outfile *f, qp_err *e);
 void qp_outfile_abort(qp_outfile *f); /* removes the temporary file and frees f; NULL is fine */
 /* One-shot: writes n bytes atomically to path. */
-qp_status qp_file_write_atomic(const char *path, const void *data, size_t n, qp_err *e);
+QP_NODISCARD qp_status qp_file_write_atomic(const char *path, const void *data, size_t n, qp_err *e);
 
 /* Directory outputs (packages): files are written into the staging folder
  * ".<name>.quantpack-partial.<pid>.<n>" beside dir (use qp_outdir_path or qp_outdir_join), which
@@ -216,12 +218,12 @@ typedef struct qp_outdir_kind {
 } qp_outdir_kind;
 typedef struct qp_outdir qp_outdir;
 
-qp_status qp_outdir_open(const char *dir, const qp_outdir_kind *kind, bool replace, qp_outdir **out,
-                         qp_err *e);
+QP_NODISCARD qp_status qp_outdir_open(const char *dir, const qp_outdir_kind *kind, bool replace,
+                                      qp_outdir **out, qp_err *e);
 const char *qp_outdir_path(const qp_outdir *d); /* the staging folder; borrowed */
 char *qp_outdir_join(const qp_outdir *d, const char *name); /* heap string; NULL on OOM */
-qp_status qp_outdir_commit(qp_outdir *d, qp_err *e); /* always frees d */
-void qp_outdir_abort(qp_outdir *d);                  /* NULL is fine */
+QP_NODISCARD qp_status qp_outdir_commit(qp_outdir *d, qp_err *e); /* always frees d */
+void qp_outdir_abort(qp_outdir *d);                               /* NULL is fine */
 
 /* ---- the output rule of every command (zstd's): core/outfile.md ----------------------------
  * Before anything is written: an output that resolves to an input (same device and inode,
@@ -235,15 +237,15 @@ typedef struct qp_output_rule {
     const qp_outdir_kind *kind; /* folder outputs: the package kind that may be replaced */
     const char *const *inputs;  /* NULL-terminated paths the command reads; NULL: none */
 } qp_output_rule;
-qp_status qp_output_check(const char *path, const qp_output_rule *rule, qp_err *e);
+QP_NODISCARD qp_status qp_output_check(const char *path, const qp_output_rule *rule, qp_err *e);
 /* Removes the partial outputs of path left by runs that were killed (their process is gone):
  * ".<name>.quantpack-partial.<pid>.*" beside path. *removed (optional) counts them. */
-qp_status qp_output_remove_stale(const char *path, int *removed, qp_err *e);
+QP_NODISCARD qp_status qp_output_remove_stale(const char *path, int *removed, qp_err *e);
 /* Removes every partial output this process has open (files and staging folders). Safe to call
  * from any thread, at any time; outputs committed or aborted since are not touched. */
 void qp_outputs_remove_partials(void);
 /* Removes a file or a whole directory tree (symlinks are removed, never followed). */
-qp_status qp_path_remove_tree(const char *path, qp_err *e);
+QP_NODISCARD qp_status qp_path_remove_tree(const char *path, qp_err *e);
 
 #ifdef __cplusplus
 }

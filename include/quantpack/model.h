@@ -180,11 +180,11 @@ typedef struct qp_open_opts {
 qp_format qp_format_detect(const char *path);
 
 /* Opens any supported model. *out is written only on success. */
-qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e);
+QP_NODISCARD qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e);
 void qp_model_close(qp_model *m); /* NULL is fine */
 /* Opens a bare tokenizer.json (with tokenizer_config.json beside it when present) as a model that
  * holds only its vocabulary. *out is written only on success. */
-qp_status qp_model_open_tokenizer_json(const char *path, qp_model **out, qp_err *e);
+QP_NODISCARD qp_status qp_model_open_tokenizer_json(const char *path, qp_model **out, qp_err *e);
 
 /* Finds a tensor by canonical (GGUF-style) name, falling back to the source name. Borrowed. */
 const qp_tensor *qp_model_find(const qp_model *m, const char *name);

@@ -40,15 +40,15 @@ typedef struct qp_runtime_config {
 /* Binds every tensor the forward pass needs (by canonical GGUF-style name), checking shape,
  * byte size and that the encoding is readable (vec_dot_f32 or dequantize). Fails with a message
  * naming the missing or malformed tensor. m is borrowed and must outlive the runtime. */
-qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime **out,
-                         qp_err *e);
+QP_NODISCARD qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime **out,
+                                      qp_err *e);
 void qp_runtime_free(qp_runtime *rt); /* NULL is fine */
 
 /* Runs one token at position pos (0 <= pos <= number of positions already run since the last
  * reset, pos < n_ctx) and points *logits at vocab floats owned by the runtime, valid until the
  * next call. Positions >= pos are overwritten, so a caller may rewind by passing an earlier pos. */
-qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
-                             qp_err *e);
+QP_NODISCARD qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
+                                          qp_err *e);
 /* Runs n_tokens tokens at positions pos .. pos+n_tokens-1 as one batch (prompt processing):
  * each weight row is read once per batch of up to 64 tokens, attention is causal within the
  * batch. Same preconditions as qp_runtime_forward for pos, and pos + n_tokens <= n_ctx. The
@@ -58,8 +58,8 @@ qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float *
  * *logits points at the last token's vocab floats (runtime-owned, valid until the next call);
  * all_logits, when non-NULL, receives n_tokens * vocab floats (row i = token i), which costs
  * the output projection of every token. */
-qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
-                                   int64_t pos, float *all_logits, float **logits, qp_err *e);
+QP_NODISCARD qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
+                                                int64_t pos, float *all_logits, float **logits, qp_err *e);
 /* Forgets the KV cache (next forward must be at pos 0). */
 void qp_runtime_reset(qp_runtime *rt);
 
@@ -83,7 +83,7 @@ void qp_logits_compare(const float *ref, const float *test, int64_t n, qp_logit_
 int32_t qp_logits_argmax(const float *logits, int64_t n);
 
 /* SHA-256 of a file as 64 lower-case hex digits + NUL (OpenSSL libcrypto). */
-qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e);
+QP_NODISCARD qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e);
 
 /* ---- verify: run the same prompts through SRC and OUT ------------------------------------ */
 
@@ -123,9 +123,9 @@ typedef struct qp_verify_report qp_verify_report;
 
 /* Runs every prompt through both models (teacher-forced on SRC's greedy continuation, then OUT
  * free-runs from its first divergence). Fails only on errors; thresholds decide the verdict. */
-qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verify_prompt *prompts,
-                        int64_t n_prompts, const qp_verify_opts *o, qp_verify_report **rep,
-                        qp_err *e);
+QP_NODISCARD qp_status qp_verify_run(const qp_model *out, const qp_model *src,
+                                     const qp_verify_prompt *prompts, int64_t n_prompts,
+                                     const qp_verify_opts *o, qp_verify_report **rep, qp_err *e);
 void qp_verify_report_free(qp_verify_report *r);
 bool qp_verify_report_passed(const qp_verify_report *r);
 int64_t qp_verify_report_n_prompts(const qp_verify_report *r);
@@ -133,7 +133,7 @@ const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r
 /* Why the verdict is "fail": one line per failed threshold, "" when passed. Borrowed. */
 const char *qp_verify_report_reasons(const qp_verify_report *r);
 /* The receipt (schema in runtime/runtime.md), hashing both inputs. *json is qp_malloc'd. */
-qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e);
+QP_NODISCARD qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e);
 
 #ifdef __cplusplus
 }

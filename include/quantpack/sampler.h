@@ -30,14 +30,15 @@ void qp_sampler_params_default(qp_sampler_params *p);
 
 typedef struct qp_sampler qp_sampler;
 
-qp_status qp_sampler_new(const qp_sampler_params *p, int64_t n_vocab, qp_sampler **out, qp_err *e);
+QP_NODISCARD qp_status qp_sampler_new(const qp_sampler_params *p, int64_t n_vocab, qp_sampler **out,
+                                      qp_err *e);
 void qp_sampler_free(qp_sampler *s); /* NULL is fine */
 /* Forgets the token history (the repetition window); the RNG stream continues. */
 void qp_sampler_reset(qp_sampler *s);
 /* Records a token (prompt or generated) in the history the repetition penalty looks back on. */
-qp_status qp_sampler_accept(qp_sampler *s, int32_t token, qp_err *e);
+QP_NODISCARD qp_status qp_sampler_accept(qp_sampler *s, int32_t token, qp_err *e);
 /* Picks the next token from n_vocab logits (not modified). Does not accept it. */
-qp_status qp_sampler_sample(qp_sampler *s, const float *logits, int32_t *token, qp_err *e);
+QP_NODISCARD qp_status qp_sampler_sample(qp_sampler *s, const float *logits, int32_t *token, qp_err *e);
 
 /* The RNG: state seeded by splitmix64(seed); xorshift64* steps (Vigna): x ^= x >> 12;
  * x ^= x << 25; x ^= x >> 27; out = (x * 0x2545F4914F6CDD1D) >> 32. f32 = (u32 >> 8) / 2^24. */

@@ -2,7 +2,17 @@
  *
  * Every library function that can fail returns a qp_status and, when given a non-NULL qp_err,
  * writes a message naming the file, the tensor and the byte offset involved. Library code never
- * prints and keeps no global error state; only cli/ prints and chooses exit codes. */
+ * prints and keeps no global error state; only cli/ prints and chooses exit codes.
+ *
+ * One return convention (as libsodium has one):
+ * - a fallible function returns qp_status, declared QP_NODISCARD; a result it produces (an object,
+ *   an index, a pointer into a model) goes to an out-parameter written only on success, never as
+ *   pointer-or-NULL or index-or--1;
+ * - a predicate returns bool; a lookup that may find nothing returns a borrowed pointer or NULL
+ *   (qp_model_find) or bool with an out-parameter (qp_strmap_get); no int 1/0/-1 results;
+ * - a function that cannot fail returns void or its value (qp_model_add_problem, qp_status_name);
+ * - callers pass the status on as they got it (`s = f(...); if (s != QP_OK) return s;`), never
+ *   re-guess it from e (e may be NULL). */
 #ifndef QUANTPACK_STATUS_H
 #define QUANTPACK_STATUS_H
 
@@ -27,6 +37,14 @@ typedef enum qp_status {
     QP_STATUS_COUNT
 } qp_status;
 
+/* Marks a qp_status-returning declaration: ignoring its result is a compile error under -Werror.
+ * GCC warns even through a (void) cast, so a result is used, not silenced. */
+#if defined(__GNUC__) || defined(__clang__)
+#define QP_NODISCARD __attribute__((warn_unused_result))
+#else
+#define QP_NODISCARD
+#endif
+
 #define QP_ERR_MSG_MAX 1024
 
 typedef struct qp_err {
@@ -44,8 +62,9 @@ const char *qp_status_name(qp_status s);
 qp_status qp_fail(qp_err *e, qp_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Prefixes context ("while reading X: ") to an existing message. Returns e->status. */
-qp_status qp_err_prefix(qp_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefixes context ("while reading X: ") to an existing message; NULL e is fine. The caller
+ * returns the status it already holds. */
+void qp_err_prefix(qp_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline void qp_err_clear(qp_err *e) {
     if (e) { e->status = QP_OK; e->msg[0] = '\0'; }

@@ -17,14 +17,14 @@ extern "C" {
 typedef struct qp_tokenizer qp_tokenizer;
 
 /* Builds a tokenizer over v. v is borrowed and must outlive the tokenizer. */
-qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e);
+QP_NODISCARD qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e);
 void qp_tokenizer_free(qp_tokenizer *t); /* NULL is fine */
 
 /* Encodes len bytes of UTF-8 text. add_bos prepends the BOS id (when the vocab has one);
  * parse_special recognises special/control token texts such as "<s>" inside text.
  * *ids is allocated with qp_malloc (caller frees with qp_free); written only on success. */
-qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t len, bool add_bos,
-                              bool parse_special, int32_t **ids, int64_t *n_ids, qp_err *e);
+QP_NODISCARD qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t len, bool add_bos,
+                                           bool parse_special, int32_t **ids, int64_t *n_ids, qp_err *e);
 
 /* Writes the bytes that token `id` contributes to decoded text when it follows prev_id (-1 at
  * the start): byte tokens give their byte, SentencePiece's U+2581 becomes a space and the

@@ -126,7 +126,7 @@ static void copy_tensors(case_kind k, const qp_model *src, qp_st_writer *sw, qp_
 
 /* dir = llama-tied as an HF folder with case k applied. */
 static void make_hf(case_kind k, const char *dir) {
-    qp_path_remove_tree(dir, NULL);
+    QP_CHECK(qp_path_remove_tree(dir, NULL) == QP_OK);
     qp_test_mkdir_p(dir);
     const char *side[] = {"config.json", "tokenizer.json", "tokenizer_config.json"};
     for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
@@ -185,7 +185,7 @@ static void run(case_kind k, const char *what, const char *src, const char *args
                 bool out_last, int want) {
     char log[1300], cmd[8192];
     snprintf(log, sizeof log, "%s/log.txt", g_tmp);
-    qp_path_remove_tree(out, NULL);
+    QP_CHECK(qp_path_remove_tree(out, NULL) == QP_OK);
     if (out_last)
         snprintf(cmd, sizeof cmd, "%s '%s' '%s' >'%s' 2>&1", args, src, out, log);
     else
@@ -211,7 +211,7 @@ int main(void) {
     if (!qp_path_is_dir(g_src)) QP_SKIP("no generated fixtures at %s", g_src);
     snprintf(g_bin, sizeof g_bin, "%s", qp_test_env("QP_BIN_DIR", "bin"));
     snprintf(g_tmp, sizeof g_tmp, "%s/convert_invalid", qp_test_env("QP_TMP_DIR", "/tmp"));
-    qp_path_remove_tree(g_tmp, NULL);
+    QP_CHECK(qp_path_remove_tree(g_tmp, NULL) == QP_OK);
     qp_test_mkdir_p(g_tmp);
     char base[1200], hf[1200], gg[1200], out[1300], args[2048];
     snprintf(base, sizeof base, "%s/base.gguf", g_tmp);
@@ -249,9 +249,9 @@ int main(void) {
             run(k, "gguf --allow-nonfinite", gg, "--to gguf --quant F16 --allow-nonfinite", out,
                 false, 0);
         }
-        qp_path_remove_tree(hf, NULL);
+        QP_CHECK(qp_path_remove_tree(hf, NULL) == QP_OK);
         remove(gg);
     }
-    qp_path_remove_tree(g_tmp, NULL);
+    QP_CHECK(qp_path_remove_tree(g_tmp, NULL) == QP_OK);
     return qp_test_finish();
 }

@@ -31,7 +31,7 @@ static void copy_file(const char *from_dir, const char *to_dir, const char *name
 
 /* dir = llama-tied's tensors (+ extra, F32 [rows, cols], when extra != NULL) and its side files. */
 static void make_model(const char *dir, const char *extra, int64_t rows, int64_t cols) {
-    qp_path_remove_tree(dir, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(dir, NULL), QP_OK);
     qp_test_mkdir_p(dir);
     const char *side[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"};
     for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) copy_file(g_src, dir, side[i]);
@@ -164,6 +164,6 @@ int main(void) {
              "grep -q 'not supported for conversion'", bin, dir, out);
     QP_CHECK_MSG(system(cmd) == 0, "an unknown architecture is not refused by name");
     QP_CHECK(!qp_path_exists(out));
-    qp_path_remove_tree(g_tmp, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(g_tmp, NULL), QP_OK);
     return qp_test_finish();
 }

@@ -177,7 +177,7 @@ int main(void) {
         char dir[600], file[700];
         snprintf(dir, sizeof dir, "%s/trillim_bad_model", tmp);
         snprintf(file, sizeof file, "%s/model.safetensors", dir);
-        qp_path_remove_tree(dir, NULL);
+        QP_CHECK(qp_path_remove_tree(dir, NULL) == QP_OK);
         QP_CHECK(mkdir(dir, 0755) == 0);
         for (size_t i = 0; i < sizeof k_hdr / sizeof k_hdr[0]; i++) {
             uint8_t b[512] = {0};
@@ -193,7 +193,7 @@ int main(void) {
                          qp_status_name(s), e.msg);
             qp_trillim_manifest_free(man);
         }
-        qp_path_remove_tree(dir, NULL);
+        QP_CHECK(qp_path_remove_tree(dir, NULL) == QP_OK);
     }
     return qp_test_finish();
 }

@@ -122,14 +122,16 @@ static float *run_model(const qp_model *m, int32_t *greedy) {
     int64_t V = m->arch.vocab;
     float *all = calloc((size_t)(NP * V), sizeof(float)), *lg = NULL;
     int64_t pos = 0;
-    for (int i = 0; i < NP; i++, pos++) {
-        qp_runtime_forward(rt, k_prompt[i], pos, &lg, &e);
-        memcpy(all + (size_t)i * V, lg, (size_t)V * sizeof(float));
+    qp_status s = QP_OK;
+    for (int i = 0; i < NP && s == QP_OK; i++, pos++) {
+        s = qp_runtime_forward(rt, k_prompt[i], pos, &lg, &e);
+        if (s == QP_OK) memcpy(all + (size_t)i * V, lg, (size_t)V * sizeof(float));
     }
-    for (int g = 0; g < NGEN; g++, pos++) {
+    for (int g = 0; g < NGEN && s == QP_OK; g++, pos++) {
         greedy[g] = qp_logits_argmax(lg, V);
-        qp_runtime_forward(rt, greedy[g], pos, &lg, &e);
+        s = qp_runtime_forward(rt, greedy[g], pos, &lg, &e);
     }
+    QP_CHECK_MSG(s == QP_OK, "forward: %s", e.msg);
     qp_runtime_free(rt);
     return all;
 }
@@ -472,16 +474,16 @@ static void test_lora(void) {
             for (int64_t i = 0; i < outs[t] * RANK; i++) B[l][t][i] = lcg(&seed) * 0.5f;
             int64_t sa[2] = {RANK, ins[t]}, sb[2] = {outs[t], RANK};
             snprintf(nm, sizeof nm, "base_model.model.model.layers.%d.%s.lora_A.weight", l, k_targets[t]);
-            qp_st_writer_add_tensor(w, nm, QP_ENC_F32, 2, sa, &e);
+            QP_CHECK(qp_st_writer_add_tensor(w, nm, QP_ENC_F32, 2, sa, &e) == QP_OK);
             snprintf(nm, sizeof nm, "base_model.model.model.layers.%d.%s.lora_B.weight", l, k_targets[t]);
-            qp_st_writer_add_tensor(w, nm, QP_ENC_F32, 2, sb, &e);
+            QP_CHECK(qp_st_writer_add_tensor(w, nm, QP_ENC_F32, 2, sb, &e) == QP_OK);
         }
     QP_CHECK(qp_st_writer_begin(w, &e) == QP_OK);
     for (int l = 0; l < L; l++)
         for (int t = 0; t < 7; t++) {
             if (!present(l, t)) continue;
-            qp_st_writer_write_tensor(w, A[l][t], (size_t)(RANK * ins[t]) * 4, &e);
-            qp_st_writer_write_tensor(w, B[l][t], (size_t)(outs[t] * RANK) * 4, &e);
+            QP_CHECK(qp_st_writer_write_tensor(w, A[l][t], (size_t)(RANK * ins[t]) * 4, &e) == QP_OK);
+            QP_CHECK(qp_st_writer_write_tensor(w, B[l][t], (size_t)(outs[t] * RANK) * 4, &e) == QP_OK);
         }
     QP_CHECK(qp_st_writer_finish(w, &e) == QP_OK);
     snprintf(p, sizeof p, "%s/adapter_config.json", adir);
@@ -523,7 +525,8 @@ static void test_lora(void) {
     }
     QP_CHECK(qp_st_writer_begin(w, &e) == QP_OK);
     for (int64_t i = 0; i < base->n_tensors; i++)
-        qp_st_writer_write_tensor(w, vals[i], (size_t)qp_tensor_nelements(&base->tensors[i]) * 4, &e);
+        QP_CHECK(qp_st_writer_write_tensor(w, vals[i], (size_t)qp_tensor_nelements(&base->tensors[i]) * 4, &e) ==
+                 QP_OK);
     QP_CHECK(qp_st_writer_finish(w, &e) == QP_OK);
     snprintf(cmd, sizeof cmd, "cp %s/config.json %s/tokenizer.json %s/", src_dir, src_dir, merged);
     QP_CHECK_EQ_INT(system(cmd), 0);

@@ -210,15 +210,19 @@ static void test_other_dtype(void) {
     qp_err_clear(&e);
     qp_st_writer *w = NULL;
     QP_CHECK_EQ_INT(qp_st_writer_new(path, &w, &e), QP_OK);
-    qp_st_writer_add_tensor_dtype(w, "f8", "F8_E4M3", 1, 2, s[0].shape, &e);
-    qp_st_writer_add_tensor(w, "f32", QP_ENC_F32, 1, s[1].shape, &e);
-    qp_st_writer_begin(w, &e);
-    qp_st_writer_write_tensor(w, s[0].data, s[0].nbytes, &e);
-    qp_st_writer_write_tensor(w, s[1].data, s[1].nbytes, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor_dtype(w, "f8", "F8_E4M3", 1, 2, s[0].shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "f32", QP_ENC_F32, 1, s[1].shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, s[0].data, s[0].nbytes, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, s[1].data, s[1].nbytes, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_OK);
     check_file(path, s, 2, NULL, NULL);
     free(s[0].data);
     free(s[1].data);
+}
+
+static void first_fail(qp_status *first, qp_status s) {
+    if (*first == QP_OK) *first = s;
 }
 
 static void test_errors_leave_nothing(void) {
@@ -234,9 +238,9 @@ static void test_errors_leave_nothing(void) {
     /* abort after some data */
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_new(path, &w, &e), QP_OK);
-    qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_add_tensor(w, "b", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_begin(w, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "b", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, buf, 64, &e), QP_OK);
     qp_st_writer_abort(w);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
@@ -244,8 +248,8 @@ static void test_errors_leave_nothing(void) {
 
     /* a wrong size is refused, sticks, and finish removes everything */
     QP_CHECK_EQ_INT(qp_st_writer_new(path, &w, &e), QP_OK);
-    qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_begin(w, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, buf, 60, &e), QP_ERR_ARG);
     QP_CHECK_MSG(strstr(e.msg, "'a'") != NULL, "message: %s", e.msg);
     qp_err_clear(&e);
@@ -257,10 +261,10 @@ static void test_errors_leave_nothing(void) {
     /* a missing tensor at finish */
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_new(path, &w, &e), QP_OK);
-    qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_add_tensor(w, "b", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_begin(w, &e);
-    qp_st_writer_write(w, buf, 70, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "b", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_write(w, buf, 70, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_ARG);
     QP_CHECK_MSG(strstr(e.msg, "'b'") != NULL, "message: %s", e.msg);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
@@ -268,8 +272,8 @@ static void test_errors_leave_nothing(void) {
     /* too much data */
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_new(path, &w, &e), QP_OK);
-    qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_begin(w, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_write(w, buf, 65, &e), QP_ERR_ARG);
     qp_st_writer_abort(w);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
@@ -294,9 +298,9 @@ static void test_errors_leave_nothing(void) {
     snprintf(bad, sizeof bad, "%s/missing/x.safetensors", dir);
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_new(bad, &w, &e), QP_OK);
-    qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e);
-    qp_st_writer_begin(w, &e);
-    qp_st_writer_write_tensor(w, buf, 64, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, buf, 64, &e), QP_ERR_IO); /* the shard cannot be created */
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_IO);
     QP_CHECK_MSG(strstr(e.msg, bad) != NULL, "message: %s", e.msg);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 0);
@@ -306,13 +310,15 @@ static void test_errors_leave_nothing(void) {
         qp_err_clear(&e);
         qp_alloc_fail_after(k);
         qp_status s = qp_st_writer_new(path, &w, &e);
-        if (s == QP_OK) {
-            qp_st_writer_add_meta(w, "format", "pt", &e);
-            qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e);
-            qp_st_writer_add_tensor(w, "b", QP_ENC_F32, 2, shape, &e);
-            qp_st_writer_begin(w, &e);
-            qp_st_writer_write(w, buf, 128, &e);
+        if (s == QP_OK) { /* the first failure sticks: finish returns it */
+            qp_status first = qp_st_writer_add_meta(w, "format", "pt", &e);
+            first_fail(&first, qp_st_writer_add_tensor(w, "a", QP_ENC_F32, 2, shape, &e));
+            first_fail(&first, qp_st_writer_add_tensor(w, "b", QP_ENC_F32, 2, shape, &e));
+            first_fail(&first, qp_st_writer_begin(w, &e));
+            first_fail(&first, qp_st_writer_write(w, buf, 128, &e));
             s = qp_st_writer_finish(w, &e);
+            QP_CHECK_MSG(first == QP_OK || s == first, "k=%ld: first failure %d, finish %d", k, (int)first,
+                         (int)s);
         }
         qp_alloc_fail_after(-1);
         QP_CHECK_MSG(s == QP_OK || s == QP_ERR_NOMEM, "k=%ld: %s", k, e.msg);
@@ -344,12 +350,12 @@ static void test_sharded(void) {
     qp_err_clear(&e);
     qp_st_writer *w = NULL;
     QP_CHECK_EQ_INT(qp_st_writer_new_sharded(dir, NULL, 2500, &w, &e), QP_OK);
-    qp_st_writer_add_meta(w, "format", "pt", &e);
-    for (int i = 0; i < 5; i++) qp_st_writer_add_tensor(w, s[i].name, s[i].enc, s[i].n_dims, s[i].shape, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_meta(w, "format", "pt", &e), QP_OK);
+    for (int i = 0; i < 5; i++) QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, s[i].name, s[i].enc, s[i].n_dims, s[i].shape, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_n_shards(w), 3);
     QP_CHECK_EQ_INT(qp_st_writer_total_bytes(w), 5000);
-    for (int i = 0; i < 5; i++) qp_st_writer_write_tensor(w, s[i].data, s[i].nbytes, &e);
+    for (int i = 0; i < 5; i++) QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, s[i].data, s[i].nbytes, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 3); /* temporaries only: nothing under a final name */
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_OK);
     QP_CHECK_MSG(e.status == QP_OK, "%s", e.msg);
@@ -380,9 +386,9 @@ static void test_sharded(void) {
     snprintf(dir1, sizeof dir1, "%s/one", dir);
     mkdir(dir1, 0777);
     QP_CHECK_EQ_INT(qp_st_writer_new_sharded(dir1, "model", 1 << 20, &w, &e), QP_OK);
-    qp_st_writer_add_tensor(w, s[0].name, s[0].enc, s[0].n_dims, s[0].shape, &e);
-    qp_st_writer_begin(w, &e);
-    qp_st_writer_write_tensor(w, s[0].data, s[0].nbytes, &e);
+    QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, s[0].name, s[0].enc, s[0].n_dims, s[0].shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, s[0].data, s[0].nbytes, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_OK);
     snprintf(p, sizeof p, "%s/model.safetensors", dir1);
     check_file(p, &s[0], 1, NULL, NULL);
@@ -393,9 +399,9 @@ static void test_sharded(void) {
     snprintf(dir2, sizeof dir2, "%s/fail", dir);
     mkdir(dir2, 0777);
     QP_CHECK_EQ_INT(qp_st_writer_new_sharded(dir2, NULL, 2500, &w, &e), QP_OK);
-    for (int i = 0; i < 5; i++) qp_st_writer_add_tensor(w, s[i].name, s[i].enc, s[i].n_dims, s[i].shape, &e);
-    qp_st_writer_begin(w, &e);
-    for (int i = 0; i < 4; i++) qp_st_writer_write_tensor(w, s[i].data, s[i].nbytes, &e);
+    for (int i = 0; i < 5; i++) QP_CHECK_EQ_INT(qp_st_writer_add_tensor(w, s[i].name, s[i].enc, s[i].n_dims, s[i].shape, &e), QP_OK);
+    QP_CHECK_EQ_INT(qp_st_writer_begin(w, &e), QP_OK);
+    for (int i = 0; i < 4; i++) QP_CHECK_EQ_INT(qp_st_writer_write_tensor(w, s[i].data, s[i].nbytes, &e), QP_OK);
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_st_writer_finish(w, &e), QP_ERR_ARG);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir2), 0);
@@ -412,6 +418,6 @@ int main(void) {
     test_errors_leave_nothing();
     test_sharded();
     for (int i = 0; i < N_SPECS; i++) free(g_specs[i].data);
-    qp_path_remove_tree(g_root, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(g_root, NULL), QP_OK);
     return qp_test_finish();
 }

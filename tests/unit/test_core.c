@@ -100,10 +100,14 @@ int main(void) {
     char keys[1000][16];
     for (int i = 0; i < 1000; i++) {
         snprintf(keys[i], 16, "k%d", i);
-        QP_CHECK(qp_strmap_put(&m, keys[i], strlen(keys[i]), i) == 1);
+        bool added = false;
+        QP_CHECK(qp_strmap_put(&m, keys[i], strlen(keys[i]), i, &added) == QP_OK && added);
     }
-    QP_CHECK(qp_strmap_put(&m, "k7", 2, 99) == 0);
+    bool added = true;
+    QP_CHECK(qp_strmap_put(&m, "k7", 2, 99, &added) == QP_OK && !added);
+    QP_CHECK(qp_strmap_put(&m, "k8", 2, 99, NULL) == QP_OK);
     int64_t v = -1;
+    QP_CHECK(qp_strmap_get(&m, "k7", 2, &v) && v == 7);
     QP_CHECK(qp_strmap_get(&m, "k999", 4, &v) && v == 999);
     QP_CHECK(!qp_strmap_get(&m, "k1000", 5, &v));
     qp_strmap_free(&m);

@@ -414,7 +414,7 @@ int main(void) {
     check_bitnet(a);
     check_sharded(a);
     check_k256(a);
-    qp_path_remove_tree(a, NULL);
-    qp_path_remove_tree(b, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();
 }

@@ -24,7 +24,7 @@ static char *read_file(const char *path, size_t *len) {
 
 static void fresh_dir(char *out, size_t n, const char *name) {
     snprintf(out, n, "%s/%s", g_root, name);
-    qp_path_remove_tree(out, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(out, NULL), QP_OK);
     qp_test_mkdir_p(out);
 }
 
@@ -57,7 +57,7 @@ static void test_commit_exact_bytes(void) {
     /* many small writes crossing the buffer boundary */
     for (size_t i = 0; i < 1000; i++) {
         uint8_t b = (uint8_t)i;
-        qp_outfile_write(f, &b, 1, &e);
+        QP_CHECK_EQ_INT(qp_outfile_write(f, &b, 1, &e), QP_OK);
         expect[n++] = b;
     }
     QP_CHECK_EQ_INT(qp_outfile_pad(f, 4096, &e), QP_OK);
@@ -105,7 +105,7 @@ static void test_abort(void) {
     /* abort keeps an older committed file untouched */
     QP_CHECK_EQ_INT(qp_file_write_atomic(path, "old", 3, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_outfile_open(path, &f, &e), QP_OK);
-    qp_outfile_write(f, "new content", 11, &e);
+    QP_CHECK_EQ_INT(qp_outfile_write(f, "new content", 11, &e), QP_OK);
     qp_outfile_abort(f);
     size_t len = 0;
     char *got = read_file(path, &len);
@@ -215,7 +215,7 @@ static void test_alloc_failure_no_debris(void) {
             saw_ok++;
             QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
             QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
-            qp_path_remove_tree(out, NULL);
+            QP_CHECK_EQ_INT(qp_path_remove_tree(out, NULL), QP_OK);
         } else {
             saw_nomem++;
             QP_CHECK_MSG(qp_test_count_entries(dir) == 0, "k=%ld: debris after NOMEM", k);
@@ -308,14 +308,14 @@ static void test_outdir(void) {
     QP_CHECK_EQ_INT(qp_test_count_entries(out), 4);
     QP_CHECK_EQ_INT(qp_test_count_entries(dir), 1);
     /* an empty existing directory is fine without replace */
-    qp_path_remove_tree(out, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(out, NULL), QP_OK);
     mkdir(out, 0777);
     QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, false, &d, &e), QP_OK);
     write_in(d, "a.txt", "three");
     QP_CHECK_EQ_INT(qp_outdir_commit(d, &e), QP_OK);
     QP_CHECK_EQ_INT(qp_test_count_entries(out), 1);
     /* a file where the directory should go is never replaced */
-    qp_path_remove_tree(out, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(out, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_file_write_atomic(out, "f", 1, &e), QP_OK);
     qp_err_clear(&e);
     QP_CHECK_EQ_INT(qp_outdir_open(out, &k_pkg, true, &d, &e), QP_ERR_IO);
@@ -462,6 +462,6 @@ int main(void) {
     test_partial_names_and_cleanup();
     test_remove_stale();
     test_output_rule();
-    qp_path_remove_tree(g_root, NULL);
+    QP_CHECK_EQ_INT(qp_path_remove_tree(g_root, NULL), QP_OK);
     return qp_test_finish();
 }

@@ -88,7 +88,9 @@ static void add(built *b, const char *name, int64_t rows, int64_t cols, qp_encod
     b->bytes[i] = bytes;
     b->rows[i] = r;
     b->cols[i] = cols;
-    qp_tensor *t = qp_model_add_tensor(b->m, name, strlen(name), NULL);
+    qp_tensor *t = NULL;
+    QP_CHECK(qp_model_add_tensor(b->m, name, strlen(name), &t, NULL) == QP_OK);
+    if (!t) exit(qp_test_finish());
     t->canon = qp_arena_strdup(qp_model_arena(b->m), name);
     t->enc = enc;
     t->n_dims = rows ? 2 : 1;
@@ -107,7 +109,8 @@ static void add(built *b, const char *name, int64_t rows, int64_t cols, qp_encod
 static void build(built *b, const cfg *c, uint64_t seed) {
     memset(b, 0, sizeof *b);
     g_rng = seed;
-    qp_model_new(QP_FORMAT_GGUF, "mem-model", &b->m, NULL);
+    QP_CHECK(qp_model_new(QP_FORMAT_GGUF, "mem-model", &b->m, NULL) == QP_OK);
+    if (!b->m) exit(qp_test_finish());
     qp_arch *a = &b->m->arch;
     a->family = c->family;
     a->hidden = c->dim;
@@ -159,7 +162,7 @@ static void build(built *b, const cfg *c, uint64_t seed) {
         }
 #undef N
     }
-    qp_model_finish(b->m, NULL);
+    QP_CHECK(qp_model_finish(b->m, NULL) == QP_OK);
 }
 
 static void unbuild(built *b) {
@@ -532,7 +535,7 @@ static void test_errors(void) {
     QP_CHECK(qp_runtime_forward(rt, 1, 1, &lg, &e) == QP_ERR_ARG); /* nothing at 0 yet */
     QP_CHECK(qp_runtime_forward(rt, 1, 0, &lg, &e) == QP_OK);
     QP_CHECK(qp_runtime_forward(rt, 1, 1, &lg, &e) == QP_OK);
-    for (int p = 2; p < 8; p++) qp_runtime_forward(rt, 2, p, &lg, &e);
+    for (int p = 2; p < 8; p++) QP_CHECK(qp_runtime_forward(rt, 2, p, &lg, &e) == QP_OK);
     QP_CHECK(qp_runtime_forward(rt, 1, 8, &lg, &e) == QP_ERR_ARG); /* past n_ctx */
     qp_runtime_reset(rt);
     QP_CHECK(qp_runtime_forward(rt, 1, 3, &lg, &e) == QP_ERR_ARG);

@@ -37,8 +37,9 @@ static qp_status make_twin(const qp_model *src, twin *tw, qp_err *e) {
     for (int64_t i = 0; i < src->n_tensors; i++) {
         const qp_tensor *st = &src->tensors[i];
         const char *nm = st->canon ? st->canon : st->name;
-        qp_tensor *t = qp_model_add_tensor(m, nm, strlen(nm), e);
-        if (!t) return e->status;
+        qp_tensor *t;
+        s = qp_model_add_tensor(m, nm, strlen(nm), &t, e);
+        if (s != QP_OK) return s;
         t->canon = qp_arena_strdup(qp_model_arena(m), nm);
         t->enc = st->enc;
         t->n_dims = st->n_dims;

@@ -25,7 +25,7 @@ static qp_sampler *mk(float temp, int top_k, float top_p, float pen, int last_n,
 
 static int32_t draw(qp_sampler *s, const float *lg) {
     int32_t t = -1;
-    qp_sampler_sample(s, lg, &t, NULL);
+    QP_CHECK_EQ_INT(qp_sampler_sample(s, lg, &t, NULL), QP_OK);
     return t;
 }
 
@@ -52,17 +52,17 @@ static void test_greedy_and_penalty(void) {
     s = mk(0.0f, 0, 1.0f, 2.0f, 64, 0, 4);
     const float b[4] = {2, -2, 1.5f, 0.5f};
     QP_CHECK_EQ_INT(draw(s, b), 0);
-    qp_sampler_accept(s, 0, NULL);
-    qp_sampler_accept(s, 1, NULL);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 0, NULL), QP_OK);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 1, NULL), QP_OK);
     QP_CHECK_EQ_INT(draw(s, b), 2);
     /* negative logits are multiplied: {-1, -1.2, -3} with 2 on {0}: {-2, -1.2, -3} -> 1 */
     qp_sampler_reset(s);
-    qp_sampler_accept(s, 0, NULL);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 0, NULL), QP_OK);
     const float neg[4] = {-1, -1.2f, -3, -5};
     QP_CHECK_EQ_INT(draw(s, neg), 1);
     /* a token repeated in the window is penalised once: {3, 0, 1.2} -> {1.5, 0, 1.2} -> 0 */
-    qp_sampler_accept(s, 0, NULL);
-    qp_sampler_accept(s, 0, NULL);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 0, NULL), QP_OK);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 0, NULL), QP_OK);
     const float once[4] = {3, 0, 1.2f, -1};
     QP_CHECK_EQ_INT(draw(s, once), 0);
     /* the caller's logits are not modified */
@@ -71,15 +71,15 @@ static void test_greedy_and_penalty(void) {
 
     /* window of 2: accept 1, 0, 2 -> window {0, 2}: {2, 1.9, 0} -> {1, 1.9, 0} -> 1 */
     s = mk(0.0f, 0, 1.0f, 2.0f, 2, 0, 3);
-    qp_sampler_accept(s, 1, NULL);
-    qp_sampler_accept(s, 0, NULL);
-    qp_sampler_accept(s, 2, NULL);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 1, NULL), QP_OK);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 0, NULL), QP_OK);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 2, NULL), QP_OK);
     const float w[3] = {2, 1.9f, 0};
     QP_CHECK_EQ_INT(draw(s, w), 1);
     qp_sampler_free(s);
     /* repeat_last_n 0 disables the penalty */
     s = mk(0.0f, 0, 1.0f, 2.0f, 0, 0, 3);
-    qp_sampler_accept(s, 0, NULL);
+    QP_CHECK_EQ_INT(qp_sampler_accept(s, 0, NULL), QP_OK);
     QP_CHECK_EQ_INT(draw(s, w), 0);
     qp_err e = {0};
     QP_CHECK(qp_sampler_accept(s, 3, &e) == QP_ERR_ARG);
