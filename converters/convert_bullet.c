@@ -78,10 +78,11 @@ static qp_status fill(void *ud, const qp_bullet_tensor *bt, float *dst, qp_err *
     return QP_OK;
 }
 
-static const qp_tensor *need(const qp_model *m, const char *name, qp_err *e) {
+static qp_status need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e) {
     const qp_tensor *t = qp_model_find(m, name);
-    if (!t) qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is missing", m->path, name);
-    return t;
+    if (!t) return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is missing", m->path, name);
+    *out = t;
+    return QP_OK;
 }
 
 static qp_status check_shape(const qp_model *m, const qp_tensor *t, int64_t cols, int64_t rows,
@@ -142,8 +143,9 @@ typedef struct bullet_dims {
 static qp_status check_model(const qp_model *m, bullet_dims *d, const qp_tensor **emb_out,
                              qp_err *e) {
     const qp_arch *a = &m->arch;
-    const qp_tensor *emb = need(m, "token_embd.weight", e);
-    if (!emb) return e ? e->status : QP_ERR_UNSUPPORTED;
+    const qp_tensor *emb = NULL;
+    qp_status s = need(m, "token_embd.weight", &emb, e);
+    if (s != QP_OK) return s;
     int64_t dim = a->hidden > 0 ? a->hidden : emb->ne[0];
     int64_t vocab = emb->ne[1];
     int64_t nh = a->n_heads, nkv = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
@@ -174,8 +176,8 @@ static qp_status check_model(const qp_model *m, bullet_dims *d, const qp_tensor 
     if (v->n_tokens != vocab)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the tokenizer has %lld tokens but the embedding "
                        "%lld rows", m->path, (long long)v->n_tokens, (long long)vocab);
-    const qp_tensor *g0 = need(m, "blk.0.ffn_gate.weight", e);
-    if (!g0) return e ? e->status : QP_ERR_UNSUPPORTED;
+    const qp_tensor *g0 = NULL;
+    if ((s = need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK) return s;
     int64_t ffn = g0->ne[1], ffn_out = 4 * dim;
     if (ffn > ffn_out)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN width %lld exceeds 4 x hidden (%lld), which "
@@ -237,8 +239,8 @@ static qp_status plan_layer(bullet_plan *p, int64_t l, qp_err *e) {
     for (int k = 0; k < 9; k++) {
         char cn[64], bn[64];
         snprintf(cn, sizeof cn, "blk.%lld.%s.weight", (long long)l, canon[k]);
-        t[k] = need(m, cn, e);
-        if (!t[k]) return e ? e->status : QP_ERR_UNSUPPORTED;
+        qp_status s = need(m, cn, &t[k], e);
+        if (s != QP_OK) return s;
         if (!qp_bullet_name_from_canon(cn, bn, sizeof bn))
             return qp_fail(e, QP_ERR_INTERNAL, "no bullet name for %s", cn);
     }
@@ -281,8 +283,9 @@ static qp_status plan_layer(bullet_plan *p, int64_t l, qp_err *e) {
 static qp_status plan_output(bullet_plan *p, const qp_tensor *emb, bool *tied, qp_err *e) {
     const qp_model *m = p->m;
     int64_t dim = p->d.dim;
-    const qp_tensor *fn = need(m, "output_norm.weight", e);
-    if (!fn) return e ? e->status : QP_ERR_UNSUPPORTED;
+    const qp_tensor *fn = NULL;
+    qp_status s = need(m, "output_norm.weight", &fn, e);
+    if (s != QP_OK) return s;
     if (qp_tensor_nelements(fn) != dim)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not [%lld]", m->path, fn->name,
                        (long long)dim);
@@ -290,7 +293,7 @@ static qp_status plan_output(bullet_plan *p, const qp_tensor *emb, bool *tied, q
     const qp_tensor *outw = qp_model_find(m, "output.weight");
     *tied = outw == NULL;
     if (!outw) outw = emb;
-    qp_status s = check_shape(m, outw, dim, p->d.vocab, e);
+    s = check_shape(m, outw, dim, p->d.vocab, e);
     if (s != QP_OK) return s;
     plan_add(p, "gen_head.weight", outw, K_PLAIN, p->d.vocab, dim);
     return QP_OK;

@@ -202,7 +202,8 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
         while (done < t->nbytes) {
             size_t k = t->nbytes - done;
             if (k > QP_CONVERT_CHUNK_BYTES) k = QP_CONVERT_CHUNK_BYTES;
-            if (qp_gguf_writer_write(w, t->data + done, k, e) != QP_OK) return e ? e->status : QP_ERR_IO;
+            qp_status s = qp_gguf_writer_write(w, t->data + done, k, e);
+            if (s != QP_OK) return s;
             done += k;
         }
         release_source(t);

@@ -18,10 +18,10 @@ static const char *const k_modules[] = {"q_proj", "k_proj", "v_proj", "o_proj",
                                         "gate_proj", "up_proj", "down_proj"};
 #define N_MODULES 7
 
-int qp_lora_is_adapter_dir(const char *dir) {
-    if (!qp_path_is_dir(dir)) return 0;
+bool qp_lora_is_adapter_dir(const char *dir) {
+    if (!qp_path_is_dir(dir)) return false;
     char *p = qp_path_join(dir, "adapter_config.json");
-    int r = p && qp_path_exists(p);
+    bool r = p && qp_path_exists(p);
     qp_free(p);
     return r;
 }

@@ -8,6 +8,7 @@
 #ifndef QP_LORA_ADAPTER_H
 #define QP_LORA_ADAPTER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "quantpack/status.h"
@@ -28,7 +29,7 @@ typedef struct qp_lora_result {
 } qp_lora_result;
 
 /* True when dir holds adapter_config.json. */
-int qp_lora_is_adapter_dir(const char *dir);
+bool qp_lora_is_adapter_dir(const char *dir);
 QP_NODISCARD qp_status qp_lora_convert(const char *peft_dir, const char *out_dir, const qp_lora_opts *o,
                                        qp_lora_result *res, qp_err *e);
 

@@ -568,14 +568,16 @@ static qp_status names_from_object(cJSON *obj, name_list *l, qp_err *e) {
     return QP_OK;
 }
 
-static cJSON *read_json(const char *path, qp_err *e) {
+static qp_status read_json(const char *path, cJSON **out, qp_err *e) {
     char *txt = NULL;
     size_t len = 0;
-    if (qp_file_read_all(path, (size_t)512 << 20, &txt, &len, e) != QP_OK) return NULL;
+    qp_status s = qp_file_read_all(path, (size_t)512 << 20, &txt, &len, e);
+    if (s != QP_OK) return s;
     cJSON *j = cJSON_ParseWithLength(txt, len);
     qp_free(txt);
-    if (!j) qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", path);
-    return j;
+    if (!j) return qp_fail(e, QP_ERR_CORRUPT, "%s: not valid JSON", path);
+    *out = j;
+    return QP_OK;
 }
 
 static qp_status model_names(const char *dir, name_list *l, qp_err *e) {
@@ -585,11 +587,11 @@ static qp_status model_names(const char *dir, name_list *l, qp_err *e) {
     if (!single || !index) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
     else if (qp_path_exists(index)) {
         /* the SDK's _get_all_tensor_names prefers the index */
-        cJSON *j = read_json(index, e);
+        cJSON *j = NULL;
+        s = read_json(index, &j, e);
         cJSON *wm = j ? cJSON_GetObjectItemCaseSensitive(j, "weight_map") : NULL;
-        if (!j) s = e ? e->status : QP_ERR_CORRUPT;
-        else if (!cJSON_IsObject(wm)) s = qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map", index);
-        else s = names_from_object(wm, l, e);
+        if (s == QP_OK && !cJSON_IsObject(wm)) s = qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map", index);
+        else if (s == QP_OK) s = names_from_object(wm, l, e);
         cJSON_Delete(j);
     } else if (qp_path_exists(single)) {
         cJSON *h = NULL;
@@ -631,13 +633,10 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     memset(c, 0, sizeof *c);
     char *cfg_path = qp_path_join(model_dir, "config.json");
     if (!cfg_path) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    cJSON *cfg = read_json(cfg_path, e);
+    cJSON *cfg = NULL;
     name_list names = {0};
-    qp_status s = QP_OK;
-    if (!cfg) {
-        s = e ? e->status : QP_ERR_IO;
-        goto done;
-    }
+    qp_status s = read_json(cfg_path, &cfg, e);
+    if (s != QP_OK) goto done;
     cJSON *archs = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
     cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     const char *aname = cJSON_IsString(a0) ? a0->valuestring : "Unknown";
@@ -714,9 +713,9 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     }
     char *tok_path = qp_path_join(model_dir, "tokenizer.json");
     if (tok_path && qp_path_exists(tok_path)) {
-        qp_err te;
-        qp_err_clear(&te);
-        cJSON *tj = read_json(tok_path, &te);
+        /* optional: an unreadable tokenizer.json adds no stop ids */
+        cJSON *tj = NULL;
+        if (read_json(tok_path, &tj, NULL) != QP_OK) tj = NULL;
         cJSON *added = tj ? cJSON_GetObjectItemCaseSensitive(tj, "added_tokens") : NULL;
         static const char *const stops[] = {"<|eot_id|>", "<|im_end|>", "<|end_of_text|>",
                                             "<|endoftext|>", "</s>"};
@@ -852,10 +851,7 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
         s = qp_fail(e, QP_ERR_IO, "No adapter_config.json found in %s", cfgp);
         goto done;
     }
-    if (!(ac = read_json(cfgp, e))) {
-        s = e ? e->status : QP_ERR_CORRUPT;
-        goto done;
-    }
+    if ((s = read_json(cfgp, &ac, e)) != QP_OK) goto done;
     int64_t r;
     if (!qp_json_get_int(ac, "r", 1, 65536, &r)) {
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", cfgp);
@@ -929,13 +925,12 @@ static int str_cmp(const void *a, const void *b) {
 qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e) {
     char *p = qp_path_join(adapter_dir, "adapter_config.json");
     if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    cJSON *j = read_json(p, e);
-    qp_status s = QP_OK;
+    cJSON *j = NULL;
     int64_t r;
-    if (!j) s = e ? e->status : QP_ERR_IO;
-    else if (!qp_json_get_int(j, "r", 1, 65536, &r))
+    qp_status s = read_json(p, &j, e);
+    if (s == QP_OK && !qp_json_get_int(j, "r", 1, 65536, &r))
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: \"r\" missing or out of range", p);
-    else *rank = r;
+    else if (s == QP_OK) *rank = r;
     cJSON_Delete(j);
     qp_free(p);
     return s;
@@ -955,14 +950,14 @@ typedef struct manifest_build {
 /* The shards of an index (get_sharded_files): its sorted unique file names, each a plain name
  * in the model folder. */
 static qp_status list_index_shards(manifest_build *b, const char *index_path, qp_err *e) {
-    if (!(b->index = read_json(index_path, e))) return e ? e->status : QP_ERR_CORRUPT;
+    qp_status s = read_json(index_path, &b->index, e);
+    if (s != QP_OK) return s;
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(b->index, "weight_map");
     if (!cJSON_IsObject(wm)) return qp_fail(e, QP_ERR_CORRUPT, "%s: no weight_map object", index_path);
     b->wm = wm;
     int n = cJSON_GetArraySize(wm), n_files = 0;
     char **files = qp_calloc((size_t)(n ? n : 1), sizeof *files);
     if (!files) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    qp_status s = QP_OK;
     const cJSON *it;
     cJSON_ArrayForEach(it, wm) {
         if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {

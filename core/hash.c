@@ -76,14 +76,14 @@ static int hexval(char c) {
     return -1;
 }
 
-int qp_hex_decode(const char *hex, uint8_t *out, size_t n) {
-    if (!hex || strlen(hex) != 2 * n) return 0;
+bool qp_hex_decode(const char *hex, uint8_t *out, size_t n) {
+    if (!hex || strlen(hex) != 2 * n) return false;
     for (size_t i = 0; i < n; i++) {
         int a = hexval(hex[2 * i]), b = hexval(hex[2 * i + 1]);
-        if (a < 0 || b < 0) return 0;
+        if (a < 0 || b < 0) return false;
         out[i] = (uint8_t)(a << 4 | b);
     }
-    return 1;
+    return true;
 }
 
 qp_status qp_hash_sha256_file(const char *path, char hex[QP_SHA256_HEX], qp_err *e) {

@@ -10,6 +10,7 @@
 #ifndef QP_CORE_HASH_H
 #define QP_CORE_HASH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,7 +35,7 @@ QP_NODISCARD qp_status qp_hash_sha256_file(const char *path, char hex[QP_SHA256_
 /* n bytes -> 2n lowercase hex digits + NUL. */
 void qp_hex_encode(const uint8_t *bytes, size_t n, char *out);
 /* 2n hex digits (either case) -> n bytes; false on a bad digit or length. */
-int qp_hex_decode(const char *hex, uint8_t *out, size_t n);
+bool qp_hex_decode(const char *hex, uint8_t *out, size_t n);
 
 /* Streaming Merkle root over fixed-size blocks (see the top of this file). */
 typedef struct qp_merkle qp_merkle;

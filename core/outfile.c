@@ -337,20 +337,19 @@ qp_status qp_path_remove_tree(const char *path, qp_err *e) {
     return remove_tree(path, 0, e);
 }
 
-/* 1: an empty directory, 0: not empty, -1: error (errno set). */
-static int dir_is_empty(const char *path) {
+static qp_status dir_is_empty(const char *path, bool *empty, qp_err *e) {
     DIR *d = opendir(path);
-    if (!d) return -1;
-    int empty = 1;
+    if (!d) return qp_fail(e, QP_ERR_IO, "%s: cannot read directory: %s", path, strerror(errno));
+    *empty = true;
     struct dirent *ent;
     while ((ent = readdir(d)) != NULL) {
         if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0) {
-            empty = 0;
+            *empty = false;
             break;
         }
     }
     closedir(d);
-    return empty;
+    return QP_OK;
 }
 
 static bool kind_owns(const qp_outdir_kind *k, const char *name) {
@@ -369,8 +368,9 @@ static qp_status check_target(const char *dir, const qp_outdir_kind *kind, bool 
     }
     if (!S_ISDIR(st.st_mode))
         return qp_fail(e, QP_ERR_IO, "%s: exists and is not a directory", dir);
-    int empty = dir_is_empty(dir);
-    if (empty < 0) return qp_fail(e, QP_ERR_IO, "%s: cannot read directory: %s", dir, strerror(errno));
+    bool empty = false;
+    qp_status s = dir_is_empty(dir, &empty, e);
+    if (s != QP_OK) return s;
     if (empty) return QP_OK;
     if (!replace)
         return qp_fail(e, QP_ERR_IO, "%s: exists and is not empty (not replacing it; -f/--force "

@@ -63,7 +63,7 @@ static bool stats_fast(const float *x, int64_t n, double *l, float *amax, bool *
     float f = 0.0f;
     for (int64_t i = 0; i < n && f == 0.0f; i++) f = fabsf(x[i]);
     const int64_t n16 = n / 16 * 16;
-    int nonter = 0;
+    bool nonter = false;
     float m = 0.0f;
     memset(l, 0, 16 * sizeof *l);
     const int64_t chunk = 1 << 20;
@@ -75,7 +75,7 @@ static bool stats_fast(const float *x, int64_t n, double *l, float *amax, bool *
         if (a != a) return false;
         l[i % 16] += (double)a;
         m = QP_MAX(m, a);
-        if (!(x[i] == 0.0f || a == f)) nonter = 1;
+        if (!(x[i] == 0.0f || a == f)) nonter = true;
     }
     *amax = m;
     *ternary = !nonter; /* all nonzero |x| equal f, hence equal max |x| */
@@ -121,7 +121,7 @@ static bool absmean_one_pass(const float *x, int64_t n, int be, void *out, float
         int64_t cnt = i0;
         if (i0 == 0) { /* chunk 0: its own mean (it stays in cache for the coding pass) */
             float m = 0.0f;
-            int nonter = 0;
+            bool nonter = false;
             memset(t, 0, sizeof t);
             (void)qp_tern_stats_avx2(x, len, t, &m, 0.0f, &nonter);
             cnt = len;
@@ -370,9 +370,9 @@ static bool i2s_one_pass(const float *x, uint8_t *y, int64_t n, int be) {
     const float f = fabsf(x[i0]);
     if (f != f) return false;
     if (qp_simd_level() >= 2) {
-        if (qp_i2s_ternary_codes_avx512(x, n / be, be, f, y)) return false;
+        if (!qp_i2s_ternary_codes_avx512(x, n / be, be, f, y)) return false;
     } else if (qp_simd_level() >= 1) {
-        if (qp_i2s_ternary_codes_avx2(x, n / be, be, f, y)) return false;
+        if (!qp_i2s_ternary_codes_avx2(x, n / be, be, f, y)) return false;
     } else {
         uint8_t c[128];
         for (int64_t b = 0; b < n / be; b++) {

@@ -6,6 +6,7 @@
  * accumulation in block order as the scalar functions). */
 #ifndef QP_SIMD_KERNELS_H
 #define QP_SIMD_KERNELS_H
+#include <stdbool.h>
 #include <stdint.h>
 
 /* kquants_avx2.c */
@@ -37,9 +38,9 @@ void qp_qk256_quantize_avx2(const float *x, void *y, int64_t n);
 void qp_bitnet32f16_quantize_avx2(const float *x, void *y, int64_t n);
 /* ternary_avx2.c: whole-tensor helpers of enc_ternary.c (I2_S, absmean). n a multiple of 16.
  * stats: adds |x[i]| (as double) into lanes[i % 16] in index order per lane, max |x| into *amax
- * (x known NaN-free), returns nonzero when some x is NaN; *nonter set when some x is neither 0 nor
- * +-f (f = first nonzero |x| of the tensor, or 0). */
-int qp_tern_stats_avx2(const float *x, int64_t n, double *lanes, float *amax, float f, int *nonter);
+ * (x known NaN-free), returns true when some x is NaN; *nonter set true when some x is neither 0
+ * nor +-f (f = first nonzero |x| of the tensor, or 0). */
+bool qp_tern_stats_avx2(const float *x, int64_t n, double *lanes, float *amax, float f, bool *nonter);
 /* levels q[i] = clamp(rint(x[i] * s), -1, 1) */
 void qp_tern_levels_avx2(const float *x, int64_t n, float s, int8_t *q);
 /* I2_S codes of nb blocks of be (64 or 128) elements: mode 0 absmean (c = level(x*s) + 1),
@@ -64,15 +65,15 @@ void qp_tq1_0_quantize_avx512(const float *x, void *y, int64_t n);
 void qp_tq2_0_quantize_avx512(const float *x, void *y, int64_t n);
 void qp_qk256_quantize_avx512(const float *x, void *y, int64_t n);
 void qp_bitnet32f16_quantize_avx512(const float *x, void *y, int64_t n);
-int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, float f, int *nonter);
+bool qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, float f, bool *nonter);
 void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q);
 void qp_i2s_codes_avx512(const float *x, int64_t nb, int be, int mode, float s, uint8_t *y);
 /* I2_S one pass over ternary input (enc_ternary.c i2s_one_pass), ternary_avx2.c / ternary_avx512.c:
  * codes of nb blocks of be elements when every x is +-0 or +-f (f > 0, not NaN): 1 for +-0 or when
- * f <= 1e-6f, else 2 for x > 0, 0 for x < 0. Returns nonzero (y partly written) at the first block
- * holding any other value (or NaN). */
-int qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y);
-int qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y);
+ * f <= 1e-6f, else 2 for x > 0, 0 for x < 0. Returns true when every block was coded, false (y
+ * partly written) at the first block holding any other value (or NaN). */
+bool qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y);
+bool qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y);
 /* ternary_avx2.c: exact int8 dots */
 double qp_tq1_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_tq2_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);

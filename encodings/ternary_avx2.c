@@ -47,8 +47,8 @@ static inline VI pack_u8(VI a, VI b, VI c, VI d) {
     return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* max |x| of cnt (multiple of 32) floats, four independent maxima; nonzero when one is NaN */
-static inline int block_amax(const float *x, int cnt, float *amax) {
+/* max |x| of cnt (multiple of 32) floats, four independent maxima; true when one is NaN */
+static inline bool block_amax(const float *x, int cnt, float *amax) {
     V m[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     V nan = _mm256_setzero_ps();
     for (int i = 0; i < cnt; i += 32)
@@ -92,7 +92,7 @@ static inline VI ter_code(const float *x) {
 static inline bool tq_block_scale(const float *x, uint8_t *y, int d_off,
                                   void (*ref)(const float *, void *, int64_t), float *id) {
     float amax;
-    const int nan = block_amax(x, QK_K, &amax);
+    const bool nan = block_amax(x, QK_K, &amax);
     *id = amax != 0.0f ? 1.0f / amax : 0.0f;
     if (nan || isinf(*id)) {
         ref(x, y, QK_K);
@@ -218,7 +218,7 @@ void qp_bitnet32f16_quantize_avx2(const float *x, void *vy, int64_t n) {
 }
 
 /* ---- whole-tensor helpers (I2_S, absmean) ----------------------------------------------------- */
-int qp_tern_stats_avx2(const float *x, int64_t n, double *lanes, float *amax, float f, int *nonter) {
+bool qp_tern_stats_avx2(const float *x, int64_t n, double *lanes, float *amax, float f, bool *nonter) {
     __m256d acc[4];
     for (int k = 0; k < 4; k++) acc[k] = _mm256_loadu_pd(lanes + 4 * k);
     V m = _mm256_set1_ps(*amax), nan = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
@@ -238,8 +238,8 @@ int qp_tern_stats_avx2(const float *x, int64_t n, double *lanes, float *amax, fl
     }
     for (int k = 0; k < 4; k++) _mm256_storeu_pd(lanes + 4 * k, acc[k]);
     *amax = hmax8(m);
-    if (_mm256_movemask_ps(bad)) *nonter = 1;
-    return _mm256_movemask_ps(nan);
+    if (_mm256_movemask_ps(bad)) *nonter = true;
+    return _mm256_movemask_ps(nan) != 0;
 }
 
 void qp_tern_levels_avx2(const float *x, int64_t n, float s, int8_t *q) {
@@ -364,7 +364,7 @@ static inline VI ter1_code(const float *x, V vf, VI tiny, V *ok) {
     return _mm256_or_si256(_mm256_and_si256(one, _mm256_set1_epi32(1)),
                            _mm256_andnot_si256(_mm256_or_si256(one, neg), _mm256_set1_epi32(2)));
 }
-int qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y) {
+bool qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y) {
     const V vf = _mm256_set1_ps(f);
     const VI tiny = _mm256_set1_epi32(f <= 1e-6f ? -1 : 0);
     const int q = be / 4;
@@ -388,9 +388,9 @@ int qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8
                 _mm256_storeu_si256((VI *)(y + p), pack_u8(acc[0], acc[1], acc[2], acc[3]));
             }
         }
-        if (_mm256_movemask_ps(ok) != 0xFF) return 1;
+        if (_mm256_movemask_ps(ok) != 0xFF) return false;
     }
-    return 0;
+    return true;
 }
 
 /* ---- exact int8 dots -------------------------------------------------------------------------- */

@@ -21,8 +21,8 @@ static inline void prefetch_ahead(const void *p, size_t ahead) {
 
 typedef __m512 V;
 
-/* max |x| of 256 floats (a tree of independent maxima); nonzero when one is NaN */
-static inline int block_amax256(const float *x, float *amax) {
+/* max |x| of 256 floats (a tree of independent maxima); true when one is NaN */
+static inline bool block_amax256(const float *x, float *amax) {
     for (int i = 0; i < 16; i++) prefetch_ahead(x + 16 * i, AHEAD);
     V m[16];
     __mmask16 nan = 0;
@@ -57,7 +57,7 @@ void qp_tq2_0_quantize_avx512(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 66) {
         float amax;
-        const int nan = block_amax256(x, &amax);
+        const bool nan = block_amax256(x, &amax);
         const float id = amax != 0.0f ? 1.0f / amax : 0.0f;
         if (nan || isinf(id)) {
             qp_tq2_0_quantize_ref(x, y, QK_K);
@@ -89,7 +89,7 @@ void qp_tq1_0_quantize_avx512(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, y += 54) {
         float amax;
-        const int nan = block_amax256(x, &amax);
+        const bool nan = block_amax256(x, &amax);
         const float id = amax != 0.0f ? 1.0f / amax : 0.0f;
         if (nan || isinf(id)) {
             qp_tq1_0_quantize_ref(x, y, QK_K);
@@ -237,7 +237,7 @@ static inline void ter1_masks16(const float *x, V vf, __mmask16 tiny, __mmask16 
     *one = (__mmask16)(zr | tiny);
     *two = (__mmask16)(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ) & ~tiny);
 }
-int qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y) {
+bool qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y) {
     const V vf = _mm512_set1_ps(f);
     const __mmask16 tiny = f <= 1e-6f ? 0xFFFF : 0;
     const int q = be / 4;
@@ -265,9 +265,9 @@ int qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uin
             }
             _mm_storeu_si128((__m128i *)y, acc);
         }
-        if (ok != 0xFFFF) return 1;
+        if (ok != 0xFFFF) return false;
     }
-    return 0;
+    return true;
 }
 
 void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q) {
@@ -288,7 +288,7 @@ void qp_tern_levels_avx512(const float *x, int64_t n, float s, int8_t *q) {
 }
 
 /* qp_tern_stats_avx2 with 16 floats per step: lanes 0..7 in one double vector, 8..15 in another */
-int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, float f, int *nonter) {
+bool qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, float f, bool *nonter) {
     __m512d acc0 = _mm512_loadu_pd(lanes), acc1 = _mm512_loadu_pd(lanes + 8);
     V m0 = _mm512_set1_ps(*amax);
     __mmask16 nan = 0, bad = 0;
@@ -307,7 +307,7 @@ int qp_tern_stats_avx512(const float *x, int64_t n, double *lanes, float *amax, 
     _mm512_storeu_pd(lanes, acc0);
     _mm512_storeu_pd(lanes + 8, acc1);
     *amax = _mm512_reduce_max_ps(m0);
-    if (bad) *nonter = 1;
+    if (bad) *nonter = true;
     return nan != 0;
 }
 

@@ -25,13 +25,19 @@ static const char *find_bytes(const char *hay, size_t n, const char *needle) {
     return NULL;
 }
 
-/* bullet-core's json_get_int: 0 = absent, 1 = found, -1 = present but not an integer, -2 = out
- * of int32 (std::stoi throws). */
-static int hdr_int(const char *json, size_t n, const char *key, int64_t *out) {
+/* bullet-core's json_get_int and its outcomes (std::stoi throws out of int32). */
+typedef enum hdr_int_result {
+    HDR_INT_ABSENT,
+    HDR_INT_FOUND,   /* *out written */
+    HDR_INT_NOT_INT, /* present but not an integer */
+    HDR_INT_RANGE,   /* out of int32 */
+} hdr_int_result;
+
+static hdr_int_result hdr_int(const char *json, size_t n, const char *key, int64_t *out) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *p = find_bytes(json, n, pat);
-    if (!p) return 0;
+    if (!p) return HDR_INT_ABSENT;
     const char *end = json + n;
     p += strlen(pat);
     while (p < end && (*p == ' ' || *p == '\n')) p++;
@@ -44,15 +50,15 @@ static int hdr_int(const char *json, size_t n, const char *key, int64_t *out) {
     int digits = 0;
     while (p < end && *p >= '0' && *p <= '9') {
         v = v * 10 + (*p - '0');
-        if (v > QP_BULLET_INT_MAX + 1LL) return -2;
+        if (v > QP_BULLET_INT_MAX + 1LL) return HDR_INT_RANGE;
         digits++;
         p++;
     }
-    if (digits == 0) return -1;
+    if (digits == 0) return HDR_INT_NOT_INT;
     if (neg) v = -v;
-    if (v > QP_BULLET_INT_MAX || v < -QP_BULLET_INT_MAX - 1) return -2;
+    if (v > QP_BULLET_INT_MAX || v < -QP_BULLET_INT_MAX - 1) return HDR_INT_RANGE;
     *out = v;
-    return 1;
+    return HDR_INT_FOUND;
 }
 
 /* bullet-core's json_get_string: the text between the next two quotes after "key":. */
@@ -84,12 +90,12 @@ typedef struct rd {
 
 static qp_status need_int(rd *r, const char *json, size_t n, const char *key, int64_t lo,
                           int64_t hi, int64_t *out) {
-    int k = hdr_int(json, n, key, out);
-    if (k == 0)
+    hdr_int_result k = hdr_int(json, n, key, out);
+    if (k == HDR_INT_ABSENT)
         return qp_fail(r->e, QP_ERR_CORRUPT, "%s: header at offset 0: key \"%s\" is missing", r->path,
                        key);
-    if (k < 0 || *out < lo || *out > hi)
-        return qp_fail(r->e, k == -1 ? QP_ERR_CORRUPT : QP_ERR_LIMIT,
+    if (k != HDR_INT_FOUND || *out < lo || *out > hi)
+        return qp_fail(r->e, k == HDR_INT_NOT_INT ? QP_ERR_CORRUPT : QP_ERR_LIMIT,
                        "%s: header at offset 0: \"%s\" is not an integer in %" PRId64 "..%" PRId64,
                        r->path, key, lo, hi);
     return QP_OK;
@@ -552,7 +558,8 @@ qp_status qp_bullet_read(qp_model *m, const char *path, const qp_open_opts *o, q
                       &tok_start)) != QP_OK ||
         (s = need_int(&r, json, hl, "weights_start", tok_start + 12, QP_BULLET_INT_MAX, &w_start)) != QP_OK)
         goto done;
-    if (hdr_int(json, hl, "max_context", &ctx) < 0 || ctx < 0) {
+    hdr_int_result kc = hdr_int(json, hl, "max_context", &ctx);
+    if (kc == HDR_INT_NOT_INT || kc == HDR_INT_RANGE || ctx < 0) {
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: header: \"max_context\" is not a non-negative integer", path);
         goto done;
     }

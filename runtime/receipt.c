@@ -511,23 +511,26 @@ static int cmp_str(const void *a, const void *b) {
 
 /* {"path", "format", "arch", "bytes", "sha256"} for a file; {"path", ..., "files": [{"name",
  * "bytes", "sha256"}]} for a directory (regular files at its top level, sorted by name). */
-static cJSON *input_json(const char *path, qp_format fmt, const char *arch, qp_err *e) {
+static qp_status input_json(const char *path, qp_format fmt, const char *arch, cJSON **out,
+                            qp_err *e) {
     cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
+    if (!o) return qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
     cJSON_AddStringToObject(o, "path", path);
     cJSON_AddStringToObject(o, "format", qp_format_name(fmt));
     cJSON_AddStringToObject(o, "arch", arch);
     char hex[65];
     struct stat st;
+    qp_status s;
     if (!qp_path_is_dir(path)) {
-        if (qp_sha256_file(path, hex, e) != QP_OK) goto fail;
+        if ((s = qp_sha256_file(path, hex, e)) != QP_OK) goto fail;
         if (stat(path, &st) == 0) cJSON_AddNumberToObject(o, "bytes", (double)st.st_size);
         cJSON_AddStringToObject(o, "sha256", hex);
-        return o;
+        *out = o;
+        return QP_OK;
     }
     DIR *d = opendir(path);
     if (!d) {
-        qp_fail(e, QP_ERR_IO, "%s: cannot list directory for hashing", path);
+        s = qp_fail(e, QP_ERR_IO, "%s: cannot list directory for hashing", path);
         goto fail;
     }
     char **names = NULL;
@@ -548,7 +551,7 @@ static cJSON *input_json(const char *path, qp_format fmt, const char *arch, qp_e
     }
     closedir(d);
     cJSON *files = oom ? NULL : cJSON_AddArrayToObject(o, "files");
-    qp_status s = oom || !files ? qp_fail(e, QP_ERR_NOMEM, "out of memory") : QP_OK;
+    s = oom || !files ? qp_fail(e, QP_ERR_NOMEM, "out of memory") : QP_OK;
     if (s == QP_OK) qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; s == QP_OK && i < n; i++) {
         char *full = qp_path_join(path, names[i]);
@@ -568,10 +571,11 @@ static cJSON *input_json(const char *path, qp_format fmt, const char *arch, qp_e
     for (size_t i = 0; i < n; i++) qp_free(names[i]);
     qp_free(names);
     if (s != QP_OK) goto fail;
-    return o;
+    *out = o;
+    return QP_OK;
 fail:
     cJSON_Delete(o);
-    return NULL;
+    return s;
 }
 
 static cJSON *ids_json(const int32_t *ids, int64_t n) {
@@ -590,13 +594,13 @@ qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *
     cJSON_AddStringToObject(tool, "name", "quantpack");
     cJSON_AddStringToObject(tool, "version", QP_VERSION_STRING);
     cJSON *inputs = cJSON_AddObjectToObject(root, "inputs");
-    cJSON *in_out = input_json(r->out_path, r->out_fmt, r->out_arch, e);
-    cJSON *in_src = in_out ? input_json(r->src_path, r->src_fmt, r->src_arch, e) : NULL;
-    if (!in_out || !in_src) {
+    cJSON *in_out = NULL, *in_src = NULL;
+    qp_status s = input_json(r->out_path, r->out_fmt, r->out_arch, &in_out, e);
+    if (s == QP_OK) s = input_json(r->src_path, r->src_fmt, r->src_arch, &in_src, e);
+    if (s != QP_OK) {
         cJSON_Delete(in_out);
         cJSON_Delete(root);
-        if (e && e->status == QP_OK) qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
-        return e ? e->status : QP_ERR_NOMEM;
+        return s;
     }
     cJSON_AddItemToObject(inputs, "out", in_out);
     cJSON_AddItemToObject(inputs, "against", in_src);

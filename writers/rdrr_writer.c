@@ -211,16 +211,16 @@ static qp_status shard_pad_to(qp_rdrr_writer *w, uint64_t target, qp_err *e) {
 
 /* ---- groups ------------------------------------------------------------------------------- */
 
-static rdrr_group *group_get(qp_rdrr_writer *w, const char *id, qp_err *e) {
+static qp_status group_get(qp_rdrr_writer *w, const char *id, rdrr_group **out, qp_err *e) {
     for (int i = 0; i < w->n_groups; i++)
-        if (strcmp(w->groups[i].id, id) == 0) return &w->groups[i];
+        if (strcmp(w->groups[i].id, id) == 0) {
+            *out = &w->groups[i];
+            return QP_OK;
+        }
     if (w->n_groups == w->cap_groups) {
         int cap = w->cap_groups ? w->cap_groups * 2 : 16;
         rdrr_group *g = qp_realloc(w->groups, (size_t)cap * sizeof *g);
-        if (!g) {
-            qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
-            return NULL;
-        }
+        if (!g) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
         w->groups = g;
         w->cap_groups = cap;
     }
@@ -235,13 +235,15 @@ static rdrr_group *group_get(qp_rdrr_writer *w, const char *id, qp_err *e) {
         snprintf(g->type, sizeof g->type, "%s", id);
     }
     g->tensors = cJSON_CreateArray();
-    if (!g->tensors || qp_sha256_new(&g->h, e) != QP_OK) {
+    qp_status s = g->tensors ? qp_sha256_new(&g->h, e)
+                             : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
+    if (s != QP_OK) {
         cJSON_Delete(g->tensors);
-        qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
-        return NULL;
+        return s;
     }
     w->n_groups++;
-    return g;
+    *out = g;
+    return QP_OK;
 }
 
 static qp_status group_add_shard(qp_rdrr_writer *w, rdrr_group *g, int shard, qp_err *e) {
@@ -377,7 +379,7 @@ qp_status qp_rdrr_writer_begin_tensor(qp_rdrr_writer *w, const qp_rdrr_tensor_in
     char gbuf[32];
     const char *gid = t->group ? t->group : qp_rdrr_group_of(t->name, gbuf, sizeof gbuf);
     rdrr_group *g = NULL;
-    if (gid[0] && !(g = group_get(w, gid, e))) return wfail(w, e ? e->status : QP_ERR_NOMEM);
+    if (gid[0] && (s = group_get(w, gid, &g, e)) != QP_OK) return wfail(w, s);
 
     cJSON *j = cJSON_CreateObject();
     if (!j) return wfail(w, qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path));
