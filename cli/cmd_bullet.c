@@ -127,9 +127,11 @@ int qp_cli_run_task(const qp_cli_run_args *a) {
         for (int64_t k = 1; k < head.n_out; k++)
             if (scores[k] > scores[best]) best = k;
         char piece[256];
-        int64_t pl = tok ? qp_tokenizer_decode_piece(tok, i ? ids[i - 1] : -1, ids[i], piece, sizeof piece) : -1;
-        if (pl < 0) pl = snprintf(piece, sizeof piece, "%d", (int)ids[i]);
-        if (pl > (int64_t)sizeof piece) pl = sizeof piece;
+        size_t pl = 0;
+        if (!tok || qp_tokenizer_decode_piece(tok, i ? ids[i - 1] : -1, ids[i], piece, sizeof piece, &pl,
+                                              NULL) != QP_OK)
+            pl = (size_t)snprintf(piece, sizeof piece, "%d", (int)ids[i]);
+        if (pl > sizeof piece) pl = sizeof piece;
         printf("%.*s\t%s\t%.6f\n", (int)pl, piece, head.labels[best], (double)scores[best]);
     }
     if (!per_token) {

@@ -15,15 +15,15 @@
 /* Writes the piece of id (after prev) to stdout. */
 static void put_piece(const qp_tokenizer *t, int32_t prev, int32_t id) {
     char buf[256];
-    int64_t n = qp_tokenizer_decode_piece(t, prev, id, buf, sizeof buf);
-    if (n < 0) return;
-    if ((size_t)n <= sizeof buf) {
-        fwrite(buf, 1, (size_t)n, stdout);
+    size_t n, n2;
+    if (qp_tokenizer_decode_piece(t, prev, id, buf, sizeof buf, &n, NULL) != QP_OK) return;
+    if (n <= sizeof buf) {
+        fwrite(buf, 1, n, stdout);
         return;
     }
-    char *big = qp_malloc((size_t)n);
-    if (big && qp_tokenizer_decode_piece(t, prev, id, big, (size_t)n) == n)
-        fwrite(big, 1, (size_t)n, stdout);
+    char *big = qp_malloc(n);
+    if (big && qp_tokenizer_decode_piece(t, prev, id, big, n, &n2, NULL) == QP_OK && n2 == n)
+        fwrite(big, 1, n, stdout);
     qp_free(big);
 }
 

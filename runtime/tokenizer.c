@@ -420,22 +420,21 @@ static size_t put_bytes(char *buf, size_t cap, size_t at, const char *s, size_t 
     return at + n;
 }
 
-int64_t qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_t id, char *buf,
-                                  size_t cap) {
-    if (!t || id < 0 || id >= t->n_tokens) return -1;
+/* The piece of a valid id (qp_tokenizer_decode_piece): its length; at most cap bytes written. */
+static size_t piece_bytes(const qp_tokenizer *t, int32_t prev_id, int32_t id, char *buf, size_t cap) {
     if (!buf) cap = 0;
     size_t len;
     const char *s = tok_text(t->v, id, &len);
     int32_t ty = t->types[id];
     size_t n = 0;
     if (ty == QP_TOKTYPE_CONTROL || ty == QP_TOKTYPE_UNUSED) return 0;
-    if (ty == QP_TOKTYPE_UNKNOWN) return (int64_t)put_bytes(buf, cap, 0, "\xE2\x96\x85", 3);
-    if (ty == QP_TOKTYPE_USER_DEFINED) return (int64_t)put_bytes(buf, cap, 0, s, len);
+    if (ty == QP_TOKTYPE_UNKNOWN) return put_bytes(buf, cap, 0, "\xE2\x96\x85", 3);
+    if (ty == QP_TOKTYPE_USER_DEFINED) return put_bytes(buf, cap, 0, s, len);
     if (ty == QP_TOKTYPE_BYTE) {
         int b = byte_token_value(s, len);
-        if (b < 0) return (int64_t)put_bytes(buf, cap, 0, s, len);
+        if (b < 0) return put_bytes(buf, cap, 0, s, len);
         char c = (char)b;
-        return (int64_t)put_bytes(buf, cap, 0, &c, 1);
+        return put_bytes(buf, cap, 0, &c, 1);
     }
     if (t->model == QP_TOK_BPE) { /* byte-level: every character stands for one byte */
         const uint8_t *p = (const uint8_t *)s;
@@ -452,7 +451,7 @@ int64_t qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_
             }
             i += k;
         }
-        return (int64_t)n;
+        return n;
     }
     /* SentencePiece / WordPiece: U+2581 is a space; the leading space after BOS is dropped. */
     size_t i = 0;
@@ -473,5 +472,15 @@ int64_t qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_
             i++;
         }
     }
-    return (int64_t)n;
+    return n;
+}
+
+qp_status qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_t id, char *buf,
+                                    size_t cap, size_t *len, qp_err *e) {
+    if (!t || !len) return qp_fail(e, QP_ERR_ARG, "qp_tokenizer_decode_piece: NULL argument");
+    if (id < 0 || id >= t->n_tokens)
+        return qp_fail(e, QP_ERR_ARG, "token id %d is outside the %lld-token vocabulary", (int)id,
+                       (long long)t->n_tokens);
+    *len = piece_bytes(t, prev_id, id, buf, cap);
+    return QP_OK;
 }

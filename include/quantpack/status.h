@@ -5,14 +5,17 @@
  * prints and keeps no global error state; only cli/ prints and chooses exit codes.
  *
  * One return convention (as libsodium has one):
- * - a fallible function returns qp_status, declared QP_NODISCARD; a result it produces (an object,
- *   an index, a pointer into a model) goes to an out-parameter written only on success, never as
- *   pointer-or-NULL or index-or--1;
- * - a predicate returns bool; a lookup that may find nothing returns a borrowed pointer or NULL
- *   (qp_model_find) or bool with an out-parameter (qp_strmap_get); no int 1/0/-1 results;
- * - a function that cannot fail returns void or its value (qp_model_add_problem, qp_status_name);
- * - callers pass the status on as they got it (`s = f(...); if (s != QP_OK) return s;`), never
- *   re-guess it from e (e may be NULL). */
+ * - a fallible function returns qp_status and is declared QP_NODISCARD; what it produces (an
+ *   object, an index, a pointer into a model) goes to an out-parameter written only on success,
+ *   never as pointer-or-NULL or index-or--1. Callers pass the status on as they got it
+ *   (`s = f(...); if (s != QP_OK) return s;`), never re-guess it from e (which may be NULL);
+ * - a predicate returns bool, never int 1/0/-1; a lookup returns a borrowed pointer or NULL
+ *   (qp_model_find), bool with an out-parameter (qp_strmap_get), or an id whose -1 already
+ *   means "none" (token ids, qp_bullet_task_index);
+ * - allocation helpers (qp_malloc, qp_strdup, qp_path_join) return NULL only for out of memory,
+ *   as malloc does;
+ * - what cannot fail returns void or its value (qp_model_add_problem, qp_err_prefix). qp_fail
+ *   records a message and returns a status for `return qp_fail(...)`; it is not QP_NODISCARD. */
 #ifndef QUANTPACK_STATUS_H
 #define QUANTPACK_STATUS_H
 

@@ -28,11 +28,11 @@ QP_NODISCARD qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *te
 
 /* Writes the bytes that token `id` contributes to decoded text when it follows prev_id (-1 at
  * the start): byte tokens give their byte, SentencePiece's U+2581 becomes a space and the
- * leading space right after BOS is dropped (as llama2.c and llama.cpp print). Returns the
- * number of bytes the piece has (it may exceed cap, then only cap bytes are written), or -1
- * for an id outside the vocabulary. */
-int64_t qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_t id, char *buf,
-                                  size_t cap);
+ * leading space right after BOS is dropped (as llama2.c and llama.cpp print). *len gets the
+ * number of bytes the piece has (it may exceed cap, then only cap bytes are written; buf may be
+ * NULL with cap 0 to ask the size). QP_ERR_ARG for an id outside the vocabulary. */
+QP_NODISCARD qp_status qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_t id,
+                                                 char *buf, size_t cap, size_t *len, qp_err *e);
 
 int64_t qp_tokenizer_n_vocab(const qp_tokenizer *t);
 

@@ -125,8 +125,9 @@ static void run(const fvocab *f, const char *text, size_t len, bool add_bos, boo
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= f->v.n_tokens) abort();
         char piece[64];
-        int64_t k = qp_tokenizer_decode_piece(t, prev, ids[i], piece, sizeof piece);
-        if (k < 0 || k > (int64_t)sizeof piece) abort();
+        size_t k = 0;
+        if (qp_tokenizer_decode_piece(t, prev, ids[i], piece, sizeof piece, &k, NULL) != QP_OK || k > sizeof piece)
+            abort();
         if (dl + (size_t)k <= len * 4 + 64) memcpy(dec + dl, piece, (size_t)k);
         dl += (size_t)k;
         prev = ids[i];

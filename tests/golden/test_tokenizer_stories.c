@@ -94,9 +94,11 @@ int main(void) {
         size_t len = 0;
         for (int i = 1; got && i < n; i++) {
             char piece[512];
-            int64_t k = qp_tokenizer_decode_piece(t, ids[i - 1], ids[i], piece, sizeof piece);
-            QP_CHECK_MSG(k >= 0 && k <= (int64_t)sizeof piece, "id %d", ids[i]);
-            if (k < 0 || k > (int64_t)sizeof piece) break;
+            size_t k = 0;
+            bool ok = qp_tokenizer_decode_piece(t, ids[i - 1], ids[i], piece, sizeof piece, &k, NULL) == QP_OK &&
+                      k <= sizeof piece;
+            QP_CHECK_MSG(ok, "id %d", ids[i]);
+            if (!ok) break;
             if (k == 1 && !isprint((unsigned char)piece[0]) && !isspace((unsigned char)piece[0]))
                 continue; /* run.c's safe_printf */
             memcpy(got + len, piece, (size_t)k);

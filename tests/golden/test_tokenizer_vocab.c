@@ -23,8 +23,9 @@ static bool decode_all(const qp_tokenizer *t, const qp_vocab *v, const int32_t *
     int32_t prev = v->model == QP_TOK_SPM ? v->bos_id : -1;
     for (int64_t i = 0; i < n; i++) {
         char piece[256];
-        int64_t k = qp_tokenizer_decode_piece(t, prev, ids[i], piece, sizeof piece);
-        if (k < 0 || k > (int64_t)sizeof piece) {
+        size_t k = 0;
+        if (qp_tokenizer_decode_piece(t, prev, ids[i], piece, sizeof piece, &k, NULL) != QP_OK ||
+            k > sizeof piece) {
             free(buf);
             return false;
         }

@@ -202,16 +202,18 @@ int main(void) {
     char out[128];
     size_t len = 0;
     for (int64_t i = 0; i < n && len < 100; i++) {
-        int64_t k = qp_tokenizer_decode_piece(tk, i ? ids[i - 1] : -1, ids[i], out + len, sizeof out - len);
-        QP_CHECK(k >= 0);
-        if (k > 0) len += (size_t)k;
+        size_t k = 0;
+        QP_CHECK(qp_tokenizer_decode_piece(tk, i ? ids[i - 1] : -1, ids[i], out + len, sizeof out - len, &k,
+                                           NULL) == QP_OK);
+        len += k;
     }
     QP_CHECK(ids && ids[0] == ctl);
     QP_CHECK(len == strlen(text) && memcmp(out, text, len) == 0);
     qp_free(ids);
     char one[8];
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, ud, one, sizeof one), 5);
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, B(' ') , one, sizeof one), 1);
+    size_t k1 = 0, k2 = 0;
+    QP_CHECK(qp_tokenizer_decode_piece(tk, -1, ud, one, sizeof one, &k1, NULL) == QP_OK && k1 == 5);
+    QP_CHECK(qp_tokenizer_decode_piece(tk, -1, B(' '), one, sizeof one, &k2, NULL) == QP_OK && k2 == 1);
     QP_CHECK(one[0] == ' ');
     qp_tokenizer_free(tk);
     return qp_test_finish();

@@ -78,6 +78,13 @@ static bool encode_is(const qp_tokenizer *tk, const char *text, size_t len, bool
                      "'%s'", s);                                                                 \
     } while (0)
 
+/* The length of id's piece after prev (decode_piece must succeed). */
+static size_t piece_len(const qp_tokenizer *tk, int32_t prev, int32_t id, char *buf, size_t cap) {
+    size_t n = SIZE_MAX;
+    QP_CHECK(qp_tokenizer_decode_piece(tk, prev, id, buf, cap, &n, NULL) == QP_OK);
+    return n;
+}
+
 int main(void) {
     static test_vocab tv;
     qp_err e = {0};
@@ -116,18 +123,22 @@ int main(void) {
     ENC(tk, "a</s>", false, false, sp, a, 3 + '<', 3 + '/', 3 + 's', 3 + '>');
     /* decode */
     char buf[16];
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, sp, buf, sizeof buf), 1);
+    QP_CHECK_EQ_INT(piece_len(tk, -1, sp, buf, sizeof buf), 1);
     QP_CHECK(buf[0] == ' ');
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, 1, sp, buf, sizeof buf), 0); /* after BOS */
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, 3 + 0x0A, buf, sizeof buf), 1);
+    QP_CHECK_EQ_INT(piece_len(tk, 1, sp, buf, sizeof buf), 0); /* after BOS */
+    QP_CHECK_EQ_INT(piece_len(tk, -1, 3 + 0x0A, buf, sizeof buf), 1);
     QP_CHECK(buf[0] == '\n');
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, 1, buf, sizeof buf), 0);  /* control */
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, ab, buf, sizeof buf), 2);
+    QP_CHECK_EQ_INT(piece_len(tk, -1, 1, buf, sizeof buf), 0);  /* control */
+    QP_CHECK_EQ_INT(piece_len(tk, -1, ab, buf, sizeof buf), 2);
     QP_CHECK(memcmp(buf, "ab", 2) == 0);
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, ab, buf, 1), 2);         /* truncated */
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, ab, NULL, 0), 2);        /* size query */
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, -1, buf, sizeof buf), -1);
-    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, (int32_t)tv.v.n_tokens, buf, sizeof buf), -1);
+    QP_CHECK_EQ_INT(piece_len(tk, -1, ab, buf, 1), 2);         /* truncated */
+    QP_CHECK_EQ_INT(piece_len(tk, -1, ab, NULL, 0), 2);        /* size query */
+    size_t pn = 7;
+    qp_err_clear(&e);
+    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, -1, buf, sizeof buf, &pn, &e), QP_ERR_ARG);
+    QP_CHECK_EQ_INT(qp_tokenizer_decode_piece(tk, -1, (int32_t)tv.v.n_tokens, buf, sizeof buf, &pn, &e),
+                    QP_ERR_ARG);
+    QP_CHECK(pn == 7 && strstr(e.msg, "token id -1") != NULL); /* *len untouched; the first id named */
     qp_tokenizer_free(tk);
 
     /* the opposite scores: bc first */
