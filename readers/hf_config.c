@@ -600,7 +600,8 @@ static qp_status tok_alloc(tok_build *tb, qp_err *e) {
 static qp_status tok_fill_vocab(tok_build *tb, qp_err *e) {
     for (const cJSON *x = tb->vocab->child; x; x = x->next) {
         int64_t id = 0;
-        tok_id(x, tb->file, "vocab", x->string, &id, NULL);
+        qp_status s = tok_id(x, tb->file, "vocab", x->string, &id, e);
+        if (s != QP_OK) return s;
         if (tb->tokens[id])
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tokens '%.80s' and '%.80s' share id %lld in "
                                               "model.vocab", tb->file, tb->tokens[id], x->string,
@@ -608,8 +609,7 @@ static qp_status tok_fill_vocab(tok_build *tb, qp_err *e) {
         int32_t ty = QP_TOKTYPE_NORMAL;
         if (tb->spm && is_byte_token(x->string, strlen(x->string))) ty = QP_TOKTYPE_BYTE;
         if (tb->unk_text && strcmp(tb->unk_text, x->string) == 0) ty = QP_TOKTYPE_UNKNOWN;
-        qp_status s = set_token(tb, id, x->string, ty, e);
-        if (s != QP_OK) return s;
+        if ((s = set_token(tb, id, x->string, ty, e)) != QP_OK) return s;
     }
     return QP_OK;
 }
@@ -622,7 +622,8 @@ static qp_status tok_fill_added(tok_build *tb, qp_err *e) {
     for (const cJSON *x = tb->added ? tb->added->child : NULL; x; x = x->next) {
         const char *content = get_str(x, "content");
         int64_t id = 0;
-        tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), tb->file, "added", content, &id, NULL);
+        qp_status s = tok_id(cJSON_GetObjectItemCaseSensitive(x, "id"), tb->file, "added", content, &id, e);
+        if (s != QP_OK) return s;
         bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "special")) ||
                        looks_special(content);
         int32_t ty = special ? QP_TOKTYPE_CONTROL : QP_TOKTYPE_USER_DEFINED;
@@ -634,8 +635,7 @@ static qp_status tok_fill_added(tok_build *tb, qp_err *e) {
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: added_tokens give id %lld, model.vocab's '%.80s', "
                            "to different text '%.80s'; such a vocabulary cannot be encoded as its "
                            "model does (refused)", tb->file, (long long)id, tb->tokens[id], content);
-        qp_status s = set_token(tb, id, content, ty, e);
-        if (s != QP_OK) return s;
+        if ((s = set_token(tb, id, content, ty, e)) != QP_OK) return s;
     }
     return QP_OK;
 }
