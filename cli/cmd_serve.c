@@ -260,19 +260,18 @@ static enum MHD_Result serve_file(void *ctx, const qp_http_request *req) {
 
 /* ---- listening socket and command --------------------------------------------------------- */
 
-/* The listening socket, or -1 with the reason in e. */
-static int open_listener(const char *bind_addr, const char *port, char *shown, size_t cap, qp_err *e) {
+/* The listening socket in *out (written only on success). */
+static qp_status open_listener(const char *bind_addr, const char *port, char *shown, size_t cap, int *out,
+                               qp_err *e) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     int rc = getaddrinfo(bind_addr, port, &hints, &res);
-    if (rc != 0) {
-        qp_fail(e, QP_ERR_IO, "serve: cannot resolve %s: %s", bind_addr, gai_strerror(rc));
-        return -1;
-    }
+    if (rc != 0) return qp_fail(e, QP_ERR_IO, "serve: cannot resolve %s: %s", bind_addr, gai_strerror(rc));
     int fd = -1;
+    qp_status s = QP_OK; /* the first address that would not listen names the failure */
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) continue;
@@ -288,14 +287,18 @@ static int open_listener(const char *bind_addr, const char *port, char *shown, s
             snprintf(shown, cap, ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
             break;
         }
-        qp_fail(e, QP_ERR_IO, "serve: cannot listen on %s port %s: %s", bind_addr, port, strerror(errno));
+        if (s == QP_OK)
+            s = qp_fail(e, QP_ERR_IO, "serve: cannot listen on %s port %s: %s", bind_addr, port,
+                        strerror(errno));
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
-    if (fd < 0 && e->status == QP_OK)
-        qp_fail(e, QP_ERR_IO, "serve: cannot open a socket for %s: %s", bind_addr, strerror(errno));
-    return fd;
+    if (fd < 0)
+        return s != QP_OK ? s : qp_fail(e, QP_ERR_IO, "serve: cannot open a socket for %s: %s", bind_addr,
+                                        strerror(errno));
+    *out = fd;
+    return QP_OK;
 }
 
 static void serve_log(const char *msg) { fprintf(stderr, "quantpack: serve: %s\n", msg); }
@@ -341,8 +344,8 @@ int qp_cmd_serve(int argc, char **argv) {
     char shown[NI_MAXHOST + NI_MAXSERV + 8];
     qp_err e;
     qp_err_clear(&e);
-    int lfd = open_listener(bind_addr, port, shown, sizeof shown, &e);
-    if (lfd < 0) {
+    int lfd = -1;
+    if (open_listener(bind_addr, port, shown, sizeof shown, &lfd, &e) != QP_OK) {
         server_free(&sv);
         return qp_cli_fail(&e);
     }
