@@ -5,6 +5,7 @@
  * cmd_bullet.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -69,7 +70,14 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     if (!quant) return qp_cli_usage_error("convert: --quant is required (Q4_K_M, Q6_K, Q8_0, F16, BF16, "
                                           "F32, I2_S, TQ1_0, TQ2_0, QK256)");
     qp_quant q = qp_quant_from_name(quant);
-    if (q == QP_QUANT_COUNT) return qp_cli_usage_error("convert: unknown --quant '%s'", quant);
+    if (q == QP_QUANT_COUNT) {
+        char list[256] = "";
+        for (int k = 0; k < QP_QUANT_COUNT; k++) {
+            size_t n = strlen(list);
+            snprintf(list + n, sizeof list - n, "%s%s", k ? ", " : "", qp_quant_name((qp_quant)k));
+        }
+        return qp_cli_usage_error("convert: unknown --quant '%s' (--to gguf takes %s)", quant, list);
+    }
     if (!out && !a->dry_run) return qp_cli_usage_error("convert: -o OUT is required");
     int threads = (int)a->threads;
     if (threads == 0) {
@@ -236,7 +244,7 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
     if (a->to) {
         bit = 0;
         for (size_t k = 0; k < sizeof k_targets / sizeof k_targets[0]; k++)
-            if (strcmp(a->to, k_targets[k].to) == 0) bit = k_targets[k].bit;
+            if (strcasecmp(a->to, k_targets[k].to) == 0) bit = k_targets[k].bit;
         if (!bit) return qp_cli_usage_error("%s: unknown --to %s (gguf, rdrr, trlm, bullet)", name, a->to);
     }
     for (size_t k = 0; k < sizeof k_targets / sizeof k_targets[0]; k++)
