@@ -387,7 +387,10 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     pe->ggml_type = qp_encoding_gguf_type(dst);
     if (pe->convert) {
         const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
-        if (pe->src_kind == QP_SRC_PLAIN && enc_is_quantized(pe->src_enc) && !o->allow_requantize)
+        /* widening to a float type is always allowed (it loses nothing more); any other
+           quantized -> quantized change needs the flag */
+        if (pe->src_kind == QP_SRC_PLAIN && enc_is_quantized(pe->src_enc) &&
+            !(tr->flags & QP_ENC_FLAG_FLOAT) && !o->allow_requantize)
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is already quantized (%s); "
                            "converting it to %s would requantize it: pass --allow-requantize to "
                            "accept the extra loss", m->path, pe->name, st->upper_name,

@@ -3,6 +3,7 @@
 # - Q4_K_M through the CLI is byte-identical to llama.cpp's own file (cmp);
 # - --dry-run prints the plan and writes nothing;
 # - an already quantized tensor is refused (exit 3, message names it) unless --allow-requantize;
+#   widening it to F32 needs no flag and runs exactly as the quantized file;
 # - verify of the Q4_K_M against the F32 source passes the runtime's 4-bit thresholds;
 # - llama2.c checkpoint + tokenizer -> Q4_K_M runs and verifies;
 # - usage errors exit 2; an unwritable output exits 4 and leaves nothing behind.
@@ -31,6 +32,10 @@ grep -q "^48 tensors" "$TMP/plan" && ok || bad "plan summary: $(tail -1 "$TMP/pl
 grep -q "already quantized" "$TMP/err" && grep -q "allow-requantize" "$TMP/err" && grep -q "tensor '" "$TMP/err" && ok || bad "message: $(cat "$TMP/err")"
 [ ! -e "$TMP/re.gguf" ] && ok || bad "refused conversion left a file"
 "$QP" convert "$TMP/q4.gguf" --quant Q8_0 -o "$TMP/re.gguf" --allow-requantize 2>/dev/null && [ -s "$TMP/re.gguf" ] && ok || bad "--allow-requantize failed"
+# widening to a float type loses nothing more: no flag, and the F32 file runs as the Q4_K_M one
+rm -f "$TMP/wide.gguf"
+"$QP" convert "$TMP/q4.gguf" --quant F32 -o "$TMP/wide.gguf" 2>"$TMP/err" && ok || bad "widening to F32 refused: $(cat "$TMP/err")"
+"$QP" verify "$TMP/wide.gguf" --against "$TMP/q4.gguf" -n 8 --min-cosine 0.99999 --max-kl 1e-9 --min-top1 1 >"$TMP/wverify" 2>&1 && ok || bad "widened F32 differs: $(cat "$TMP/wverify")"
 
 "$QP" verify "$TMP/q4.gguf" --against "$SRC" -n 16 >"$TMP/verify" 2>&1 && ok || bad "verify Q4_K_M vs F32: $(cat "$TMP/verify")"
 grep "prompt" "$TMP/verify"
