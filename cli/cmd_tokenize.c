@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/utf8.h"
 #include "quantpack/tokenizer.h"
 
 #define TOKENIZE_MAX_INPUT ((size_t)1 << 30)
@@ -14,6 +15,29 @@
 static bool has_suffix(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* "ID 'piece'": the vocabulary string of id; well-formed UTF-8 as it is, control bytes, ' and \
+ * and ill-formed bytes as \xNN. */
+static void print_piece(const qp_vocab *v, int32_t id) {
+    printf("%6" PRId32 " '", id);
+    if (id >= 0 && id < v->n_tokens) {
+        const uint8_t *p = (const uint8_t *)v->tokens[id];
+        size_t len = v->token_lens ? v->token_lens[id] : strlen(v->tokens[id]);
+        for (size_t k = 0; k < len;) {
+            uint32_t cp;
+            size_t bad, n = qp_utf8_decode(p + k, len - k, &cp, &bad);
+            if (n > 1) {
+                fwrite(p + k, 1, n, stdout);
+                k += n;
+                continue;
+            }
+            if (n == 1 && p[k] >= 0x20 && p[k] < 0x7f && p[k] != '\'' && p[k] != '\\') putchar(p[k]);
+            else printf("\\x%02x", p[k]);
+            k++;
+        }
+    }
+    puts("'");
 }
 
 static qp_status read_stdin(char **out, size_t *out_len, qp_err *e) {
@@ -51,7 +75,7 @@ static qp_status read_stdin(char **out, size_t *out_len, qp_err *e) {
 int qp_cmd_tokenize(int argc, char **argv) {
     const char *pos[2] = {NULL, NULL}; /* MODEL, TEXT */
     int n_pos = 0;
-    bool use_stdin = false, no_bos = false, special = false;
+    bool use_stdin = false, no_bos = false, special = false, pieces = false;
     qp_open_opts opts = {0};
     const qp_cli_opt rows[] = {
         {"--tokenizer", NULL, QP_CLI_STR, &opts.tokenizer_path, .arg = "FILE",
@@ -62,6 +86,9 @@ int qp_cmd_tokenize(int argc, char **argv) {
          .help = "recognise control tokens such as <s> written in the text"},
         {"--stdin", NULL, QP_CLI_FLAG, &use_stdin,
          .help = "read the text from standard input, verbatim (no newline is\nstripped)"},
+        {"--pieces", NULL, QP_CLI_FLAG, &pieces,
+         .help = "one token a line: its id and its vocabulary string, quoted\n(bytes outside "
+                 "printable ASCII as \\xNN), as llama-tokenize shows them"},
     };
     const qp_cli_cmd cmd = {
         "tokenize",
@@ -71,7 +98,7 @@ int qp_cmd_tokenize(int argc, char **argv) {
         "directory (a vocab-only GGUF is fine) or a tokenizer.json. A TEXT starting with '-'\n"
         "goes after --.\n",
         "Invalid UTF-8 is tokenized as if each ill-formed sequence were U+FFFD.\n",
-        rows, 4, 0, pos, 2, &n_pos, " (quote the TEXT)"};
+        rows, 5, 0, pos, 2, &n_pos, " (quote the TEXT)"};
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
     const char *path = pos[0], *text = pos[1];
@@ -111,8 +138,12 @@ int qp_cmd_tokenize(int argc, char **argv) {
     if (s != QP_OK) {
         rc = qp_cli_fail(&e);
     } else {
-        for (int64_t i = 0; i < n; i++) printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
-        putchar('\n');
+        if (pieces) {
+            for (int64_t i = 0; i < n; i++) print_piece(&m->vocab, ids[i]);
+        } else {
+            for (int64_t i = 0; i < n; i++) printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
+            putchar('\n');
+        }
         rc = qp_cli_flush_stdout();
     }
     qp_free(ids);
