@@ -6,17 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file_mode.h"
 #include "quantpack/core.h"
-
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    if (S_ISLNK(m)) return "a symbolic link";
-    return "not a regular file";
-}
 
 qp_status qp_file_open_regular(const char *path, unsigned flags, int *out_fd, uint64_t *size, qp_err *e) {
     if (!path || !out_fd) return qp_fail(e, QP_ERR_ARG, "qp_file_open_regular: NULL argument");
@@ -38,7 +29,7 @@ qp_status qp_file_open_regular(const char *path, unsigned flags, int *out_fd, ui
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return qp_fail(e, QP_ERR_IO, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
+        return qp_fail(e, QP_ERR_IO, "%s: is %s, not a regular file", path, qp_file_mode_kind(st.st_mode));
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
@@ -160,12 +151,13 @@ qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got
 qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e) {
     struct stat st;
     int rc = (flags & QP_FILE_NOFOLLOW) ? lstat(path, &st) : stat(path, &st);
+    if (rc != 0 && errno == ENOENT && (flags & QP_FILE_ABSENT_OK)) return QP_OK;
     if (rc != 0) return qp_fail(e, QP_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     if (S_ISLNK(st.st_mode))
         return qp_fail(e, QP_ERR_IO, "%s: is a symbolic link; package files must be regular files "
                        "inside the package", path);
     if (!S_ISREG(st.st_mode))
-        return qp_fail(e, QP_ERR_IO, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
+        return qp_fail(e, QP_ERR_IO, "%s: is %s, not a regular file", path, qp_file_mode_kind(st.st_mode));
     return QP_OK;
 }
 

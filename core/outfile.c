@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/sticky.h"
+#include "core/file_mode.h"
 #include "quantpack/core.h"
 
 #define QP_OUTFILE_BUF ((size_t)1 << 20)
@@ -54,6 +55,8 @@ static char *tmp_name(const char *path, const char *tag) {
     snprintf(s, (size_t)len + 1, "%.*s.%s.quantpack-%s.%ld.%lu", dl, path, base, tag, (long)getpid(), n);
     return s;
 }
+
+char *qp_output_partial_name(const char *path) { return path ? tmp_name(path, "partial") : NULL; }
 
 /* ---- the partial outputs of this process (removed on a signal) -------------------------------- */
 
@@ -603,9 +606,7 @@ qp_status qp_output_check(const char *path, const qp_output_rule *r, qp_err *e) 
     }
     if (!S_ISREG(lst.st_mode))
         return qp_fail(e, QP_ERR_IO, "%s: exists and is %s; only regular files are written", path,
-                       S_ISLNK(lst.st_mode) ? "a symbolic link" : S_ISDIR(lst.st_mode) ? "a directory"
-                       : S_ISFIFO(lst.st_mode) ? "a FIFO" : S_ISCHR(lst.st_mode) ? "a character device"
-                       : "not a regular file");
+                       qp_file_mode_kind(lst.st_mode));
     if (!r->force)
         return qp_fail(e, QP_ERR_IO, "%s: already exists; not replacing it (-f/--force replaces it)",
                        path);

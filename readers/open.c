@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
@@ -47,12 +46,7 @@ static qp_format detect_dir(const char *path) {
     return f;
 }
 
-qp_format qp_format_detect(const char *path) {
-    if (qp_path_is_dir(path)) return detect_dir(path);
-    uint8_t head[64] = {0};
-    size_t n = 0;
-    uint64_t size = 0;
-    if (qp_file_read_head(path, head, sizeof head, &n, &size, NULL) != QP_OK) return QP_FORMAT_UNKNOWN;
+static qp_format format_of_head(const char *path, const uint8_t *head, size_t n, uint64_t size) {
     if (n >= 4 && memcmp(head, "GGUF", 4) == 0) return QP_FORMAT_GGUF;
     if (n >= 4 && memcmp(head, "TRLM", 4) == 0) return QP_FORMAT_TRLM;
     if (n >= 9 && head[8] == '{') {
@@ -63,6 +57,24 @@ qp_format qp_format_detect(const char *path) {
     if (n >= 1 && head[0] == '{' && has_suffix(path, ".bullet")) return QP_FORMAT_BULLET;
     if (qp_llama2c_probe(head, n, size)) return QP_FORMAT_LLAMA2C;
     return QP_FORMAT_UNKNOWN;
+}
+
+/* The format of a file (format_of_head of its first bytes). A FIFO, a device or an unreadable
+ * file: the error in e (qp_file_read_head refuses them before any read blocks). */
+static qp_status detect_file(const char *path, qp_format *out, qp_err *e) {
+    uint8_t head[64] = {0};
+    size_t n = 0;
+    uint64_t size = 0;
+    qp_status s = qp_file_read_head(path, head, sizeof head, &n, &size, e);
+    *out = s == QP_OK ? format_of_head(path, head, n, size) : QP_FORMAT_UNKNOWN;
+    return s;
+}
+
+qp_format qp_format_detect(const char *path) {
+    qp_format f = QP_FORMAT_UNKNOWN;
+    if (qp_path_is_dir(path)) return detect_dir(path);
+    (void)detect_file(path, &f, NULL);
+    return f;
 }
 
 qp_status qp_vocab_read_file(qp_model *m, const char *tp, qp_err *e) {
@@ -96,14 +108,11 @@ qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **o
     static const qp_open_opts k_default = {0};
     if (!path || !out) return qp_fail(e, QP_ERR_ARG, "qp_model_open: NULL argument");
     if (!opts) opts = &k_default;
+    qp_status s0;
     if (!qp_path_exists(path)) return qp_fail(e, QP_ERR_IO, "%s: no such file or directory", path);
-    if (!qp_path_is_dir(path)) { /* a FIFO or a device is refused here, before any read blocks */
-        int fd;
-        qp_status s = qp_file_open_regular(path, 0, &fd, NULL, e);
-        if (s != QP_OK) return s;
-        close(fd);
-    }
-    qp_format f = qp_format_detect(path);
+    qp_format f = QP_FORMAT_UNKNOWN;
+    if (qp_path_is_dir(path)) f = detect_dir(path);
+    else if ((s0 = detect_file(path, &f, e)) != QP_OK) return s0; /* a FIFO or a device: refused */
     for (size_t i = 0; i < sizeof k_readers / sizeof k_readers[0]; i++) {
         if (k_readers[i].format != f) continue;
         qp_model *m;

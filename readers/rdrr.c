@@ -596,15 +596,14 @@ static qp_status check_files(rd *r, const cJSON *man, qp_err *e) {
     if (!cJSON_IsObject(files) || cJSON_GetArraySize(files) > RDRR_MAX_FILES)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: \"files\" must be an object of at most %d file names",
                        r->mpath, RDRR_MAX_FILES);
+    qp_status ks = qp_json_unique_keys(files, r->mpath, "\"files\"", e);
+    if (ks != QP_OK) return ks;
     const cJSON *f;
     cJSON_ArrayForEach(f, files) {
         const char *name = f->string;
         if (!name || !safe_name(name) || strcmp(name, "manifest.json") == 0)
             return qp_fail(e, QP_ERR_CORRUPT, "%s: files: '%s' is not a plain file name of the package",
                            r->mpath, name ? name : "");
-        for (const cJSON *g = files->child; g != f; g = g->next)
-            if (strcmp(g->string, name) == 0)
-                return qp_fail(e, QP_ERR_CORRUPT, "%s: files: '%s' is listed twice", r->mpath, name);
         if (!cJSON_IsString(f) || !is_hex64(f->valuestring))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: files: '%s' needs 64 lowercase hex digits (SHA-256)",
                            r->mpath, name);
@@ -670,14 +669,11 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
         file = own;
         /* a package's own tokenizer file: a regular file inside it, never a link out of it, and
            covered by the manifest's files map when it has one */
-        struct stat lst;
-        if (lstat(own, &lst) == 0) {
-            qp_status cs = qp_path_check_regular(own, QP_FILE_NOFOLLOW, e);
-            if (cs == QP_OK) cs = check_listed(r, name, e);
-            if (cs != QP_OK) {
-                qp_free(own);
-                return cs;
-            }
+        qp_status cs = qp_path_check_regular(own, QP_FILE_NOFOLLOW | QP_FILE_ABSENT_OK, e);
+        if (cs == QP_OK && qp_path_exists(own)) cs = check_listed(r, name, e);
+        if (cs != QP_OK) {
+            qp_free(own);
+            return cs;
         }
     }
     qp_err le = {0};

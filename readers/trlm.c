@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
@@ -251,9 +250,8 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     /* the files of the folder are regular files inside it, never links out of it */
     const char *pkg_files[] = {qp_path_is_dir(path) ? tpath : NULL, rpath, cpath, tokp, tokc};
     for (size_t k = 0; k < sizeof pkg_files / sizeof pkg_files[0]; k++) {
-        struct stat lst;
-        if (pkg_files[k] && lstat(pkg_files[k], &lst) == 0 &&
-            (s = qp_path_check_regular(pkg_files[k], QP_FILE_NOFOLLOW, e)) != QP_OK)
+        if (pkg_files[k] &&
+            (s = qp_path_check_regular(pkg_files[k], QP_FILE_NOFOLLOW | QP_FILE_ABSENT_OK, e)) != QP_OK)
             goto done;
     }
     int fi;

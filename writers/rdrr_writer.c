@@ -632,13 +632,8 @@ qp_status qp_rdrr_writer_finish(qp_rdrr_writer *w, cJSON *fields, qp_err *e) {
  * linked to path: link() fails when path exists, so a key is never overwritten, not even by a
  * race. */
 static qp_status write_key_file(const char *path, const char *text, mode_t mode, qp_err *e) {
-    size_t n = strlen(path) + 48;
-    char *tmp = qp_malloc(n);
+    char *tmp = qp_output_partial_name(path);
     if (!tmp) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-    const char *slash = strrchr(path, '/');
-    int dl = slash ? (int)(slash - path + 1) : 0;
-    snprintf(tmp, n, "%.*s.%s.quantpack-partial.%ld.key", dl, path, slash ? slash + 1 : path,
-             (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);
     qp_status s = QP_OK;
     if (fd < 0) {

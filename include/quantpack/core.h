@@ -136,7 +136,10 @@ typedef struct qp_mapped_file {
  * blocks. QP_FILE_NOFOLLOW also refuses a symbolic link as the last path component (files inside
  * a package folder: RDRR, TRLM); without it a link to a regular file is followed (a Hugging Face
  * cache folder links every file to a blob). */
-enum { QP_FILE_NOFOLLOW = 1u << 0 };
+enum {
+    QP_FILE_NOFOLLOW = 1u << 0,
+    QP_FILE_ABSENT_OK = 1u << 1, /* qp_path_check_regular: a path that does not exist is QP_OK */
+};
 /* Opens path for reading under the rules above; *fd (O_CLOEXEC, blocking again) and *size on
  * success. */
 QP_NODISCARD qp_status qp_file_open_regular(const char *path, unsigned flags, int *fd, uint64_t *size,
@@ -238,6 +241,10 @@ typedef struct qp_output_rule {
     const char *const *inputs;  /* NULL-terminated paths the command reads; NULL: none */
 } qp_output_rule;
 QP_NODISCARD qp_status qp_output_check(const char *path, const qp_output_rule *rule, qp_err *e);
+/* The name a partial output of path takes: ".<name>.quantpack-partial.<pid>.<n>" beside it, n
+ * unique in the process (heap string; NULL on OOM). For writers that create their own file (keys:
+ * link(2) instead of rename). */
+char *qp_output_partial_name(const char *path);
 /* Removes the partial outputs of path left by runs that were killed (their process is gone):
  * ".<name>.quantpack-partial.<pid>.*" beside path. *removed (optional) counts them. */
 QP_NODISCARD qp_status qp_output_remove_stale(const char *path, int *removed, qp_err *e);
