@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what quantpack needs to build and test on Debian (run as root), then builds it.
 #   Debian: cmake pkg-config gcc libcjson-dev libsodium-dev zlib1g-dev libssl-dev libmicrohttpd-dev
-#           (serve), clang (fuzzing),
+#           (serve), libedit-dev (chat line editing), clang (fuzzing),
 #           curl (the serve tests)
 #   npm (tests only, pinned in tests/peer/package-lock.json): tests/peer/README.md
 # Usage: scripts/setup.sh [BUILD_DIR]   (default build/)
@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 
-pkgs=(cmake pkg-config gcc make libcjson-dev libsodium-dev zlib1g-dev libssl-dev libmicrohttpd-dev clang curl)
+pkgs=(cmake pkg-config gcc make libcjson-dev libsodium-dev zlib1g-dev libssl-dev libmicrohttpd-dev libedit-dev clang curl)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
