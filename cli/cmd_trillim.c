@@ -22,13 +22,17 @@ static const char k_tq_usage[] =
     "         --hidden-dim H --intermediate-dim I --hidden-dim-orig H0\n"
     "         --intermediate-dim-orig I0 --norm-eps E [--tie-embeddings]\n"
     "         [--rope-output DIR/rope.cache --rope-theta T --max-pos P] --head-dim D\n"
-    "         [--lora-output DIR/qmodel.lora --lora-rank R --num-heads NH --num-kv-heads NKV]\n\n"
-    "Executes a Trillim SDK v1 quantize manifest (55-byte tensor entries, optional LoRA block):\n"
-    "actions BF16_RAW, TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padded to the manifest's\n"
-    "padded rows x cols. Writes qmodel.tensors (TRLM v1), rope.cache (TRRC) and qmodel.lora (TRLA)\n"
-    "atomically (temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA.\n"
-    "Integers are 0..2^31. Byte layouts: readers/trlm.md. Exit codes: 0 ok, 2 usage, 3 bad\n"
-    "input, 4 I/O.\n";
+    "         [--lora-output DIR/qmodel.lora --lora-rank R --num-heads NH --num-kv-heads NKV]\n"
+    "         [--rope-dim R] [--yarn-factor F --yarn-orig-max-pos P [--yarn-beta-slow B]\n"
+    "          [--yarn-beta-fast B]]\n\n"
+    "Executes a Trillim SDK quantize manifest: v1 (55-byte tensor entries, optional LoRA block)\n"
+    "or the current SDK's (a sections block after the entries, actions 4-7). Actions BF16_RAW,\n"
+    "TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padded to the manifest's padded rows x\n"
+    "cols. Writes qmodel.tensors (TRLM), rope.cache (TRRC) and qmodel.lora (TRLA) atomically\n"
+    "(temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA (3 QWEN35,\n"
+    "4 BONSAI, 5 BONSAI_TERNARY, 6 QWEN3 are recognised and refused: no runtime for their\n"
+    "layers). Integers are 0..2^31. Byte layouts: readers/trlm.md, converters/trillim_sdk.md.\n"
+    "Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O.\n";
 
 /* The SDK's integer options: 0..2^31 */
 #define TQ_INT(name, dst) {name, NULL, QP_CLI_I64, (dst), .lo = 0, .hi = (int64_t)1 << 31, .arg = "N"}
@@ -59,6 +63,11 @@ int qp_cmd_trillim_quantize(int argc, char **argv) {
         TQ_INT("--lora-rank", &o.lora_rank),
         TQ_INT("--num-heads", &o.n_heads),
         TQ_INT("--num-kv-heads", &o.n_kv_heads),
+        TQ_INT("--rope-dim", &o.rope_dim),
+        {"--yarn-factor", NULL, QP_CLI_F64, &o.yarn_factor, .flo = 1.0, .fhi = 1e6, .arg = "F"},
+        TQ_INT("--yarn-orig-max-pos", &o.yarn_orig_max_pos),
+        {"--yarn-beta-slow", NULL, QP_CLI_F64, &o.yarn_beta_slow, .flo = 1e-6, .fhi = 1e6, .arg = "B"},
+        {"--yarn-beta-fast", NULL, QP_CLI_F64, &o.yarn_beta_fast, .flo = 1e-6, .fhi = 1e6, .arg = "B"},
     };
     enum { N_OPTS = sizeof opts / sizeof opts[0], N_REQUIRED = 8 };
     const qp_cli_cmd cmd = {"trillim-quantize", k_tq_usage, NULL, opts, N_OPTS, 0, NULL, 0, NULL, NULL};
@@ -151,7 +160,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
         qp_trillim_quant_opts o = {mpath, tpath, c.arch_type, c.hidden, c.intermediate,
                                    c.hidden_orig, c.intermediate_orig, c.norm_eps, c.tie_embeddings,
                                    rpath, c.rope_theta, c.max_pos, c.head_dim, lora ? lpath : NULL,
-                                   rank, c.n_heads, c.n_kv_heads};
+                                   rank, c.n_heads, c.n_kv_heads, 0, 0, 0, 0, 0};
         if (s == QP_OK) s = qp_trillim_quantize(m2, &o, &e);
     }
     qp_trillim_manifest_free(m2);

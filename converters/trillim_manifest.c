@@ -1,9 +1,12 @@
-/* Trillim SDK v1 quantize manifest: parse/validate, serialize, build from safetensors.
- * Layout and rules: readers/trlm.md ("The quantize manifest"). */
+/* Trillim SDK quantize manifest (v1 and the current SDK's sections form): parse/validate,
+ * serialize, build from safetensors. Layout and rules: readers/trlm.md ("The quantize
+ * manifest"), converters/trillim_sdk.md (sections, actions 4-7). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "converters/trillim_manifest.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +23,9 @@ size_t qp_trillim_dtype_size(uint8_t dtype) {
 }
 
 const char *qp_trillim_action_name(uint8_t action) {
-    static const char *const k[QP_TRILLIM_ACTION_COUNT] = {"BF16_RAW", "TERNARY_QUANTIZE",
-                                                           "EMBEDDING_I8", "REPACK_TERNARY"};
+    static const char *const k[QP_TRILLIM_ACTION_COUNT] = {
+        "BF16_RAW", "TERNARY_QUANTIZE", "EMBEDDING_I8", "REPACK_TERNARY", "Q1_0_128",
+        "GROUP_TERNARY_QUANTIZE", "Q8_0_QUANTIZE", "Q8_0_BLOCKED_32_QUANTIZE"};
     return action < QP_TRILLIM_ACTION_COUNT ? k[action] : "?";
 }
 
@@ -35,6 +39,7 @@ void qp_trillim_manifest_free(qp_trillim_manifest *m) {
     for (uint32_t i = 0; i < m->n_shards; i++) qp_free(m->shards[i]);
     qp_free(m->shards);
     qp_free(m->entries);
+    qp_free(m->sections);
     qp_free(m->lora);
     qp_free(m);
 }
@@ -134,6 +139,99 @@ static qp_status parse_entry(qp_cursor *c, const qp_trillim_manifest *m, const c
     return QP_OK;
 }
 
+/* After the entries: a v1 LoRA block starts (layers >= 1, targets 7); the current SDK's sections
+ * block starts n_sections and then a section type (only TEXT_CORE = 1 is defined) or, with no
+ * sections, a LoRA block's layer count. A 7 in the second word is therefore v1
+ * (converters/trillim_sdk.md "Telling the forms apart"). */
+static bool is_v1_lora_block(const qp_cursor *c) {
+    if (qp_cursor_left(c) < 8) return false;
+    const uint8_t *p = c->base + c->pos;
+    return qp_load_u32le(p) >= 1 && qp_load_u32le(p + 4) == QP_TRILLIM_LORA_TARGETS;
+}
+
+static qp_status parse_sections(qp_cursor *c, qp_trillim_manifest *m, const char *file, qp_err *e) {
+    size_t at = c->pos;
+    uint32_t n;
+    if (!qp_cursor_u32(c, &n))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: sections block at offset %zu: truncated count", file, at);
+    if ((uint64_t)n * QP_TRILLIM_SECTION_BYTES > qp_cursor_left(c))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: sections block at offset %zu: %u sections need %llu "
+                       "bytes, %zu left", file, at, n,
+                       (unsigned long long)n * QP_TRILLIM_SECTION_BYTES, qp_cursor_left(c));
+    m->has_sections = true;
+    m->sections = qp_calloc(n ? n : 1, sizeof *m->sections);
+    if (!m->sections) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    uint64_t next = 0; /* sections are in order and do not overlap */
+    for (uint32_t i = 0; i < n; i++) {
+        qp_trillim_section *sc = &m->sections[i];
+        at = c->pos;
+        if (!qp_cursor_u8(c, &sc->type) || !qp_cursor_u32(c, &sc->first) || !qp_cursor_u32(c, &sc->count))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: section %u at offset %zu: truncated", file, i, at);
+        m->n_sections = i + 1;
+        if (sc->type != QP_TRILLIM_SECTION_TEXT_CORE)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: section %u at offset %zu: unknown type %u (the "
+                           "SDK defines 1, TEXT_CORE)", file, i, at, sc->type);
+        if (sc->count == 0 || sc->first < next || (uint64_t)sc->first + sc->count > m->n_entries)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: section %u at offset %zu: entries [%u, +%u) are "
+                           "empty, overlap the previous section or lie outside the %u entries", file,
+                           i, at + 1, sc->first, sc->count, m->n_entries);
+        next = (uint64_t)sc->first + sc->count;
+    }
+    return QP_OK;
+}
+
+/* The LoRA block: u32 layers, u32 targets (7), f64 scale, then the slots; it ends the file. */
+static qp_status parse_lora(qp_cursor *c, qp_trillim_manifest *m, const char *file, qp_err *e) {
+    size_t at = c->pos;
+    uint32_t nl, ntg;
+    double sc;
+    if (!qp_cursor_u32(c, &nl) || !qp_cursor_u32(c, &ntg) || !qp_cursor_f64(c, &sc))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: truncated (16-byte header)",
+                       file, at);
+    if (ntg != QP_TRILLIM_LORA_TARGETS)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: LoRA block at offset %zu: %u targets per layer "
+                       "(the SDK writes 7: k, v, q, o, gate, up, down)", file, at + 4, ntg);
+    if (nl == 0 || nl > QP_TRILLIM_MAX_LORA_LAYERS || (uint64_t)nl * ntg > qp_cursor_left(c))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: bad layer count %u", file,
+                    at, nl);
+    if (!isfinite(sc))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: scale is not finite", file,
+                    at + 8);
+    m->has_lora = true;
+    m->lora_layers = nl;
+    m->lora_targets = ntg;
+    m->lora_scale = sc;
+    m->lora = qp_calloc((size_t)nl * ntg, sizeof *m->lora);
+    if (!m->lora)
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    for (uint32_t l = 0; l < nl; l++) {
+        for (uint32_t t = 0; t < ntg; t++) {
+            qp_trillim_lora_slot *sl = &m->lora[(size_t)l * ntg + t];
+            uint8_t pr;
+            at = c->pos;
+            if (!qp_cursor_u8(c, &pr))
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u at offset %zu: "
+                               "truncated", file, l, t, at);
+            if (pr > 1)
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u at offset %zu: "
+                               "present flag %u (0 or 1)", file, l, t, at, pr);
+            sl->present = pr == 1;
+            if (!sl->present) continue;
+            qp_status s;
+            if ((s = parse_mat(c, m, file, "A", l, t, &sl->a, e)) != QP_OK ||
+                (s = parse_mat(c, m, file, "B", l, t, &sl->b, e)) != QP_OK)
+                return s;
+            if (sl->a.rows != sl->b.cols)
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u: A has rank %u rows "
+                               "but B has %u columns", file, l, t, sl->a.rows, sl->b.cols);
+        }
+    }
+    if (qp_cursor_left(c) > 0)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: %zu unexpected bytes after the LoRA block at offset "
+                       "%zu", file, qp_cursor_left(c), c->pos);
+    return QP_OK;
+}
+
 qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *file,
                                     qp_trillim_manifest **out, qp_err *e) {
     if (!file) file = "manifest";
@@ -198,72 +296,10 @@ qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *
         if ((s = parse_entry(&c, m, file, i, &m->entries[i], e)) != QP_OK) goto fail;
         m->n_entries = i + 1;
     }
-    if (qp_cursor_left(&c) > 0) {
-        at = c.pos;
-        uint32_t nl, ntg;
-        double sc;
-        if (!qp_cursor_u32(&c, &nl) || !qp_cursor_u32(&c, &ntg) || !qp_cursor_f64(&c, &sc)) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: truncated (16-byte header)",
-                        file, at);
-            goto fail;
-        }
-        if (ntg != QP_TRILLIM_LORA_TARGETS) {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: LoRA block at offset %zu: %u targets per layer "
-                        "(v1 has 7)", file, at + 4, ntg);
-            goto fail;
-        }
-        if (nl == 0 || nl > QP_TRILLIM_MAX_LORA_LAYERS || (uint64_t)nl * ntg > qp_cursor_left(&c)) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: bad layer count %u", file,
-                        at, nl);
-            goto fail;
-        }
-        if (!isfinite(sc)) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA block at offset %zu: scale is not finite", file,
-                        at + 8);
-            goto fail;
-        }
-        m->has_lora = true;
-        m->lora_layers = nl;
-        m->lora_targets = ntg;
-        m->lora_scale = sc;
-        m->lora = qp_calloc((size_t)nl * ntg, sizeof *m->lora);
-        if (!m->lora) {
-            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-            goto fail;
-        }
-        for (uint32_t l = 0; l < nl; l++) {
-            for (uint32_t t = 0; t < ntg; t++) {
-                qp_trillim_lora_slot *sl = &m->lora[(size_t)l * ntg + t];
-                uint8_t pr;
-                at = c.pos;
-                if (!qp_cursor_u8(&c, &pr)) {
-                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u at offset %zu: "
-                                "truncated", file, l, t, at);
-                    goto fail;
-                }
-                if (pr > 1) {
-                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u at offset %zu: "
-                                "present flag %u (0 or 1)", file, l, t, at, pr);
-                    goto fail;
-                }
-                sl->present = pr == 1;
-                if (!sl->present) continue;
-                if ((s = parse_mat(&c, m, file, "A", l, t, &sl->a, e)) != QP_OK ||
-                    (s = parse_mat(&c, m, file, "B", l, t, &sl->b, e)) != QP_OK)
-                    goto fail;
-                if (sl->a.rows != sl->b.cols) {
-                    s = qp_fail(e, QP_ERR_CORRUPT, "%s: LoRA layer %u target %u: A has rank %u rows "
-                                "but B has %u columns", file, l, t, sl->a.rows, sl->b.cols);
-                    goto fail;
-                }
-            }
-        }
-        if (qp_cursor_left(&c) > 0) {
-            s = qp_fail(e, QP_ERR_CORRUPT, "%s: %zu unexpected bytes after the LoRA block at offset "
-                        "%zu", file, qp_cursor_left(&c), c.pos);
-            goto fail;
-        }
-    }
+    if (qp_cursor_left(&c) > 0 && !is_v1_lora_block(&c) &&
+        (s = parse_sections(&c, m, file, e)) != QP_OK)
+        goto fail;
+    if (qp_cursor_left(&c) > 0 && (s = parse_lora(&c, m, file, e)) != QP_OK) goto fail;
     *out = m;
     return QP_OK;
 fail:
@@ -357,6 +393,14 @@ qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **
         qp_buf_u16le(&b, t->scale_shard);
         qp_buf_u64le(&b, t->scale_offset);
         qp_buf_u64le(&b, t->scale_size);
+    }
+    if (m->has_sections) {
+        qp_buf_u32le(&b, m->n_sections);
+        for (uint32_t i = 0; i < m->n_sections; i++) {
+            qp_buf_u8(&b, m->sections[i].type);
+            qp_buf_u32le(&b, m->sections[i].first);
+            qp_buf_u32le(&b, m->sections[i].count);
+        }
     }
     if (m->has_lora) {
         qp_buf_u32le(&b, m->lora_layers);
@@ -1112,15 +1156,30 @@ static qp_status take_shards(manifest_build *b, qp_trillim_manifest *m, qp_err *
     return QP_OK;
 }
 
+/* The SDK resolves the model and adapter folders (Path.resolve) before it writes their shard
+ * paths, so the manifest names absolute files. */
+static qp_status absolute_dir(const char *dir, char **out, qp_err *e) {
+    char *abs = realpath(dir, NULL);
+    if (!abs) return qp_fail(e, QP_ERR_IO, "%s: cannot resolve the folder's absolute path", dir);
+    *out = qp_strdup(abs);
+    free(abs); /* realpath allocates with malloc */
+    return *out ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+}
+
 qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
                                     const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
-    manifest_build b = {.model_dir = model_dir, .c = c};
+    manifest_build b = {.c = c};
+    char *abs_model = NULL, *abs_adapter = NULL;
     qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
     qp_status s;
     if (!m) {
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
         goto done;
     }
+    if ((s = absolute_dir(model_dir, &abs_model, e)) != QP_OK ||
+        (adapter_dir && (s = absolute_dir(adapter_dir, &abs_adapter, e)) != QP_OK))
+        goto done;
+    b.model_dir = abs_model;
     if ((s = list_model_shards(&b, e)) != QP_OK) goto done;
     if ((s = collect_items(&b, b.shards.n, e)) != QP_OK) goto done;
     m->entries = qp_calloc((size_t)(b.n_items ? b.n_items : 1), sizeof *m->entries);
@@ -1132,9 +1191,11 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
         if ((s = plan_entry(&b, &b.items[i], &m->entries[i], e)) != QP_OK) goto done;
         m->n_entries = (uint32_t)(i + 1);
     }
-    if (adapter_dir && (s = build_lora(adapter_dir, c, &b.shards, m, e)) != QP_OK) goto done;
+    if (abs_adapter && (s = build_lora(abs_adapter, c, &b.shards, m, e)) != QP_OK) goto done;
     s = take_shards(&b, m, e);
 done:
+    qp_free(abs_model);
+    qp_free(abs_adapter);
     st_list_free(&b.shards);
     cJSON_Delete(b.index);
     qp_free(b.items);

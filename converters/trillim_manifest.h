@@ -1,6 +1,7 @@
-/* The Trillim SDK v1 quantize manifest (.quantize_manifest.bin): parse and validate untrusted
- * bytes, serialize, and build one from a Hugging Face safetensors directory exactly as the SDK
- * v1 write_manifest() does. Layout and rules: readers/trlm.md. */
+/* The Trillim SDK quantize manifest (.quantize_manifest.bin), v1 and the current SDK's form (a
+ * sections block after the entries, actions 4-7): parse and validate untrusted bytes, serialize,
+ * and build one from a Hugging Face safetensors directory exactly as the SDK v1 write_manifest()
+ * does. Layout and rules: readers/trlm.md (v1), converters/trillim_sdk.md (current SDK). */
 #ifndef QP_TRILLIM_MANIFEST_H
 #define QP_TRILLIM_MANIFEST_H
 
@@ -15,6 +16,11 @@ enum {
     QP_TRILLIM_TERNARY_QUANTIZE = 1,
     QP_TRILLIM_EMBEDDING_I8 = 2,
     QP_TRILLIM_REPACK_TERNARY = 3,
+    /* the current SDK (converters/trillim_sdk.md) */
+    QP_TRILLIM_Q1_0_128 = 4,
+    QP_TRILLIM_GROUP_TERNARY_QUANTIZE = 5,
+    QP_TRILLIM_Q8_0_QUANTIZE = 6,
+    QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE = 7,
     QP_TRILLIM_ACTION_COUNT
 };
 enum {
@@ -27,6 +33,8 @@ enum {
 };
 
 #define QP_TRILLIM_ENTRY_BYTES 55
+#define QP_TRILLIM_SECTION_BYTES 9 /* u8 type, u32 first, u32 count */
+#define QP_TRILLIM_SECTION_TEXT_CORE 1
 #define QP_TRILLIM_LORA_MAT_BYTES 27
 #define QP_TRILLIM_LORA_TARGETS 7
 #define QP_TRILLIM_MAX_SHARDS 4096
@@ -56,11 +64,20 @@ typedef struct qp_trillim_lora_slot {
     qp_trillim_lora_mat a, b;
 } qp_trillim_lora_slot;
 
+/* A run of entries of one kind (the current SDK writes one TEXT_CORE section over all). */
+typedef struct qp_trillim_section {
+    uint8_t type;
+    uint32_t first, count;
+} qp_trillim_section;
+
 typedef struct qp_trillim_manifest {
     uint16_t n_shards;
     char **shards; /* NUL-terminated copies */
     uint32_t n_entries;
     qp_trillim_entry *entries;
+    bool has_sections; /* the current SDK's form: u32 n_sections + sections after the entries */
+    uint32_t n_sections;
+    qp_trillim_section *sections;
     bool has_lora;
     uint32_t lora_layers, lora_targets;
     double lora_scale;
@@ -74,7 +91,9 @@ const char *qp_trillim_dtype_name(uint8_t dtype);
 
 /* Parses manifest bytes (file names the source in messages). Checks the structure: counts,
  * path bytes (non-empty, no NUL, UTF-8), action and dtype codes, shard indices, data_size ==
- * rows x cols x element size, has_scale 0/1, LoRA block shape. Offsets against shard sizes are
+ * rows x cols x element size, has_scale 0/1, sections (type, range), LoRA block shape. After
+ * the entries: the v1 LoRA block when its first two u32 are (layers >= 1, 7), else the current
+ * SDK's sections block and an optional LoRA block (converters/trillim_sdk.md). Offsets against shard sizes are
  * checked by qp_trillim_manifest_check_shards. */
 QP_NODISCARD qp_status qp_trillim_manifest_parse(const uint8_t *buf, size_t len, const char *file,
                                                  qp_trillim_manifest **out, qp_err *e);
@@ -106,7 +125,9 @@ QP_NODISCARD qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trill
 
 /* Builds the manifest for the safetensors model in model_dir (model.safetensors or the index)
  * and, when adapter_dir is non-NULL, the LoRA block from adapter_config.json +
- * adapter_model.safetensors. Tensor order, actions, padding and skip rules as SDK v1. */
+ * adapter_model.safetensors. Tensor order, actions, padding and skip rules as SDK v1. Shard
+ * paths are absolute (model_dir and adapter_dir resolved as the SDK resolves them), so the
+ * manifest works from any directory. */
 QP_NODISCARD qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
                                                  const char *adapter_dir, qp_trillim_manifest **out,
                                                  qp_err *e);

@@ -354,12 +354,32 @@ done:
     return s;
 }
 
+/* --arch and the current SDK's rope flags (converters/trillim_sdk.md "Arch ids", "Rope"). */
+static qp_status check_arch_and_rope(const qp_trillim_quant_opts *o, qp_err *e) {
+    static const char *const k_sdk_arch[] = {"QWEN35", "BONSAI", "BONSAI_TERNARY", "QWEN3"};
+    if (o->arch >= 3 && o->arch <= 6)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "--arch %d (%s): its layers (%s) are not run by this "
+                       "runtime; 1 (BITNET) and 2 (LLAMA) are", o->arch, k_sdk_arch[o->arch - 3],
+                       o->arch == 3 ? "linear attention" : "per-head q_norm/k_norm");
+    if (o->arch != QP_TRLM_ARCH_BITNET && o->arch != QP_TRLM_ARCH_LLAMA)
+        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET), 2 (LLAMA); the SDK's 3-6 are refused",
+                       o->arch);
+    if (o->rope_dim != 0 && o->head_dim > 0 && o->rope_dim != o->head_dim)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "--rope-dim %lld with --head-dim %lld: partial rotary "
+                       "embeddings are not run by this runtime (rope-dim must equal head-dim)",
+                       (long long)o->rope_dim, (long long)o->head_dim);
+    if (o->yarn_factor != 0.0 || o->yarn_orig_max_pos != 0 || o->yarn_beta_slow != 0.0 ||
+        o->yarn_beta_fast != 0.0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "--yarn-*: YaRN rope scaling is not written yet");
+    return QP_OK;
+}
+
 qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
                               qp_err *e) {
     const char *file = o->manifest_path ? o->manifest_path : "manifest";
     if (!o->output) return qp_fail(e, QP_ERR_ARG, "--output is required");
-    if (o->arch != QP_TRLM_ARCH_BITNET && o->arch != QP_TRLM_ARCH_LLAMA)
-        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET) or 2 (LLAMA)", o->arch);
+    qp_status s0 = check_arch_and_rope(o, e);
+    if (s0 != QP_OK) return s0;
     if (o->hidden_orig <= 0 || o->intermediate_orig <= 0 || o->hidden < o->hidden_orig ||
         o->intermediate < o->intermediate_orig || o->hidden > QP_TRLM_MAX_DIM ||
         o->intermediate > QP_TRLM_MAX_DIM)
@@ -412,6 +432,11 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
             }
             r->padded_rows = r->rows == t->rows ? t->padded_rows : pad_rule(r->rows, o);
             r->padded_cols = t->padded_cols;
+            if (t->action > QP_TRILLIM_REPACK_TERNARY) {
+                s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u: action %u (%s) is not "
+                            "written yet", file, i, t->action, qp_trillim_action_name(t->action));
+                goto done;
+            }
             r->kind = t->action == QP_TRILLIM_BF16_RAW ? QP_TRLM_KIND_BF16
                       : t->action == QP_TRILLIM_EMBEDDING_I8 ? QP_TRLM_KIND_I8ROWS
                                                              : QP_TRLM_KIND_TERNARY;

@@ -1,6 +1,7 @@
-/* trillim-quantize as a library call: executes a Trillim SDK v1 manifest (actions BF16_RAW,
- * TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padding to padded_rows x padded_cols) into
- * qmodel.tensors, rope.cache and qmodel.lora (TRLM v1 bodies: readers/trlm.md). */
+/* trillim-quantize as a library call: executes a Trillim SDK manifest (v1 actions BF16_RAW,
+ * TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY; the current SDK's actions 4-7: see
+ * converters/trillim_sdk.md; padding to padded_rows x padded_cols) into qmodel.tensors,
+ * rope.cache and qmodel.lora (TRLM bodies: readers/trlm.md). */
 #ifndef QP_TRILLIM_QUANTIZE_H
 #define QP_TRILLIM_QUANTIZE_H
 
@@ -13,7 +14,7 @@
 typedef struct qp_trillim_quant_opts {
     const char *manifest_path; /* names the manifest in messages */
     const char *output;        /* qmodel.tensors (required) */
-    int arch;                  /* 1 BITNET, 2 LLAMA */
+    int arch;                  /* 1 BITNET, 2 LLAMA (3-6 of the current SDK: see trillim_sdk.md) */
     int64_t hidden, intermediate, hidden_orig, intermediate_orig;
     double norm_eps;
     bool tie_embeddings;
@@ -22,6 +23,12 @@ typedef struct qp_trillim_quant_opts {
     int64_t max_pos, head_dim;
     const char *lora_output;   /* NULL: no qmodel.lora */
     int64_t lora_rank, n_heads, n_kv_heads;
+    /* the current SDK's rope flags: --rope-dim (0: not given = head_dim), YaRN when yarn_factor
+     * is given (yarn_orig_max_pos required; betas 0 = not given: HF's defaults 32 / 1) */
+    int64_t rope_dim;
+    double yarn_factor;
+    int64_t yarn_orig_max_pos;
+    double yarn_beta_slow, yarn_beta_fast;
 } qp_trillim_quant_opts;
 
 /* Validates everything (manifest against its shards and the options, the role of every entry)

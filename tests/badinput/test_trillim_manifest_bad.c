@@ -1,5 +1,7 @@
-/* Corrupt Trillim SDK v1 manifests are rejected with specific errors. Every manifest is built
- * here byte by byte (an independent writer); each case mutates one field of a valid one. */
+/* Corrupt Trillim SDK manifests (v1 and the current SDK's sections form) are rejected with
+ * specific errors. Every manifest is built here byte by byte (an independent writer, following
+ * the SDK's _manifest.py build_manifest: struct.pack of each field); each case mutates one
+ * field of a valid one. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,6 +53,35 @@ static void build(mb *m, const char *path, size_t plen, const ent *e, int lora_t
         for (int t = 0; t < lora_targets; t++) put(m, 0, 1);
     }
     if (garbage) put(m, 0xAB, 1);
+}
+
+/* The current SDK's form (_manifest.py): entries, then u32 n_sections + {u8 type, u32 first,
+ * u32 count} each, then the LoRA block when an adapter is given (u32 layers, u32 7, f64 scale,
+ * u8 present per slot). n_entries 0 is the adapter-only manifest (skip_model=True). */
+typedef struct sdk_tail {
+    int n_entries, n_sections;
+    uint64_t sec_type, sec_first, sec_count;
+    int lora_layers, lora_targets; /* 0 layers: no LoRA block */
+} sdk_tail;
+
+static void build_sdk(mb *m, const char *path, size_t plen, const ent *e, const sdk_tail *t) {
+    m->n = 0;
+    put(m, 1, 2);
+    put_str(m, path, plen);
+    put(m, (uint64_t)t->n_entries, 4);
+    for (int i = 0; i < t->n_entries; i++) put_ent(m, e);
+    put(m, (uint64_t)t->n_sections, 4);
+    for (int i = 0; i < t->n_sections; i++) {
+        put(m, t->sec_type, 1);
+        put(m, t->sec_first + (uint64_t)i * t->sec_count, 4);
+        put(m, t->sec_count, 4);
+    }
+    if (t->lora_layers > 0) {
+        put(m, (uint64_t)t->lora_layers, 4);
+        put(m, (uint64_t)t->lora_targets, 4);
+        put(m, 0x3ff0000000000000ull, 8); /* f64 1.0 */
+        for (int i = 0; i < t->lora_layers * t->lora_targets; i++) put(m, 0, 1);
+    }
 }
 
 static char g_shard[512];
@@ -125,8 +156,65 @@ int main(void) {
     expect("surrogate in path", &m, QP_ERR_CORRUPT, "UTF-8", false);
     build(&m, "\xf4\x90\x80\x80", 4, &k_good, 0, false); /* U+110000 */
     expect("path above U+10FFFF", &m, QP_ERR_CORRUPT, "UTF-8", false);
-    build(&m, g_shard, pl, &k_good, 6, false);
-    expect("6 LoRA targets", &m, QP_ERR_UNSUPPORTED, "6 targets per layer", false);
+    build(&m, g_shard, pl, &k_good, 6, false); /* read as sections: 1 section of type 6 */
+    expect("v1 LoRA block with 6 targets", &m, QP_ERR_UNSUPPORTED, "unknown type 6", false);
+
+    /* the current SDK's form */
+    sdk_tail tl = {2, 1, 1, 0, 2, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("sections: one TEXT_CORE section", &m, QP_OK, NULL, true);
+    QP_CHECK_EQ_INT(m.n, 2 + 2 + pl + 4 + 2 * 55 + 4 + 9);
+    {
+        qp_trillim_manifest *man = NULL;
+        uint8_t *back = NULL;
+        size_t blen = 0;
+        QP_CHECK(qp_trillim_manifest_parse(m.b, m.n, "t", &man, &e) == QP_OK);
+        QP_CHECK(man && man->has_sections && man->n_sections == 1 && man->sections[0].count == 2);
+        QP_CHECK(man && qp_trillim_manifest_serialize(man, &back, &blen, &e) == QP_OK);
+        QP_CHECK(blen == m.n && back && memcmp(back, m.b, blen) == 0);
+        qp_free(back);
+        qp_trillim_manifest_free(man);
+    }
+    tl = (sdk_tail){2, 1, 1, 0, 2, 3, 7};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("sections + LoRA block", &m, QP_OK, NULL, true);
+    tl = (sdk_tail){2, 0, 0, 0, 0, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("no sections (n_sections 0)", &m, QP_OK, NULL, true);
+    tl = (sdk_tail){0, 0, 0, 0, 0, 30, 7};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("adapter-only manifest (0 entries, 0 sections, 30 LoRA layers)", &m, QP_OK, NULL, true);
+    tl = (sdk_tail){0, 0, 0, 0, 0, 2, 5};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("adapter-only, 5 LoRA targets", &m, QP_ERR_UNSUPPORTED, "5 targets per layer", false);
+    tl = (sdk_tail){2, 1, 2, 0, 2, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("section type 2", &m, QP_ERR_UNSUPPORTED, "unknown type 2", false);
+    tl = (sdk_tail){2, 1, 1, 1, 2, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("section past the entries", &m, QP_ERR_CORRUPT, "outside the 2 entries", false);
+    tl = (sdk_tail){2, 1, 1, 0, 0, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("empty section", &m, QP_ERR_CORRUPT, "[0, +0) are empty", false);
+    tl = (sdk_tail){2, 2, 1, 0, 1, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    expect("two sections in order", &m, QP_OK, NULL, true);
+    m.b[2 + 2 + pl + 4 + 2 * 55 + 4 + 9 + 1] = 0; /* second section starts at 0 again */
+    expect("overlapping sections", &m, QP_ERR_CORRUPT, "overlap the previous", false);
+    tl = (sdk_tail){2, 1, 1, 0, 2, 0, 0};
+    build_sdk(&m, g_shard, pl, &k_good, &tl);
+    m.n -= 2;
+    expect("truncated section", &m, QP_ERR_CORRUPT, "9 bytes", false);
+    m.n -= 9;
+    expect("truncated section count", &m, QP_ERR_CORRUPT, "truncated count", false);
+    for (uint64_t act = 4; act <= 7; act++) {
+        x = k_good; x.action = act; build(&m, g_shard, pl, &x, 0, false);
+        expect("actions 4-7 of a float source", &m, QP_OK, NULL, true);
+        x.dtype = 3; x.size = 32; build(&m, g_shard, pl, &x, 0, false);
+        expect("actions 4-7 of an I8 source", &m, QP_ERR_UNSUPPORTED, "needs a float source", false);
+    }
+    x = k_good; x.action = 8; build(&m, g_shard, pl, &x, 0, false);
+    expect("action 8", &m, QP_ERR_UNSUPPORTED, "unknown action 8", false);
     build(&m, g_shard, pl, &k_good, 7, true);
     expect("bytes after the LoRA block", &m, QP_ERR_CORRUPT, "unexpected bytes", false);
     m.n = 1;
@@ -139,7 +227,7 @@ int main(void) {
         qp_trillim_manifest *man = NULL;
         char out[600];
         snprintf(out, sizeof out, "%s/trillim_bad_out.tensors", tmp);
-        qp_trillim_quant_opts o = {"test.manifest", out, 1, 128, 256, 128, 256, 1e-5, true, NULL, 1e4, 0, 0, NULL, 0, 0, 0};
+        qp_trillim_quant_opts o = {"test.manifest", out, 1, 128, 256, 128, 256, 1e-5, true, NULL, 1e4, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
         build(&m, "/nonexistent/shard.safetensors", 30, &k_good, 0, false);
         QP_CHECK(qp_trillim_manifest_parse(m.b, m.n, "test.manifest", &man, &e) == QP_OK);
         qp_err_clear(&e);

@@ -1,4 +1,4 @@
-/* Fuzz target: Trillim SDK v1 quantize manifests from arbitrary bytes. Parses, checks the ranges
+/* Fuzz target: Trillim SDK quantize manifests (v1 and the current sections form) from arbitrary bytes. Parses, checks the ranges
  * against a fake shard size, and re-serializes: a manifest that parses must serialize back to
  * exactly the input bytes (the layout has no slack). */
 #include <stdint.h>

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# trillim-quantize as the current Trillim SDK (GitHub Trillim/Trillim, quantize/_manifest.py
+# run_model_quantizer) launches it: the manifest our convert --to trlm wrote (absolute shard
+# paths, so it works from any directory), the SDK's whole flag list incl. --rope-dim; the
+# current SDK's manifest form (sections block) built here from the v1 one; arch ids 3-6 and
+# partial rotary refused by name (exit 3). converters/trillim_sdk.md.
+set -u
+BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
+[ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
+. "$(dirname "$0")/../sh_check.sh"
+ok() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+mkdir -p "$TMP"
+TMP=$(cd "$TMP" && pwd); FIX=$(cd "$FIX" && pwd)
+D="$TMP/trq_sdk"; rm -rf "$D" "$TMP/trq_run"; mkdir -p "$TMP/trq_run"
+# convert from a relative source path: the manifest must still name absolute shards
+( cd "$FIX" && "$BIN/quantpack" convert bitnet-float --to trlm -f -o "$D" >/dev/null ) || { echo "convert failed"; exit 1; }
+M="$D/.quantize_manifest.bin"
+first=$(od -An -tu2 -j2 -N2 "$M" | tr -d ' ')           # u16 length of shard 0's path
+p0=$(dd if="$M" bs=1 skip=4 count="$first" 2>/dev/null)
+ok "shard path is absolute ($p0)" "[ \"\${p0:0:1}\" = / ] && [ -f '$p0' ]"
+# the SDK's command line (config of bitnet-float: hidden 128, intermediate 256 -> same padded)
+read -r -a C < "$D/inference.config"
+sdk_args() { echo --manifest "$1" --output "$2/qmodel.tensors" --arch "${C[0]}" --hidden-dim "${C[2]}" \
+  --intermediate-dim "${C[3]}" --hidden-dim-orig "${C[2]}" --intermediate-dim-orig "${C[3]}" \
+  --norm-eps "${C[10]}" --rope-output "$2/rope.cache" --rope-theta "${C[11]}" --max-pos "${C[9]}" \
+  --head-dim "${C[8]}" --rope-dim "${C[8]}"; }
+O="$TMP/trq_run/out"; mkdir -p "$O"
+( cd / && "$BIN/trillim-quantize" $(sdk_args "$M" "$O") --tie-embeddings >/dev/null 2>"$TMP/trq_err" )
+ok "trillim-quantize from / with the SDK's flags (exit $?: $(head -c 200 "$TMP/trq_err"))" "[ -s '$O/qmodel.tensors' ]"
+ok "same qmodel.tensors as convert" "cmp -s '$O/qmodel.tensors' '$D/qmodel.tensors'"
+ok "same rope.cache as convert" "cmp -s '$O/rope.cache' '$D/rope.cache'"
+# the current SDK's form: the same entries + u32 n_sections=1 + {u8 1, u32 0, u32 n_entries}
+n_ent=$(od -An -tu4 -j$((4 + first)) -N4 "$M" | tr -d ' ')
+M2="$TMP/trq_run/sdk.manifest"
+{ cat "$M"; printf '\001\000\000\000\001\000\000\000\000'; printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((n_ent & 255)) $((n_ent >> 8 & 255)) 0 0)"; } > "$M2"
+ok "sections manifest is 13 bytes longer" "[ $(stat -c %s "$M2") -eq $(( $(stat -c %s "$M") + 13 )) ]"
+O2="$TMP/trq_run/out2"; mkdir -p "$O2"
+"$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings >/dev/null 2>"$TMP/trq_err"
+ok "the sections form quantizes (exit $?: $(head -c 200 "$TMP/trq_err"))" "cmp -s '$O2/qmodel.tensors' '$D/qmodel.tensors'"
+refused() { # name, extra args, stderr fragment
+  "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings $2 >/dev/null 2>"$TMP/trq_err"; local rc=$?
+  ok "$1 (exit $rc: $(head -c 160 "$TMP/trq_err"))" "[ $rc -eq 3 ] && grep -q '$3' '$TMP/trq_err'"; }
+for a in 3 4 5 6; do refused "--arch $a refused by name" "--arch $a" "not run by this runtime"; done
+refused "partial rotary refused" "--rope-dim 8" "partial rotary"
+"$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --arch 9 >/dev/null 2>&1; rc=$?
+ok "--arch 9 is refused as usage (exit $rc)" "[ $rc -eq 2 ]"
+finish
