@@ -108,11 +108,14 @@ int main(int argc, char **argv) {
            qchunk ? "" : "  (peer libggml-base.so not found: no ratios)");
     printf("%-8s %14s %14s %10s\n", "enc", "ours Melem/s", "ggml Melem/s", "ours/ggml");
     static const qp_encoding encs[] = {QP_ENC_Q4_K, QP_ENC_Q6_K, QP_ENC_Q5_0, QP_ENC_Q8_0, QP_ENC_Q4_0,
+                                       QP_ENC_Q2_K, QP_ENC_Q3_K, QP_ENC_Q5_K, QP_ENC_Q4_1, QP_ENC_Q5_1,
+                                       QP_ENC_IQ4_NL, QP_ENC_IQ4_XS,
                                        QP_ENC_TQ1_0, QP_ENC_TQ2_0, QP_ENC_I2_S, QP_ENC_QK256, QP_ENC_BQ4};
     for (size_t e = 0; e < sizeof encs / sizeof encs[0]; e++) {
         const qp_encoding_traits *t = qp_encoding_get(encs[e]);
-        /* k-quants are slow: a quarter of the data is plenty */
-        const int64_t rr = t->block_elems == 256 && t->ggml_type >= 0 && t->ggml_type <= 15 ? (rows + 3) / 4 : rows;
+        /* k-quants and i-quants fit scales by search and are slow: a quarter of the data is plenty */
+        const bool slow = (t->block_elems == 256 && !(t->flags & QP_ENC_FLAG_TERNARY)) || encs[e] == QP_ENC_IQ4_NL;
+        const int64_t rr = slow ? (rows + 3) / 4 : rows;
         double best = 1e30, gbest = 1e30;
         for (int r = 0; r < 3; r++) {
             double t0 = now();

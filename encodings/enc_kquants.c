@@ -9,133 +9,10 @@
 
 #include "encodings/enc_blocks.h"
 #include "encodings/encodings_internal.h"
+#include "encodings/kquants_fit.h"
 
 #define QK_K QP_QK_K
 #define GROUP_MAX_EPS 1e-15f
-
-/* ---- shared helpers -------------------------------------------------------------------------- */
-
-/* make_qkx2_quants: asymmetric (scale, min) fit of n values with weights; L in 0..nmax.
- * Returns the scale, writes -min into *the_min (min <= 0). */
-static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
-                              float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep) {
-    float min = x[0];
-    float max = x[0];
-    float sum_w = weights[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        if (x[i] < min) min = x[i];
-        if (x[i] > max) max = x[i];
-        float w = weights[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if (min > 0) min = 0;
-    if (max == min) {
-        for (int i = 0; i < n; ++i) L[i] = 0;
-        *the_min = -min;
-        return 0.f;
-    }
-    float iscale = (float)nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_error = 0;
-    for (int i = 0; i < n; ++i) {
-        int l = qp_nearest_int(iscale * (x[i] - min));
-        L[i] = (uint8_t)QP_MAX(0, QP_MIN(nmax, l));
-        float diff = scale * (float)L[i] + min - x[i];
-        diff = diff * diff;
-        float w = weights[i];
-        best_error += w * diff;
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = qp_nearest_int(iscale * (x[i] - min));
-            l = QP_MAX(0, QP_MIN(nmax, l));
-            Laux[i] = (uint8_t)l;
-            float w = weights[i];
-            sum_l += w * (float)l;
-            sum_l2 += w * (float)l * (float)l;
-            sum_xl += w * (float)l * x[i];
-        }
-        float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float cur_error = 0;
-            for (int i = 0; i < n; ++i) {
-                float diff = this_scale * (float)Laux[i] + this_min - x[i];
-                diff = diff * diff;
-                float w = weights[i];
-                cur_error += w * diff;
-            }
-            if (cur_error < best_error) {
-                for (int i = 0; i < n; ++i) L[i] = Laux[i];
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *the_min = -min;
-    return scale;
-}
-
-/* make_qx_quants with rmse_type 1 (weights x^2) and no importance matrix; L = l + nmax. */
-static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        for (int i = 0; i < n; ++i) L[i] = 0;
-        return 0.f;
-    }
-    float iscale = (float)-nmax / max;
-    float sumlx = 0;
-    float suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-        int l = qp_nearest_int(iscale * x[i]);
-        l = QP_MAX(-nmax, QP_MIN(nmax - 1, l));
-        L[i] = (int8_t)(l + nmax);
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
-    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; ++is) {
-        if (is == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / max;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = qp_nearest_int(iscale * x[i]);
-            l = QP_MAX(-nmax, QP_MIN(nmax - 1, l));
-            float w = x[i] * x[i];
-            sumlx += w * x[i] * (float)l;
-            suml2 += w * (float)l * (float)l;
-        }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; ++i) {
-                int l = qp_nearest_int(iscale * x[i]);
-                L[i] = (int8_t)(nmax + QP_MAX(-nmax, QP_MIN(nmax - 1, l)));
-            }
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
-}
 
 /* 6-bit scale and min of sub-block j from the 12 packed bytes of a Q4_K block. */
 static inline void get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
@@ -148,62 +25,101 @@ static inline void get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t
     }
 }
 
-/* ---- Q4_K: f16 d @0, f16 dmin @2, u8 scales[12] @4, u8 qs[128] @16 (144 bytes) -------------- */
+static bool check_f16(const uint8_t *p, int64_t blk, const char *what, char *why, size_t why_len) {
+    if ((qp_load_u16le(p) & 0x7c00u) == 0x7c00u) {
+        if (why) snprintf(why, why_len, "block %lld: %s is not finite (f16 0x%04x)", (long long)blk,
+                          what, qp_load_u16le(p));
+        return false;
+    }
+    return true;
+}
 
-void qp_q4k_quantize_block_ref(const float *x, uint8_t *y) {
-    uint8_t L[QK_K];
+/* ---- Q4_K and Q5_K: eight 32-element sub-blocks with 6-bit (scale, min) pairs ---------------- */
+/* Q4_K: f16 d @0, f16 dmin @2, u8 scales[12] @4, u8 qs[128] @16 (144 bytes)
+ * Q5_K: f16 d @0, f16 dmin @2, u8 scales[12] @4, u8 qh[32] @16, u8 qs[128] @48 (176 bytes) */
+
+/* Packs eight 6-bit (ls, lm) pairs into the 12 scale bytes (enc_kquants.md "Q4_K"). */
+static void pack_scale_min_k4(uint8_t *sc, const uint8_t *ls, const uint8_t *lm) {
+    memset(sc, 0, 12);
+    for (int j = 0; j < QK_K / 32; ++j) {
+        if (j < 4) {
+            sc[j] = ls[j];
+            sc[j + 4] = lm[j];
+        } else {
+            sc[j + 4] = (uint8_t)((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+            sc[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+            sc[j - 0] |= (uint8_t)((lm[j] >> 4) << 6);
+        }
+    }
+}
+
+/* The fitted (scale, min) of each sub-block, as 6-bit levels under f16 d / dmin written to y. */
+static void k4_fit_ref(const float *x, uint8_t *y, int nmax, float rmin, int nstep, uint8_t *L,
+                       uint8_t *ls, uint8_t *lm) {
     uint8_t Laux[32];
-    float weights[32];
-    float mins[QK_K / 32];
-    float scales[QK_K / 32];
-    uint8_t *sc = y + 4;
-    float max_scale = 0;
-    float max_min = 0;
+    float weights[32], mins[QK_K / 32], scales[QK_K / 32];
+    float max_scale = 0, max_min = 0;
     for (int j = 0; j < QK_K / 32; ++j) {
         float sum_x2 = 0;
         for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
         float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -1.f,
-                                     0.1f, 20);
-        float scale = scales[j];
-        if (scale > max_scale) max_scale = scale;
-        float min = mins[j];
-        if (min > max_min) max_min = min;
+        scales[j] = qp_fit_qkx2(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f,
+                                nstep, false);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
     }
     float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
     float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-    memset(sc, 0, 12);
     for (int j = 0; j < QK_K / 32; ++j) {
-        uint8_t ls = (uint8_t)qp_nearest_int(inv_scale * scales[j]);
-        uint8_t lm = (uint8_t)qp_nearest_int(inv_min * mins[j]);
-        ls = QP_MIN(63, ls);
-        lm = QP_MIN(63, lm);
-        if (j < 4) {
-            sc[j] = ls;
-            sc[j + 4] = lm;
-        } else {
-            sc[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-            sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
-            sc[j - 0] |= (uint8_t)((lm >> 4) << 6);
-        }
+        ls[j] = QP_MIN(63, (uint8_t)qp_nearest_int(inv_scale * scales[j]));
+        lm[j] = QP_MIN(63, (uint8_t)qp_nearest_int(inv_min * mins[j]));
     }
-    uint16_t dh = qp_fp32_to_fp16(max_scale / 63.f);
-    uint16_t mh = qp_fp32_to_fp16(max_min / 63.f);
-    qp_store_u16le(y, dh);
-    qp_store_u16le(y + 2, mh);
+    qp_store_u16le(y, qp_fp32_to_fp16(max_scale / 63.f));
+    qp_store_u16le(y + 2, qp_fp32_to_fp16(max_min / 63.f));
+}
+
+/* The same with importance weights qw (llama.cpp quantize_row_q{4,5}_K_impl). */
+static void k4_fit_imatrix(const float *x, const float *qw, uint8_t *y, int nmax, bool clamp63,
+                           uint8_t *L, uint8_t *ls, uint8_t *lm) {
+    uint8_t Laux[32];
+    float weights[32], sw[QK_K / 32], mins[QK_K / 32], scales[QK_K / 32];
+    float sum_x2 = 0;
+    for (int l = 0; l < QK_K; ++l) sum_x2 += x[l] * x[l];
+    float sigma2 = 2 * sum_x2 / QK_K;
+    for (int j = 0; j < QK_K / 32; ++j) {
+        for (int l = 0; l < 32; ++l) weights[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
+        float sumw = 0;
+        for (int l = 0; l < 32; ++l) sumw += weights[l];
+        sw[j] = sumw;
+        scales[j] = qp_fit_qkx3(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f,
+                                36, false);
+    }
+    float d_block = qp_fit_qp(QK_K / 32, 63, scales, ls, sw);
+    float m_block = qp_fit_qp(QK_K / 32, 63, mins, lm, sw);
+    if (clamp63)
+        for (int j = 0; j < QK_K / 32; ++j) {
+            ls[j] = QP_MIN(63, ls[j]);
+            lm[j] = QP_MIN(63, lm[j]);
+        }
+    qp_store_u16le(y, qp_fp32_to_fp16(d_block));
+    qp_store_u16le(y + 2, qp_fp32_to_fp16(m_block));
+}
+
+/* Codes of every sub-block under the stored d, dmin and 6-bit levels; a zero scale keeps L. */
+static void k4_requantize(const float *x, const uint8_t *y, int nmax, uint8_t *L) {
     for (int j = 0; j < QK_K / 32; ++j) {
         uint8_t s, m;
-        get_scale_min_k4(j, sc, &s, &m);
-        const float d = qp_fp16_to_fp32(dh) * (float)s;
+        get_scale_min_k4(j, y + 4, &s, &m);
+        const float d = qp_fp16_to_fp32(qp_load_u16le(y)) * (float)s;
         if (d == 0.0f) continue;
-        const float dm = qp_fp16_to_fp32(mh) * (float)m;
-        for (int ii = 0; ii < 32; ++ii) {
-            int l = qp_nearest_int((x[32 * j + ii] + dm) / d);
-            l = QP_MAX(0, QP_MIN(15, l));
-            L[32 * j + ii] = (uint8_t)l;
-        }
+        const float dm = qp_fp16_to_fp32(qp_load_u16le(y + 2)) * (float)m;
+        for (int ii = 0; ii < 32; ++ii)
+            L[32 * j + ii] = (uint8_t)QP_MAX(0, QP_MIN(nmax, qp_nearest_int((x[32 * j + ii] + dm) / d)));
     }
+}
+
+static void q4k_pack(const uint8_t *L, uint8_t *y) {
     uint8_t *q = y + 16;
     for (int j = 0; j < QK_K; j += 64) {
         for (int l = 0; l < 32; ++l) q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
@@ -211,9 +127,95 @@ void qp_q4k_quantize_block_ref(const float *x, uint8_t *y) {
     }
 }
 
+static void q5k_pack(const uint8_t *L, uint8_t *y) {
+    uint8_t *qh = y + 16, *ql = y + 48;
+    memset(qh, 0, QK_K / 8);
+    uint8_t m1 = 1, m2 = 2;
+    for (int n = 0; n < QK_K; n += 64) {
+        for (int j = 0; j < 32; ++j) {
+            int l1 = L[n + j], l2 = L[n + j + 32];
+            if (l1 > 15) {
+                l1 -= 16;
+                qh[j] |= m1;
+            }
+            if (l2 > 15) {
+                l2 -= 16;
+                qh[j] |= m2;
+            }
+            ql[j] = (uint8_t)(l1 | (l2 << 4));
+        }
+        m1 = (uint8_t)(m1 << 2);
+        m2 = (uint8_t)(m2 << 2);
+        ql += 32;
+    }
+}
+
+/* One Q4_K (nmax 15) or Q5_K (nmax 31) block; qw NULL: the reference fit. */
+static void k4_block(const float *x, const float *qw, uint8_t *y, int nmax) {
+    uint8_t L[QK_K], ls[QK_K / 32], lm[QK_K / 32];
+    if (qw) k4_fit_imatrix(x, qw, y, nmax, nmax == 31, L, ls, lm);
+    else if (nmax == 15) k4_fit_ref(x, y, 15, -1.f, 20, L, ls, lm);
+    else k4_fit_ref(x, y, 31, -0.5f, 15, L, ls, lm);
+    pack_scale_min_k4(y + 4, ls, lm);
+    k4_requantize(x, y, nmax, L);
+    if (nmax == 15) q4k_pack(L, y);
+    else q5k_pack(L, y);
+}
+
+void qp_q4k_quantize_block_ref(const float *x, uint8_t *y) { k4_block(x, NULL, y, 15); }
+
 void qp_q4k_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++) qp_q4k_quantize_block_ref(x + i * QK_K, y + i * QP_Q4_K_BYTES);
+}
+
+void qp_q4k_quantize_imatrix(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    for (int64_t i = 0; i < n / QK_K; i++)
+        k4_block(x + i * QK_K, qw ? qw + i * QK_K : NULL, y + i * QP_Q4_K_BYTES, 15);
+}
+
+void qp_q5k_quantize_ref(const float *x, void *vy, int64_t n) {
+    uint8_t *y = vy;
+    for (int64_t i = 0; i < n / QK_K; i++) k4_block(x + i * QK_K, NULL, y + i * QP_Q5_K_BYTES, 31);
+}
+
+void qp_q5k_quantize_imatrix(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    for (int64_t i = 0; i < n / QK_K; i++)
+        k4_block(x + i * QK_K, qw ? qw + i * QK_K : NULL, y + i * QP_Q5_K_BYTES, 31);
+}
+
+void qp_q5k_dequantize(const void *vx, float *y, int64_t n) {
+    const uint8_t *x = vx;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *b = x + i * QP_Q5_K_BYTES;
+        const float d = qp_fp16_to_fp32(qp_load_u16le(b));
+        const float min = qp_fp16_to_fp32(qp_load_u16le(b + 2));
+        const uint8_t *qh = b + 16, *ql = b + 48;
+        int is = 0;
+        uint8_t sc, m, u1 = 1, u2 = 2;
+        for (int j = 0; j < QK_K; j += 64) {
+            get_scale_min_k4(is + 0, b + 4, &sc, &m);
+            const float d1 = d * (float)sc, m1 = min * (float)m;
+            get_scale_min_k4(is + 1, b + 4, &sc, &m);
+            const float d2 = d * (float)sc, m2 = min * (float)m;
+            for (int l = 0; l < 32; ++l) *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+            for (int l = 0; l < 32; ++l) *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+            ql += 32;
+            is += 2;
+            u1 = (uint8_t)(u1 << 2);
+            u2 = (uint8_t)(u2 << 2);
+        }
+    }
+}
+
+float qp_q5k_vec_dot_ref(const void *w, const float *x, int64_t n) {
+    return qp_dot_via_blocks(qp_q5k_dequantize, QK_K, QP_Q5_K_BYTES, w, x, n);
+}
+
+bool qp_q5k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
+    return qp_blocks_validate_f16(vx, n / QK_K, QP_Q5_K_BYTES, 0, 2, why, why_len);
 }
 
 void qp_q4k_dequantize(const void *vx, float *y, int64_t n) {
@@ -245,33 +247,31 @@ float qp_q4k_vec_dot_ref(const void *w, const float *x, int64_t n) {
     return qp_dot_via_blocks(qp_q4k_dequantize, QK_K, QP_Q4_K_BYTES, w, x, n);
 }
 
-static bool check_f16(const uint8_t *p, int64_t blk, const char *what, char *why, size_t why_len) {
-    if ((qp_load_u16le(p) & 0x7c00u) == 0x7c00u) {
-        if (why) snprintf(why, why_len, "block %lld: %s is not finite (f16 0x%04x)", (long long)blk,
-                          what, qp_load_u16le(p));
-        return false;
+bool qp_blocks_validate_f16(const void *vx, int64_t nblocks, size_t block_bytes, int off_d,
+                            int off_dmin, char *why, size_t why_len) {
+    const uint8_t *x = vx;
+    for (int64_t i = 0; i < nblocks; i++) {
+        if (!check_f16(x + (size_t)i * block_bytes + off_d, i, "d", why, why_len)) return false;
+        if (off_dmin >= 0 && !check_f16(x + (size_t)i * block_bytes + off_dmin, i, "dmin", why, why_len))
+            return false;
     }
     return true;
 }
 
 bool qp_q4k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
-    const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        if (!check_f16(x + i * QP_Q4_K_BYTES, i, "d", why, why_len)) return false;
-        if (!check_f16(x + i * QP_Q4_K_BYTES + 2, i, "dmin", why, why_len)) return false;
-    }
-    return true;
+    return qp_blocks_validate_f16(vx, n / QK_K, QP_Q4_K_BYTES, 0, 2, why, why_len);
 }
 
 /* ---- Q6_K: u8 ql[128] @0, u8 qh[64] @128, i8 scales[16] @192, f16 d @208 (210 bytes) -------- */
 
-void qp_q6k_quantize_block_ref(const float *x, uint8_t *y) {
+/* One Q6_K block; qw NULL: the reference (weights x^2), else the importance weights as they are. */
+static void q6k_block(const float *x, const float *qw, uint8_t *y) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
     float max_scale = 0;
     float max_abs_scale = 0;
     for (int ib = 0; ib < QK_K / 16; ++ib) {
-        const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
+        const float scale = qp_fit_qx(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + 16 * ib : NULL);
         scales[ib] = scale;
         const float abs_scale = fabsf(scale);
         if (abs_scale > max_abs_scale) {
@@ -316,6 +316,14 @@ void qp_q6k_quantize_block_ref(const float *x, uint8_t *y) {
     }
 }
 
+void qp_q6k_quantize_block_ref(const float *x, uint8_t *y) { q6k_block(x, NULL, y); }
+
+void qp_q6k_quantize_imatrix(const float *x, void *vy, int64_t n, const float *qw) {
+    uint8_t *y = vy;
+    for (int64_t i = 0; i < n / QK_K; i++)
+        q6k_block(x + i * QK_K, qw ? qw + i * QK_K : NULL, y + i * QP_Q6_K_BYTES);
+}
+
 void qp_q6k_quantize_ref(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++) qp_q6k_quantize_block_ref(x + i * QK_K, y + i * QP_Q6_K_BYTES);
@@ -354,10 +362,7 @@ float qp_q6k_vec_dot_ref(const void *w, const float *x, int64_t n) {
 }
 
 bool qp_q6k_validate(const void *vx, int64_t n, char *why, size_t why_len) {
-    const uint8_t *x = vx;
-    for (int64_t i = 0; i < n / QK_K; i++)
-        if (!check_f16(x + i * QP_Q6_K_BYTES + QP_Q6_K_OFF_D, i, "d", why, why_len)) return false;
-    return true;
+    return qp_blocks_validate_f16(vx, n / QK_K, QP_Q6_K_BYTES, QP_Q6_K_OFF_D, -1, why, why_len);
 }
 
 /* ---- Q8_K: f32 d @0, i8 qs[256] @4, i16 bsums[16] @260 (292 bytes) ---------------------------- */

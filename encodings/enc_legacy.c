@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "encodings/encodings_internal.h"
+#include "encodings/kquants_fit.h"
 
 #define QK QP_QK
 
@@ -270,3 +271,76 @@ LEGACY_DOT(q4_1, 20)
 LEGACY_DOT(q5_0, QP_Q5_0_BYTES)
 LEGACY_DOT(q5_1, 24)
 LEGACY_DOT(q8_0, QP_Q8_0_BYTES)
+
+/* ---- with importance weights (llama.cpp quantize_row_q{4,5}_{0,1}_impl) -------------------------
+ * One call is one row: sigma2 = mean x^2 over the row, each block's weights qw * sqrt(sigma2 + x^2);
+ * Q4_0 / Q5_0 fit a symmetric scale (make_qx_quants), Q4_1 / Q5_1 a scale and min (qkx3). Without
+ * weights the bytes are quantize_ref's. Q8_0 ignores them, as llama.cpp does. */
+
+static float row_sigma2(const float *x, int64_t n) {
+    float sum_x2 = 0;
+    for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+    return sum_x2 / (float)n;
+}
+
+static void block_weights(const float *xb, const float *qw, float sigma2, float *weight) {
+    for (int j = 0; j < QK; ++j) weight[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+}
+
+/* codes L[0..31] (0..31) into 16 nibble bytes at qs and, for 5-bit types, their bit 4 into qh */
+static void pack_codes(const uint8_t *L, uint8_t *qs, uint8_t *qh_out) {
+    uint32_t qh = 0;
+    for (int j = 0; j < QK / 2; ++j) {
+        qs[j] = (uint8_t)((L[j] & 0x0F) | ((L[j + QK / 2] & 0x0F) << 4));
+        qh |= ((L[j] & 0x10u) >> 4) << (j + 0);
+        qh |= ((L[j + QK / 2] & 0x10u) >> 4) << (j + QK / 2);
+    }
+    if (qh_out) qp_store_u32le(qh_out, qh);
+}
+
+/* symmetric types: nmax 8 (Q4_0) or 16 (Q5_0); the d at 0, the codes at qs_off */
+static void symmetric_imatrix(const float *x, uint8_t *y, int64_t n, const float *qw, int nmax,
+                              size_t bytes) {
+    const float sigma2 = row_sigma2(x, n);
+    float weight[QK];
+    int8_t L[QK];
+    for (int64_t ib = 0; ib < n / QK; ++ib, y += bytes) {
+        block_weights(x + QK * ib, qw + QK * ib, sigma2, weight);
+        float d = qp_fit_qx(QK, nmax, x + QK * ib, L, weight);
+        qp_store_u16le(y, qp_fp32_to_fp16(d));
+        pack_codes((const uint8_t *)L, y + (nmax == 8 ? 2 : 6), nmax == 8 ? NULL : y + 2);
+    }
+}
+
+/* asymmetric types: nmax 15 (Q4_1) or 31 (Q5_1); d at 0, m at 2, the codes after */
+static void affine_imatrix(const float *x, uint8_t *y, int64_t n, const float *qw, int nmax,
+                           size_t bytes) {
+    const float sigma2 = row_sigma2(x, n);
+    float weight[QK];
+    uint8_t L[QK], Laux[QK];
+    for (int64_t ib = 0; ib < n / QK; ++ib, y += bytes) {
+        block_weights(x + QK * ib, qw + QK * ib, sigma2, weight);
+        float min;
+        float d = qp_fit_qkx3(QK, nmax, x + QK * ib, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
+        qp_store_u16le(y, qp_fp32_to_fp16(d));
+        qp_store_u16le(y + 2, qp_fp32_to_fp16(-min));
+        pack_codes(L, y + (nmax == 15 ? 4 : 8), nmax == 15 ? NULL : y + 4);
+    }
+}
+
+void qp_q4_0_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw) {
+    if (qw) symmetric_imatrix(x, y, n, qw, 8, QP_Q4_0_BYTES);
+    else qp_q4_0_quantize_ref(x, y, n);
+}
+void qp_q5_0_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw) {
+    if (qw) symmetric_imatrix(x, y, n, qw, 16, QP_Q5_0_BYTES);
+    else qp_q5_0_quantize_ref(x, y, n);
+}
+void qp_q4_1_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw) {
+    if (qw) affine_imatrix(x, y, n, qw, 15, QP_Q4_1_BYTES);
+    else qp_q4_1_quantize_ref(x, y, n);
+}
+void qp_q5_1_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw) {
+    if (qw) affine_imatrix(x, y, n, qw, 31, QP_Q5_1_BYTES);
+    else qp_q5_1_quantize_ref(x, y, n);
+}

@@ -192,6 +192,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .validate = qp_q4_0_validate,
         .error_bound = "per 32-block: |err| <= amax/8 * (1 + 2^-7) + 2^-21 (f16 d)",
         .quantize = qp_q4_0_quantize,
+        .quantize_imatrix = qp_q4_0_quantize_imatrix,
     },
     [QP_ENC_Q4_1] = {
         .id = QP_ENC_Q4_1,
@@ -207,6 +208,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .validate = qp_q4_1_validate,
         .error_bound = "per 32-block: |err| <= (max-min)/30 + f16 rounding of d and m",
         .quantize = qp_q4_1_quantize_ref,
+        .quantize_imatrix = qp_q4_1_quantize_imatrix,
     },
     [QP_ENC_Q5_0] = {
         .id = QP_ENC_Q5_0,
@@ -222,6 +224,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .validate = qp_q5_0_validate,
         .error_bound = "per 32-block: |err| <= amax/16 * (1 + 2^-6) + 2^-20 (f16 d)",
         .quantize = qp_q5_0_quantize,
+        .quantize_imatrix = qp_q5_0_quantize_imatrix,
     },
     [QP_ENC_Q5_1] = {
         .id = QP_ENC_Q5_1,
@@ -237,6 +240,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .validate = qp_q5_1_validate,
         .error_bound = "per 32-block: |err| <= (max-min)/62 + f16 rounding of d and m",
         .quantize = qp_q5_1_quantize_ref,
+        .quantize_imatrix = qp_q5_1_quantize_imatrix,
     },
     [QP_ENC_Q8_0] = {
         .id = QP_ENC_Q8_0,
@@ -270,6 +274,13 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .block_bytes = QP_Q2_K_BYTES,
         .ggml_type = 10,
         .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_q2k_quantize_ref,
+        .dequantize = qp_q2k_dequantize,
+        .vec_dot_f32 = qp_q2k_vec_dot_ref,
+        .validate = qp_q2k_validate,
+        .error_bound = "fitted (no closed form); measured on N(0,1): rmse/rms <= 0.45 (see enc_kquants.md)",
+        .quantize = qp_q2k_quantize_ref,
+        .quantize_imatrix = qp_q2k_quantize_imatrix,
     },
     [QP_ENC_Q3_K] = {
         .id = QP_ENC_Q3_K,
@@ -279,6 +290,13 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .block_bytes = QP_Q3_K_BYTES,
         .ggml_type = 11,
         .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_q3k_quantize_ref,
+        .dequantize = qp_q3k_dequantize,
+        .vec_dot_f32 = qp_q3k_vec_dot_ref,
+        .validate = qp_q3k_validate,
+        .error_bound = "fitted (no closed form); measured on N(0,1): rmse/rms <= 0.25 (see enc_kquants.md)",
+        .quantize = qp_q3k_quantize_ref,
+        .quantize_imatrix = qp_q3k_quantize_imatrix,
     },
     [QP_ENC_Q4_K] = {
         .id = QP_ENC_Q4_K,
@@ -296,6 +314,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "fitted (no closed form); measured on N(0,1): rmse/rms <= 0.12 (see "
             "enc_kquants.md)",
         .quantize = qp_q4k_quantize,
+        .quantize_imatrix = qp_q4k_quantize_imatrix,
     },
     [QP_ENC_Q5_K] = {
         .id = QP_ENC_Q5_K,
@@ -305,6 +324,13 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .block_bytes = QP_Q5_K_BYTES,
         .ggml_type = 13,
         .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_q5k_quantize_ref,
+        .dequantize = qp_q5k_dequantize,
+        .vec_dot_f32 = qp_q5k_vec_dot_ref,
+        .validate = qp_q5k_validate,
+        .error_bound = "fitted (no closed form); measured on N(0,1): rmse/rms <= 0.06 (see enc_kquants.md)",
+        .quantize = qp_q5k_quantize_ref,
+        .quantize_imatrix = qp_q5k_quantize_imatrix,
     },
     [QP_ENC_Q6_K] = {
         .id = QP_ENC_Q6_K,
@@ -322,6 +348,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "fitted (no closed form); measured on N(0,1): rmse/rms <= 0.03 (see "
             "enc_kquants.md)",
         .quantize = qp_q6k_quantize,
+        .quantize_imatrix = qp_q6k_quantize_imatrix,
     },
     [QP_ENC_Q8_K] = {
         .id = QP_ENC_Q8_K,
@@ -382,6 +409,13 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .block_bytes = QP_IQ4_NL_BYTES,
         .ggml_type = 20,
         .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_iq4nl_quantize_ref,
+        .dequantize = qp_iq4nl_dequantize,
+        .vec_dot_f32 = qp_iq4nl_vec_dot_ref,
+        .validate = qp_iq4_validate_nl,
+        .error_bound = "fitted non-linear levels (no closed form); measured on N(0,1): rmse/rms <= 0.12 (see enc_kquants.md)",
+        .quantize = qp_iq4nl_quantize_ref,
+        .quantize_imatrix = qp_iq4nl_quantize_imatrix,
     },
     [QP_ENC_IQ3_S] = {
         .id = QP_ENC_IQ3_S,
@@ -409,6 +443,13 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .block_bytes = QP_IQ4_XS_BYTES,
         .ggml_type = 23,
         .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_iq4xs_quantize_ref,
+        .dequantize = qp_iq4xs_dequantize,
+        .vec_dot_f32 = qp_iq4xs_vec_dot_ref,
+        .validate = qp_iq4_validate_xs,
+        .error_bound = "fitted non-linear levels (no closed form); measured on N(0,1): rmse/rms <= 0.12 (see enc_kquants.md)",
+        .quantize = qp_iq4xs_quantize_ref,
+        .quantize_imatrix = qp_iq4xs_quantize_imatrix,
     },
     [QP_ENC_IQ1_M] = {
         .id = QP_ENC_IQ1_M,

@@ -59,12 +59,37 @@ void qp_q8k_dequantize(const void *x, float *y, int64_t n);
 float qp_q8k_vec_dot_ref(const void *w, const float *x, int64_t n);
 bool qp_q8k_validate(const void *x, int64_t n, char *why, size_t why_len);
 
+/* The f16 at off_d (and at off_dmin when >= 0) of each of nblocks blocks must be finite; false
+ * naming the first bad block otherwise. */
+bool qp_blocks_validate_f16(const void *x, int64_t nblocks, size_t block_bytes, int off_d,
+                            int off_dmin, char *why, size_t why_len);
+/* One row of n elements with n importance weights qw (llama.cpp's quantize_<type> with
+ * quant_weights; NULL: the same bytes as without an importance matrix). */
+void qp_q4k_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qp_q6k_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw);
+#define QP_KQUANT_DECL(NAME)                                                                     \
+    void qp_##NAME##_quantize_ref(const float *x, void *y, int64_t n);                           \
+    void qp_##NAME##_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw);      \
+    void qp_##NAME##_dequantize(const void *x, float *y, int64_t n);                             \
+    float qp_##NAME##_vec_dot_ref(const void *w, const float *x, int64_t n);
+QP_KQUANT_DECL(q2k)
+QP_KQUANT_DECL(q3k)
+QP_KQUANT_DECL(q5k)
+QP_KQUANT_DECL(iq4nl)
+QP_KQUANT_DECL(iq4xs)
+bool qp_q2k_validate(const void *x, int64_t n, char *why, size_t why_len);
+bool qp_q3k_validate(const void *x, int64_t n, char *why, size_t why_len);
+bool qp_q5k_validate(const void *x, int64_t n, char *why, size_t why_len);
+bool qp_iq4_validate_nl(const void *x, int64_t n, char *why, size_t why_len);
+bool qp_iq4_validate_xs(const void *x, int64_t n, char *why, size_t why_len);
+
 /* enc_legacy.c */
 #define QP_LEGACY_DECL(NAME)                                                                     \
     void qp_##NAME##_quantize_ref(const float *x, void *y, int64_t n);                           \
     void qp_##NAME##_dequantize(const void *x, float *y, int64_t n);                             \
     float qp_##NAME##_vec_dot_ref(const void *w, const float *x, int64_t n);                     \
-    bool qp_##NAME##_validate(const void *x, int64_t n, char *why, size_t why_len);
+    bool qp_##NAME##_validate(const void *x, int64_t n, char *why, size_t why_len);             \
+    void qp_##NAME##_quantize_imatrix(const float *x, void *y, int64_t n, const float *qw);
 QP_LEGACY_DECL(q4_0)
 QP_LEGACY_DECL(q4_1)
 QP_LEGACY_DECL(q5_0)

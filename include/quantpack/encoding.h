@@ -100,6 +100,10 @@ typedef bool (*qp_validate_fn)(const void *x, int64_t n, char *why, size_t why_l
  * accumulated in double in block order. Encodings without a per-block scale (I2_S, QK256,
  * SPLIT32) use block_scale 1, so the result is the exact integer sum. */
 typedef double (*qp_vec_dot_i8_fn)(const void *w, const int8_t *a, int64_t n);
+/* One row of n elements (a multiple of block_elems) with n importance weights qw (llama.cpp's
+ * quantize_<type>(..., quant_weights), the importance matrix of llama-imatrix); qw NULL gives the
+ * bytes of quantize. */
+typedef void (*qp_quantize_imatrix_fn)(const float *x, void *y, int64_t n, const float *qw);
 /* Whole tensor of n elements -> qp_encoding_tensor_bytes() bytes, including any trailer. */
 typedef void (*qp_quantize_tensor_fn)(const float *x, void *y, int64_t n);
 
@@ -129,6 +133,8 @@ typedef struct qp_encoding_traits {
      * the file's quantpack.i2s.flavour key (readers/gguf.md "Type 36 flavours"); NULL = none. */
     int gguf_shared_type;
     const char *gguf_flavour;
+    /* with an importance matrix (NULL: the encoding does not use one; quantize applies) */
+    qp_quantize_imatrix_fn quantize_imatrix;
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */

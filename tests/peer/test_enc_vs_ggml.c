@@ -24,6 +24,16 @@ static uint64_t next_u64(void) { /* splitmix64 */
     return z ^ (z >> 31);
 }
 static double unif(void) { return (double)(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+/* importance weights draw from their own stream, so every SIMD level sees the same data */
+static uint64_t g_rng_w = 0x2545f4914f6cdd1dull;
+static double unif_w(void) {
+    uint64_t save = g_rng;
+    g_rng = g_rng_w;
+    double u = unif();
+    g_rng_w = g_rng;
+    g_rng = save;
+    return u;
+}
 static float gauss(void) {
     double u = unif(), v = unif();
     if (u < 1e-300) u = 1e-300;
@@ -72,11 +82,16 @@ static const peer_case k_cases[] = {
     {QP_ENC_Q5_0, 6, "dequantize_row_q5_0", NULL},
     {QP_ENC_Q5_1, 7, "dequantize_row_q5_1", NULL},
     {QP_ENC_Q8_0, 8, "dequantize_row_q8_0", NULL},
+    {QP_ENC_Q2_K, 10, "dequantize_row_q2_K", NULL},
+    {QP_ENC_Q3_K, 11, "dequantize_row_q3_K", NULL},
     {QP_ENC_Q4_K, 12, "dequantize_row_q4_K", NULL},
+    {QP_ENC_Q5_K, 13, "dequantize_row_q5_K", NULL},
     {QP_ENC_Q6_K, 14, "dequantize_row_q6_K", NULL},
     {QP_ENC_Q8_K, 15, "dequantize_row_q8_K", "quantize_row_q8_K_ref"},
     {QP_ENC_TQ1_0, 34, "dequantize_row_tq1_0", NULL},
     {QP_ENC_TQ2_0, 35, "dequantize_row_tq2_0", NULL},
+    {QP_ENC_IQ4_NL, 20, "dequantize_row_iq4_nl", NULL},
+    {QP_ENC_IQ4_XS, 23, "dequantize_row_iq4_xs", NULL},
 };
 
 static int64_t g_rows_total, g_blocks_total, g_bad_blocks, g_bad_floats;
@@ -109,6 +124,7 @@ int main(void) {
         for (int lv = 0; lv < levels; lv++) {
             qp_encoding_simd_force(lv);
             int64_t done = 0, bad_blocks = 0, bad_floats = 0, blocks = 0, rows = 0;
+            int64_t imatrix_blocks = 0, imatrix_bad = 0;
             g_rng = 0x1234567ull + ci; /* same data for every level */
             while (done < target) {
                 const int64_t *lens = t->block_elems == 256 ? k_lens256 : k_lens32;
@@ -142,6 +158,26 @@ int main(void) {
                     t->quantize_ref(x, b, n);
                     QP_CHECK_MSG(memcmp(a, b, rb) == 0, "%s quantize_ref on a whole tensor differs", t->name);
                 }
+                if (lv == 0 && t->quantize_imatrix) {
+                    /* with importance weights (one per column, as llama-imatrix writes them; some
+                     * zero, spread over four decades): ggml_quantize_chunk vs ours row by row */
+                    float *qw = malloc((size_t)cols * 4);
+                    uint8_t *ia = malloc(rb), *ib = malloc(rb);
+                    for (int64_t c = 0; c < cols; c++)
+                        qw[c] = unif_w() < 1.0 / 16 ? 0.0f : (float)pow(10.0, 4 * unif_w() - 2);
+                    qchunk(pc->ggml_type, x, ia, 0, nrows, cols, qw);
+                    for (int64_t r = 0; r < nrows; r++)
+                        t->quantize_imatrix(x + r * cols, ib + (size_t)r * rowb, cols, qw);
+                    for (int64_t k = 0; k < nb; k++)
+                        if (memcmp(ia + k * t->block_bytes, ib + k * t->block_bytes, t->block_bytes) != 0) {
+                            if (imatrix_bad < 3)
+                                fprintf(stderr, "%s imatrix: block %lld of a %lldx%lld tensor differs\n",
+                                        t->name, (long long)k, (long long)nrows, (long long)cols);
+                            imatrix_bad++;
+                        }
+                    imatrix_blocks += nb;
+                    free(qw); free(ia); free(ib);
+                }
                 gdeq(a, y1, n);
                 t->dequantize(a, y2, n);
                 for (int64_t k = 0; k < n; k++) {
@@ -167,6 +203,12 @@ int main(void) {
             QP_CHECK_MSG(bad_blocks == 0, "%s level %d: %lld of %lld blocks differ", t->name, lv,
                          (long long)bad_blocks, (long long)blocks);
             QP_CHECK_MSG(bad_floats == 0, "%s: %lld dequantized floats differ", t->name, (long long)bad_floats);
+            if (imatrix_blocks)
+                printf("%-6s imatrix: %lld blocks with importance weights, %lld differ\n", t->name,
+                       (long long)imatrix_blocks, (long long)imatrix_bad);
+            QP_CHECK_MSG(imatrix_bad == 0, "%s with importance weights: %lld of %lld blocks differ",
+                         t->name, (long long)imatrix_bad, (long long)imatrix_blocks);
+            g_blocks_total += imatrix_blocks; g_bad_blocks += imatrix_bad;
             g_rows_total += rows; g_blocks_total += blocks; g_bad_blocks += bad_blocks; g_bad_floats += bad_floats;
             if (!(t->quantize != t->quantize_ref)) break; /* no SIMD path: one level is enough */
         }

@@ -43,7 +43,9 @@ static void test_validate(void) {
     static const struct { qp_encoding e; size_t off; } k[] = {
         {QP_ENC_Q4_0, 0}, {QP_ENC_Q5_0, 0}, {QP_ENC_Q8_0, 0}, {QP_ENC_Q4_K, 0}, {QP_ENC_Q4_K, 2},
         {QP_ENC_Q6_K, 208}, {QP_ENC_TQ1_0, 52}, {QP_ENC_TQ2_0, 64}, {QP_ENC_BQ4, 0},
-        {QP_ENC_BITNET32F16, 8}, {QP_ENC_Q4_1, 2}, {QP_ENC_Q5_1, 0}};
+        {QP_ENC_BITNET32F16, 8}, {QP_ENC_Q4_1, 2}, {QP_ENC_Q5_1, 0}, {QP_ENC_Q2_K, 80},
+        {QP_ENC_Q2_K, 82}, {QP_ENC_Q3_K, 108}, {QP_ENC_Q5_K, 0}, {QP_ENC_Q5_K, 2},
+        {QP_ENC_IQ4_NL, 0}, {QP_ENC_IQ4_XS, 0}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         const qp_encoding_traits *t = qp_encoding_get(k[i].e);
         uint8_t blk[2 * 292];
@@ -98,7 +100,8 @@ static void test_bounds(void) {
         if (style == 0) {
             static const struct { qp_encoding e; double lim; } kk[] = {
                 {QP_ENC_Q4_K, 0.12}, {QP_ENC_Q6_K, 0.03}, {QP_ENC_Q4_1, 0.12}, {QP_ENC_Q5_1, 0.06},
-                {QP_ENC_BQ4, 0.13}};
+                {QP_ENC_BQ4, 0.13}, {QP_ENC_Q2_K, 0.45}, {QP_ENC_Q3_K, 0.25}, {QP_ENC_Q5_K, 0.06},
+                {QP_ENC_IQ4_NL, 0.12}, {QP_ENC_IQ4_XS, 0.12}};
             for (size_t c = 0; c < sizeof kk / sizeof kk[0]; c++) {
                 const qp_encoding_traits *t = qp_encoding_get(kk[c].e);
                 t->quantize_ref(x, q, N);
