@@ -10,6 +10,19 @@
 
 static inline int clamp_int(int v, int lo, int hi) { return QP_MAX(lo, QP_MIN(hi, v)); }
 
+/* The first x of largest |x| (0 when every |x| is 0 or NaN). */
+static float signed_absmax(int n, const float *x) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; ++i) {
+        float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    return max;
+}
+
 /* weighted sums of one candidate scale for qp_fit_qx */
 static void qx_sums(int n, int nmax, const float *x, const float *qw, float iscale, float *sumlx,
                     float *suml2) {
@@ -25,15 +38,8 @@ static void qx_sums(int n, int nmax, const float *x, const float *qw, float isca
 }
 
 float qp_fit_qx(int n, int nmax, const float *x, int8_t *L, const float *qw) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    float max = signed_absmax(n, x);
+    if (fabsf(max) < GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.f;
     }
@@ -59,15 +65,8 @@ float qp_fit_qx(int n, int nmax, const float *x, int8_t *L, const float *qw) {
 }
 
 float qp_fit_q3(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    float max = signed_absmax(n, x);
+    if (fabsf(max) < GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.f;
     }
