@@ -64,7 +64,7 @@ static void q2k_block_ref(const float *x, uint8_t *y) {
     }
     if (max_min > 0) {
         float iscale = q4scale / max_min;
-        for (int j = 0; j < QK_K / 16; ++j) y[j] |= (uint8_t)(qp_nearest_int(iscale * mins[j]) << 4);
+        for (int j = 0; j < QK_K / 16; ++j) y[j] |= (uint8_t)((unsigned)qp_nearest_int(iscale * mins[j]) << 4);
         dmin = max_min / q4scale;
     }
     qp_store_u16le(y + Q2K_OFF_D, qp_fp32_to_fp16(d));
