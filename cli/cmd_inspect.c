@@ -13,7 +13,6 @@ static const char *const k_meta_type_names[QP_META_TYPE_COUNT] = {
 };
 static const char *const k_tok_names[] = {"none", "llama", "gpt2", "bert"};
 static const char *const k_rope_names[] = {"norm", "neox"};
-static const char *const k_act_names[] = {"silu", "relu2", "gelu"};
 
 static const char *meta_type_name(qp_meta_type t) {
     return (unsigned)t < QP_META_TYPE_COUNT ? k_meta_type_names[t] : "unknown";
@@ -207,7 +206,8 @@ static int print_json(const qp_model *m, const findings *f) {
     cJSON_AddBoolToObject(ja, "tie_embeddings", a->tie_embeddings);
     cJSON_AddBoolToObject(ja, "qkv_bias", a->qkv_bias);
     cJSON_AddBoolToObject(ja, "sub_norms", a->sub_norms);
-    cJSON_AddStringToObject(ja, "activation", (unsigned)a->act < 3 ? k_act_names[a->act] : "unknown");
+    cJSON_AddStringToObject(ja, "activation", qp_act_name(a->act));
+    cJSON_AddStringToObject(ja, "activation_quant", a->act_int8 ? "int8_per_token" : "none");
     cJSON_AddNumberToObject(ja, "bos_id", a->bos_id);
     cJSON_AddNumberToObject(ja, "eos_id", a->eos_id);
 
@@ -292,8 +292,9 @@ static void print_human(const qp_model *m, const findings *f) {
            a->hidden, a->intermediate, a->n_layers, a->n_heads, a->n_kv_heads, a->head_dim);
     printf("  vocab %" PRId64 ", context %" PRId64 ", norm eps %g, rope theta %g (%s)\n", a->vocab,
            a->max_pos, (double)a->norm_eps, (double)a->rope_theta, k_rope_names[a->rope_style & 1]);
-    printf("  activation %s, tied embeddings %s, qkv bias %s, sub-norms %s, bos %d, eos %d\n",
-           (unsigned)a->act < 3 ? k_act_names[a->act] : "?", a->tie_embeddings ? "yes" : "no",
+    printf("  activation %s (%s activations), tied embeddings %s, qkv bias %s, sub-norms %s, "
+           "bos %d, eos %d\n", qp_act_name(a->act), a->act_int8 ? "int8 per-token" : "float",
+           a->tie_embeddings ? "yes" : "no",
            a->qkv_bias ? "yes" : "no", a->sub_norms ? "yes" : "no", a->bos_id, a->eos_id);
     const qp_vocab *v = &m->vocab;
     printf("\ntokenizer: %s", (unsigned)v->model < 4 ? k_tok_names[v->model] : "?");

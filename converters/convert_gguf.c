@@ -18,9 +18,40 @@ const char *qp_convert_gguf_arch(const qp_model *m) {
     case QP_FAMILY_LLAMA:
     case QP_FAMILY_MISTRAL: return "llama";
     case QP_FAMILY_QWEN2: return "qwen2";
-    case QP_FAMILY_BITNET: return "bitnet";
+    /* the consumer that runs the kind (readers/gguf.md "BitNet architectures"): llama.cpp's
+       "bitnet" is the SiLU graph, bitnet.cpp's "bitnet-b1.58" the ReLU^2 one */
+    case QP_FAMILY_BITNET:
+        return m->arch.act == QP_ACT_SILU ? "bitnet" : m->arch.act == QP_ACT_RELU2 ? "bitnet-b1.58"
+                                                                                  : NULL;
     default: return m->arch_name;
     }
+}
+
+/* GGUF type ids from 36 on (I2_S and the flavours sharing its id) exist only in forks of ggml. */
+#define GGML_UPSTREAM_TYPE_END 36
+
+/* A BitNet file is written only for a consumer that runs it: the activation must be the one
+ * its architecture name means, and llama.cpp's "bitnet" holds only types upstream ggml has. */
+static qp_status check_bitnet_target(const qp_model *m, const char *arch, const qp_plan *plan,
+                                     qp_err *e) {
+    qp_act act;
+    bool i8;
+    if (!arch || !qp_gguf_bitnet_arch(arch, &act, &i8)) return QP_OK;
+    if (m->arch.act != act)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: general.architecture '%s' means %s to the "
+                       "runtime that runs it, but this model's FFN activation is %s; no consumer "
+                       "runs that combination", m->path, arch, qp_act_name(act),
+                       qp_act_name(m->arch.act));
+    for (int64_t i = 0; !i8 && i < plan->n; i++) {
+        int id = qp_encoding_gguf_type(plan->t[i].dst_enc);
+        if (id >= 0 && id < GGML_UPSTREAM_TYPE_END) continue;
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' would be %s, which llama.cpp's "
+                       "'bitnet' (the SiLU kind) cannot load, and bitnet.cpp would run it with "
+                       "int8 activations that 'bitnet' does not mean: use TQ1_0, TQ2_0 or F16",
+                       m->path, plan->t[i].name,
+                       qp_encoding_get(plan->t[i].dst_enc)->upper_name);
+    }
+    return QP_OK;
 }
 
 void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_recipe_opts *ro) {
@@ -321,15 +352,16 @@ static bool is_split_key(const char *k) { return strncmp(k, "split.", 6) == 0; }
 
 static qp_status gguf_source_metadata(const qp_model *m, uint32_t file_type, qp_gguf_writer *w,
                                       qp_err *e) {
+    qp_status s = QP_OK;
     for (int64_t i = 0; i < m->n_meta; i++) {
         const qp_meta *md = &m->meta[i];
         if (is_split_key(md->key) || strcmp(md->key, "general.quantization_version") == 0 ||
             strcmp(md->key, "general.file_type") == 0 || strcmp(md->key, QP_GGUF_I2S_FLAVOUR_KEY) == 0)
             continue;
-        qp_status s = qp_gguf_writer_add_meta(w, md, e);
-        if (s != QP_OK) return s;
+        if ((s = qp_gguf_writer_add_meta(w, md, e)) != QP_OK) return s;
     }
-    qp_status s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);
+    if ((s = qp_gguf_bitnet_keys(m, m->arch_name, w, e)) != QP_OK) return s;
+    s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);
     if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", file_type, e);
     return s;
 }
@@ -340,18 +372,18 @@ qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp
     /* never write a model the runtime rejects (readers/model_check.h) */
     qp_status s = qp_model_check_for_write(m, o->allow_nonfinite, e);
     if (s != QP_OK) return s;
+    const char *arch = qp_convert_gguf_arch(m);
+    if (!arch && m->format != QP_FORMAT_GGUF)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' (%s activation) has no GGUF "
+                       "mapping", m->path, m->arch_name ? m->arch_name : "unknown",
+                       qp_act_name(m->arch.act));
+    if ((s = check_bitnet_target(m, arch, plan, e)) != QP_OK) return s;
     qp_gguf_writer *w;
     if ((s = qp_gguf_writer_new(out_path, &w, e)) != QP_OK) return s;
-    if (m->format == QP_FORMAT_GGUF) {
+    if (m->format == QP_FORMAT_GGUF)
         s = gguf_source_metadata(m, plan->file_type, w, e);
-    } else {
-        const char *arch = qp_convert_gguf_arch(m);
-        if (!arch)
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' has no GGUF mapping", m->path,
-                        m->arch_name ? m->arch_name : "unknown");
-        else
-            s = qp_hf_gguf_metadata(m, arch, plan->file_type, w, e);
-    }
+    else
+        s = qp_hf_gguf_metadata(m, arch, plan->file_type, w, e);
     /* tensors written under a shared GGUF type (QK256 under 36) say which flavour they are
      * (readers/gguf.md "Type 36 flavours"); one file holds one flavour */
     const char *flavour = NULL;

@@ -51,5 +51,10 @@ const char *qp_convert_gguf_arch(const qp_model *m);
 struct qp_gguf_writer;
 QP_NODISCARD qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
                                            struct qp_gguf_writer *w, qp_err *e);
+/* converters/hf_to_gguf.c: quantpack's keys for what a BitNet architecture name implies
+ * (readers/gguf_meta.h QP_GGUF_FFN_ACT_KEY, QP_GGUF_ACT_QUANT_KEY), each unless a GGUF source
+ * already has it (copied with its metadata); nothing for other architectures. */
+QP_NODISCARD qp_status qp_gguf_bitnet_keys(const qp_model *m, const char *arch,
+                                           struct qp_gguf_writer *w, qp_err *e);
 
 #endif

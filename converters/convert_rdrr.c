@@ -141,9 +141,6 @@ qp_status qp_rdrr_spm_model_bytes(const qp_vocab *v, uint8_t **out, size_t *out_
 
 /* ---- manifest fields ---------------------------------------------------------------------- */
 
-static const char *act_name(qp_act a) {
-    return a == QP_ACT_RELU2 ? "relu2" : a == QP_ACT_GELU ? "gelu" : "silu";
-}
 
 static bool set_num(cJSON *obj, const char *key, double v) {
     cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -198,7 +195,7 @@ static cJSON *fill_inference(const qp_model *m, int64_t head_dim, const tally *t
               set_num(att, "queryPreAttnScalar", (double)head_dim) &&
               set_bool(att, "attentionBias", a->qkv_bias) &&
               set_num(norm, "rmsNormEps", f32_as_double(a->norm_eps > 0 ? a->norm_eps : 1e-5f)) &&
-              set_str(ffn, "activation", act_name(a->act)) &&
+              set_str(ffn, "activation", qp_act_name(a->act)) &&
               set_num(rope, "ropeTheta", f32_as_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f)) &&
               set_bool(outp, "tieWordEmbeddings", a->tie_embeddings) &&
               /* doppler-gpu's tensor-config validator ties these flags to tensor names (HF Llama's
@@ -392,7 +389,7 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
                                       f32_as_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f)) &&
               cJSON_AddNumberToObject(ar, "rmsNormEps",
                                       f32_as_double(a->norm_eps > 0 ? a->norm_eps : 1e-5f)) &&
-              cJSON_AddStringToObject(ar, "hiddenActivation", act_name(a->act)) &&
+              cJSON_AddStringToObject(ar, "hiddenActivation", qp_act_name(a->act)) &&
               cJSON_AddNumberToObject(j, "eos_token_id", eos >= 0 ? eos : 2) &&
               (inf = fill_inference(m, head_dim, t)) && cJSON_AddItemToObject(j, "inference", inf);
     if (!ok && inf && !cJSON_GetObjectItemCaseSensitive(j, "inference")) cJSON_Delete(inf);
@@ -425,6 +422,7 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
          cJSON_AddStringToObject(qpx, "ropeStyle", a->rope_style == QP_ROPE_NEOX ? "neox" : "norm") &&
          cJSON_AddBoolToObject(qpx, "qkvBias", a->qkv_bias) &&
          cJSON_AddBoolToObject(qpx, "subNorms", a->sub_norms) &&
+         cJSON_AddBoolToObject(qpx, "activationInt8", a->act_int8) &&
          cJSON_AddBoolToObject(qpx, "tieEmbeddings", a->tie_embeddings) &&
          cJSON_AddNumberToObject(qpx, "bosTokenId", bos) &&
          cJSON_AddNumberToObject(qpx, "eosTokenId", eos) &&

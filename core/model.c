@@ -19,6 +19,21 @@ const char *qp_family_name(qp_family f) {
     return (unsigned)f < QP_FAMILY_COUNT ? k_family_names[f] : "unknown";
 }
 
+static const char *const k_act_names[] = {"silu", "relu2", "gelu"};
+
+const char *qp_act_name(qp_act a) {
+    return (unsigned)a < sizeof k_act_names / sizeof k_act_names[0] ? k_act_names[a] : "unknown";
+}
+
+bool qp_act_from_name(const char *name, qp_act *out) {
+    for (unsigned i = 0; name && i < sizeof k_act_names / sizeof k_act_names[0]; i++)
+        if (strcmp(name, k_act_names[i]) == 0) {
+            *out = (qp_act)i;
+            return true;
+        }
+    return false;
+}
+
 qp_status qp_model_new(qp_format f, const char *path, qp_model **out, qp_err *e) {
     qp_model *m = qp_calloc(1, sizeof *m);
     qp_model_priv *p = qp_calloc(1, sizeof *p);

@@ -131,7 +131,55 @@ static const char *arch_key(char *buf, size_t n, const char *arch, const char *s
 
 static bool has_tensor(const qp_model *m, const char *name) { return qp_model_find(m, name) != NULL; }
 
-static void apply_arch(qp_model *m) {
+bool qp_gguf_bitnet_arch(const char *arch, qp_act *act, bool *act_int8) {
+    if (!arch) return false;
+    if (strcmp(arch, "bitnet") == 0) {
+        *act = QP_ACT_SILU;
+        *act_int8 = false;
+        return true;
+    }
+    if (strcmp(arch, "bitnet-b1.58") == 0 || strcmp(arch, "bitnet-25") == 0) {
+        *act = QP_ACT_RELU2;
+        *act_int8 = true;
+        return true;
+    }
+    return false;
+}
+
+/* The quantpack keys (QP_GGUF_FFN_ACT_KEY, QP_GGUF_ACT_QUANT_KEY): read when the architecture
+ * implies nothing, else they must say what it implies. */
+static qp_status apply_declared(qp_model *m, const char *arch, qp_err *e) {
+    qp_arch *a = &m->arch;
+    bool known = a->family != QP_FAMILY_UNKNOWN;
+    const qp_meta *md = qp_model_meta(m, QP_GGUF_FFN_ACT_KEY);
+    if (md) {
+        qp_act act;
+        if (md->type != QP_META_STRING || !qp_act_from_name(md->str, &act))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: metadata '%s' is not one of silu, relu2, gelu",
+                           m->path, QP_GGUF_FFN_ACT_KEY);
+        if (known && act != a->act)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: metadata '%s' = '%s' contradicts "
+                           "general.architecture '%.64s', which its consumer runs with %s",
+                           m->path, QP_GGUF_FFN_ACT_KEY, md->str, arch, qp_act_name(a->act));
+        a->act = act;
+    }
+    md = qp_model_meta(m, QP_GGUF_ACT_QUANT_KEY);
+    if (md) {
+        bool i8 = md->type == QP_META_STRING && strcmp(md->str, QP_ACT_QUANT_INT8) == 0;
+        if (md->type != QP_META_STRING || (!i8 && strcmp(md->str, QP_ACT_QUANT_NONE) != 0))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: metadata '%s' is not '%s' or '%s'", m->path,
+                           QP_GGUF_ACT_QUANT_KEY, QP_ACT_QUANT_NONE, QP_ACT_QUANT_INT8);
+        if (known && i8 != a->act_int8)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: metadata '%s' = '%s' contradicts "
+                           "general.architecture '%.64s', whose consumer computes with %s",
+                           m->path, QP_GGUF_ACT_QUANT_KEY, md->str, arch,
+                           a->act_int8 ? "int8 activations per token" : "float activations");
+        a->act_int8 = i8;
+    }
+    return QP_OK;
+}
+
+static qp_status apply_arch(qp_model *m, qp_err *e) {
     qp_arch *a = &m->arch;
     const char *arch = qp_gguf_meta_str(m, "general.architecture", NULL);
     if (!arch) {
@@ -139,7 +187,7 @@ static void apply_arch(qp_model *m) {
             qp_model_add_problem(m, "metadata 'general.architecture' is not a string");
         else
             qp_model_add_problem(m, "no 'general.architecture': llama.cpp cannot load this file");
-        return;
+        return QP_OK;
     }
     m->arch_name = arch;
     if (strcmp(arch, "llama") == 0) {
@@ -149,16 +197,17 @@ static void apply_arch(qp_model *m) {
         a->family = QP_FAMILY_QWEN2;
         a->rope_style = QP_ROPE_NEOX;
         a->qkv_bias = true;
-    } else if (strcmp(arch, "bitnet") == 0 || strcmp(arch, "bitnet-b1.58") == 0 ||
-               strcmp(arch, "bitnet-25") == 0) {
+    } else if (qp_gguf_bitnet_arch(arch, &a->act, &a->act_int8)) {
         a->family = QP_FAMILY_BITNET;
-        a->rope_style = QP_ROPE_NEOX;
-        a->act = QP_ACT_RELU2;
+        a->rope_style = QP_ROPE_NEOX; /* llama.cpp and bitnet.cpp: LLAMA_ROPE_TYPE_NEOX */
+        a->sub_norms = true;          /* both graphs require attn_sub_norm / ffn_sub_norm */
     } else {
         a->family = QP_FAMILY_UNKNOWN;
         qp_model_add_problem(m, "architecture '%.64s' is not one quantpack can run", arch);
     }
-    if (strlen(arch) > 100) return; /* no key of ours can be that long; skip the per-arch keys */
+    qp_status st = apply_declared(m, arch, e);
+    if (st != QP_OK) return st;
+    if (strlen(arch) > 100) return QP_OK; /* no key of ours can be that long; skip the per-arch keys */
 
     char k[160];
     int64_t v;
@@ -189,9 +238,8 @@ static void apply_arch(qp_model *m) {
     if (m->n_tensors > 0) {
         a->tie_embeddings = !has_tensor(m, "output.weight");
         if (has_tensor(m, "blk.0.attn_q.bias")) a->qkv_bias = true;
-        if (a->family == QP_FAMILY_BITNET && has_tensor(m, "blk.0.attn_sub_norm.weight"))
-            a->sub_norms = true;
     }
+    return QP_OK;
 }
 
 /* ---- vocabulary ------------------------------------------------------------------------- */
@@ -334,7 +382,7 @@ static qp_status apply_vocab(qp_model *m, qp_err *e) {
 qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e) {
     qp_status st = apply_vocab(m, e);
     if (st != QP_OK) return st;
-    apply_arch(m);
+    if ((st = apply_arch(m, e)) != QP_OK) return st;
     qp_arch *a = &m->arch;
     if (m->vocab.n_tokens > 0) {
         a->vocab = m->vocab.n_tokens;

@@ -36,6 +36,21 @@ const char *qp_gguf_meta_type_name(qp_meta_type t);
  * "bitnet32f16" and "split32". */
 #define QP_GGUF_I2S_FLAVOUR_KEY "quantpack.i2s.flavour"
 
+/* quantpack's keys for the hyperparameters of a BitNet model that its consumer's architecture
+ * name implies and no consumer key states (readers/gguf.md "BitNet architectures"): the FFN
+ * activation ("silu", "relu2") and the activation quantization in front of the projections
+ * ("none", "int8_per_token"). Written into every BitNet GGUF we make; when present they must
+ * agree with general.architecture, else the file is refused. */
+#define QP_GGUF_FFN_ACT_KEY "quantpack.ffn_activation"
+#define QP_GGUF_ACT_QUANT_KEY "quantpack.activation_quant"
+#define QP_ACT_QUANT_NONE "none"
+#define QP_ACT_QUANT_INT8 "int8_per_token"
+
+/* What a BitNet general.architecture means to the consumer that runs it: "bitnet" (llama.cpp,
+ * the 1bitLLM graph: SiLU, float activations), "bitnet-b1.58" and its earlier name "bitnet-25"
+ * (bitnet.cpp, the 2B4T graph: ReLU^2, int8 activations per token). False for other names. */
+bool qp_gguf_bitnet_arch(const char *arch, qp_act *act, bool *act_int8);
+
 /* Name of the sibling scale tensor of a weight: "<base>.scale" for "<base>.weight" (llama.cpp's
  * BitNet "blk.N.attn_q.scale", BitNet-rs's first candidate), else "<name>.scale". False when it
  * does not fit buf. */
@@ -48,8 +63,9 @@ bool qp_gguf_scale_name(const char *weight_name, char *buf, size_t n);
 bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale);
 
 /* Fills m->arch_name, m->arch and m->vocab from GGUF metadata and the tensor table (call after
- * every tensor is added). Inconsistent tokenizer arrays give QP_ERR_CORRUPT; types that llama.cpp
- * would refuse are recorded as problems. */
+ * every tensor is added). Inconsistent tokenizer arrays, and quantpack keys that contradict the
+ * architecture, give QP_ERR_CORRUPT; types that llama.cpp would refuse are recorded as
+ * problems. */
 QP_NODISCARD qp_status qp_gguf_meta_apply(qp_model *m, qp_err *e);
 
 #endif

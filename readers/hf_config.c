@@ -91,7 +91,10 @@ static const struct {
     {"LlamaForCausalLM", "llama", QP_FAMILY_LLAMA, "llama"},
     {"MistralForCausalLM", "mistral", QP_FAMILY_MISTRAL, "llama"},
     {"Qwen2ForCausalLM", "qwen2", QP_FAMILY_QWEN2, "qwen2"},
-    {"BitNetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet"},
+    /* microsoft/bitnet-b1.58-2B-4T (relu2: bitnet.cpp's "bitnet-b1.58") and 1bitLLM's
+       bitnet_b1_58 (silu: llama.cpp's "bitnet"); arch_name is set from hidden_act below */
+    {"BitNetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet-b1.58"},
+    {"BitnetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet"},
 };
 
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
@@ -269,6 +272,12 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     } else if (a->family == QP_FAMILY_BITNET) {
         a->act = QP_ACT_RELU2;
     }
+    /* BitLinear quantizes every projection's input to int8 per token (transformers' BitNet
+       integration, 1bitLLM's modeling code); the GGUF name follows the activation
+       (readers/gguf.md "BitNet architectures") */
+    a->act_int8 = a->family == QP_FAMILY_BITNET;
+    if (a->family == QP_FAMILY_BITNET)
+        m->arch_name = a->act == QP_ACT_SILU ? "bitnet" : "bitnet-b1.58";
     if (s == QP_OK) s = token_id_field(m, root, "bos_token_id", file, &a->bos_id, e);
     if (s == QP_OK) s = token_id_field(m, root, "eos_token_id", file, &a->eos_id, e);
     if (s == QP_OK) {

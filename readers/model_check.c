@@ -129,7 +129,8 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     c.norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-5f;
     c.rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
     c.rope_style = a->rope_style;
-    c.act = a->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : a->act;
+    c.act = a->act; /* as the source says (readers/gguf.md "BitNet architectures") */
+    c.act_int8 = a->family == QP_FAMILY_BITNET && a->act_int8;
     c.sub_norms = a->sub_norms || a->family == QP_FAMILY_BITNET ||
                   qp_model_find(m, "blk.0.attn_sub_norm.weight") != NULL;
     c.qkv_bias = a->qkv_bias || qp_model_find(m, "blk.0.attn_q.bias") != NULL;

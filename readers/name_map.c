@@ -28,6 +28,9 @@ static const name_pair k_layer[] = {
     {"mlp.down_proj", "ffn_down"},
     {"self_attn.attn_sub_norm", "attn_sub_norm"},
     {"mlp.ffn_sub_norm", "ffn_sub_norm"},
+    /* 1bitLLM's bitnet_b1_58 names for the same norms (llama.cpp's converter maps them so) */
+    {"self_attn.inner_attn_ln", "attn_sub_norm"},
+    {"mlp.ffn_layernorm", "ffn_sub_norm"},
 };
 
 /* Longest first: ".weight_scale" must win over ".weight" (which is not its suffix anyway, but

@@ -560,6 +560,7 @@ static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
     const char *rs = str_or(qpx, "ropeStyle", gguf_names ? "norm" : "neox");
     a->rope_style = strcmp(rs, "neox") == 0 ? QP_ROPE_NEOX : QP_ROPE_NORM;
     a->sub_norms = bool_or(qpx, "subNorms", a->family == QP_FAMILY_BITNET);
+    a->act_int8 = bool_or(qpx, "activationInt8", a->family == QP_FAMILY_BITNET);
     a->tie_embeddings = bool_or(qpx, "tieEmbeddings", a->tie_embeddings);
     a->qkv_bias = bool_or(qpx, "qkvBias", a->qkv_bias);
     int64_t b = int_or(qpx, "bosTokenId", -1);

@@ -346,7 +346,8 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     if (arch == QP_TRLM_ARCH_BITNET) {
         a->family = QP_FAMILY_BITNET;
         a->act = QP_ACT_RELU2;
-        if (!m->arch_name) m->arch_name = "bitnet";
+        a->act_int8 = true; /* DarkNet's BitNet products take int8 activations */
+        if (!m->arch_name) m->arch_name = "bitnet-b1.58";
     } else {
         if (a->family != QP_FAMILY_LLAMA && a->family != QP_FAMILY_MISTRAL && a->family != QP_FAMILY_QWEN2)
             a->family = QP_FAMILY_LLAMA;

@@ -105,9 +105,11 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
 }
 
 /* bitnet_proj: one of the seven projections of a BitNet b1.58 model, whose inputs are int8-
- * quantized per token whatever the weight encoding (runtime.md). */
+ * quantized per token whatever the weight encoding when act_int8 (the model's arithmetic), and
+ * stay float otherwise (llama.cpp's "bitnet"; runtime.md). */
 static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
-                          bool need_dequant, bool bitnet_proj, qp_wmat *w, qp_err *e) {
+                          bool need_dequant, bool bitnet_proj, bool act_int8, qp_wmat *w,
+                          qp_err *e) {
     const qp_tensor *t = NULL;
     qp_status s = qp_model_need(m, name, &t, e);
     if (s != QP_OK) return s;
@@ -142,7 +144,7 @@ static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int
                            m->path, name);
         w->scale *= sib;
     }
-    w->act_i8 = bitnet_proj || (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
+    w->act_i8 = bitnet_proj ? act_int8 : (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
     w->use_i8 = w->act_i8 && tr->vec_dot_i8 != NULL;
     return QP_OK;
 }
@@ -189,10 +191,10 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
     int64_t dim = cfg->dim, hd = cfg->head_dim, nh = cfg->n_heads, nkv = cfg->n_kv_heads;
     int64_t qdim = nh * hd, kvdim = nkv * hd;
 
-    if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, false, &w->tok_embd, e)) != QP_OK)
+    if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, false, false, &w->tok_embd, e)) != QP_OK)
         goto fail;
     if (!cfg->tied_output) {
-        if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, false, &w->output, e)) != QP_OK)
+        if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, false, false, &w->output, e)) != QP_OK)
             goto fail;
     } else {
         w->output = w->tok_embd; /* tied (llama.cpp also falls back to token_embd) */
@@ -204,19 +206,19 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
         goto fail;
     }
     w->n_layers = cfg->n_layers;
-    bool bn = a->family == QP_FAMILY_BITNET;
+    bool bn = a->family == QP_FAMILY_BITNET, i8 = cfg->act_int8;
     for (int64_t l = 0; l < cfg->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         char nm[96];
 #define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
-        if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, bn, &L->wq, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, &L->wk, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, &L->wv, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, &L->wo, e)) != QP_OK ||
-            (s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, bn, &L->w_gate, e)) !=
+        if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, bn, i8, &L->wq, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, i8, &L->wk, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, i8, &L->wv, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, i8, &L->wo, e)) != QP_OK ||
+            (s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_gate, e)) !=
                 QP_OK ||
-            (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, bn, &L->w_up, e)) != QP_OK ||
-            (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, &L->w_down, e)) !=
+            (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_up, e)) != QP_OK ||
+            (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down, e)) !=
                 QP_OK ||
             (s = bind_vec(m, NM("attn_norm.weight"), dim, false, &L->attn_norm, e)) != QP_OK ||
             (s = bind_vec(m, NM("ffn_norm.weight"), dim, false, &L->ffn_norm, e)) != QP_OK)

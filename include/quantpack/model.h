@@ -55,6 +55,10 @@ typedef enum qp_act {
     QP_ACT_GELU = 2,
 } qp_act;
 
+const char *qp_act_name(qp_act a); /* "silu", "relu2", "gelu"; "unknown" otherwise */
+/* The activation named name ("silu", "relu2", "gelu"); false for any other name. */
+bool qp_act_from_name(const char *name, qp_act *out);
+
 /* The architecture, as every source is mapped into it. Unknown values are 0 (or -1 for ids). */
 typedef struct qp_arch {
     qp_family family;
@@ -73,6 +77,9 @@ typedef struct qp_arch {
     bool qkv_bias;         /* q/k/v projections have biases (Qwen2) */
     bool sub_norms;        /* BitNet attn_sub_norm / ffn_sub_norm */
     qp_act act;
+    /* BitNet: the inputs of the seven projections are quantized to int8 per token (BitLinear;
+     * bitnet.cpp). Set by the readers from what the source says (runtime/runtime.md). */
+    bool act_int8;
     int32_t bos_id;        /* -1 when none */
     int32_t eos_id;        /* -1 when none */
 } qp_arch;

@@ -34,6 +34,7 @@ typedef struct qp_runtime_config {
     qp_rope_style rope_style;
     qp_act act;
     bool qkv_bias, sub_norms, tied_output;
+    bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
     int n_threads;
 } qp_runtime_config;
 

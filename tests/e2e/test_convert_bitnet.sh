@@ -5,7 +5,10 @@
 #   runtime's ternary thresholds (the runtime quantizes BitNet activations to int8 whatever the
 #   weight encoding, so the float source and its exactly ternary outputs give the same logits);
 # - the packed checkpoint gives byte-identical GGUFs to the float one (unpacking is exact);
-# - I2_S tensors are GGUF type 36 with general.file_type 40, arch bitnet;
+# - I2_S tensors are GGUF type 36 with general.file_type 40, arch bitnet-b1.58 (bitnet.cpp's
+#   name for this relu2 kind); the 1bitLLM kind (bitnet-silu) is llama.cpp's "bitnet": its
+#   TQ2_0 says silu and float activations, its I2_S is refused, and a file whose
+#   quantpack.ffn_activation contradicts its architecture is refused (issue 20);
 # - --dry-run shows the seven projections ternary and the rest float;
 # - QK256: type 36 with 64-byte rows per 256, F32 "<base>.scale", quantpack.i2s.flavour; the
 #   runtime applies that sibling scale, so the file runs exactly as its F32 decoding (below);
@@ -39,7 +42,8 @@ for q in I2_S TQ2_0 TQ1_0; do
 done
 
 "$QP" inspect "$TMP/float-I2_S.gguf" >"$TMP/inspect" 2>&1
-grep -Eq "general.architecture +string +\"bitnet\"" "$TMP/inspect" && ok || bad "arch is not bitnet"
+cp "$TMP/inspect" "$TMP/inspect-i2s"
+grep -Eq "general.architecture +string +\"bitnet-b1.58\"" "$TMP/inspect" && ok || bad "arch is not bitnet-b1.58"
 grep -Eq "general.file_type +u32 +40" "$TMP/inspect" && ok || bad "file type is not 40"
 grep -Eq "^blk.0.attn_q.weight +I2_S" "$TMP/inspect" && ok || bad "attn_q is not I2_S: $(grep attn_q "$TMP/inspect")"
 grep -Eq "^blk.1.ffn_down.weight +I2_S" "$TMP/inspect" && ok || bad "ffn_down is not I2_S"
@@ -87,6 +91,22 @@ echo "QK256 vs its F32 decoding: $(grep prompt "$TMP/v")"
 "$QP" convert "$TMP/float-QK256.gguf" --quant I2_S --allow-requantize -o "$TMP/qk-i2s.gguf" >/dev/null 2>"$TMP/err" && ok || bad "QK256 -> I2_S: $(cat "$TMP/err")"
 "$QP" convert "$TMP/qk-i2s.gguf" --quant F32 --allow-requantize -o "$TMP/qk-i2s-back.gguf" >/dev/null 2>"$TMP/err" && ok || bad "decode QK256 -> I2_S: $(cat "$TMP/err")"
 cmp -s "$TMP/qk-i2s-back.gguf" "$TMP/back-QK256.gguf" && ok || bad "QK256 -> I2_S -> F32 differs from QK256 -> F32"
+
+# issue 20: each kind's architecture and the keys that say what it computes, read back exactly
+grep -Eq "quantpack.ffn_activation +string +\"relu2\"" "$TMP/inspect-i2s" && ok || bad "I2_S: no ffn_activation relu2"
+grep -Eq "quantpack.activation_quant +string +\"int8_per_token\"" "$TMP/inspect-i2s" && ok || bad "I2_S: no int8 activation key"
+"$QP" convert "$FX/bitnet-silu" --quant TQ2_0 -o "$TMP/silu-TQ2_0.gguf" >/dev/null 2>"$TMP/err" && ok || bad "silu TQ2_0: $(cat "$TMP/err")"
+"$QP" inspect "$TMP/silu-TQ2_0.gguf" >"$TMP/inspect" 2>&1
+grep -Eq "general.architecture +string +\"bitnet\"" "$TMP/inspect" && ok || bad "silu: arch is not bitnet"
+grep -Eq "activation silu \(float activations\)" "$TMP/inspect" && ok || bad "silu: inspect does not read silu / float back"
+grep -Eq "quantpack.activation_quant +string +\"none\"" "$TMP/inspect" && ok || bad "silu: no activation_quant none"
+"$QP" convert "$FX/bitnet-silu" --quant I2_S -o "$TMP/silu-I2_S.gguf" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 3 ] && grep -q "use TQ1_0, TQ2_0 or F16" "$TMP/err" && [ ! -e "$TMP/silu-I2_S.gguf" ] && ok || bad "silu I2_S: exit $rc: $(cat "$TMP/err")"
+# the same file saying gelu (4 bytes, patched in place) contradicts llama.cpp's "bitnet"
+LC_ALL=C sed 's/silu/gelu/g' "$TMP/silu-TQ2_0.gguf" >"$TMP/silu-gelu.gguf"
+cmp -s "$TMP/silu-TQ2_0.gguf" "$TMP/silu-gelu.gguf" && bad "patch did not change the file" || ok
+"$QP" inspect "$TMP/silu-gelu.gguf" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 3 ] && grep -q "contradicts general.architecture 'bitnet'" "$TMP/err" && ok || bad "contradicting key: exit $rc: $(cat "$TMP/err")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

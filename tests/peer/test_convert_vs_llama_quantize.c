@@ -64,9 +64,10 @@ static void check_hf(const char *tmp) {
             remove(theirs);
         }
     }
-    /* BitNet: upstream llama.cpp knows arch "bitnet" and TQ1_0 / TQ2_0 (not microsoft's I2_S) */
+    /* BitNet: upstream llama.cpp's "bitnet" is the 1bitLLM (SiLU) kind with TQ1_0 / TQ2_0 / F16
+     * (not microsoft's I2_S): our bitnet-silu fixture must load in each */
     char src[4300];
-    snprintf(src, sizeof src, "%s/bitnet-float", fx);
+    snprintf(src, sizeof src, "%s/bitnet-silu", fx);
     qp_model *m = NULL;
     qp_err e = {0};
     if (!qp_path_is_dir(src) || qp_model_open(src, NULL, &m, &e) != QP_OK)
@@ -82,21 +83,30 @@ static void check_hf(const char *tmp) {
         void *model = llama_peer_model_load(out, NULL);
         QP_CHECK_MSG(model != NULL, "llama_model_load_from_file refused our BitNet %s", qp_quant_name(k_tq[i]));
         if (model) {
-            printf("%-22s llama_model_load_from_file accepts our BitNet %s\n", "bitnet-float",
+            printf("%-22s llama_model_load_from_file accepts our BitNet %s\n", "bitnet-silu",
                    qp_quant_name(k_tq[i]));
             L.model_free(model);
         }
         remove(out);
     }
-    /* and the check has teeth: upstream refuses microsoft's I2_S (its id 36 is not an upstream
-     * type), as readers/gguf.md says */
+    /* and the check has teeth: the SiLU kind as I2_S is refused by our converter (llama.cpp has
+     * no I2_S, readers/gguf.md "BitNet architectures"), and the ReLU^2 kind (bitnet-float) goes
+     * to bitnet.cpp's "bitnet-b1.58", which upstream llama.cpp does not load */
     char out[4300];
     snprintf(out, sizeof out, "%s/peer-bitnet-I2_S.gguf", tmp);
     qp_convert_opts o = {0};
     o.quant = QP_QUANT_I2_S;
-    QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_OK, "bitnet I2_S: %s", e.msg);
+    QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_ERR_UNSUPPORTED, "bitnet-silu I2_S: not refused");
+    qp_model_close(m);
+    snprintf(src, sizeof src, "%s/bitnet-float", fx);
+    if (qp_model_open(src, NULL, &m, &e) != QP_OK) {
+        QP_CHECK_MSG(false, "%s: %s", src, e.msg);
+        return;
+    }
+    o.quant = QP_QUANT_TQ2_0;
+    QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_OK, "bitnet-float TQ2_0: %s", e.msg);
     void *model = llama_peer_model_load(out, NULL);
-    QP_CHECK_MSG(model == NULL, "upstream llama.cpp unexpectedly loads an I2_S file");
+    QP_CHECK_MSG(model == NULL, "upstream llama.cpp unexpectedly loads a bitnet-b1.58 file");
     if (model) L.model_free(model);
     remove(out);
     qp_model_close(m);

@@ -15,8 +15,8 @@
 #include "quantpack/core.h"
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
-                                       "qwen2", "bitnet-float", "bitnet-packed", "llama-k256"};
-#define N_MODELS 7
+                                       "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu"};
+#define N_MODELS 8
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
 typedef struct st_file {

@@ -128,6 +128,7 @@ static void build(built *b, const cfg *c, uint64_t seed) {
     a->qkv_bias = c->bias;
     a->sub_norms = c->sub_norms;
     a->act = c->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : QP_ACT_SILU;
+    a->act_int8 = c->family == QP_FAMILY_BITNET; /* the 2B4T kind (bitnet-b1.58) */
     int hd = c->dim / c->heads, kvd = c->kv * hd;
     bool tern = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
     bool ints = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_INT) != 0;

@@ -210,7 +210,7 @@ static void test_bitnet_mistral_unknown(void) {
                "\"hidden_act\":\"relu2\",\"num_hidden_layers\":1,\"head_dim\":4}");
     qp_model *m = open_ok(dir, NULL);
     if (m) {
-        QP_CHECK(m->arch.family == QP_FAMILY_BITNET && strcmp(m->arch_name, "bitnet") == 0);
+        QP_CHECK(m->arch.family == QP_FAMILY_BITNET && strcmp(m->arch_name, "bitnet-b1.58") == 0 && m->arch.act_int8);
         QP_CHECK(m->arch.sub_norms && m->arch.act == QP_ACT_RELU2 && m->arch.tie_embeddings);
         QP_CHECK(qp_model_find(m, "blk.0.attn_sub_norm.weight") && qp_model_find(m, "blk.0.ffn_sub_norm.weight"));
         QP_CHECK(qp_model_find(m, "blk.0.ffn_down.weight_scale"));
