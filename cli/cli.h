@@ -46,6 +46,7 @@ bool qp_cli_is_help(const char *arg);
 typedef enum qp_cli_kind {
     QP_CLI_FLAG,  /* bool: set to true */
     QP_CLI_STR,   /* const char *: the word as given */
+    QP_CLI_OPT_STR, /* const char *: the next word unless it starts with '-' ("" when absent) */
     QP_CLI_I64,   /* int64_t in [lo, hi] */
     QP_CLI_I32,   /* int32_t in [lo, hi] (within int32) */
     QP_CLI_U64,   /* uint64_t, any value (seeds) */

@@ -51,7 +51,8 @@ bool qp_cli_parse_value(const qp_cli_opt *o, const char *s, char *why, size_t ca
     double dv;
     switch (o->kind) {
     case QP_CLI_FLAG: *(bool *)o->dst = true; return true;
-    case QP_CLI_STR: *(const char **)o->dst = s; return true;
+    case QP_CLI_STR:
+    case QP_CLI_OPT_STR: *(const char **)o->dst = s; return true;
     case QP_CLI_REST: return false; /* taken by qp_cli_parse itself */
     case QP_CLI_I64:
     case QP_CLI_I32:
@@ -153,6 +154,10 @@ int qp_cli_parse(const qp_cli_cmd *c, int argc, char **argv, bool *given) {
         if (o->kind == QP_CLI_FLAG) {
             if (eq) return qp_cli_usage_error("%s: %s takes no value", c->name, o->name);
             *(bool *)o->dst = true;
+            continue;
+        }
+        if (o->kind == QP_CLI_OPT_STR && !eq && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+            *(const char **)o->dst = ""; /* given without its value */
             continue;
         }
         const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;

@@ -4,16 +4,19 @@
 # arithmetic, continuation equals one request over the whole history, EOS stop, max_tokens stop,
 # the max-positions bound with max_tokens 0, malformed lines and early EOF (non-zero exit with a
 # message, never a hang), clean EOF between requests, the repetition penalty looking back into
-# the previous request of the session (and not past a reset).
+# the previous request of the session (and not past a reset); a stop without EOS (max_tokens,
+# context end) ends with the first EOS id, which the SDK client waits for; both --lora forms
+# with a separate adapter folder (the SDK's `--config ... --lora DIR`, PROTOCOL.md's `--lora DIR
+# --config ...`) equal the model-folder `--lora` (checked against a merged model by
+# golden.trlm_parity); greedy ids equal `quantpack run --ids` on the same folder.
 set -u
+. "$(dirname "$0")/trillim_util.sh"
 BIN=${QP_BIN_DIR:-bin}; FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
 [ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
 mkdir -p "$TMP"
 D="$TMP/trlm_proto"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -f -o "$D" >/dev/null || { echo "convert failed"; exit 1; }
 read -r -a CFG < "$D/inference.config"
-fail=0; pass=0
-check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 # config with field 10 (max positions) and the EOS list replaced: cfg MAXPOS N_EOS EOS...
 cfg() { local mp=$1; shift; echo "${CFG[@]:0:9} $mp ${CFG[@]:10:7} $*"; }
 run() { timeout 60 "$BIN/inference" "$D" --config $1; }
@@ -42,6 +45,7 @@ check "EOS stops after the EOS token (${E[*]})" "[ ${#E[@]} -eq 2 ] && [ '${E[0]
 # 4: max_tokens 0 = unlimited, bounded by max positions (16): 12 cached + 1 emitted at the end
 out4=$( { req 4 1 0 $P; echo 0; } | run "$(cfg 16 0)" )
 mapfile -t U <<< "$out4"
+U4=("${U[@]}")
 check "unlimited stops at max positions (${#U[@]} lines, kv ${U[-1]})" "[ ${#U[@]} -eq 14 ] && [ '${U[-1]}' = 16 ]"
 # 5: clean EOF between requests -> exit 0; early EOF inside a request -> non-zero, message
 { req 4 1 2 $P; } | run "$(cfg 256 0)" >/dev/null 2>&1; check "EOF between requests exits 0" "[ $? -eq 0 ]"
@@ -82,5 +86,33 @@ timeout 60 "$BIN/inference" "$D" --config ${CFG[0]} ${CFG[1]} 256 "${CFG[@]:3}" 
 check "wrong hidden_dim in --config is refused" "[ $? -ne 0 ] && grep -q hidden_dim '$TMP/proto_err'"
 timeout 60 "$BIN/inference" "$D" --config 1 0 128 </dev/null >/dev/null 2>&1
 check "truncated --config is a usage error" "[ $? -eq 2 ]"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+# 9: a stop without EOS ends with the first EOS id (not cached), then kv_position
+EOS=407
+mapfile -t T < <( { req 4 1 5 $P; req 2 0 3 $Q; echo 0; } | run "$(cfg 256 1 $EOS)" )
+check "max_tokens 5: 5 ids, EOS $EOS, kv 9 (${T[*]:0:7})" "[ '${T[*]:0:5}' = '$G1' ] && [ '${T[5]}' = $EOS ] && [ '${T[6]}' = 9 ]"
+check "the appended EOS is not cached: continuing gives the same ids (${T[*]:7:5})" \
+  "[ '${T[*]:7:3}' = '$G2' ] && [ '${T[10]}' = $EOS ] && [ '${T[11]}' = 14 ] && [ ${#T[@]} -eq 12 ]"
+mapfile -t U < <( { req 4 1 0 $P; echo 0; } | run "$(cfg 16 1 $EOS)" )
+check "context end (16) with max_tokens 0: 13 ids, EOS, kv 16 (${#U[@]} lines)" \
+  "[ ${#U[@]} -eq 15 ] && [ '${U[13]}' = $EOS ] && [ '${U[14]}' = 16 ] && [ '${U[*]:0:13}' = '${U4[*]:0:13}' ]"
+# 10: the greedy ids against an independent run of the same folder
+R0=$("$BIN/quantpack" run "$D" --ids "$P" -n 13 --temp 0 --print-ids 2>/dev/null)
+check "greedy ids == quantpack run --ids ($R0)" "[ '$R0' = '$P ${U[*]:0:13}' ]"
+# 11: LoRA from a separate adapter folder, both argument orders, == the model-folder --lora
+peft_adapter "$TMP/trlm_peft" || { echo "cannot write the PEFT adapter"; exit 1; }
+DL="$TMP/trlm_proto_lora"; AD="$TMP/trlm_proto_adapter"
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -f -o "$DL" --lora "$TMP/trlm_peft" >/dev/null || { echo "convert --lora failed"; exit 1; }
+rm -rf "$AD"; mkdir -p "$AD"; cp "$DL/qmodel.lora" "$AD/"
+lreq() { { req 4 1 6 $P; req 2 0 3 $Q; echo 0; } }
+base=$(lreq | run "$(cfg 256 0)")
+flag=$(lreq | timeout 60 "$BIN/inference" "$DL" --lora --config $(cfg 256 0))
+sdk=$(lreq | timeout 60 "$BIN/inference" "$D" --config $(cfg 256 0) --lora "$AD")
+proto=$(lreq | timeout 60 "$BIN/inference" "$D" --lora "$AD" --config $(cfg 256 0))
+check "the adapter changes the output" "[ -n '$flag' ] && [ '$flag' != '$base' ]"
+check "SDK form --config ... --lora DIR == model-folder --lora" "[ '$sdk' = '$flag' ]"
+check "PROTOCOL.md form --lora DIR --config == model-folder --lora" "[ '$proto' = '$flag' ]"
+timeout 60 "$BIN/inference" "$D" --config $(cfg 256 0) --lora "$TMP/no_such_adapter" </dev/null >/dev/null 2>"$TMP/proto_err"; rc=$?
+check "a missing adapter folder is named ($(head -c 100 "$TMP/proto_err"))" "[ $rc -ne 0 ] && grep -q no_such_adapter '$TMP/proto_err'"
+timeout 60 "$BIN/inference" "$D" --config $(cfg 256 0) extra </dev/null >/dev/null 2>"$TMP/proto_err"
+check "a stray word after the EOS ids is a usage error" "[ $? -eq 2 ] && grep -q extra '$TMP/proto_err'"
+finish

@@ -1,0 +1,31 @@
+# Shared by the Trillim protocol tests (sourced): pass/fail counting, and a PEFT LoRA adapter
+# written with node for the bitnet-float fixture (hidden 128, 4 heads x 32, 2 kv heads, ffn 256).
+
+fail=0; pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+finish() { echo "$pass passed, $fail failed"; [ $fail -eq 0 ]; }
+
+# peft_adapter DIR: adapter_model.safetensors (q_proj, v_proj, down_proj of both layers, rank 4,
+# deterministic values in +-0.5) and adapter_config.json (alpha 8).
+peft_adapter() {
+  mkdir -p "$1"
+  node - "$1" <<'EOF' || return 1
+const fs = require('fs'), dir = process.argv[2];
+const shapes = {'self_attn.q_proj': [128, 128], 'self_attn.v_proj': [64, 128], 'mlp.down_proj': [128, 256]};
+const r = 4; let seed = 12345, header = {}, chunks = [], off = 0;
+const rnd = () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 4294967296 - 0.5); };
+for (let l = 0; l < 2; l++)
+  for (const [t, [out, inp]] of Object.entries(shapes))
+    for (const [ab, shape] of [['A', [r, inp]], ['B', [out, r]]]) {
+      const a = new Float32Array(shape[0] * shape[1]).map(rnd);
+      header[`base_model.model.model.layers.${l}.${t}.lora_${ab}.weight`] =
+        {dtype: 'F32', shape, data_offsets: [off, off + a.byteLength]};
+      chunks.push(Buffer.from(a.buffer)); off += a.byteLength;
+    }
+let h = JSON.stringify(header); h += ' '.repeat((8 - h.length % 8) % 8);
+const len = Buffer.alloc(8); len.writeBigUInt64LE(BigInt(h.length));
+fs.writeFileSync(dir + '/adapter_model.safetensors', Buffer.concat([len, Buffer.from(h), ...chunks]));
+fs.writeFileSync(dir + '/adapter_config.json', JSON.stringify({r, lora_alpha: 8, peft_type: 'LORA',
+  target_modules: ['q_proj', 'v_proj', 'down_proj']}));
+EOF
+}
