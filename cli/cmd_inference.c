@@ -1,4 +1,4 @@
-/* `inference`: Trillim protocol v1 (shared/seeds PROTOCOL.md) on stdin/stdout: the model's
+/* `inference`: Trillim protocol v1 (Trillim's PROTOCOL note, version 1) on stdin/stdout: the model's
  * configuration as --config words, requests as one number a line. Generation:
  * cli/inference_session.c; rules: cli/trillim-inference.md "Protocol v1". */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Trillim companions: `trillim-quantize` (the SDK v1 command line) and `quantpack convert --to
  * trlm`. Formats and rules: readers/trlm.md. The inference binaries: cli/cmd_inference.c (v1),
- * cli/cmd_trillim_inference.c (current SDK), cli/inference_session.c (shared). */
+ * the current SDK's trillim-inference, cli/inference_session.c (shared). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Trillim inference, independent of the wire protocol: the model folder opened and checked
  * against the client's configuration, and a session that keeps the KV cache across requests,
  * prefills, samples and prints the response. `inference` (cli/cmd_inference.c, protocol v1) and
- * `trillim-inference` (cli/cmd_trillim_inference.c, the current SDK's key=value protocol) parse
+ * `trillim-inference` (the current SDK's key=value protocol) parse
  * their own lines into these structs. Rules: cli/trillim-inference.md. */
 #ifndef QP_CLI_INFERENCE_SESSION_H
 #define QP_CLI_INFERENCE_SESSION_H

@@ -6,7 +6,7 @@
 # message, never a hang), clean EOF between requests, the repetition penalty looking back into
 # the previous request of the session (and not past a reset); a stop without EOS (max_tokens,
 # context end) ends with the first EOS id, which the SDK client waits for; both --lora forms
-# with a separate adapter folder (the SDK's `--config ... --lora DIR`, PROTOCOL.md's `--lora DIR
+# with a separate adapter folder (the SDK's `--config ... --lora DIR`, Trillim's PROTOCOL note's `--lora DIR
 # --config ...`) equal the model-folder `--lora` (checked against a merged model by
 # golden.trlm_parity); greedy ids equal `quantpack run --ids` on the same folder.
 set -u
@@ -110,7 +110,7 @@ sdk=$(lreq | timeout 60 "$BIN/inference" "$D" --config $(cfg 256 0) --lora "$AD"
 proto=$(lreq | timeout 60 "$BIN/inference" "$D" --lora "$AD" --config $(cfg 256 0))
 check "the adapter changes the output" "[ -n '$flag' ] && [ '$flag' != '$base' ]"
 check "SDK form --config ... --lora DIR == model-folder --lora" "[ '$sdk' = '$flag' ]"
-check "PROTOCOL.md form --lora DIR --config == model-folder --lora" "[ '$proto' = '$flag' ]"
+check "Trillim's PROTOCOL note form --lora DIR --config == model-folder --lora" "[ '$proto' = '$flag' ]"
 timeout 60 "$BIN/inference" "$D" --config $(cfg 256 0) --lora "$TMP/no_such_adapter" </dev/null >/dev/null 2>"$TMP/proto_err"; rc=$?
 check "a missing adapter folder is named ($(head -c 100 "$TMP/proto_err"))" "[ $rc -ne 0 ] && grep -q no_such_adapter '$TMP/proto_err'"
 timeout 60 "$BIN/inference" "$D" --config $(cfg 256 0) extra </dev/null >/dev/null 2>"$TMP/proto_err"
