@@ -170,9 +170,10 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *a);
 int qp_cmd_keygen(int argc, char **argv);
 int qp_cmd_verify_signature(int argc, char **argv);
 int qp_cmd_serve(int argc, char **argv);
-/* Trillim (cli/cmd_trillim.c) */
+/* Trillim (cli/cmd_trillim.c; the inference binaries share cli/inference_session.c) */
 int qp_cmd_trillim_quantize(int argc, char **argv);
-int qp_cmd_inference(int argc, char **argv);
+int qp_cmd_inference(int argc, char **argv);          /* cli/cmd_inference.c (protocol v1) */
+int qp_cmd_trillim_inference(int argc, char **argv);  /* cli/cmd_trillim_inference.c */
 int qp_cli_convert_trlm(const qp_cli_convert_args *a);
 
 /* .bullet (cli/cmd_bullet.c) */

@@ -38,6 +38,7 @@ static const struct {
     {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr, true},
     {"trillim-quantize", qp_cmd_trillim_quantize, true},
     {"inference", qp_cmd_inference, false},
+    {"trillim-inference", qp_cmd_trillim_inference, false},
 };
 
 static void usage(FILE *f) {
