@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "quantpack/chat.h"
+
 #include "core/buf.h"
 #include "core/model_internal.h"
 #include "quantpack/core.h"
@@ -299,34 +301,6 @@ static bool add_tokenizer_ids(cJSON *tok, const qp_model *m, int32_t bos, int32_
               cJSON_AddBoolToObject(tok, "addBosToken", add_bos && bos >= 0) &&
               cJSON_AddBoolToObject(tok, "addEosToken", v->add_eos && eos >= 0);
     return ok;
-}
-
-/* The source's chat template (GGUF tokenizer.chat_template, or an HF folder's
- * tokenizer_config.json "chat_template": a string, or the "default" / first entry of a list of
- * {name, template}); NULL when none. qp_malloc'd. */
-static char *chat_template_of(const qp_model *m) {
-    const qp_meta *ct = qp_model_meta(m, "tokenizer.chat_template");
-    if (ct && ct->type == QP_META_STRING && ct->str) return qp_strdup(ct->str);
-    char *p = qp_path_is_dir(m->path) ? qp_path_join(m->path, "tokenizer_config.json") : NULL;
-    char *text = NULL, *out = NULL;
-    size_t len = 0;
-    if (p && qp_path_exists(p) && qp_file_read_all(p, (size_t)16 << 20, &text, &len, NULL) == QP_OK) {
-        cJSON *j = cJSON_ParseWithLength(text, len);
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
-        if (cJSON_IsArray(c)) {
-            const cJSON *pick = NULL, *it;
-            cJSON_ArrayForEach(it, c) {
-                const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
-                if (!pick || (cJSON_IsString(nm) && strcmp(nm->valuestring, "default") == 0)) pick = it;
-            }
-            c = pick ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
-        }
-        if (cJSON_IsString(c)) out = qp_strdup(c->valuestring);
-        cJSON_Delete(j);
-    }
-    qp_free(text);
-    qp_free(p);
-    return out;
 }
 
 /* DOPPLER's formatter type (inference.chatTemplate.type) for the template's markers, or NULL. */
@@ -731,9 +705,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         qp_rdrr_writer_abort(w);
         return s;
     }
-    char *chat = tok_kind ? chat_template_of(m) : NULL;
+    const char *chat = tok_kind ? qp_model_chat_template(m) : NULL;
     cJSON *fields = manifest_fields(m, o, &t, tok_kind, m->vocab.n_tokens, changes.n > 0, chat);
-    qp_free(chat);
     cJSON *qi = fields ? cJSON_GetObjectItemCaseSensitive(fields, "quantizationInfo") : NULL;
     if (qi && changes.n > 0) {
         cJSON_AddItemToObject(qi, "dtypeChanges", changes.list);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/model_internal.h"
+#include "quantpack/chat.h"
 
 static const char *const k_format_names[QP_FORMAT_COUNT] = {
     "unknown", "safetensors", "gguf", "llama2c", "trlm", "rdrr", "bullet",
@@ -249,4 +250,9 @@ bool qp_model_adds_bos(const qp_model *m) {
         !qp_model_meta(m, "tokenizer.ggml.add_bos_token"))
         return true; /* as llama.cpp */
     return m->vocab.add_bos;
+}
+
+const char *qp_model_chat_template(const qp_model *m) {
+    const qp_meta *md = m ? qp_model_meta(m, "tokenizer.chat_template") : NULL;
+    return md && md->type == QP_META_STRING ? md->str : NULL;
 }

@@ -2,6 +2,8 @@
  * Spec: readers/hf_config.md. Library code: no printing; every failure names the file. */
 #include "readers/hf_config.h"
 
+#include "quantpack/chat.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -713,6 +715,27 @@ static void tok_publish(tok_build *tb, const cJSON *root) {
     }
 }
 
+/* tokenizer_config.json "chat_template": a string, or a list of {name, template} whose "default"
+ * (else first) entry is the template, as convert_hf_to_gguf.py picks it; kept as the metadata
+ * string tokenizer.chat_template (qp_model_chat_template). Absent: nothing. */
+static qp_status chat_template(qp_model *m, const cJSON *cfg, const char *file, qp_err *e) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
+    if (cJSON_IsArray(c)) {
+        const cJSON *pick = NULL, *it;
+        cJSON_ArrayForEach(it, c) {
+            const char *nm = cJSON_IsObject(it) ? get_str(it, "name") : NULL;
+            if (!pick || (nm && strcmp(nm, "default") == 0)) pick = it;
+        }
+        c = cJSON_IsObject(pick) ? cJSON_GetObjectItemCaseSensitive(pick, "template") : NULL;
+    }
+    if (!c || cJSON_IsNull(c) || qp_model_chat_template(m)) return QP_OK;
+    if (!cJSON_IsString(c)) {
+        qp_model_add_problem(m, "%s: chat_template is not a string or a list of {name, template}; ignored", file);
+        return QP_OK;
+    }
+    return qp_model_meta_str(m, "tokenizer.chat_template", c->valuestring, strlen(c->valuestring), e);
+}
+
 /* tokenizer_config.json: bos/eos/unk/pad tokens (marked control / unknown) and add_bos/add_eos. */
 static qp_status tok_config(tok_build *tb, const char *text, size_t len, qp_err *e) {
     static const char k_cfg_name[] = "tokenizer_config.json";
@@ -741,6 +764,7 @@ static qp_status tok_config(tok_build *tb, const char *text, size_t len, qp_err 
     if (s == QP_OK && have) v->add_bos = b;
     if (s == QP_OK) s = get_bool(cfg, "add_eos_token", k_cfg_name, &b, &have, e);
     if (s == QP_OK && have) v->add_eos = b;
+    if (s == QP_OK) s = chat_template(tb->m, cfg, k_cfg_name, e);
     cJSON_Delete(cfg);
     return s;
 }
@@ -784,5 +808,23 @@ qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, const char *c
     if (s == QP_OK) s = qp_hf_tokenizer_parse(m, text, len, json_path, cfg, cfg_len, e);
     qp_free(text);
     qp_free(cfg);
+    return s;
+}
+
+qp_status qp_hf_chat_template_read(qp_model *m, const char *config_path, qp_err *e) {
+    if (qp_model_chat_template(m) || !config_path || !qp_path_exists(config_path)) return QP_OK;
+    char *text = NULL;
+    size_t len = 0;
+    qp_err le = {0};
+    qp_status s = qp_file_read_all(config_path, QP_HF_JSON_MAX_BYTES, &text, &len, &le);
+    cJSON *cfg = s == QP_OK ? cJSON_ParseWithLength(text, len) : NULL;
+    qp_free(text);
+    if (s == QP_ERR_NOMEM) return qp_fail(e, s, "%s", le.msg);
+    if (!cfg) {
+        qp_model_add_problem(m, "%s: not readable JSON; no chat template", config_path);
+        return QP_OK;
+    }
+    s = chat_template(m, cfg, config_path, e);
+    cJSON_Delete(cfg);
     return s;
 }

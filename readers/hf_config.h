@@ -27,4 +27,10 @@ QP_NODISCARD qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, 
 QP_NODISCARD qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
                                              const char *config_text, size_t config_len, qp_err *e);
 
+/* The chat template of a tokenizer_config.json (its "chat_template": a string, or the "default"
+ * entry of a list of {name, template}) into the metadata string tokenizer.chat_template, unless the
+ * model has one already or the file is absent. An unreadable file adds a problem, not an error
+ * (the tokenizer reader reports its own). Fails only on allocation (QP_ERR_NOMEM). */
+QP_NODISCARD qp_status qp_hf_chat_template_read(qp_model *m, const char *config_path, qp_err *e);
+
 #endif

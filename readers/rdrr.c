@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "quantpack/chat.h"
 #include "readers/name_map.h"
 #include "core/hash.h"
 #include "core/json.h"
@@ -714,6 +715,13 @@ static qp_status read_tokenizer(rd *r, const cJSON *man, const qp_open_opts *o, 
         }
         m->vocab.add_bos = bool_or(tok, "addBosToken", m->vocab.add_bos);
         m->vocab.add_eos = bool_or(tok, "addEosToken", m->vocab.add_eos);
+    }
+    /* the chat template DOPPLER keeps in tokenizer.chatTemplate (readers/rdrr.md) */
+    const cJSON *ct = tok ? cJSON_GetObjectItemCaseSensitive(tok, "chatTemplate") : NULL;
+    if (cJSON_IsString(ct) && !qp_model_chat_template(m)) {
+        qp_status cs = qp_model_meta_str(m, "tokenizer.chat_template", ct->valuestring,
+                                         strlen(ct->valuestring), e);
+        if (cs != QP_OK) return cs;
     }
     if (m->arch.bos_id < 0) m->arch.bos_id = m->vocab.bos_id;
     if (m->arch.eos_id < 0) m->arch.eos_id = m->vocab.eos_id;

@@ -542,6 +542,9 @@ static qp_status read_tokenizer(qp_model *m, const char *dir, const qp_open_opts
     else if (qp_path_exists(tj)) s = tokenizer_step(m, read_tokenizer_json(m, tj, &le), &le, e);
     else if (qp_path_exists(tm)) s = tokenizer_step(m, qp_vocab_read_spm_model(m, tm, &le), &le, e);
     else qp_model_add_problem(m, "%s: no tokenizer.json or tokenizer.model", dir);
+    char *tc = s == QP_OK ? qp_path_join(dir, "tokenizer_config.json") : NULL;
+    if (tc) s = qp_hf_chat_template_read(m, tc, e);
+    qp_free(tc);
     qp_free(tj);
     qp_free(tm);
     return s;
