@@ -26,6 +26,21 @@ typedef struct pattern {
     uint32_t n;
 } pattern;
 
+/* The TRLM kind each manifest action is stored as (converters/trillim_sdk.md "Bodies"). */
+static qp_trlm_kind kind_of_action(uint8_t action) {
+    static const qp_trlm_kind k[QP_TRILLIM_ACTION_COUNT] = {
+        [QP_TRILLIM_BF16_RAW] = QP_TRLM_KIND_BF16,
+        [QP_TRILLIM_TERNARY_QUANTIZE] = QP_TRLM_KIND_TERNARY,
+        [QP_TRILLIM_EMBEDDING_I8] = QP_TRLM_KIND_I8ROWS,
+        [QP_TRILLIM_REPACK_TERNARY] = QP_TRLM_KIND_TERNARY,
+        [QP_TRILLIM_Q1_0_128] = QP_TRLM_KIND_Q1_0_128,
+        [QP_TRILLIM_GROUP_TERNARY_QUANTIZE] = QP_TRLM_KIND_TG128,
+        [QP_TRILLIM_Q8_0_QUANTIZE] = QP_TRLM_KIND_Q8_0,
+        [QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE] = QP_TRLM_KIND_Q8_0_B32,
+    };
+    return k[action]; /* the parser admits only known actions */
+}
+
 /* Logical rows of an entry: a U8 REPACK_TERNARY source packs 4 rows per byte row. */
 static uint32_t logical_rows(const qp_trillim_entry *t) {
     return t->action == QP_TRILLIM_REPACK_TERNARY && t->dtype == QP_TRILLIM_U8 ? t->rows * 4 : t->rows;
@@ -167,6 +182,39 @@ static const uint8_t *at(const shards *sh, uint16_t shard, uint64_t off) {
     return sh->f[shard].data + off;
 }
 
+/* A block kind (I8ROWS, Q8_0, Q8_0_B32, Q1_0_128, TG128): every padded row (zeros beyond the
+ * source, all-zero padding rows) through the kind's quantize_ref, its blocks placed at
+ * qp_trlm_block_offset (readers/trlm.md, converters/trillim_sdk.md). */
+static qp_status encode_blocks(const qp_trillim_entry *t, const qp_trlm_record *r, const uint8_t *src,
+                               uint8_t *out, const char *file, uint32_t idx, qp_err *e) {
+    const qp_encoding_traits *tr = qp_encoding_get(qp_trlm_kind_encoding(r->kind));
+    const size_t be = (size_t)tr->block_elems, bb = tr->block_bytes;
+    const size_t nb = ((size_t)r->padded_cols + be - 1) / be, row_len = nb * be;
+    float *row = qp_malloc(row_len * sizeof *row);
+    uint8_t *coded = qp_malloc(nb * bb);
+    qp_status s = QP_OK;
+    if (!row || !coded) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor entry %u", file, idx);
+    for (uint32_t y = 0; s == QP_OK && y < r->padded_rows; y++) {
+        memset(row, 0, row_len * sizeof *row);
+        for (uint32_t x = 0; y < r->rows && x < r->cols; x++) {
+            size_t si = (size_t)y * r->cols + x;
+            row[x] = src_float(src, t->dtype, si);
+            if (!isfinite(row[x])) {
+                s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: element %zu is not finite",
+                            file, idx, si);
+                break;
+            }
+        }
+        if (s != QP_OK) break;
+        tr->quantize_ref(row, coded, (int64_t)row_len);
+        for (size_t j = 0; j < nb; j++)
+            memcpy(out + qp_trlm_block_offset(r->kind, y, j, nb, bb), coded + j * bb, bb);
+    }
+    qp_free(row);
+    qp_free(coded);
+    return s;
+}
+
 /* Builds the stored bytes of one entry into out (record size bytes). */
 static qp_status encode_entry(const qp_trillim_entry *t, const qp_trlm_record *r, const shards *sh,
                               uint8_t *out, const char *file, uint32_t idx, qp_err *e) {
@@ -184,28 +232,7 @@ static qp_status encode_entry(const qp_trillim_entry *t, const qp_trlm_record *r
             }
         return QP_OK;
     }
-    if (r->kind == QP_TRLM_KIND_I8ROWS) {
-        /* each padded row: I8_ROW blocks of the row zero-padded to a multiple of 32 (padding
-           rows stay all-zero blocks: scale 0, q 0) */
-        const qp_encoding_traits *i8 = qp_encoding_get(QP_ENC_I8_ROW);
-        size_t nb = ((size_t)pc + (size_t)i8->block_elems - 1) / (size_t)i8->block_elems;
-        size_t rb = nb * i8->block_bytes, row_len = nb * (size_t)i8->block_elems;
-        float *row = qp_calloc(row_len, sizeof *row);
-        if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor entry %u", file, idx);
-        for (uint32_t y = 0; y < rows; y++) {
-            for (uint32_t x = 0; x < cols; x++) {
-                row[x] = src_float(src, t->dtype, (size_t)y * cols + x);
-                if (!isfinite(row[x])) {
-                    qp_free(row);
-                    return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: element %zu is not "
-                                   "finite", file, idx, (size_t)y * cols + x);
-                }
-            }
-            i8->quantize_ref(row, out + (size_t)y * rb, (int64_t)row_len);
-        }
-        qp_free(row);
-        return QP_OK;
-    }
+    if (qp_trlm_kind_encoding(r->kind) != QP_ENC_COUNT) return encode_blocks(t, r, src, out, file, idx, e);
     /* TERNARY */
     int8_t *q = qp_malloc(n ? n : 1);
     float *w = NULL;
@@ -422,6 +449,8 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
             r->rows = logical_rows(t);
             r->cols = t->cols;
             uint32_t want_pr = pad_rule(t->rows, o), want_pc = pad_rule(t->cols, o);
+            if (t->action == QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE) /* the SDK's _round_up(row, 32) */
+                want_pr = (want_pr + QP_TRLM_B32_ROWS - 1) / QP_TRLM_B32_ROWS * QP_TRLM_B32_ROWS;
             if (t->padded_rows != want_pr || t->padded_cols != want_pc) {
                 s = qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u: padded shape %u x %u, expected "
                             "%u x %u for %u x %u (hidden %lld->%lld, intermediate %lld->%lld)",
@@ -432,14 +461,7 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
             }
             r->padded_rows = r->rows == t->rows ? t->padded_rows : pad_rule(r->rows, o);
             r->padded_cols = t->padded_cols;
-            if (t->action > QP_TRILLIM_REPACK_TERNARY) {
-                s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u: action %u (%s) is not "
-                            "written yet", file, i, t->action, qp_trillim_action_name(t->action));
-                goto done;
-            }
-            r->kind = t->action == QP_TRILLIM_BF16_RAW ? QP_TRLM_KIND_BF16
-                      : t->action == QP_TRILLIM_EMBEDDING_I8 ? QP_TRLM_KIND_I8ROWS
-                                                             : QP_TRLM_KIND_TERNARY;
+            r->kind = kind_of_action(t->action);
         }
         if ((s = assign_roles(m, o, rec, &n_layers, file, e)) != QP_OK ||
             (s = check_shapes(m, o, rec, n_layers, file, e)) != QP_OK)
@@ -447,7 +469,7 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
     }
     qp_trlm_body body = {m->n_entries, (uint32_t)o->hidden, (uint32_t)o->intermediate,
                          (uint32_t)o->hidden_orig, (uint32_t)o->intermediate_orig,
-                         (float)o->norm_eps, 0, n_layers};
+                         (float)o->norm_eps, 0, n_layers, 0};
     bool has_output = false;
     for (uint32_t i = 0; i < m->n_entries; i++) has_output |= rec[i].role == QP_TRLM_ROLE_OUTPUT;
     if (!has_output) body.flags |= 1u;

@@ -100,6 +100,9 @@ typedef struct { uint8_t e; uint8_t qs[QP_QK / 2]; } qp_block_mxfp4;
 #define QP_BQ4_BYTES 20
 #define QP_I8_ROW_BYTES 36
 #define QP_MXFP4_BYTES 17
+#define QP_G128_BLOCK 128       /* TRLM Q1_0_128 / TG128 groups (enc_trlm_groups.md) */
+#define QP_Q1_0_128_BYTES 18    /* f16 d + 128 sign bits */
+#define QP_TG128_BYTES 34       /* f16 d + 128 2-bit codes */
 _Static_assert(sizeof(qp_block_bq4) == QP_BQ4_BYTES && offsetof(qp_block_bq4, qs) == 4, "BQ4");
 _Static_assert(sizeof(qp_block_i8_row) == QP_I8_ROW_BYTES && offsetof(qp_block_i8_row, qs) == 4, "I8_ROW");
 _Static_assert(sizeof(qp_block_mxfp4) == QP_MXFP4_BYTES, "MXFP4");

@@ -650,6 +650,41 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize = qp_i8row_quantize_ref,
         .vec_dot_i8 = qp_i8row_vec_dot_i8,
     },
+    /* Trillim's current actions 4 and 5 (enc_trlm_groups.c, enc_trlm_groups.md; TRLM kinds 5, 6) */
+    [QP_ENC_Q1_0_128] = {
+        .id = QP_ENC_Q1_0_128,
+        .name = "q1_0_128",
+        .upper_name = "Q1_0_128",
+        .block_elems = QP_G128_BLOCK,
+        .block_bytes = QP_Q1_0_128_BYTES,
+        .ggml_type = -1,
+        .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_q1g128_quantize_ref,
+        .dequantize = qp_q1g128_dequantize,
+        .vec_dot_f32 = qp_q1g128_vec_dot,
+        .validate = qp_q1g128_validate,
+        .error_bound =
+            "exact for groups {-a,+a} with a an f16 value; else sign(w) x f16(mean |w|) per "
+            "128-group (lossy)",
+        .quantize = qp_q1g128_quantize_ref,
+    },
+    [QP_ENC_TG128] = {
+        .id = QP_ENC_TG128,
+        .name = "tg128",
+        .upper_name = "TG128",
+        .block_elems = QP_G128_BLOCK,
+        .block_bytes = QP_TG128_BYTES,
+        .ggml_type = -1,
+        .flags = QP_ENC_FLAG_BLOCK,
+        .quantize_ref = qp_tg128_quantize_ref,
+        .dequantize = qp_tg128_dequantize,
+        .vec_dot_f32 = qp_tg128_vec_dot,
+        .validate = qp_tg128_validate,
+        .error_bound =
+            "exact for groups {-a,0,+a} with a an f16 value; else ternary with d = f16(mean |w| "
+            "over nonzero w) per 128-group (lossy)",
+        .quantize = qp_tg128_quantize_ref,
+    },
 };
 
 const qp_encoding_traits *qp_encoding_get(qp_encoding enc) {

@@ -161,6 +161,17 @@ float qp_i8row_vec_dot(const void *w, const float *x, int64_t n);
 double qp_i8row_vec_dot_i8(const void *w, const int8_t *a, int64_t n);
 bool qp_i8row_validate(const void *x, int64_t n, char *why, size_t why_len);
 
+/* enc_trlm_groups.c (Q1_0_128 and TG128: 128-element groups with an f16 scale, enc_trlm_groups.md) */
+void qp_q1g128_quantize_ref(const float *x, void *y, int64_t n);
+void qp_q1g128_dequantize(const void *x, float *y, int64_t n);
+float qp_q1g128_vec_dot(const void *w, const float *x, int64_t n);
+bool qp_g128_validate_scales(const void *x, int64_t n, size_t block_bytes, char *why, size_t why_len);
+bool qp_q1g128_validate(const void *x, int64_t n, char *why, size_t why_len);
+void qp_tg128_quantize_ref(const float *x, void *y, int64_t n);
+void qp_tg128_dequantize(const void *x, float *y, int64_t n);
+float qp_tg128_vec_dot(const void *w, const float *x, int64_t n);
+bool qp_tg128_validate(const void *x, int64_t n, char *why, size_t why_len);
+
 /* simd.c: dispatchers (same bytes as the _ref functions; vec_dot within a stated tolerance) */
 int qp_simd_level(void); /* 0 scalar, 1 avx2, 2 avx512 */
 void qp_q4k_quantize(const float *x, void *y, int64_t n);

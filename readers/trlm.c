@@ -71,8 +71,13 @@ static qp_status decode_record(const uint8_t *p, const qp_trlm_body *b, size_t f
                                uint64_t *prev_end, const char *path, uint32_t i, size_t at,
                                qp_trlm_record *r, qp_err *e) {
     qp_trlm_record_decode(p, r);
-    if (p[QP_TRLM_REC_KIND] >= QP_TRLM_KIND_COUNT)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown kind %u", path, i, at + QP_TRLM_REC_KIND, p[QP_TRLM_REC_KIND]);
+    if (p[QP_TRLM_REC_KIND] >= QP_TRLM_KIND_COUNT ||
+        (b->version == QP_TRLM_VERSION && p[QP_TRLM_REC_KIND] > QP_TRLM_KIND_I8ROWS))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown kind %u (body version "
+                       "%u)", path, i, at + QP_TRLM_REC_KIND, p[QP_TRLM_REC_KIND], b->version);
+    if (p[QP_TRLM_REC_KIND] == QP_TRLM_KIND_Q8_0_B32 && r->padded_rows % QP_TRLM_B32_ROWS != 0)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: Q8_0_B32 padded rows %u are "
+                       "not a multiple of 32", path, i, at + QP_TRLM_REC_PADDED_ROWS, r->padded_rows);
     if (p[QP_TRLM_REC_ROLE] >= QP_TRLM_ROLE_COUNT)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: unknown role %u", path, i, at + QP_TRLM_REC_ROLE, p[QP_TRLM_REC_ROLE]);
     if (qp_load_u16le(p + QP_TRLM_REC_RESERVED16) != 0 || qp_load_u32le(p + QP_TRLM_REC_RESERVED32) != 0)
@@ -107,6 +112,62 @@ static qp_status decode_record(const uint8_t *p, const qp_trlm_body *b, size_t f
         return qp_fail(e, QP_ERR_CORRUPT, "%s: record %u at offset %zu: scale must be 0 for this kind",
                        path, i, at + QP_TRLM_REC_SCALE);
     }
+    return QP_OK;
+}
+
+/* The block kinds (I8ROWS, Q8_0, Q8_0_B32, Q1_0_128, TG128): padded_rows rows of
+ * ceil(padded_cols/block) blocks of the kind's traits encoding, every stored block validated.
+ * With cols a multiple of the block the tensor is that encoding: borrowed when the stored rows
+ * are exactly the logical ones, else the first cols/block blocks of each row gathered into the
+ * arena (de-interleaving Q8_0_B32). Rows ending inside a block are dequantized to F32. */
+static qp_status expose_blocks(qp_model *m, const qp_trlm_record *r, const uint8_t *data,
+                               const char *path, uint32_t idx, qp_tensor *t, qp_err *e) {
+    const qp_encoding_traits *tr = qp_encoding_get(qp_trlm_kind_encoding(r->kind));
+    const uint32_t rows = r->rows, cols = r->cols, pr = r->padded_rows;
+    const size_t be = (size_t)tr->block_elems, bb = tr->block_bytes;
+    const size_t nb = ((size_t)r->padded_cols + be - 1) / be, lnb = (size_t)cols / be;
+    const size_t n = (size_t)rows * cols;
+    qp_arena *ar = qp_model_arena(m);
+    char why[128];
+    for (uint32_t y = 0; y < pr; y++)
+        for (size_t j = 0; j < nb; j++) {
+            uint64_t off = qp_trlm_block_offset(r->kind, y, j, nb, bb);
+            if (!tr->validate(data + off, (int64_t)be, why, sizeof why))
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (record %u) at offset %llu: row %u "
+                               "block %zu: %s", path, t->name, idx,
+                               (unsigned long long)(r->offset + off), y, j, why);
+        }
+    if (cols % be == 0) {
+        t->enc = tr->id;
+        t->nbytes = (size_t)rows * lnb * bb;
+        if (lnb == nb && r->kind != QP_TRLM_KIND_Q8_0_B32) {
+            t->data = data;
+            return QP_OK;
+        }
+        uint8_t *c = qp_arena_alloc(ar, t->nbytes);
+        if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
+        for (uint32_t y = 0; y < rows; y++)
+            for (size_t j = 0; j < lnb; j++)
+                memcpy(c + ((size_t)y * lnb + j) * bb, data + qp_trlm_block_offset(r->kind, y, j, nb, bb), bb);
+        t->data = c;
+        return QP_OK;
+    }
+    float *c = qp_arena_alloc(ar, n * 4);
+    float *blk = qp_malloc(be * sizeof *blk);
+    if (!c || !blk) {
+        qp_free(blk);
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, t->name);
+    }
+    for (uint32_t y = 0; y < rows; y++)
+        for (size_t j = 0; j * be < cols; j++) {
+            tr->dequantize(data + qp_trlm_block_offset(r->kind, y, j, nb, bb), blk, (int64_t)be);
+            size_t take = cols - j * be < be ? cols - j * be : be;
+            memcpy(c + (size_t)y * cols + j * be, blk, take * sizeof *blk);
+        }
+    qp_free(blk);
+    t->enc = QP_ENC_F32;
+    t->nbytes = n * 4;
+    t->data = (const uint8_t *)c;
     return QP_OK;
 }
 
@@ -188,45 +249,7 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
         t->data = (const uint8_t *)c;
         return QP_OK;
     }
-    /* I8ROWS: padded_rows rows of ceil(pc/32) I8_ROW blocks. Every stored block is validated. */
-    const qp_encoding_traits *i8 = qp_encoding_get(QP_ENC_I8_ROW);
-    const size_t be = (size_t)i8->block_elems;
-    size_t nb = ((size_t)pc + be - 1) / be, rb = nb * i8->block_bytes;
-    char why[128];
-    for (uint32_t y = 0; y < pr; y++)
-        if (!i8->validate(data + (size_t)y * rb, (int64_t)(nb * be), why, sizeof why))
-            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' (record %u) at offset %llu: row %u: %s",
-                           path, name, idx, (unsigned long long)(r->offset + (uint64_t)y * rb), y, why);
-    if (cols % be == 0) {
-        /* the logical row is whole blocks: run in place (no column padding) or keep the first
-           cols/32 blocks of each row (1.125 bytes per element either way) */
-        size_t lrb = (size_t)cols / be * i8->block_bytes;
-        t->enc = QP_ENC_I8_ROW;
-        t->nbytes = (size_t)rows * lrb;
-        if (lrb == rb) {
-            t->data = data;
-            return QP_OK;
-        }
-        uint8_t *c = qp_arena_alloc(ar, t->nbytes);
-        if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, name);
-        for (uint32_t y = 0; y < rows; y++) memcpy(c + (size_t)y * lrb, data + (size_t)y * rb, lrb);
-        t->data = c;
-        return QP_OK;
-    }
-    /* a row that ends inside a block -> F32 (4 bytes per element) */
-    float *c = qp_arena_alloc(ar, n * 4);
-    if (!c) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for '%s'", path, name);
-    float *row = qp_malloc(nb * be * sizeof *row);
-    if (!row) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", path);
-    for (uint32_t y = 0; y < rows; y++) {
-        i8->dequantize(data + (size_t)y * rb, row, (int64_t)(nb * be));
-        memcpy(c + (size_t)y * cols, row, (size_t)cols * sizeof *row);
-    }
-    qp_free(row);
-    t->enc = QP_ENC_F32;
-    t->nbytes = n * 4;
-    t->data = (const uint8_t *)c;
-    return QP_OK;
+    return expose_blocks(m, r, data, path, idx, t, e);
 }
 
 qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
@@ -283,10 +306,10 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     const uint8_t *bh = p + QP_TRLM_HEADER_BYTES;
     qp_trlm_body b;
     qp_trlm_body_decode(bh, &b);
-    if (qp_load_u32le(bh + QP_TRLM_BODY_VERSION) != QP_TRLM_VERSION ||
+    if ((b.version != QP_TRLM_VERSION && b.version != QP_TRLM_BODY_VERSION_GROUPS) ||
         qp_load_u32le(bh + QP_TRLM_BODY_ALIGN) != QP_TRLM_ALIGN || qp_load_u64le(bh + QP_TRLM_BODY_RESERVED) != 0) {
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 16: body version %u / alignment %u / reserved "
-                    "(TRLM v1 body: 1 / 64 / 0)", tpath, qp_load_u32le(bh + QP_TRLM_BODY_VERSION), qp_load_u32le(bh + QP_TRLM_BODY_ALIGN));
+                    "(TRLM bodies: 1 or 2 / 64 / 0)", tpath, b.version, qp_load_u32le(bh + QP_TRLM_BODY_ALIGN));
         goto done;
     }
     if (b.n_tensors == 0 || b.n_tensors > QP_TRLM_MAX_TENSORS || b.n_layers == 0 ||

@@ -43,24 +43,46 @@ bool qp_trlm_role_is_1d(qp_trlm_role r) {
     }
 }
 
+qp_encoding qp_trlm_kind_encoding(qp_trlm_kind kind) {
+    switch (kind) {
+    case QP_TRLM_KIND_I8ROWS: return QP_ENC_I8_ROW;
+    case QP_TRLM_KIND_Q8_0: case QP_TRLM_KIND_Q8_0_B32: return QP_ENC_Q8_0;
+    case QP_TRLM_KIND_Q1_0_128: return QP_ENC_Q1_0_128;
+    case QP_TRLM_KIND_TG128: return QP_ENC_TG128;
+    default: return QP_ENC_COUNT;
+    }
+}
+
+uint64_t qp_trlm_block_offset(qp_trlm_kind kind, uint32_t row, uint64_t block, uint64_t nb, size_t bb) {
+    if (kind != QP_TRLM_KIND_Q8_0_B32) return ((uint64_t)row * nb + block) * bb;
+    uint64_t group = row / QP_TRLM_B32_ROWS, in_group = row % QP_TRLM_B32_ROWS;
+    return ((group * nb + block) * QP_TRLM_B32_ROWS + in_group) * bb;
+}
+
+uint32_t qp_trlm_body_version(const qp_trlm_record *records, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (records[i].kind > QP_TRLM_KIND_I8ROWS) return QP_TRLM_BODY_VERSION_GROUPS;
+    return QP_TRLM_VERSION;
+}
+
 bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_cols, uint64_t *out) {
     uint64_t r = padded_rows, c = padded_cols;
     switch (kind) {
     case QP_TRLM_KIND_BF16: *out = r * c * 2u; return true;
     case QP_TRLM_KIND_TERNARY: *out = r * ((c + 3u) / 4u) + 4u; return true;
-    case QP_TRLM_KIND_I8ROWS: { /* rows of I8_ROW blocks */
+    default: { /* rows of whole blocks of the kind's encoding */
+        qp_encoding enc = qp_trlm_kind_encoding(kind);
         size_t rb;
-        if (!qp_encoding_padded_row_bytes(QP_ENC_I8_ROW, (int64_t)c, &rb)) return false;
+        if (enc == QP_ENC_COUNT || !qp_encoding_padded_row_bytes(enc, (int64_t)c, &rb)) return false;
         *out = r * rb;
         return true;
     }
-    default: return false;
     }
 }
 
 void qp_trlm_body_encode(const qp_trlm_body *b, uint8_t out[QP_TRLM_BODY_HEADER_BYTES]) {
     memset(out, 0, QP_TRLM_BODY_HEADER_BYTES);
-    qp_store_u32le(out + QP_TRLM_BODY_VERSION, QP_TRLM_VERSION);
+    qp_store_u32le(out + QP_TRLM_BODY_VERSION, b->version ? b->version : QP_TRLM_VERSION);
     qp_store_u32le(out + QP_TRLM_BODY_N_TENSORS, b->n_tensors);
     qp_store_u32le(out + QP_TRLM_BODY_HIDDEN, b->hidden);
     qp_store_u32le(out + QP_TRLM_BODY_INTERMEDIATE, b->intermediate);
@@ -89,6 +111,7 @@ void qp_trlm_record_encode(const qp_trlm_record *r, uint8_t out[QP_TRLM_RECORD_B
 }
 
 void qp_trlm_body_decode(const uint8_t in[QP_TRLM_BODY_HEADER_BYTES], qp_trlm_body *b) {
+    b->version = qp_load_u32le(in + QP_TRLM_BODY_VERSION);
     b->n_tensors = qp_load_u32le(in + QP_TRLM_BODY_N_TENSORS);
     b->hidden = qp_load_u32le(in + QP_TRLM_BODY_HIDDEN);
     b->intermediate = qp_load_u32le(in + QP_TRLM_BODY_INTERMEDIATE);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "quantpack/core.h"
+#include "quantpack/encoding.h"
 #include "quantpack/model.h"
 #include "quantpack/status.h"
 
@@ -39,8 +40,23 @@ typedef enum qp_trlm_kind {
     QP_TRLM_KIND_BF16 = 0,    /* padded_rows x padded_cols bf16 */
     QP_TRLM_KIND_TERNARY = 1, /* padded_rows x ceil(padded_cols/4) code bytes, then f32 scale */
     QP_TRLM_KIND_I8ROWS = 2,  /* padded_rows rows of ceil(padded_cols/32) I8_ROW blocks (36 bytes) */
+    /* body version 2 (the current SDK's actions 4-7, converters/trillim_sdk.md) */
+    QP_TRLM_KIND_Q8_0 = 3,     /* padded_rows rows of ceil(padded_cols/32) Q8_0 blocks (34 bytes) */
+    QP_TRLM_KIND_Q8_0_B32 = 4, /* the same blocks, each 32 rows stored block column by block column */
+    QP_TRLM_KIND_Q1_0_128 = 5, /* padded_rows rows of ceil(padded_cols/128) Q1_0_128 blocks (18 bytes) */
+    QP_TRLM_KIND_TG128 = 6,    /* padded_rows rows of ceil(padded_cols/128) TG128 blocks (34 bytes) */
     QP_TRLM_KIND_COUNT
 } qp_trlm_kind;
+#define QP_TRLM_BODY_VERSION_GROUPS 2u /* body version of a file holding a kind >= 3 */
+#define QP_TRLM_B32_ROWS 32u           /* rows per interleaved group of KIND_Q8_0_B32 */
+
+/* The traits encoding whose blocks a kind stores (I8ROWS, Q8_0, Q8_0_B32, Q1_0_128, TG128);
+ * QP_ENC_COUNT for BF16 and TERNARY. */
+qp_encoding qp_trlm_kind_encoding(qp_trlm_kind kind);
+/* Byte offset in a tensor's data of block `block` of row `row` (nb blocks a row, bb bytes each):
+ * row-major, or for Q8_0_B32 groups of 32 rows with the 32 rows' block j side by side. */
+uint64_t qp_trlm_block_offset(qp_trlm_kind kind, uint32_t row, uint64_t block, uint64_t nb, size_t bb);
+
 
 /* What a tensor is in the model (one per manifest entry, in the SDK's order). */
 typedef enum qp_trlm_role {
@@ -75,6 +91,7 @@ typedef struct qp_trlm_body {
     float norm_eps;
     uint32_t flags; /* bit 0: tie_embeddings */
     uint32_t n_layers;
+    uint32_t version; /* 1, or 2 with kinds >= 3; the writer sets it from the records */
 } qp_trlm_body;
 
 /* One tensor record (48 bytes on disk). rows/cols: the logical (unpadded) shape; for 1-D
@@ -87,6 +104,9 @@ typedef struct qp_trlm_record {
     uint64_t offset, size;
     float scale; /* TERNARY: the tensor scale (also in the trailer); else 0 */
 } qp_trlm_record;
+
+/* The body version a set of records needs: 1 when every kind is BF16/TERNARY/I8ROWS, else 2. */
+uint32_t qp_trlm_body_version(const qp_trlm_record *records, uint32_t n);
 
 /* Bytes of a tensor's data for its kind and padded shape; false on overflow or a bad kind. */
 bool qp_trlm_data_size(qp_trlm_kind kind, uint32_t padded_rows, uint32_t padded_cols, uint64_t *out);

@@ -64,7 +64,9 @@ qp_status qp_trlm_writer_open(const char *path, uint32_t arch, const qp_trlm_bod
     qp_store_u32le(hdr + 8, arch);
     qp_store_u32le(hdr + 12, 0);
     uint8_t bh[QP_TRLM_BODY_HEADER_BYTES];
-    qp_trlm_body_encode(body, bh);
+    qp_trlm_body versioned = *body;
+    versioned.version = qp_trlm_body_version(records, body->n_tensors);
+    qp_trlm_body_encode(&versioned, bh);
     s = qp_outfile_write(w->f, hdr, sizeof hdr, e);
     if (s == QP_OK) s = qp_outfile_write(w->f, bh, sizeof bh, e);
     for (uint32_t i = 0; s == QP_OK && i < w->n; i++) {

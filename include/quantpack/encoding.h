@@ -65,6 +65,10 @@ typedef enum qp_encoding {
                          trailer; F32 activations (readers/trlm.md) */
     QP_ENC_I8_ROW,    /* int8 rows for embeddings: 32 elements in 36 bytes (f32 absmax/127 scale, then
                          32 int8); TRLM I8ROWS tensors (encodings/encodings.md "I8_ROW") */
+    QP_ENC_Q1_0_128,  /* TRLM Q1_0_128 (Trillim action 4): 128 elements in 18 bytes (f16 d, 16 bytes
+                         of sign bits, w = +-d); encodings/enc_trlm_groups.md */
+    QP_ENC_TG128,     /* TRLM grouped ternary (action 5): 128 elements in 34 bytes (f16 d, 32 bytes
+                         of 2-bit codes q+1); encodings/enc_trlm_groups.md */
     /* add new encodings above this line */
     QP_ENC_COUNT
 } qp_encoding;

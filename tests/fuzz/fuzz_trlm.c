@@ -104,7 +104,7 @@ static void make_base(void) {
         {I8, QP_TRLM_ROLE_UP, 0, 64, 32, 96, 32, 0, 0, 0.0f},         /* in place, padding rows */
         {I8, QP_TRLM_ROLE_DOWN, 0, 32, 64, 32, 96, 0, 0, 0.0f},       /* copied, padded columns */
     };
-    qp_trlm_body body = {11, 32, 96, 32, 64, 1e-5f, 1u, 1};
+    qp_trlm_body body = {11, 32, 96, 32, 64, 1e-5f, 1u, 1, 0};
     char p[400];
     snprintf(p, sizeof p, "%s/qmodel.tensors", g_bdir);
     qp_trlm_writer *w = NULL;
