@@ -95,7 +95,7 @@ static size_t ref_block(int action, const float *x, uint8_t *out) {
     for (int j = 0; j < 128; j++) {
         float q = d > 0.0f ? rintf(x[j] / d) : 0.0f;
         q = q > 1.0f ? 1.0f : q < -1.0f ? -1.0f : q;
-        out[2 + j / 4] |= (uint8_t)((int)q + 1) << (2 * (j % 4));
+        out[2 + j / 4] = (uint8_t)(out[2 + j / 4] | (((int)q + 1) << (2 * (j % 4))));
     }
     return 34;
 }
