@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "converters/hf_folder.h"
 #include "converters/trillim_manifest.h"
 #include "converters/trillim_quantize.h"
 #include "readers/model_check.h"
@@ -118,28 +119,51 @@ static qp_status check_source(const char *src, const char *tok, bool allow_nonfi
     return s;
 }
 
+/* A source that is not a Hugging Face folder (a GGUF, a llama2.c checkpoint, an RDRR package)
+ * becomes one first, in a staging folder beside out that the caller removes (qp_outdir_abort):
+ * converters/hf_folder.md. */
+static qp_status stage_hf_folder(const char *src, const char *tok, const char *out, qp_outdir **stage, qp_err *e) {
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/') n--;
+    char *target = qp_malloc(n + sizeof ".hf-source");
+    if (!target) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    memcpy(target, out, n);
+    memcpy(target + n, ".hf-source", sizeof ".hf-source");
+    qp_open_opts oo = {0};
+    oo.tokenizer_path = tok;
+    qp_model *sm = NULL;
+    qp_status s = qp_model_open(src, &oo, &sm, e);
+    if (s == QP_OK) s = qp_outdir_open(target, NULL, false, stage, e);
+    if (s == QP_OK) s = qp_hf_folder_write(sm, qp_outdir_path(*stage), e);
+    qp_model_close(sm);
+    qp_free(target);
+    return s;
+}
+
 /* convert --to trlm (options parsed by cli/cmd_convert.c). */
 int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     const char *src = a->src, *out = a->out, *tok = a->tokenizer, *lora = a->lora;
     if (!out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
     qp_err e;
     qp_err_clear(&e);
-    if (!qp_path_is_dir(src)) {
-        qp_fail(&e, QP_ERR_UNSUPPORTED, "%s: --to trlm needs a Hugging Face safetensors model folder", src);
-        return qp_cli_fail(&e);
-    }
     qp_trillim_config c;
     qp_trillim_manifest *m = NULL;
-    qp_outdir *od = NULL;
+    qp_outdir *od = NULL, *stage = NULL;
     char *mpath = NULL, *tpath = NULL, *rpath = NULL, *lpath = NULL, *cfgp = NULL;
     uint8_t *mbytes = NULL;
     size_t mlen = 0;
-    qp_status s = qp_trillim_config_from_hf(src, &c, &e);
     bool has_tok = false;
-    if (s == QP_OK) s = check_source(src, tok, a->allow_nonfinite, &has_tok, &e);
-    if (s == QP_OK) s = qp_trillim_manifest_build(src, &c, lora, &m, &e);
+    const bool is_hf = qp_path_is_dir(src) && qp_format_detect(src) == QP_FORMAT_SAFETENSORS;
+    qp_status s = check_source(src, tok, a->allow_nonfinite, &has_tok, &e);
+    if (s == QP_OK && !is_hf) s = stage_hf_folder(src, tok, out, &stage, &e);
+    /* hf: the Hugging Face folder the SDK's manifest describes (the staged one is removed at the
+       end, so its manifest stays there too) */
+    const char *hf = stage ? qp_outdir_path(stage) : src;
+    if (s == QP_OK) s = qp_trillim_config_from_hf(hf, &c, &e);
+    if (s == QP_OK) s = qp_trillim_manifest_build(hf, &c, lora, &m, &e);
     if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, a->force, &od, &e);
-    if (s == QP_OK && (!(mpath = qp_outdir_join(od, ".quantize_manifest.bin")) ||
+    if (s == QP_OK && (!(mpath = stage ? qp_outdir_join(stage, ".quantize_manifest.bin")
+                                       : qp_outdir_join(od, ".quantize_manifest.bin")) ||
                        !(tpath = qp_outdir_join(od, "qmodel.tensors")) ||
                        !(rpath = qp_outdir_join(od, "rope.cache")) ||
                        !(lpath = qp_outdir_join(od, "qmodel.lora")) ||
@@ -165,7 +189,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
                                          "tokenizer_config.json", "tokenizer.model",
                                          "special_tokens_map.json"};
     for (size_t i = 0; s == QP_OK && i < sizeof k_side / sizeof k_side[0]; i++) {
-        char *from = qp_path_join(src, k_side[i]);
+        char *from = qp_path_join(hf, k_side[i]);
         char *to = qp_outdir_join(od, k_side[i]);
         if (!from || !to) s = qp_fail(&e, QP_ERR_NOMEM, "out of memory");
         else if (qp_path_exists(from)) s = copy_file(from, to, &e);
@@ -198,6 +222,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
         od = NULL;
     }
     qp_outdir_abort(od);
+    qp_outdir_abort(stage);
     uint32_t nt = m ? m->n_entries : 0;
     qp_trillim_manifest_free(m);
     qp_free(mbytes);

@@ -165,16 +165,6 @@ static bool set_str(cJSON *obj, const char *key, const char *v) {
     return cJSON_ReplaceItemInObjectCaseSensitive(obj, key, n);
 }
 
-/* Floats are written as their shortest decimal that reads back as the same float. */
-static double f32_as_double(float f) {
-    char buf[32];
-    for (int p = 6; p <= 9; p++) {
-        snprintf(buf, sizeof buf, "%.*g", p, (double)f);
-        if ((float)strtod(buf, NULL) == f) return strtod(buf, NULL);
-    }
-    return (double)f;
-}
-
 cJSON *qp_rdrr_default_inference(void) { return cJSON_Parse(k_inference_llama); }
 
 struct tally {
@@ -196,9 +186,9 @@ static cJSON *fill_inference(const qp_model *m, int64_t head_dim, const tally *t
     bool ok = att && norm && ffn && rope && outp &&
               set_num(att, "queryPreAttnScalar", (double)head_dim) &&
               set_bool(att, "attentionBias", a->qkv_bias) &&
-              set_num(norm, "rmsNormEps", f32_as_double(a->norm_eps > 0 ? a->norm_eps : 1e-5f)) &&
+              set_num(norm, "rmsNormEps", qp_f32_short_double(a->norm_eps > 0 ? a->norm_eps : 1e-5f)) &&
               set_str(ffn, "activation", qp_act_name(a->act)) &&
-              set_num(rope, "ropeTheta", f32_as_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f)) &&
+              set_num(rope, "ropeTheta", qp_f32_short_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f)) &&
               set_bool(outp, "tieWordEmbeddings", a->tie_embeddings) &&
               /* doppler-gpu's tensor-config validator ties these flags to tensor names (HF Llama's
                * post_attention_layernorm is its pre-FFN norm, yet the flag must say true). */
@@ -360,9 +350,9 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
               cJSON_AddNumberToObject(ar, "vocabSize", (double)vocab) &&
               cJSON_AddNumberToObject(ar, "maxSeqLen", (double)(a->max_pos > 0 ? a->max_pos : 2048)) &&
               cJSON_AddNumberToObject(ar, "ropeTheta",
-                                      f32_as_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f)) &&
+                                      qp_f32_short_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f)) &&
               cJSON_AddNumberToObject(ar, "rmsNormEps",
-                                      f32_as_double(a->norm_eps > 0 ? a->norm_eps : 1e-5f)) &&
+                                      qp_f32_short_double(a->norm_eps > 0 ? a->norm_eps : 1e-5f)) &&
               cJSON_AddStringToObject(ar, "hiddenActivation", qp_act_name(a->act)) &&
               cJSON_AddNumberToObject(j, "eos_token_id", eos >= 0 ? eos : 2) &&
               (inf = fill_inference(m, head_dim, t)) && cJSON_AddItemToObject(j, "inference", inf);
@@ -423,7 +413,7 @@ cJSON *qp_rdrr_architecture_json(const qp_model *m) {
               cJSON_AddNumberToObject(ar, "vocabSize", (double)(a->vocab > 0 ? a->vocab : m->vocab.n_tokens)) &&
               cJSON_AddNumberToObject(ar, "maxSeqLen", (double)(a->max_pos > 0 ? a->max_pos : 2048)) &&
               cJSON_AddNumberToObject(ar, "ropeTheta",
-                                      f32_as_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f));
+                                      qp_f32_short_double(a->rope_theta > 0 ? a->rope_theta : 10000.0f));
     if (!ok) {
         cJSON_Delete(ar);
         return NULL;

@@ -1,4 +1,6 @@
 /* Exact half-precision conversions (bit manipulation only; no FPU rounding modes involved). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "quantpack/core.h"
@@ -69,4 +71,13 @@ uint16_t qp_fp32_to_bf16(float f) {
     uint32_t u = f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 64u); /* quiet NaN */
     return (uint16_t)((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
+}
+
+double qp_f32_short_double(float f) {
+    char buf[32];
+    for (int p = 6; p <= 9; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+        if ((float)strtod(buf, NULL) == f) return strtod(buf, NULL);
+    }
+    return (double)f;
 }

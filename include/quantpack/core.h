@@ -183,6 +183,9 @@ float qp_fp16_to_fp32(uint16_t h);
 uint16_t qp_fp32_to_fp16(float f);
 float qp_bf16_to_fp32(uint16_t h);
 uint16_t qp_fp32_to_bf16(float f);
+/* The double with the fewest significant digits (6..9) that rounds back to f: 1e-5f -> 1e-05,
+ * so JSON and text show what was meant, not 9.99999974737875e-06. */
+double qp_f32_short_double(float f);
 
 /* ---- atomic output files (core/outfile.c) ---------------------------------------------------
  * Every output is written to ".<name>.quantpack-partial.<pid>.<n>" in the directory of <path>

@@ -1,0 +1,133 @@
+/* Any opened model as a Hugging Face safetensors folder (converters/hf_folder.h,
+ * converters/hf_folder.md). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "converters/hf_folder.h"
+#include "readers/name_map.h"
+#include "writers/safetensors_writer.h"
+
+/* The HF class the Trillim SDK and our HF reader know each family by. */
+static const char *hf_class(qp_family f) {
+    switch (f) {
+    case QP_FAMILY_LLAMA: return "LlamaForCausalLM";
+    case QP_FAMILY_MISTRAL: return "MistralForCausalLM";
+    case QP_FAMILY_QWEN2: return "Qwen2ForCausalLM";
+    case QP_FAMILY_BITNET: return "BitNetForCausalLM";
+    default: return NULL;
+    }
+}
+
+/* Heads whose rows are rotated as adjacent pairs in the source and must become HF's halves:
+ * q and k (weights and biases) of a QP_ROPE_NORM model (llama2.c, GGUF "llama"); else 0. */
+static int64_t pair_heads(const qp_model *m, const qp_tensor *t) {
+    if (m->arch.rope_style != QP_ROPE_NORM || !t->canon) return 0;
+    if (strstr(t->canon, ".attn_q.")) return m->arch.n_heads;
+    if (strstr(t->canon, ".attn_k.")) return m->arch.n_kv_heads;
+    return 0;
+}
+
+/* HF row r of a q/k matrix with `heads` heads over `rows` rows -> the source row: HF keeps each
+ * head's rotation pairs as (j, j + hd/2), the source as (2j, 2j + 1) (llama.cpp's permute, undone). */
+static int64_t source_row(int64_t r, int64_t heads, int64_t rows) {
+    const int64_t hd = rows / heads, half = hd / 2, h = r / hd, i = r % hd;
+    return h * hd + 2 * (i % half) + i / half;
+}
+
+/* The tensor as F32 rows in HF order into out (nelements floats); tmp: the same size. */
+static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out, float *tmp, qp_err *e) {
+    const int64_t n = qp_tensor_nelements(t), heads = pair_heads(m, t);
+    const int64_t row_len = t->n_dims == 1 ? 1 : t->ne[0], rows = n / row_len;
+    float *dst = heads ? tmp : out;
+    if (!qp_encoding_dequantize_tensor(t->enc, t->data, dst, n))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
+    if (!heads) return QP_OK;
+    if (rows % heads || (rows / heads) % 2)
+        return qp_fail(e, QP_ERR_FORMAT, "%s: tensor %s: %lld rows do not split into %lld heads of an even size",
+                       m->path, t->name, (long long)rows, (long long)heads);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(out + r * row_len, tmp + source_row(r, heads, rows) * row_len, (size_t)row_len * sizeof *out);
+    return QP_OK;
+}
+
+static qp_status write_tensors(const qp_model *m, const char *dir, qp_err *e) {
+    char *path = qp_path_join(dir, "model.safetensors");
+    qp_st_writer *w = NULL;
+    qp_status s = path ? qp_st_writer_new(path, &w, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    int64_t largest = 0;
+    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        char hf[256];
+        const char *name = t->canon ? qp_name_map_gguf_to_hf(t->canon, hf, sizeof hf) : NULL;
+        if (!name) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
+            break;
+        }
+        const int64_t shape[2] = {t->n_dims == 1 ? t->ne[0] : t->ne[1], t->ne[0]};
+        if (t->n_dims > 2) s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
+        else s = qp_st_writer_add_tensor(w, name, QP_ENC_F32, t->n_dims, shape, e);
+        if (qp_tensor_nelements(t) > largest) largest = qp_tensor_nelements(t);
+    }
+    if (s == QP_OK) s = qp_st_writer_begin(w, e);
+    float *buf = NULL, *tmp = NULL;
+    if (s == QP_OK && (!(buf = qp_calloc((size_t)largest, sizeof *buf)) || !(tmp = qp_calloc((size_t)largest, sizeof *tmp))))
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory for a tensor of %lld floats", (long long)largest);
+    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        s = decode_tensor(m, t, buf, tmp, e);
+        if (s == QP_OK) s = qp_st_writer_write_tensor(w, buf, (size_t)qp_tensor_nelements(t) * sizeof *buf, e);
+    }
+    if (s == QP_OK) s = qp_st_writer_finish(w, e);
+    else qp_st_writer_abort(w);
+    qp_free(buf);
+    qp_free(tmp);
+    qp_free(path);
+    return s;
+}
+
+/* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
+static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    const char *cls = hf_class(a->family);
+    if (!cls) return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: family %s has no Hugging Face class", m->path, qp_family_name(a->family));
+    const int32_t bos = a->bos_id >= 0 ? a->bos_id : m->vocab.bos_id, eos = a->eos_id >= 0 ? a->eos_id : m->vocab.eos_id;
+    cJSON *j = cJSON_CreateObject(), *archs = cJSON_AddArrayToObject(j, "architectures");
+    bool ok = archs && cJSON_AddItemToArray(archs, cJSON_CreateString(cls)) &&
+              cJSON_AddStringToObject(j, "model_type", qp_family_name(a->family)) &&
+              cJSON_AddNumberToObject(j, "hidden_size", (double)a->hidden) &&
+              cJSON_AddNumberToObject(j, "intermediate_size", (double)a->intermediate) &&
+              cJSON_AddNumberToObject(j, "num_hidden_layers", (double)a->n_layers) &&
+              cJSON_AddNumberToObject(j, "num_attention_heads", (double)a->n_heads) &&
+              cJSON_AddNumberToObject(j, "num_key_value_heads", (double)a->n_kv_heads) &&
+              cJSON_AddNumberToObject(j, "head_dim", (double)a->head_dim) &&
+              cJSON_AddNumberToObject(j, "vocab_size", (double)a->vocab) &&
+              cJSON_AddNumberToObject(j, "max_position_embeddings", (double)a->max_pos) &&
+              cJSON_AddNumberToObject(j, "rms_norm_eps", qp_f32_short_double(a->norm_eps)) &&
+              cJSON_AddNumberToObject(j, "rope_theta", qp_f32_short_double(a->rope_theta)) &&
+              cJSON_AddStringToObject(j, "hidden_act", a->act == QP_ACT_RELU2 ? "relu2" : "silu") &&
+              cJSON_AddBoolToObject(j, "tie_word_embeddings", a->tie_embeddings) &&
+              cJSON_AddBoolToObject(j, "attention_bias", a->qkv_bias) &&
+              (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&
+              (eos < 0 || cJSON_AddNumberToObject(j, "eos_token_id", eos)) &&
+              cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    char *text = ok ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    char *path = qp_path_join(dir, "config.json");
+    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    free(text);
+    qp_free(path);
+    return s;
+}
+
+qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
+    qp_status s = write_config(m, dir, e);
+    if (s == QP_OK) s = write_tensors(m, dir, e);
+    if (s == QP_OK && m->vocab.hf_json) {
+        char *path = qp_path_join(dir, "tokenizer.json");
+        s = path ? qp_file_write_atomic(path, m->vocab.hf_json, m->vocab.hf_json_len, e)
+                 : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_free(path);
+    }
+    return s;
+}
