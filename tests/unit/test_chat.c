@@ -120,8 +120,40 @@ static void check_hostile(void) {
     QP_CHECK(qp_jinja_render("hello", 5, NULL, &lim, &out, NULL, &e) == QP_ERR_LIMIT && !out);
 }
 
+/* Every prefix of every built-in template, and each with one byte changed at every position to
+ * '{', '}', '%', '(' or '\'': a status, never a crash or a leak (ASan); no output on failure. */
+static void check_mutations(void) {
+    static const char subst[] = "{}%('";
+    int renders = 0, accepted = 0;
+    for (const char *const *nm = qp_chat_builtin_names(); *nm; nm++) {
+        const char *t = qp_chat_builtin_template(*nm);
+        size_t n = strlen(t);
+        char *buf = qp_malloc(n + 1);
+        QP_CHECK(buf != NULL);
+        for (size_t i = 0; buf && i <= n; i++) {
+            for (int k = -1; k < 5; k++) {
+                memcpy(buf, t, n + 1);
+                size_t len = k < 0 ? i : n;
+                if (k >= 0 && i < n) buf[i] = subst[k];
+                else if (k >= 0) continue;
+                char *out = NULL;
+                qp_err e = {0};
+                qp_status s = qp_jinja_render(buf, len, NULL, NULL, &out, NULL, &e);
+                renders++;
+                accepted += s == QP_OK;
+                if (!(s == QP_OK ? out != NULL : out == NULL && e.msg[0] != '\0'))
+                    QP_CHECK_MSG(false, "%s mutated at %zu (%d): status %s", *nm, i, k, qp_status_name(s));
+                qp_free(out);
+            }
+        }
+        qp_free(buf);
+    }
+    QP_CHECK(renders > 5000 && accepted > 0 && accepted < renders);
+}
+
 int main(void) {
     check_choices();
     check_hostile();
+    check_mutations();
     return qp_test_finish();
 }
