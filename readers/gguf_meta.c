@@ -405,10 +405,12 @@ bool qp_gguf_scale_name(const char *weight_name, char *buf, size_t n) {
 }
 
 bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale) {
+    return t && qp_encoding_has_sibling_scale(t->enc) && qp_gguf_projection_scale(m, t, scale);
+}
+
+bool qp_gguf_projection_scale(const qp_model *m, const qp_tensor *t, float *scale) {
     char name[160];
-    if (!m || !t || !qp_encoding_has_sibling_scale(t->enc) ||
-        !qp_gguf_scale_name(t->name, name, sizeof name))
-        return false;
+    if (!m || !t || !qp_gguf_scale_name(t->name, name, sizeof name)) return false;
     const qp_tensor *s = qp_model_find(m, name);
     if (!s || !s->data || qp_tensor_nelements(s) != 1 || (s->enc != QP_ENC_F32 && s->enc != QP_ENC_F16))
         return false;

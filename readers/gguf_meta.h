@@ -61,6 +61,10 @@ bool qp_gguf_scale_name(const char *weight_name, char *buf, size_t n);
  * when t is not QK256 or has no such sibling (BitNet-rs GgmlQk256NoScale: scale 1). The rows of
  * t decode at unit scale (LUT [-2,-1,+1,+2]); the weights are the rows times this scale. */
 bool qp_gguf_sibling_scale(const qp_model *m, const qp_tensor *t, float *scale);
+/* The same for a weight of any encoding: the one F32/F16 element of "<base>.scale" when present
+ * (llama.cpp's and bitnet.cpp's optional per-tensor BitNet scales, blk.N.attn_q.scale ...:
+ * their graphs multiply the projection's result by it). False when absent or not one element. */
+bool qp_gguf_projection_scale(const qp_model *m, const qp_tensor *t, float *scale);
 
 /* Fills m->arch_name, m->arch and m->vocab from GGUF metadata and the tensor table (call after
  * every tensor is added). Inconsistent tokenizer arrays, and quantpack keys that contradict the

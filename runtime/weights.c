@@ -104,6 +104,21 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
     return QP_OK;
 }
 
+/* A BitNet projection's "<base>.scale", when present, must be what llama.cpp creates for it (one
+ * element; F32 or F16 here): anything else would be silently ignored, so it is refused. */
+static qp_status check_projection_scale(const qp_model *m, const char *name, bool bitnet_proj,
+                                        qp_err *e) {
+    char sn[160];
+    const qp_tensor *st = bitnet_proj && qp_gguf_scale_name(name, sn, sizeof sn)
+                              ? qp_model_find(m, sn) : NULL;
+    if (!st || (qp_tensor_nelements(st) == 1 && (st->enc == QP_ENC_F32 || st->enc == QP_ENC_F16)))
+        return QP_OK;
+    return qp_fail(e, QP_ERR_CORRUPT, "%s: scale tensor '%s' at offset %llu of '%s': %s with "
+                   "%lld elements; one F32 or F16 element expected", m->path, sn,
+                   (unsigned long long)st->offset, name, qp_encoding_get(st->enc)->upper_name,
+                   (long long)qp_tensor_nelements(st));
+}
+
 /* bitnet_proj: one of the seven projections of a BitNet b1.58 model, whose inputs are int8-
  * quantized per token whatever the weight encoding when act_int8 (the model's arithmetic), and
  * stay float otherwise (llama.cpp's "bitnet"; runtime.md). */
@@ -136,9 +151,12 @@ static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int
                        "tensor scale", m->path, name, (unsigned long long)t->offset,
                        tr->upper_name);
     /* QK256 keeps its per-tensor scale in a sibling F32 "<base>.scale" (converters/recipes.md);
-     * without one the rows run at unit scale (BitNet-rs GgmlQk256NoScale) */
+     * without one the rows run at unit scale (BitNet-rs GgmlQk256NoScale). A BitNet projection
+     * of any encoding may have one too: llama.cpp's and bitnet.cpp's graphs multiply the
+     * product by it (their optional wq_scale ... ffn_down_scale; runtime.md). */
     float sib;
-    if (qp_gguf_sibling_scale(m, t, &sib)) {
+    if ((s = check_projection_scale(m, name, bitnet_proj, e)) != QP_OK) return s;
+    if (bitnet_proj ? qp_gguf_projection_scale(m, t, &sib) : qp_gguf_sibling_scale(m, t, &sib)) {
         if (!isfinite(sib))
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': its sibling scale is not finite",
                            m->path, name);

@@ -46,6 +46,9 @@ static const char *g_skip; /* a tensor build() leaves out */
 static bool g_tern_vals;    /* build(): projections exactly ternary whatever the encoding */
 static float g_sib_scale;   /* build(): QK256 matrices get a sibling "<base>.scale" of this value */
 static int g_ref_actq = -1; /* reference: -1 the runtime.md rule, 0 never quantize activations */
+static bool g_bitnet_silu;  /* build(): a BitNet model is llama.cpp's "bitnet" (SiLU, float
+                               activations); the reference follows */
+static bool g_scale_any;    /* build(): every blk.* matrix (any encoding) gets the sibling scale */
 static float frand(void) { /* uniform in [-1, 1) */
     g_rng ^= g_rng << 13;
     g_rng ^= g_rng >> 7;
@@ -98,7 +101,8 @@ static void add(built *b, const char *name, int64_t rows, int64_t cols, qp_encod
     t->ne[1] = r;
     t->data = bytes;
     t->nbytes = nb;
-    if (enc == QP_ENC_QK256 && g_sib_scale != 0.0f) { /* weights = rows * sibling scale */
+    bool sib = enc == QP_ENC_QK256 || (g_scale_any && rows && strncmp(name, "blk.", 4) == 0);
+    if (sib && g_sib_scale != 0.0f) { /* weights = rows * sibling scale */
         for (int64_t k = 0; k < n; k++) v[k] *= g_sib_scale;
         char sn[64];
         snprintf(sn, sizeof sn, "%.*s.scale", (int)(strlen(name) - strlen(".weight")), name);
@@ -127,8 +131,9 @@ static void build(built *b, const cfg *c, uint64_t seed) {
     a->tie_embeddings = c->tied;
     a->qkv_bias = c->bias;
     a->sub_norms = c->sub_norms;
-    a->act = c->family == QP_FAMILY_BITNET ? QP_ACT_RELU2 : QP_ACT_SILU;
-    a->act_int8 = c->family == QP_FAMILY_BITNET; /* the 2B4T kind (bitnet-b1.58) */
+    /* BitNet: the 2B4T kind (bitnet-b1.58), or llama.cpp's "bitnet" with g_bitnet_silu */
+    a->act = c->family == QP_FAMILY_BITNET && !g_bitnet_silu ? QP_ACT_RELU2 : QP_ACT_SILU;
+    a->act_int8 = c->family == QP_FAMILY_BITNET && !g_bitnet_silu;
     int hd = c->dim / c->heads, kvd = c->kv * hd;
     bool tern = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
     bool ints = (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_INT) != 0;
@@ -216,9 +221,9 @@ static void ref_forward(const built *b, const cfg *c, const int32_t *toks, int n
     int dim = c->dim, hd = dim / c->heads, kvd = c->kv * hd, ffn = c->ffn;
     /* int8 activations on the seven projections: BitNet whatever the encoding, else ternary
        encodings (runtime.md "BitNet activation quantization") */
-    bool aq = c->family == QP_FAMILY_BITNET ||
-              (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
-    if (g_ref_actq == 0) aq = false;
+    bool bn = c->family == QP_FAMILY_BITNET, relu2 = bn && !g_bitnet_silu;
+    bool aq = bn ? relu2 : (qp_encoding_get(c->mat_enc)->flags & QP_ENC_FLAG_TERNARY) != 0;
+    if (g_ref_actq >= 0) aq = g_ref_actq != 0;
     static double kc[8][64][512], vc[8][64][512];
     double x[1024], h[1024], q[1024], k[1024], v[1024], att[1024], o[1024], g[1024], u[1024];
     char nm[64];
@@ -279,8 +284,7 @@ static void ref_forward(const built *b, const cfg *c, const int32_t *toks, int n
             ref_proj(b, N("ffn_gate.weight"), ffn, dim, aq, h, g);
             ref_proj(b, N("ffn_up.weight"), ffn, dim, aq, h, u);
             for (int i = 0; i < ffn; i++) {
-                double a = c->family == QP_FAMILY_BITNET ? (g[i] > 0 ? g[i] * g[i] : 0.0)
-                                                         : g[i] / (1.0 + exp(-g[i]));
+                double a = relu2 ? (g[i] > 0 ? g[i] * g[i] : 0.0) : g[i] / (1.0 + exp(-g[i]));
                 g[i] = a * u[i];
             }
             if (c->sub_norms) {
@@ -498,6 +502,56 @@ static void test_bitnet(void) {
     unbuild(&b);
 }
 
+/* Issue 20: llama.cpp's "bitnet" (the 1bitLLM kind): SiLU and float activations, with the
+ * optional per-tensor "<base>.scale" of any encoding multiplying each projection (llama.cpp's
+ * wq_scale ... ffn_down_scale), against the double reference of that graph; the same model
+ * read with int8 activations or without the scales must differ (the checks can fail). */
+static void test_bitnet_silu(void) {
+    cfg c = {256, 256, 1, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0};
+    qp_encoding encs[] = {QP_ENC_TQ2_0, QP_ENC_F16, QP_ENC_TQ1_0};
+    g_bitnet_silu = g_tern_vals = true;
+    for (int i = 0; i < 3; i++) {
+        c.mat_enc = encs[i];
+        const char *en = qp_encoding_get(encs[i])->name;
+        built b, bs;
+        build(&b, &c, 31);
+        g_scale_any = true;
+        g_sib_scale = 0.5f;
+        build(&bs, &c, 31);
+        g_scale_any = false;
+        g_sib_scale = 0.0f;
+        QP_CHECK(qp_model_find(bs.m, "blk.0.attn_q.scale") != NULL);
+        QP_CHECK(!b.m->arch.act_int8 && b.m->arch.act == QP_ACT_SILU);
+        double d = run_vs_ref(&b, &c, k_toks, NTOK, 2, NULL);
+        double ds = run_vs_ref(&bs, &c, k_toks, NTOK, 2, NULL);
+        QP_CHECK_MSG(d < 2e-3 && ds < 2e-3, "bitnet silu %s: max |diff| %g, with scales %g", en,
+                     d, ds);
+        g_ref_actq = 1;
+        double d8 = run_vs_ref(&b, &c, k_toks, NTOK, 2, NULL);
+        g_ref_actq = -1;
+        float a[64], u[64];
+        run_vs_ref(&b, &c, k_toks, 4, 1, a);
+        run_vs_ref(&bs, &c, k_toks, 4, 1, u);
+        QP_CHECK_MSG(d8 > 10 * 2e-3, "bitnet silu %s: int8 activations change logits by only %g",
+                     en, d8);
+        QP_CHECK_MSG(maxdiff(a, u, 40) > 0.1, "bitnet silu %s: scales change logits by only %g",
+                     en, maxdiff(a, u, 40));
+        printf("bitnet silu %s vs reference: %.3g, with 0.5 scales %.3g; reference with int8 "
+               "activations %.3g away\n", en, d, ds, d8);
+        /* a scale tensor llama.cpp would not create ({1}) is refused, not ignored */
+        qp_tensor *st = (qp_tensor *)qp_model_find(bs.m, "blk.0.ffn_up.scale");
+        qp_runtime *rt = NULL;
+        qp_err e = {0};
+        if (st) st->ne[0] = 2;
+        QP_CHECK(st && qp_runtime_new(bs.m, NULL, &rt, &e) == QP_ERR_CORRUPT && rt == NULL);
+        QP_CHECK_MSG(strstr(e.msg, "blk.0.ffn_up.scale") != NULL, "message: %s", e.msg);
+        if (st) st->ne[0] = 1;
+        unbuild(&b);
+        unbuild(&bs);
+    }
+    g_bitnet_silu = g_tern_vals = false;
+}
+
 static void test_errors(void) {
     cfg c = {16, 24, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32};
     built b;
@@ -679,6 +733,7 @@ int main(void) {
     test_llama();
     test_variants();
     test_bitnet();
+    test_bitnet_silu();
     test_errors();
     return qp_test_finish();
 }
