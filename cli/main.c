@@ -32,13 +32,15 @@ static const struct {
     const char *name;
     cmd_fn fn;
     bool writes;
+    const char *summary;
 } k_companions[] = {
-    {"quantpack-inspect", qp_cmd_inspect, false},
-    {"bullet-pack", qp_cmd_bullet_pack, true},
-    {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr, true},
-    {"trillim-quantize", qp_cmd_trillim_quantize, true},
-    {"inference", qp_cmd_inference, false},
-    {"trillim-inference", qp_cmd_trillim_inference, false},
+    {"quantpack-inspect", qp_cmd_inspect, false, NULL},
+    {"bullet-pack", qp_cmd_bullet_pack, true, "pack a model as a .bullet file for bullet-core"},
+    {"gguf-to-rdrr", qp_cmd_gguf_to_rdrr, true, "package a GGUF file as an RDRR directory"},
+    {"trillim-quantize", qp_cmd_trillim_quantize, true, "Trillim SDK v1 quantizer (TRLM)"},
+    {"inference", qp_cmd_inference, false, "Trillim protocol v1 on stdin/stdout"},
+    {"trillim-inference", qp_cmd_trillim_inference, false,
+     "the current Trillim SDK's key=value protocol on stdin/stdout"},
 };
 
 static void usage(FILE *f) {
@@ -47,6 +49,11 @@ static void usage(FILE *f) {
                "commands:\n", QP_VERSION_STRING);
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(f, "  %-10s %s\n", k_commands[i].name, k_commands[i].summary);
+    fprintf(f, "\ncompanion names (links to this program; NAME --help):\n");
+    for (size_t i = 0; i < sizeof k_companions / sizeof k_companions[0]; i++)
+        if (k_companions[i].summary)
+            fprintf(f, "  %-16s %s\n", k_companions[i].name, k_companions[i].summary);
+    fprintf(f, "\nquantpack --version, NAME --version: the version\n");
     fprintf(f, "\nexit codes: 0 ok, 1 verification failed, 2 usage error, 3 bad or unsupported "
                "input, 4 I/O error or out of memory, 5 internal error\n");
 }
@@ -59,6 +66,11 @@ int main(int argc, char **argv) {
     if (fail_after && qp_cli_parse_i64(fail_after, 0, LONG_MAX, &n_ok)) qp_alloc_fail_after((long)n_ok);
     const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
     base = base ? base + 1 : (argc > 0 ? argv[0] : "quantpack");
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) { /* every name answers it */
+        if (strcmp(base, "quantpack") == 0) printf("quantpack %s\n", QP_VERSION_STRING);
+        else printf("%s (quantpack) %s\n", base, QP_VERSION_STRING);
+        return qp_cli_flush_stdout();
+    }
     for (size_t i = 0; i < sizeof k_companions / sizeof k_companions[0]; i++)
         if (strcmp(base, k_companions[i].name) == 0) {
             if (k_companions[i].writes) qp_cli_clean_up_on_signals();
@@ -70,10 +82,6 @@ int main(int argc, char **argv) {
     }
     if (qp_cli_is_help(argv[1])) {
         usage(stdout);
-        return QP_EXIT_OK;
-    }
-    if (strcmp(argv[1], "--version") == 0) {
-        printf("quantpack %s\n", QP_VERSION_STRING);
         return QP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)

@@ -406,6 +406,11 @@ qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp
     uint64_t done = 0;
     float qk_scale = 1.0f;
     for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
+        if (o->cancel && atomic_load(o->cancel)) {
+            s = qp_fail(e, QP_ERR_CANCELLED, "%s: cancelled before tensor '%s' (%lld of %lld)",
+                        out_path, plan->t[i].name, (long long)i + 1, (long long)plan->n);
+            break;
+        }
         s = write_entry(m, &plan->t[i], o, w, &qk_scale, e);
         if (s != QP_OK) {
             qp_err_prefix(e, "while writing %s: ", out_path);

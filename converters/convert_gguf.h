@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "converters/recipe.h"
+#include "quantpack/convert.h"
 #include "quantpack/model.h"
 
 #define QP_CONVERT_CHUNK_BYTES ((size_t)16 << 20)
@@ -27,6 +28,7 @@ typedef struct qp_convert_opts {
     bool allow_nonfinite;        /* write NaN/Inf weights instead of refusing them */
     qp_convert_progress_fn progress;
     void *progress_ud;
+    const qp_cancel_flag *cancel; /* NULL or set: stop before the next tensor (QP_ERR_CANCELLED) */
 } qp_convert_opts;
 
 /* Fills the recipe options the source implies (q/k permutation, sort, layer count, 70B). */

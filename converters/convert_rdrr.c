@@ -654,6 +654,11 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
     if (!(changes.list = cJSON_CreateArray())) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
     int64_t n = have_plan ? plan.n : m->n_tensors, padded_count = 0;
     for (int64_t i = 0; s == QP_OK && i < n; i++) {
+        if (o->cancel && atomic_load(o->cancel)) {
+            s = qp_fail(e, QP_ERR_CANCELLED, "%s: cancelled before tensor %lld of %lld", out_dir,
+                        (long long)i + 1, (long long)n);
+            break;
+        }
         qp_plan_entry one;
         const qp_plan_entry *pe = have_plan ? &plan.t[i] : NULL;
         if (!have_plan) { /* gguf-to-rdrr: the source's bytes, or their exact F32 decoding */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "converters/recipe.h"
+#include "quantpack/convert.h"
 #include "quantpack/model.h"
 #include "writers/rdrr_writer.h"
 
@@ -30,6 +31,7 @@ typedef struct qp_rdrr_convert_opts {
     qp_rdrr_writer_opts w;       /* shard size, signing key, replace, ... */
     qp_rdrr_progress_fn progress;
     void *progress_ud;
+    const qp_cancel_flag *cancel; /* NULL or set: stop before the next tensor (QP_ERR_CANCELLED) */
 } qp_rdrr_convert_opts;
 
 typedef struct qp_rdrr_convert_result {

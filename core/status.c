@@ -2,10 +2,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "quantpack/status.h"
+#include "quantpack/quantpack.h"
 
 static const char *const k_status_names[QP_STATUS_COUNT] = {
     "OK", "IO", "NOMEM", "FORMAT", "CORRUPT", "UNSUPPORTED", "LIMIT", "ARG", "VERIFY", "INTERNAL",
+    "CANCELLED",
 };
 
 const char *qp_status_name(qp_status s) {
@@ -37,3 +38,5 @@ void qp_err_prefix(qp_err *e, const char *fmt, ...) {
     memcpy(e->msg, prefix, pl);
     e->msg[pl + ml] = '\0';
 }
+
+const char *qp_version(void) { return QP_VERSION_STRING; }

@@ -25,7 +25,7 @@ typedef struct qp_chat_message {
  * chat_template string or the "default" of a named list, RDRR manifest tokenizer.chatTemplate,
  * TRLM folder's tokenizer_config.json), or NULL. Borrowed; valid until qp_model_close. Every
  * reader keeps it as the model metadata string "tokenizer.chat_template". */
-const char *qp_model_chat_template(const qp_model *m);
+QP_API const char *qp_model_chat_template(const qp_model *m);
 
 /* Renders msgs with tmpl_override (template text, or a built-in name such as "llama2",
  * "llama3", "chatml", "mistral", "phi3", "gemma", "zephyr", "bitnet"), or when NULL the
@@ -37,7 +37,7 @@ const char *qp_model_chat_template(const qp_model *m);
  * Errors: QP_ERR_ARG for an override that is neither a built-in name nor template text, or a
  * template that raised (raise_exception: e.g. roles that do not alternate); QP_ERR_LIMIT when a
  * template exceeds the interpreter's bounds; QP_ERR_NOMEM. */
-QP_NODISCARD qp_status qp_chat_render(const qp_model *m, const char *tmpl_override,
+QP_API QP_NODISCARD qp_status qp_chat_render(const qp_model *m, const char *tmpl_override,
                                       const qp_chat_message *msgs, size_t n_msgs,
                                       bool add_generation_prompt, char **out, qp_err *e);
 
@@ -50,19 +50,19 @@ typedef struct qp_chat_render_info {
 } qp_chat_render_info;
 
 /* qp_chat_render, filling *info (may be NULL) with what ran. */
-QP_NODISCARD qp_status qp_chat_render_ex(const qp_model *m, const char *tmpl_override,
+QP_API QP_NODISCARD qp_status qp_chat_render_ex(const qp_model *m, const char *tmpl_override,
                                          const qp_chat_message *msgs, size_t n_msgs,
                                          bool add_generation_prompt, char **out,
                                          qp_chat_render_info *info, qp_err *e);
 
 /* The Jinja text of a built-in template ("chatml", "llama2", ...; see qp_chat_builtin_names),
  * or NULL for an unknown name. Static. */
-const char *qp_chat_builtin_template(const char *name);
+QP_API const char *qp_chat_builtin_template(const char *name);
 /* NULL-terminated list of the built-in names. Static. */
-const char *const *qp_chat_builtin_names(void);
+QP_API const char *const *qp_chat_builtin_names(void);
 /* The built-in llama.cpp's pattern detection picks for template text (llm_chat_detect_template
  * order, restricted to our built-ins), or NULL when nothing matches. Static. */
-const char *qp_chat_detect_builtin(const char *tmpl);
+QP_API const char *qp_chat_detect_builtin(const char *tmpl);
 
 #ifdef __cplusplus
 }

@@ -15,16 +15,16 @@ extern "C" {
 #endif
 
 /* ---- allocation (one wrapper so tests can inject failure) ---------------------------------- */
-void *qp_malloc(size_t n);
-void *qp_calloc(size_t count, size_t size); /* overflow-checked */
-void *qp_realloc(void *p, size_t n);
-void qp_free(void *p);                      /* qp_free(NULL) is fine */
-char *qp_strdup(const char *s);
-char *qp_strndup(const char *s, size_t n);
+QP_API void *qp_malloc(size_t n);
+QP_API void *qp_calloc(size_t count, size_t size); /* overflow-checked */
+QP_API void *qp_realloc(void *p, size_t n);
+QP_API void qp_free(void *p);                      /* qp_free(NULL) is fine */
+QP_API char *qp_strdup(const char *s);
+QP_API char *qp_strndup(const char *s, size_t n);
 /* Test hook: after `n` more successful allocations every allocation fails; -1 disables. Returns
  * the previous setting's count of allocations left (so a test can count the allocations a call
  * made through these wrappers). Thread-safe. */
-long qp_alloc_fail_after(long n);
+QP_API long qp_alloc_fail_after(long n);
 
 /* ---- checked arithmetic ------------------------------------------------------------------- */
 static inline bool qp_size_mul(size_t a, size_t b, size_t *out) {
@@ -142,27 +142,27 @@ enum {
 };
 /* Opens path for reading under the rules above; *fd (O_CLOEXEC, blocking again) and *size on
  * success. */
-QP_NODISCARD qp_status qp_file_open_regular(const char *path, unsigned flags, int *fd, uint64_t *size,
+QP_API QP_NODISCARD qp_status qp_file_open_regular(const char *path, unsigned flags, int *fd, uint64_t *size,
                                             qp_err *e);
-QP_NODISCARD qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e);
-QP_NODISCARD qp_status qp_file_map_flags(const char *path, unsigned flags, qp_mapped_file *out, qp_err *e);
-void qp_file_unmap(qp_mapped_file *f); /* idempotent; a zeroed struct is fine */
+QP_API QP_NODISCARD qp_status qp_file_map(const char *path, qp_mapped_file *out, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_file_map_flags(const char *path, unsigned flags, qp_mapped_file *out, qp_err *e);
+QP_API void qp_file_unmap(qp_mapped_file *f); /* idempotent; a zeroed struct is fine */
 /* Reads a whole (small) file into a NUL-terminated heap buffer; fails past max_size. */
-QP_NODISCARD qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len,
+QP_API QP_NODISCARD qp_status qp_file_read_all(const char *path, size_t max_size, char **out, size_t *out_len,
                                         qp_err *e);
-QP_NODISCARD qp_status qp_file_read_all_flags(const char *path, unsigned flags, size_t max_size, char **out,
+QP_API QP_NODISCARD qp_status qp_file_read_all_flags(const char *path, unsigned flags, size_t max_size, char **out,
                                               size_t *out_len, qp_err *e);
 /* Reads up to cap bytes from the start of a regular file (format detection): *got and the file's
  * *size. */
-QP_NODISCARD qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got, uint64_t *size,
+QP_API QP_NODISCARD qp_status qp_file_read_head(const char *path, void *buf, size_t cap, size_t *got, uint64_t *size,
                                          qp_err *e);
 /* QP_OK when path is a regular file (with QP_FILE_NOFOLLOW: and not a symbolic link); otherwise
  * QP_ERR_IO naming what it is. Opens nothing. */
-QP_NODISCARD qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e);
-bool qp_path_is_dir(const char *path);
-bool qp_path_exists(const char *path);
+QP_API QP_NODISCARD qp_status qp_path_check_regular(const char *path, unsigned flags, qp_err *e);
+QP_API bool qp_path_is_dir(const char *path);
+QP_API bool qp_path_exists(const char *path);
 /* Joins dir + "/" + name into a new heap string. */
-char *qp_path_join(const char *dir, const char *name);
+QP_API char *qp_path_join(const char *dir, const char *name);
 
 /* ---- arena: many small allocations freed at once ------------------------------------------- */
 typedef struct qp_arena_chunk qp_arena_chunk;
@@ -170,22 +170,22 @@ typedef struct qp_arena {
     qp_arena_chunk *head;
 } qp_arena;
 
-void *qp_arena_alloc(qp_arena *a, size_t n); /* 16-byte aligned, zeroed; NULL on failure */
-char *qp_arena_strndup(qp_arena *a, const char *s, size_t n);
-char *qp_arena_strdup(qp_arena *a, const char *s);
-void qp_arena_free(qp_arena *a);
+QP_API void *qp_arena_alloc(qp_arena *a, size_t n); /* 16-byte aligned, zeroed; NULL on failure */
+QP_API char *qp_arena_strndup(qp_arena *a, const char *s, size_t n);
+QP_API char *qp_arena_strdup(qp_arena *a, const char *s);
+QP_API void qp_arena_free(qp_arena *a);
 
 /* ---- half precision: exact conversions -------------------------------------------------------
  * F16 -> F32 and BF16 -> F32 are exact. F32 -> F16 rounds to nearest even, keeps subnormals,
  * maps NaN to 0x7E00 (as ggml). F32 -> BF16 rounds as ggml: (u + 0x7fff + ((u>>16)&1)) >> 16,
  * NaN -> quiet NaN. */
-float qp_fp16_to_fp32(uint16_t h);
-uint16_t qp_fp32_to_fp16(float f);
-float qp_bf16_to_fp32(uint16_t h);
-uint16_t qp_fp32_to_bf16(float f);
+QP_API float qp_fp16_to_fp32(uint16_t h);
+QP_API uint16_t qp_fp32_to_fp16(float f);
+QP_API float qp_bf16_to_fp32(uint16_t h);
+QP_API uint16_t qp_fp32_to_bf16(float f);
 /* The double with the fewest significant digits (6..9) that rounds back to f: 1e-5f -> 1e-05,
  * so JSON and text show what was meant, not 9.99999974737875e-06. */
-double qp_f32_short_double(float f);
+QP_API double qp_f32_short_double(float f);
 
 /* ---- atomic output files (core/outfile.c) ---------------------------------------------------
  * Every output is written to ".<name>.quantpack-partial.<pid>.<n>" in the directory of <path>
@@ -196,18 +196,18 @@ double qp_f32_short_double(float f);
  * qp_outputs_remove_partials can remove them (a signal handler thread does; core/outfile.md). */
 typedef struct qp_outfile qp_outfile;
 
-QP_NODISCARD qp_status qp_outfile_open(const char *path, qp_outfile **out, qp_err *e);
-QP_NODISCARD qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_outfile_open(const char *path, qp_outfile **out, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_outfile_write(qp_outfile *f, const void *data, size_t n, qp_err *e);
 /* Writes zero bytes up to the next multiple of alignment (any value >= 1). */
-QP_NODISCARD qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e);
-uint64_t qp_outfile_tell(const qp_outfile *f); /* bytes written so far */
-const char *qp_outfile_path(const qp_outfile *f); /* final path; borrowed */
+QP_API QP_NODISCARD qp_status qp_outfile_pad(qp_outfile *f, size_t alignment, qp_err *e);
+QP_API uint64_t qp_outfile_tell(const qp_outfile *f); /* bytes written so far */
+QP_API const char *qp_outfile_path(const qp_outfile *f); /* final path; borrowed */
 /* Flushes, fsyncs and renames onto the final path. Always frees f: on any error (now or
  * earlier) the temporary file is removed and the error returned. */
-QP_NODISCARD qp_status qp_outfile_commit(qp_outfile *f, qp_err *e);
-void qp_outfile_abort(qp_outfile *f); /* removes the temporary file and frees f; NULL is fine */
+QP_API QP_NODISCARD qp_status qp_outfile_commit(qp_outfile *f, qp_err *e);
+QP_API void qp_outfile_abort(qp_outfile *f); /* removes the temporary file and frees f; NULL is fine */
 /* One-shot: writes n bytes atomically to path. */
-QP_NODISCARD qp_status qp_file_write_atomic(const char *path, const void *data, size_t n, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_file_write_atomic(const char *path, const void *data, size_t n, qp_err *e);
 
 /* Directory outputs (packages): files are written into the staging folder
  * ".<name>.quantpack-partial.<pid>.<n>" beside dir (use qp_outdir_path or qp_outdir_join), which
@@ -224,12 +224,12 @@ typedef struct qp_outdir_kind {
 } qp_outdir_kind;
 typedef struct qp_outdir qp_outdir;
 
-QP_NODISCARD qp_status qp_outdir_open(const char *dir, const qp_outdir_kind *kind, bool replace,
+QP_API QP_NODISCARD qp_status qp_outdir_open(const char *dir, const qp_outdir_kind *kind, bool replace,
                                       qp_outdir **out, qp_err *e);
-const char *qp_outdir_path(const qp_outdir *d); /* the staging folder; borrowed */
-char *qp_outdir_join(const qp_outdir *d, const char *name); /* heap string; NULL on OOM */
-QP_NODISCARD qp_status qp_outdir_commit(qp_outdir *d, qp_err *e); /* always frees d */
-void qp_outdir_abort(qp_outdir *d);                               /* NULL is fine */
+QP_API const char *qp_outdir_path(const qp_outdir *d); /* the staging folder; borrowed */
+QP_API char *qp_outdir_join(const qp_outdir *d, const char *name); /* heap string; NULL on OOM */
+QP_API QP_NODISCARD qp_status qp_outdir_commit(qp_outdir *d, qp_err *e); /* always frees d */
+QP_API void qp_outdir_abort(qp_outdir *d);                               /* NULL is fine */
 
 /* ---- the output rule of every command (zstd's): core/outfile.md ----------------------------
  * Before anything is written: an output that resolves to an input (same device and inode,
@@ -243,19 +243,19 @@ typedef struct qp_output_rule {
     const qp_outdir_kind *kind; /* folder outputs: the package kind that may be replaced */
     const char *const *inputs;  /* NULL-terminated paths the command reads; NULL: none */
 } qp_output_rule;
-QP_NODISCARD qp_status qp_output_check(const char *path, const qp_output_rule *rule, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_output_check(const char *path, const qp_output_rule *rule, qp_err *e);
 /* The name a partial output of path takes: ".<name>.quantpack-partial.<pid>.<n>" beside it, n
  * unique in the process (heap string; NULL on OOM). For writers that create their own file (keys:
  * link(2) instead of rename). */
-char *qp_output_partial_name(const char *path);
+QP_API char *qp_output_partial_name(const char *path);
 /* Removes the partial outputs of path left by runs that were killed (their process is gone):
  * ".<name>.quantpack-partial.<pid>.*" beside path. *removed (optional) counts them. */
-QP_NODISCARD qp_status qp_output_remove_stale(const char *path, int *removed, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_output_remove_stale(const char *path, int *removed, qp_err *e);
 /* Removes every partial output this process has open (files and staging folders). Safe to call
  * from any thread, at any time; outputs committed or aborted since are not touched. */
-void qp_outputs_remove_partials(void);
+QP_API void qp_outputs_remove_partials(void);
 /* Removes a file or a whole directory tree (symlinks are removed, never followed). */
-QP_NODISCARD qp_status qp_path_remove_tree(const char *path, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_path_remove_tree(const char *path, qp_err *e);
 
 #ifdef __cplusplus
 }

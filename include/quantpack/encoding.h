@@ -142,72 +142,72 @@ typedef struct qp_encoding_traits {
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */
-const qp_encoding_traits *qp_encoding_get(qp_encoding enc);
+QP_API const qp_encoding_traits *qp_encoding_get(qp_encoding enc);
 /* The GGUF type id a tensor of this encoding is written under: its own ggml_type, else its
  * gguf_shared_type; -1 when GGUF cannot hold it. */
-int qp_encoding_gguf_type(qp_encoding enc);
+QP_API int qp_encoding_gguf_type(qp_encoding enc);
 /* Whether an encoding's tensor scale is a "<base>.scale" sibling (QP_ENC_FLAG_SIBLING_SCALE). */
-bool qp_encoding_has_sibling_scale(qp_encoding enc);
+QP_API bool qp_encoding_has_sibling_scale(qp_encoding enc);
 /* The encoding a quantpack.i2s.flavour value names (gguf_flavour); QP_ENC_COUNT when none. */
-qp_encoding qp_encoding_from_gguf_flavour(const char *flavour);
+QP_API qp_encoding qp_encoding_from_gguf_flavour(const char *flavour);
 /* Lookups; return QP_ENC_COUNT when there is no match. */
-qp_encoding qp_encoding_from_name(const char *lower_or_upper_name);
-qp_encoding qp_encoding_from_ggml_type(int64_t ggml_type);
-qp_encoding qp_encoding_from_st_dtype(const char *dtype, size_t len);
+QP_API qp_encoding qp_encoding_from_name(const char *lower_or_upper_name);
+QP_API qp_encoding qp_encoding_from_ggml_type(int64_t ggml_type);
+QP_API qp_encoding qp_encoding_from_st_dtype(const char *dtype, size_t len);
 
 /* Bytes of n elements (n must be a multiple of block_elems), excluding any tensor trailer.
  * False when n is negative, not a multiple, or the size overflows. */
-bool qp_encoding_row_bytes(qp_encoding enc, int64_t n, size_t *out);
+QP_API bool qp_encoding_row_bytes(qp_encoding enc, int64_t n, size_t *out);
 /* Bytes of n elements zero-padded up to whole blocks: ceil(n / block_elems) * block_bytes
  * (no trailer). False when n is negative or the size overflows. */
-bool qp_encoding_padded_row_bytes(qp_encoding enc, int64_t n, size_t *out);
+QP_API bool qp_encoding_padded_row_bytes(qp_encoding enc, int64_t n, size_t *out);
 /* Bytes of a whole tensor of n_elems elements, including the trailer. */
-bool qp_encoding_tensor_bytes(qp_encoding enc, int64_t n_elems, size_t *out);
+QP_API bool qp_encoding_tensor_bytes(qp_encoding enc, int64_t n_elems, size_t *out);
 /* Per-tensor scale of an encoding with QP_ENC_FLAG_EXT_SCALE and a trailer (I2_S, I2_S_ARM):
  * reads the f32 at byte n/4 of a tensor of tensor_bytes bytes. False when the bytes are too few or
  * the encoding has no trailer scale. Encodings without one report 1.0f. */
-bool qp_encoding_tensor_scale(qp_encoding enc, const void *tensor, size_t tensor_bytes,
+QP_API bool qp_encoding_tensor_scale(qp_encoding enc, const void *tensor, size_t tensor_bytes,
                               int64_t n_elems, float *scale);
 
 /* Whole tensors of n elements: through quantize_tensor / dequantize_tensor when the encoding
  * has them, else the row functions over all n. x/y sized by qp_encoding_tensor_bytes. Return
  * false (nothing written) when the encoding cannot do it or n is not a multiple of the block. */
-bool qp_encoding_quantize_tensor(qp_encoding enc, const float *x, void *y, int64_t n);
-bool qp_encoding_dequantize_tensor(qp_encoding enc, const void *x, float *y, int64_t n);
+QP_API bool qp_encoding_quantize_tensor(qp_encoding enc, const float *x, void *y, int64_t n);
+QP_API bool qp_encoding_dequantize_tensor(qp_encoding enc, const void *x, float *y, int64_t n);
 
 /* ---- SIMD dispatch ---------------------------------------------------------------------------
  * "scalar", "avx2" or "avx512": the kernels the traits' quantize / vec_dot use in this process
  * (cpuid at first use; QP_FORCE_SCALAR=1 in the environment forces "scalar"). */
-const char *qp_encoding_simd_level(void);
+QP_API const char *qp_encoding_simd_level(void);
 /* Test hook: 0 = scalar, 1 = up to AVX2, 2 = up to AVX-512, -1 = back to cpuid. Never above
  * what the CPU has. Not thread-safe: call before starting threads. */
-void qp_encoding_simd_force(int level);
+QP_API void qp_encoding_simd_force(int level);
 
 /* ---- ternary helpers (encodings/enc_ternary.md "BitNet b1.58") ------------------------------
  * BitNet b1.58 absmean weight quantization of one tensor: mean = max(mean|w|, 1e-5) (summed in
  * double, rounded to float), q = clamp(round_half_even(w / mean), -1, 1). Writes q[n] and the
  * dequant scale *scale = mean (w ~= q * mean). */
-void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale);
+QP_API void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale);
 /* Per-token activation quantization: s = 127 / max(max|x|, 1e-5); a = clamp(round_half_even(x*s),
  * -128, 127). Returns s (x ~= a / s). */
-float qp_act_quantize_i8(const float *x, int64_t n, int8_t *a);
+QP_API float qp_act_quantize_i8(const float *x, int64_t n, int8_t *a);
 
 /* microsoft/bitnet-b1.58 packed checkpoint form: U8 [out/4, in], bits 2i+1:2i of packed[r,c] hold
  * W[r + i*out/4, c] + 1 (codes 0 -> -1, 1 -> 0, 2 -> +1), with a sibling weight_scale.
  * out must be a multiple of 4. unpack fails (false, *bad_index set) on code 3. */
-void qp_bitnet_u8_pack(const int8_t *w, int64_t out, int64_t in, uint8_t *packed);
-bool qp_bitnet_u8_unpack(const uint8_t *packed, int64_t out, int64_t in, int8_t *w,
+QP_API void qp_bitnet_u8_pack(const int8_t *w, int64_t out, int64_t in, uint8_t *packed);
+QP_API bool qp_bitnet_u8_unpack(const uint8_t *packed, int64_t out, int64_t in, int8_t *w,
                          int64_t *bad_index);
-bool qp_bitnet_u8_to_f32(const uint8_t *packed, int64_t out, int64_t in, float weight_scale,
+QP_API bool qp_bitnet_u8_to_f32(const uint8_t *packed, int64_t out, int64_t in, float weight_scale,
                          float *w, int64_t *bad_index);
 /* Levels q[n] in {-1, 0, +1} (n a multiple of 128) -> n/4 bytes of x86 I2_S blocks (no trailer):
  * byte 32b + p = c[128b+p]<<6 | c[128b+32+p]<<4 | c[128b+64+p]<<2 | c[128b+96+p], c = q + 1. */
-void qp_i2s_pack_levels(const int8_t *q, uint8_t *y, int64_t n);
+QP_API void qp_i2s_pack_levels(const int8_t *q, uint8_t *y, int64_t n);
 
 /* Split32WithSibling: n elements (multiple of 32) -> n/4 code bytes + n/32 f32 block scales
  * (absmax per block; q = clamp(round_half_even(x / scale), -1, 1)); and back. */
-void qp_split32_quantize(const float *x, uint8_t *codes, float *scales, int64_t n);
-void qp_split32_dequantize(const uint8_t *codes, const float *scales, float *y, int64_t n);
+QP_API void qp_split32_quantize(const float *x, uint8_t *codes, float *scales, int64_t n);
+QP_API void qp_split32_dequantize(const uint8_t *codes, const float *scales, float *y, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -31,7 +31,7 @@ typedef enum qp_format {
     QP_FORMAT_COUNT
 } qp_format;
 
-const char *qp_format_name(qp_format f); /* "safetensors", "gguf", "llama2c", ... */
+QP_API const char *qp_format_name(qp_format f); /* "safetensors", "gguf", "llama2c", ... */
 
 typedef enum qp_family {
     QP_FAMILY_UNKNOWN = 0,
@@ -42,7 +42,7 @@ typedef enum qp_family {
     QP_FAMILY_COUNT
 } qp_family;
 
-const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet" */
+QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet" */
 
 typedef enum qp_rope_style {
     QP_ROPE_NORM = 0, /* rotate adjacent pairs (2i, 2i+1): llama2.c, GGUF "llama" */
@@ -55,9 +55,9 @@ typedef enum qp_act {
     QP_ACT_GELU = 2,
 } qp_act;
 
-const char *qp_act_name(qp_act a); /* "silu", "relu2", "gelu"; "unknown" otherwise */
+QP_API const char *qp_act_name(qp_act a); /* "silu", "relu2", "gelu"; "unknown" otherwise */
 /* The activation named name ("silu", "relu2", "gelu"); false for any other name. */
-bool qp_act_from_name(const char *name, qp_act *out);
+QP_API bool qp_act_from_name(const char *name, qp_act *out);
 
 /* The architecture, as every source is mapped into it. Unknown values are 0 (or -1 for ids). */
 typedef struct qp_arch {
@@ -184,27 +184,27 @@ typedef struct qp_open_opts {
 } qp_open_opts;
 
 /* Detects the format of path (file magic or directory contents). */
-qp_format qp_format_detect(const char *path);
+QP_API qp_format qp_format_detect(const char *path);
 
 /* Opens any supported model. *out is written only on success. */
-QP_NODISCARD qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e);
-void qp_model_close(qp_model *m); /* NULL is fine */
+QP_API QP_NODISCARD qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **out, qp_err *e);
+QP_API void qp_model_close(qp_model *m); /* NULL is fine */
 /* Opens a bare tokenizer.json (with tokenizer_config.json beside it when present) as a model that
  * holds only its vocabulary. *out is written only on success. */
-QP_NODISCARD qp_status qp_model_open_tokenizer_json(const char *path, qp_model **out, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_model_open_tokenizer_json(const char *path, qp_model **out, qp_err *e);
 
 /* Finds a tensor by canonical (GGUF-style) name, falling back to the source name. Borrowed. */
-const qp_tensor *qp_model_find(const qp_model *m, const char *name);
-const qp_meta *qp_model_meta(const qp_model *m, const char *key);
+QP_API const qp_tensor *qp_model_find(const qp_model *m, const char *name);
+QP_API const qp_meta *qp_model_meta(const qp_model *m, const char *key);
 /* Whether a prompt gets BOS: the vocabulary's add_bos; a GGUF SentencePiece vocabulary without
  * tokenizer.ggml.add_bos_token adds it (llama.cpp's default). */
-bool qp_model_adds_bos(const qp_model *m);
+QP_API bool qp_model_adds_bos(const qp_model *m);
 
 /* Element count of a tensor (product of ne). */
-int64_t qp_tensor_nelements(const qp_tensor *t);
+QP_API int64_t qp_tensor_nelements(const qp_tensor *t);
 /* The encoding the file stores the tensor in (stored_enc for a decoded copy, else enc): what
  * inspect lists and what verify's thresholds are chosen by. */
-qp_encoding qp_tensor_stored_enc(const qp_tensor *t);
+QP_API qp_encoding qp_tensor_stored_enc(const qp_tensor *t);
 
 #ifdef __cplusplus
 }

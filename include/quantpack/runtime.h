@@ -41,14 +41,14 @@ typedef struct qp_runtime_config {
 /* Binds every tensor the forward pass needs (by canonical GGUF-style name), checking shape,
  * byte size and that the encoding is readable (vec_dot_f32 or dequantize). Fails with a message
  * naming the missing or malformed tensor. m is borrowed and must outlive the runtime. */
-QP_NODISCARD qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime **out,
+QP_API QP_NODISCARD qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime **out,
                                       qp_err *e);
-void qp_runtime_free(qp_runtime *rt); /* NULL is fine */
+QP_API void qp_runtime_free(qp_runtime *rt); /* NULL is fine */
 
 /* Runs one token at position pos (0 <= pos <= number of positions already run since the last
  * reset, pos < n_ctx) and points *logits at vocab floats owned by the runtime, valid until the
  * next call. Positions >= pos are overwritten, so a caller may rewind by passing an earlier pos. */
-QP_NODISCARD qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
+QP_API QP_NODISCARD qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t pos, float **logits,
                                           qp_err *e);
 /* Runs n_tokens tokens at positions pos .. pos+n_tokens-1 as one batch (prompt processing):
  * each weight row is read once per batch of up to 64 tokens, attention is causal within the
@@ -59,15 +59,15 @@ QP_NODISCARD qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, int64_t
  * *logits points at the last token's vocab floats (runtime-owned, valid until the next call);
  * all_logits, when non-NULL, receives n_tokens * vocab floats (row i = token i), which costs
  * the output projection of every token. */
-QP_NODISCARD qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
+QP_API QP_NODISCARD qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
                                                 int64_t pos, float *all_logits, float **logits, qp_err *e);
 /* Forgets the KV cache (next forward must be at pos 0). */
-void qp_runtime_reset(qp_runtime *rt);
+QP_API void qp_runtime_reset(qp_runtime *rt);
 
-const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt);
+QP_API const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt);
 /* The final hidden state of the last qp_runtime_forward: rmsnorm(x) * output_norm, dim floats
  * owned by the runtime, valid until the next call (task heads of .bullet models read it). */
-const float *qp_runtime_hidden(const qp_runtime *rt);
+QP_API const float *qp_runtime_hidden(const qp_runtime *rt);
 
 /* ---- parity metrics (runtime/receipt.c) -------------------------------------------------- */
 
@@ -78,13 +78,13 @@ typedef struct qp_logit_stats {
     int32_t top1_ref, top1_test; /* argmax, lowest id on ties */
 } qp_logit_stats;
 
-void qp_logits_compare(const float *ref, const float *test, int64_t n, qp_logit_stats *out);
+QP_API void qp_logits_compare(const float *ref, const float *test, int64_t n, qp_logit_stats *out);
 
 /* Argmax of n logits, lowest id on ties (NaN never wins). -1 when n <= 0. */
-int32_t qp_logits_argmax(const float *logits, int64_t n);
+QP_API int32_t qp_logits_argmax(const float *logits, int64_t n);
 
 /* SHA-256 of a file as 64 lower-case hex digits + NUL (OpenSSL libcrypto). */
-QP_NODISCARD qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e);
+QP_API QP_NODISCARD qp_status qp_sha256_file(const char *path, char hex[65], qp_err *e);
 
 /* ---- verify: run the same prompts through SRC and OUT ------------------------------------ */
 
@@ -97,7 +97,7 @@ typedef struct qp_verify_thresholds {
 } qp_verify_thresholds;
 
 /* Default thresholds for OUT against SRC from the OUT weight encodings (runtime/runtime.md). */
-void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
+QP_API void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
                                   qp_verify_thresholds *t);
 
 typedef struct qp_verify_prompt {
@@ -124,17 +124,24 @@ typedef struct qp_verify_report qp_verify_report;
 
 /* Runs every prompt through both models (teacher-forced on SRC's greedy continuation, then OUT
  * free-runs from its first divergence). Fails only on errors; thresholds decide the verdict. */
-QP_NODISCARD qp_status qp_verify_run(const qp_model *out, const qp_model *src,
+QP_API QP_NODISCARD qp_status qp_verify_run(const qp_model *out, const qp_model *src,
                                      const qp_verify_prompt *prompts, int64_t n_prompts,
                                      const qp_verify_opts *o, qp_verify_report **rep, qp_err *e);
-void qp_verify_report_free(qp_verify_report *r);
-bool qp_verify_report_passed(const qp_verify_report *r);
-int64_t qp_verify_report_n_prompts(const qp_verify_report *r);
-const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r, int64_t i);
+/* qp_verify_run of one text prompt: tokenized with SRC's tokenizer (OUT's when SRC has none),
+ * BOS as the model adds it. o NULL: 32 greedy tokens, qp_verify_default_thresholds(out, src),
+ * every core. QP_ERR_ARG when neither model has a tokenizer or the prompt has no tokens; else as
+ * qp_verify_run. The report is the caller's (qp_verify_report_free); its receipt
+ * (qp_verify_report_json) records the prompt text. */
+QP_API QP_NODISCARD qp_status qp_verify_text(const qp_model *out, const qp_model *src, const char *prompt,
+                                             const qp_verify_opts *o, qp_verify_report **rep, qp_err *e);
+QP_API void qp_verify_report_free(qp_verify_report *r);
+QP_API bool qp_verify_report_passed(const qp_verify_report *r);
+QP_API int64_t qp_verify_report_n_prompts(const qp_verify_report *r);
+QP_API const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r, int64_t i);
 /* Why the verdict is "fail": one line per failed threshold, "" when passed. Borrowed. */
-const char *qp_verify_report_reasons(const qp_verify_report *r);
+QP_API const char *qp_verify_report_reasons(const qp_verify_report *r);
 /* The receipt (schema in runtime/runtime.md), hashing both inputs. *json is qp_malloc'd. */
-QP_NODISCARD qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e);
 
 #ifdef __cplusplus
 }

@@ -26,25 +26,25 @@ typedef struct qp_sampler_params {
 } qp_sampler_params;
 
 /* temperature 0 (greedy), top_k 0, top_p 1, repeat_penalty 1, repeat_last_n 64, seed 0. */
-void qp_sampler_params_default(qp_sampler_params *p);
+QP_API void qp_sampler_params_default(qp_sampler_params *p);
 
 typedef struct qp_sampler qp_sampler;
 
-QP_NODISCARD qp_status qp_sampler_new(const qp_sampler_params *p, int64_t n_vocab, qp_sampler **out,
+QP_API QP_NODISCARD qp_status qp_sampler_new(const qp_sampler_params *p, int64_t n_vocab, qp_sampler **out,
                                       qp_err *e);
-void qp_sampler_free(qp_sampler *s); /* NULL is fine */
+QP_API void qp_sampler_free(qp_sampler *s); /* NULL is fine */
 /* Forgets the token history (the repetition window); the RNG stream continues. */
-void qp_sampler_reset(qp_sampler *s);
+QP_API void qp_sampler_reset(qp_sampler *s);
 /* Records a token (prompt or generated) in the history the repetition penalty looks back on. */
-QP_NODISCARD qp_status qp_sampler_accept(qp_sampler *s, int32_t token, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_sampler_accept(qp_sampler *s, int32_t token, qp_err *e);
 /* Picks the next token from n_vocab logits (not modified). Does not accept it. */
-QP_NODISCARD qp_status qp_sampler_sample(qp_sampler *s, const float *logits, int32_t *token, qp_err *e);
+QP_API QP_NODISCARD qp_status qp_sampler_sample(qp_sampler *s, const float *logits, int32_t *token, qp_err *e);
 
 /* The RNG: state seeded by splitmix64(seed); xorshift64* steps (Vigna): x ^= x >> 12;
  * x ^= x << 25; x ^= x >> 27; out = (x * 0x2545F4914F6CDD1D) >> 32. f32 = (u32 >> 8) / 2^24. */
-uint64_t qp_rng_seed(uint64_t seed);
-uint32_t qp_rng_u32(uint64_t *state);
-float qp_rng_f32(uint64_t *state); /* in [0, 1) */
+QP_API uint64_t qp_rng_seed(uint64_t seed);
+QP_API uint32_t qp_rng_u32(uint64_t *state);
+QP_API float qp_rng_f32(uint64_t *state); /* in [0, 1) */
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,7 @@ typedef enum qp_status {
     QP_ERR_ARG = 7,         /* bad argument from the caller / command line */
     QP_ERR_VERIFY = 8,      /* a parity or integrity check failed (hash, receipt threshold) */
     QP_ERR_INTERNAL = 9,    /* broken invariant; a bug */
+    QP_ERR_CANCELLED = 10,  /* the caller's cancellation flag was set (quantpack/convert.h) */
     QP_STATUS_COUNT
 } qp_status;
 
@@ -48,6 +49,16 @@ typedef enum qp_status {
 #define QP_NODISCARD
 #endif
 
+/* Marks a declaration of the public API (include/quantpack/ only). The library is compiled with
+ * -fvisibility=hidden, so libquantpack.so exports exactly the functions declared with QP_API and
+ * nothing of core/, readers/, writers/, ... (tests/e2e/test_install.sh checks both ways with nm -D).
+ * Every function declared in a public header carries it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define QP_API __attribute__((visibility("default")))
+#else
+#define QP_API
+#endif
+
 #define QP_ERR_MSG_MAX 1024
 
 typedef struct qp_err {
@@ -56,18 +67,18 @@ typedef struct qp_err {
 } qp_err;
 
 /* Stable upper-case name such as "CORRUPT". */
-const char *qp_status_name(qp_status s);
+QP_API const char *qp_status_name(qp_status s);
 
 /* Records status and a printf-style message in e (when e is non-NULL) and returns s, so readers
  * can write `return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' at offset %zu: ...", ...)`.
  * A message already recorded is kept when `e->status != QP_OK` unless QP_OK was set: the first,
  * most specific failure wins. */
-qp_status qp_fail(qp_err *e, qp_status s, const char *fmt, ...)
+QP_API qp_status qp_fail(qp_err *e, qp_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Prefixes context ("while reading X: ") to an existing message; NULL e is fine. The caller
  * returns the status it already holds. */
-void qp_err_prefix(qp_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+QP_API void qp_err_prefix(qp_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline void qp_err_clear(qp_err *e) {
     if (e) { e->status = QP_OK; e->msg[0] = '\0'; }

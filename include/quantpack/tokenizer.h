@@ -17,13 +17,13 @@ extern "C" {
 typedef struct qp_tokenizer qp_tokenizer;
 
 /* Builds a tokenizer over v. v is borrowed and must outlive the tokenizer. */
-QP_NODISCARD qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e);
-void qp_tokenizer_free(qp_tokenizer *t); /* NULL is fine */
+QP_API QP_NODISCARD qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e);
+QP_API void qp_tokenizer_free(qp_tokenizer *t); /* NULL is fine */
 
 /* Encodes len bytes of UTF-8 text. add_bos prepends the BOS id (when the vocab has one);
  * parse_special recognises special/control token texts such as "<s>" inside text.
  * *ids is allocated with qp_malloc (caller frees with qp_free); written only on success. */
-QP_NODISCARD qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t len, bool add_bos,
+QP_API QP_NODISCARD qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t len, bool add_bos,
                                            bool parse_special, int32_t **ids, int64_t *n_ids, qp_err *e);
 
 /* Writes the bytes that token `id` contributes to decoded text when it follows prev_id (-1 at
@@ -31,10 +31,10 @@ QP_NODISCARD qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *te
  * leading space right after BOS is dropped (as llama2.c and llama.cpp print). *len gets the
  * number of bytes the piece has (it may exceed cap, then only cap bytes are written; buf may be
  * NULL with cap 0 to ask the size). QP_ERR_ARG for an id outside the vocabulary. */
-QP_NODISCARD qp_status qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_t id,
+QP_API QP_NODISCARD qp_status qp_tokenizer_decode_piece(const qp_tokenizer *t, int32_t prev_id, int32_t id,
                                                  char *buf, size_t cap, size_t *len, qp_err *e);
 
-int64_t qp_tokenizer_n_vocab(const qp_tokenizer *t);
+QP_API int64_t qp_tokenizer_n_vocab(const qp_tokenizer *t);
 
 #ifdef __cplusplus
 }
