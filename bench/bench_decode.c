@@ -147,14 +147,14 @@ typedef struct result {
     int32_t first_token;
 } result;
 
-static bool g_token_by_token;
+static bool g_token_by_token, g_exact;
 
 static int run_ours(const char *path, int threads, const int32_t *prompt, int np, int ng,
                     result *r) {
     qp_model *m = NULL;
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {threads, np + ng + 1};
+    qp_runtime_opts o = {threads, np + ng + 1, g_exact};
     if (qp_model_open(path, NULL, &m, &e) != QP_OK || qp_runtime_new(m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "bench: %s\n", e.msg);
         qp_model_close(m);
@@ -250,10 +250,11 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--vocab") == 0) vocab = atoll(v), i++;
         else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(v), i++;
         else if (strcmp(argv[i], "--token-by-token") == 0) g_token_by_token = true;
+        else if (strcmp(argv[i], "--exact") == 0) g_exact = true;
         else if (argv[i][0] == '-') {
             fprintf(stderr, "usage: qp-bench-decode [MODEL.gguf] [--threads N] [--prompt P] "
                             "[--gen G] [--cpu VARIANT] [--dim D --layers L --ffn F --vocab V] "
-                            "[--repeat R] [--token-by-token]\n");
+                            "[--repeat R] [--token-by-token] [--exact]\n");
             return 2;
         } else model = argv[i];
     }
@@ -330,8 +331,8 @@ int main(int argc, char **argv) {
         }
         printf("model %s, %d threads, prompt %d tokens, decode %d tokens, best of %d, load "
                "average %.2f\n", model, threads, np, ng, repeat, la[0]);
-        printf("  quantpack runtime (%s, %s prompt): prompt %8.2f tok/s  decode %8.2f tok/s\n",
-               qp_encoding_simd_level(), g_token_by_token ? "token-by-token" : "batched",
+        printf("  quantpack runtime (%s, %s path, %s prompt): prompt %8.2f tok/s  decode %8.2f tok/s\n",
+               qp_encoding_simd_level(), g_exact ? "exact" : "fast", g_token_by_token ? "token-by-token" : "batched",
                ours.prompt_tps, ours.decode_tps);
         printf("  llama.cpp (%s): prompt %8.2f tok/s  decode %8.2f tok/s\n", cpu ? cpu : "best",
                theirs.prompt_tps, theirs.decode_tps);

@@ -134,6 +134,7 @@ enum { QP_RUN_GEN = 1u << 0, QP_RUN_TASK = 1u << 1 };
 typedef struct qp_cli_run_args {
     const char *path, *task, *prompt, *ids;
     bool no_bos, print_ids;
+    bool exact; /* --exact: the exact path instead of the fast one (runtime.md "Fast path") */
     qp_open_opts open; /* tokenizer_path */
     int64_t threads, n_new, ctx;
     qp_sampler_params sampler;

@@ -1,6 +1,6 @@
 /* quantpack run MODEL [--tokenizer FILE] (-p PROMPT | --ids "1 403 ...") [-n N] [--temp T]
  * [--top-k K] [--top-p P] [--repeat-penalty R] [--repeat-last-n L] [--seed S] [--threads N]
- * [--ctx N] [--no-bos] [--print-ids]: generates text with the reference runtime. The prompt and
+ * [--ctx N] [--no-bos] [--print-ids] [--exact]: generates text with the reference runtime. The prompt and
  * then each generated piece go to stdout as they are made (flushed per token); statistics go to
  * stderr. Stops at EOS or after N new tokens. */
 #include <float.h>
@@ -58,7 +58,7 @@ static int run_gen(const qp_cli_run_args *a) {
         rc = qp_cli_usage_error("run: the prompt has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {(int)a->threads, a->ctx};
+    qp_runtime_opts ro = {(int)a->threads, a->ctx, a->exact};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
     if ((s = qp_sampler_new(&a->sampler, c->vocab, &smp, &e)) != QP_OK) goto fail;
@@ -113,10 +113,11 @@ static int run_gen(const qp_cli_run_args *a) {
     int64_t n_decoded = pos - n_ids; /* forward passes after the prompt */
     fprintf(stderr,
             "quantpack run: %lld prompt tokens in %.3f s (%.2f tok/s), %lld new tokens, %lld "
-            "decode steps in %.3f s (%.2f tok/s), %d threads%s%s\n",
+            "decode steps in %.3f s (%.2f tok/s), %d threads, %s path%s%s\n",
             (long long)n_ids, t1 - t0, (double)n_ids / (t1 - t0 > 0 ? t1 - t0 : 1e-9),
             (long long)n_gen, (long long)n_decoded, t2 - t1,
             (double)n_decoded / (t2 - t1 > 0 ? t2 - t1 : 1e-9), c->n_threads,
+            c->exact ? "exact" : "fast",
             hit_eos ? ", stopped at EOS" : "", hit_ctx ? ", stopped: context full" : "");
     goto done;
 fail:
@@ -172,6 +173,8 @@ int qp_cmd_run(int argc, char **argv) {
         {"--no-bos", NULL, QP_CLI_FLAG, &a.no_bos, .help = "do not prepend BOS to -p text"},
         {"--print-ids", NULL, QP_CLI_FLAG, &a.print_ids, .used_by = G,
          .help = "print token ids (one line) instead of text"},
+        {"--exact", NULL, QP_CLI_FLAG, &a.exact,
+         .help = "the exact path (F32 activations, as verify) instead of the\nfast one"},
     };
     enum { N_OPTS = sizeof opts / sizeof opts[0] };
     const qp_cli_cmd cmd = {"run", k_run_usage, NULL, opts, N_OPTS, 0, &a.path, 1, NULL,

@@ -119,6 +119,7 @@ static int read_prompts(prompt_list *pl, const char *file, const qp_tokenizer *t
 
 static void print_summary(const qp_verify_report *r, const qp_verify_thresholds *th,
                           const prompt_list *pl) {
+    printf("verify: OUT on the %s path\n", qp_verify_report_fast(r) ? "fast" : "exact");
     printf("verify: class %s (min mean cosine %.9g, max mean KL %.3g, min top-1 %.3g, min greedy "
            "%.3g)\n", th->class_name ? th->class_name : "custom", th->min_cosine, th->max_kl,
            th->min_top1, th->min_greedy_match);
@@ -235,7 +236,7 @@ int qp_cmd_verify(int argc, char **argv) {
     qp_open_opts oo = {0};
     int64_t n_gen = 32, threads = 0;
     double min_cos = 0, max_kl = 0, min_top1 = 0, min_greedy = 0;
-    bool force = false;
+    bool force = false, fast = false;
     const qp_cli_opt opts[] = {
         {"--against", NULL, QP_CLI_STR, &src_path, .arg = "SRC", .help = "the model OUT was made from"},
         {"--prompts", NULL, QP_CLI_STR, &prompts_file, .arg = "FILE",
@@ -258,6 +259,8 @@ int qp_cmd_verify(int argc, char **argv) {
         {"--pubkey", NULL, QP_CLI_STR, &pubkey, .arg = "K.pub",
          .help = "RDRR OUT: manifest.json.sig must be valid and made by this key"},
         {"--force", "-f", QP_CLI_FLAG, &force, .help = "replace an existing --receipt FILE"},
+        {"--fast", NULL, QP_CLI_FLAG, &fast,
+         .help = "run OUT on the fast path (as run does; SRC stays exact); the\nreceipt's runtime.path says which ran"},
     };
     enum { N_OPTS = sizeof opts / sizeof opts[0], MIN_COS = 6, MAX_KL, MIN_TOP1, MIN_GREEDY };
     const qp_cli_cmd cmd = {"verify", k_verify_usage, NULL, opts, N_OPTS, 0, &out_path, 1, NULL, NULL};
@@ -330,7 +333,9 @@ int qp_cmd_verify(int argc, char **argv) {
     memset(&vo, 0, sizeof vo);
     vo.n_threads = (int)threads;
     vo.n_generate = n_gen;
+    vo.fast = fast;
     qp_verify_default_thresholds(out, src, &vo.th);
+    if (fast) qp_verify_fast_thresholds(out, &vo.th);
     if (given[MIN_COS] || given[MAX_KL] || given[MIN_TOP1] || given[MIN_GREEDY]) vo.th.class_name = "custom";
     if (given[MIN_COS]) vo.th.min_cosine = min_cos;
     if (given[MAX_KL]) vo.th.max_kl = max_kl;

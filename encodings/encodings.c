@@ -5,6 +5,7 @@
 
 #include "encodings/encodings_internal.h"
 #include "encodings/simd_kernels.h"
+#include "encodings/qdot.h"
 
 /* One designated row per encoding (fields: include/quantpack/encoding.h). A function left out is
  * NULL: encodings without quantize_ref/dequantize are known by size only. */
@@ -193,6 +194,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .error_bound = "per 32-block: |err| <= amax/8 * (1 + 2^-7) + 2^-21 (f16 d)",
         .quantize = qp_q4_0_quantize,
         .quantize_imatrix = qp_q4_0_quantize_imatrix,
+        .vec_dot_q8 = qp_q4_0_dot_q8_0,
+        .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q4_1] = {
         .id = QP_ENC_Q4_1,
@@ -225,6 +228,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .error_bound = "per 32-block: |err| <= amax/16 * (1 + 2^-6) + 2^-20 (f16 d)",
         .quantize = qp_q5_0_quantize,
         .quantize_imatrix = qp_q5_0_quantize_imatrix,
+        .vec_dot_q8 = qp_q5_0_dot_q8_0,
+        .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q5_1] = {
         .id = QP_ENC_Q5_1,
@@ -256,6 +261,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .validate = qp_q8_0_validate,
         .error_bound = "per 32-block: |err| <= amax/254 * 1.13 + 2^-18 (f16 d)",
         .quantize = qp_q8_0_quantize,
+        .vec_dot_q8 = qp_q8_0_dot_q8_0,
+        .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q8_1] = {
         .id = QP_ENC_Q8_1,
@@ -315,6 +322,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "enc_kquants.md)",
         .quantize = qp_q4k_quantize,
         .quantize_imatrix = qp_q4k_quantize_imatrix,
+        .vec_dot_q8 = qp_q4k_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_Q5_K] = {
         .id = QP_ENC_Q5_K,
@@ -349,6 +358,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "enc_kquants.md)",
         .quantize = qp_q6k_quantize,
         .quantize_imatrix = qp_q6k_quantize_imatrix,
+        .vec_dot_q8 = qp_q6k_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_Q8_K] = {
         .id = QP_ENC_Q8_K,

@@ -14,6 +14,7 @@
 
 #include "encodings/encodings_internal.h"
 #include "encodings/simd_kernels.h"
+#include "encodings/qdot.h"
 
 static atomic_int g_level = -1;  /* detected (or forced) level */
 static atomic_int g_forced = -1; /* test hook */
@@ -60,6 +61,28 @@ int qp_simd_level(void) {
 
 void qp_encoding_simd_force(int level) {
     atomic_store_explicit(&g_forced, level < 0 ? -1 : level, memory_order_relaxed);
+}
+
+/* AVX512_VNNI (cpuid 7.0 ECX bit 11), used by the level-2 fast dots (qdot_avx512.c) */
+static bool detect_vnni(void) {
+#ifdef QP_X86
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1);
+#else
+    return false;
+#endif
+}
+
+static int qdot_level(void) {
+    static atomic_int vnni = -1;
+    int lv = qp_simd_level();
+    if (lv < 2) return lv;
+    int v = atomic_load_explicit(&vnni, memory_order_relaxed);
+    if (v < 0) {
+        v = detect_vnni() ? 1 : 0;
+        atomic_store_explicit(&vnni, v, memory_order_relaxed);
+    }
+    return v ? 2 : 1;
 }
 
 const char *qp_encoding_simd_level(void) {
@@ -129,3 +152,17 @@ QP_DISPATCH_I8(i2s_arm)
 QP_DISPATCH_I8(qk256)
 QP_DISPATCH_I8(bitnet32f16)
 QP_DISPATCH_I8(split32)
+
+/* fast-path dots: VNNI at level 2 when the CPU has it, else AVX2 (the same bits at every level) */
+#define QP_DISPATCH_QDOT(NAME)                                                                   \
+    float qp_##NAME(const void *w, const void *xq, int64_t n) {                                  \
+        const int lv = qdot_level();                                                             \
+        if (lv >= 2) return qp_##NAME##_vnni(w, xq, n);                                          \
+        if (lv >= 1) return qp_##NAME##_avx2(w, xq, n);                                          \
+        return qp_##NAME##_ref(w, xq, n);                                                        \
+    }
+QP_DISPATCH_QDOT(q8_0_dot_q8_0)
+QP_DISPATCH_QDOT(q4_0_dot_q8_0)
+QP_DISPATCH_QDOT(q5_0_dot_q8_0)
+QP_DISPATCH_QDOT(q4k_dot_q8k)
+QP_DISPATCH_QDOT(q6k_dot_q8k)

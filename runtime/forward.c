@@ -16,6 +16,8 @@
 
 /* Prompts are run in batches of at most this many tokens (activation buffers grow to it). */
 #define QP_BATCH_MAX 64
+/* Fast path: one input quantized for at most this many activation encodings (Q8_0, Q8_K). */
+#define QP_ACT_SLOTS 2
 
 struct qp_runtime {
     const qp_model *model;
@@ -30,6 +32,8 @@ struct qp_runtime {
     int8_t *act_i8;   /* int8 activations for vec_dot_i8, act_cols per token */
     float *act_s;     /* per token: act ~= act_i8 / act_s */
     int64_t act_cols;
+    uint8_t *act_q[QP_ACT_SLOTS]; /* fast path: quantized activations, act_q_ld bytes per token */
+    size_t act_q_ld;
     float *rope_cos, *rope_sin; /* head_dim/2 per token, for its position */
     float *logits;    /* vocab, the last token's */
     const float *hidden; /* dim: the last token's rmsnorm(x) * output_norm (in xb) */
@@ -93,7 +97,32 @@ static void rope_angles(const qp_runtime *rt, int64_t pos, float *cs, float *sn)
     }
 }
 
-static const qp_runtime_opts k_default_opts = {0, 0};
+static const qp_runtime_opts k_default_opts = {0, 0, false};
+
+/* Fast path: every matrix whose encoding has a fast dot, fed by float activations (not the
+ * BitNet int8 ones) and with whole activation blocks per row, takes it. Sets act_q_ld to the
+ * largest quantized row of act_cols elements. */
+static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
+    if (!m->tr->vec_dot_q8 || m->act_i8) return;
+    const qp_encoding_traits *at = qp_encoding_get(m->tr->act_encoding);
+    size_t bytes;
+    if (!at || !at->quantize || m->cols % at->block_elems != 0 || m->cols % m->tr->block_elems != 0 ||
+        !qp_encoding_padded_row_bytes(at->id, rt->act_cols, &bytes))
+        return;
+    m->act_q = at;
+    rt->cfg.n_fast_mats++;
+    if (bytes > rt->act_q_ld) rt->act_q_ld = bytes;
+}
+
+static void choose_fast_dots(qp_runtime *rt) {
+    qp_weights *w = &rt->w;
+    fast_dot_for(rt, &w->output);
+    for (int64_t l = 0; l < w->n_layers; l++) {
+        qp_layer_weights *L = &w->layers[l];
+        qp_wmat *lm[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++) fast_dot_for(rt, lm[i]);
+    }
+}
 
 static int default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -117,6 +146,10 @@ static void free_batch(qp_runtime *rt) {
                      rt->act_s,  rt->rope_cos, rt->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
     qp_free(rt->act_i8);
+    for (int i = 0; i < QP_ACT_SLOTS; i++) {
+        qp_free(rt->act_q[i]);
+        rt->act_q[i] = NULL;
+    }
     rt->x = rt->xb = rt->q = rt->k = rt->v = rt->att_out = rt->att_out_n = rt->hb = rt->hb2 =
         rt->act_f = rt->act_s = rt->rope_cos = rt->rope_sin = NULL;
     rt->act_i8 = NULL;
@@ -146,6 +179,8 @@ static bool alloc_batch(qp_runtime *rt, int64_t n) {
     rt->rope_cos = alloc_f(n * (c->head_dim / 2), &ok);
     rt->rope_sin = alloc_f(n * (c->head_dim / 2), &ok);
     rt->act_i8 = ok ? qp_calloc((size_t)(n * rt->act_cols), 1) : NULL;
+    for (int i = 0; i < QP_ACT_SLOTS && ok && rt->act_q_ld > 0; i++)
+        if (!(rt->act_q[i] = qp_calloc((size_t)n, rt->act_q_ld))) ok = false;
     if (!ok || !rt->act_i8) {
         free_batch(rt);
         return false;
@@ -183,6 +218,8 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     bool ok = qp_i64_mul(c->n_layers * c->n_ctx, kvdim, &cache);
     rt->scratch_cols = 2 * cols; /* two widened rows per thread (batched products) */
     rt->act_cols = cols;
+    c->exact = o->exact;
+    if (!c->exact) choose_fast_dots(rt);
     ok = ok && alloc_batch(rt, 1);
     rt->logits = alloc_f(c->vocab, &ok);
     rt->att = alloc_f((int64_t)c->n_threads * c->n_ctx, &ok);
@@ -228,11 +265,29 @@ typedef struct act_in {
     const float *x;
     int64_t n, ld, nt;
     bool done;
+    const qp_encoding_traits *q_done[QP_ACT_SLOTS]; /* fast path: act_q[i] holds x in these */
 } act_in;
+
+/* Fast path: x quantized by w->act_q, once per input and activation encoding. */
+static const uint8_t *quantized_act(qp_runtime *rt, const qp_wmat *w, act_in *a) {
+    int slot = 0;
+    while (slot < QP_ACT_SLOTS - 1 && a->q_done[slot] && a->q_done[slot] != w->act_q) slot++;
+    if (a->q_done[slot] != w->act_q) {
+        for (int64_t tk = 0; tk < a->nt; tk++)
+            w->act_q->quantize(a->x + tk * a->ld, rt->act_q[slot] + (size_t)tk * rt->act_q_ld, a->n);
+        a->q_done[slot] = w->act_q;
+    }
+    return rt->act_q[slot];
+}
 
 static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, float *y,
                                int64_t ldy) {
-    qp_matvec_task t = {w, a->x, a->ld, NULL, 0, NULL, y, ldy};
+    qp_matvec_task t = {w, a->x, a->ld, NULL, 0, NULL, NULL, 0, y, ldy};
+    if (w->act_q) {
+        t.xq = quantized_act(rt, w, a);
+        t.ldxq = rt->act_q_ld;
+        return t;
+    }
     if (!w->act_i8) return t;
     int64_t la = rt->act_cols;
     if (!a->done) {
@@ -322,7 +377,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         /* attention */
         for (int64_t t = 0; t < nt; t++)
             rmsnorm(rt->xb + t * dim, x + t * dim, L->attn_norm, dim, eps);
-        act_in in = {rt->xb, dim, dim, nt, false};
+        act_in in = {rt->xb, dim, dim, nt, false, {NULL}};
         qp_matvec_task qkv[3] = {task_for(rt, &L->wq, &in, rt->q, qdim),
                                  task_for(rt, &L->wk, &in, rt->k, kvdim),
                                  task_for(rt, &L->wv, &in, rt->v, kvdim)};
@@ -354,7 +409,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
                         eps);
             ao = rt->att_out_n;
         }
-        act_in in_o = {ao, qdim, qdim, nt, false};
+        act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
         qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
         matmul(rt, &o_task, 1, nt);
         for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
@@ -362,7 +417,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         /* feed-forward */
         for (int64_t t = 0; t < nt; t++)
             rmsnorm(rt->xb + t * dim, x + t * dim, L->ffn_norm, dim, eps);
-        act_in in_f = {rt->xb, dim, dim, nt, false};
+        act_in in_f = {rt->xb, dim, dim, nt, false, {NULL}};
         qp_matvec_task gu[2] = {task_for(rt, &L->w_gate, &in_f, rt->hb, ffn),
                                 task_for(rt, &L->w_up, &in_f, rt->hb2, ffn)};
         matmul(rt, gu, 2, nt);
@@ -383,7 +438,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
                 rmsnorm(rt->hb2 + t * ffn, rt->hb + t * ffn, L->ffn_sub_norm, ffn, eps);
             fi = rt->hb2;
         }
-        act_in in_d = {fi, ffn, ffn, nt, false};
+        act_in in_d = {fi, ffn, ffn, nt, false, {NULL}};
         qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb, dim);
         matmul(rt, &d_task, 1, nt);
         for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
@@ -395,7 +450,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
     for (int64_t t = first; t < nt; t++)
         rmsnorm(rt->xb + t * dim, x + t * dim, rt->w.output_norm, dim, eps);
     rt->hidden = rt->xb + (nt - 1) * dim;
-    act_in in_out = {rt->xb + first * dim, dim, dim, nl, false};
+    act_in in_out = {rt->xb + first * dim, dim, dim, nl, false, {NULL}};
     float *lg = all_logits ? all_logits : rt->logits;
     qp_matvec_task out_task = task_for(rt, &rt->w.output, &in_out, lg, c->vocab);
     matmul(rt, &out_task, 1, nl);

@@ -228,6 +228,12 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
     const uint8_t *row = w->data + (size_t)r * w->row_bytes;
     float *y = tk->y + r;
     size_t ldy = (size_t)tk->ldy;
+    if (w->act_q) {
+        for (int64_t t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy] = w->tr->vec_dot_q8(row, tk->xq + (size_t)t * tk->ldxq, w->cols);
+        finish(tk, y, ldy, n_tok);
+        return;
+    }
     if (w->use_i8) {
         for (int64_t t = 0; t < n_tok; t++) {
             double d = w->tr->vec_dot_i8(row, tk->xa + (size_t)t * (size_t)tk->ldxa, w->cols);
@@ -249,7 +255,7 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
 /* Rows r and r+1 of one task against n_tok > 1 tokens, widened into scratch[0, 2 * cols). */
 static bool pair_ok(const qp_matvec_task *tk, int64_t n_tok) {
     const qp_wmat *w = tk->w;
-    return n_tok > 1 && !w->use_i8 && w->tr->dequantize != NULL;
+    return n_tok > 1 && !w->use_i8 && !w->act_q && w->tr->dequantize != NULL;
 }
 
 static void row_pair(const qp_matvec_task *tk, int64_t r, int64_t n_tok, float *scratch) {

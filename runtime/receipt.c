@@ -157,6 +157,17 @@ void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
     }
 }
 
+void qp_verify_fast_thresholds(const qp_model *out, qp_verify_thresholds *t) {
+    bool fast = false;
+    for (int64_t i = 0; out && i < out->n_tensors && !fast; i++) {
+        const qp_tensor *x = &out->tensors[i];
+        const qp_encoding_traits *tr = qp_encoding_get(x->enc);
+        fast = x->n_dims >= 2 && tr && tr->vec_dot_q8 != NULL;
+    }
+    if (fast && t->min_cosine > 0.999)
+        *t = (qp_verify_thresholds){0.999, 1e-2, 0.9, 0.0, "8-bit"};
+}
+
 /* ---- verify run ---------------------------------------------------------------------------- */
 
 typedef struct prompt_rec {
@@ -176,6 +187,8 @@ struct qp_verify_report {
     qp_verify_thresholds th;
     char class_name[32];
     int n_threads;
+    bool path_fast;  /* OUT ran the fast path */
+    int n_fast_mats; /* OUT's matrices on a fast dot */
     int64_t n_generate;
     prompt_rec *prompts;
     int64_t n_prompts;
@@ -202,6 +215,8 @@ void qp_verify_report_free(qp_verify_report *r) {
     qp_free(r->src_path);
     qp_free(r);
 }
+
+bool qp_verify_report_fast(const qp_verify_report *r) { return r->path_fast; }
 
 bool qp_verify_report_passed(const qp_verify_report *r) { return r && r->passed; }
 int64_t qp_verify_report_n_prompts(const qp_verify_report *r) { return r ? r->n_prompts : 0; }
@@ -393,7 +408,7 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
         int64_t n = prompts[i].n_ids + o->n_generate;
         if (n > need_ctx) need_ctx = n;
     }
-    qp_runtime_opts ro_opts = {o->n_threads, need_ctx};
+    qp_runtime_opts ro_opts = {o->n_threads, need_ctx, true};
     qp_runtime *rs = NULL, *ro = NULL;
     qp_verify_report *r = NULL;
     qp_status s = qp_runtime_new(src, &ro_opts, &rs, e);
@@ -401,6 +416,7 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
         qp_err_prefix(e, "verify (against model): ");
         return s;
     }
+    ro_opts.exact = !o->fast;
     if ((s = qp_runtime_new(out, &ro_opts, &ro, e)) != QP_OK) {
         qp_err_prefix(e, "verify (output model): ");
         goto fail;
@@ -435,6 +451,8 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
     snprintf(r->class_name, sizeof r->class_name, "%s", o->th.class_name ? o->th.class_name : "custom");
     r->th.class_name = r->class_name;
     r->n_threads = co->n_threads;
+    r->path_fast = !co->exact;
+    r->n_fast_mats = co->n_fast_mats;
     r->n_generate = o->n_generate;
     for (int64_t i = 0; i < n_prompts; i++) {
         prompt_rec *p = &r->prompts[i];
@@ -608,6 +626,8 @@ qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *
     cJSON_AddStringToObject(rt, "name", "quantpack reference CPU runtime");
     cJSON_AddStringToObject(rt, "kv_cache", "f32");
     cJSON_AddNumberToObject(rt, "threads", r->n_threads);
+    cJSON_AddStringToObject(rt, "path", r->path_fast ? "fast" : "exact");
+    cJSON_AddNumberToObject(rt, "fast_matrices", r->n_fast_mats);
     cJSON_AddNumberToObject(rt, "n_generate", (double)r->n_generate);
     cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
     cJSON_AddStringToObject(th, "class", r->class_name);

@@ -34,6 +34,9 @@ typedef struct qp_wmat {
                      quantization"): the seven projections of a BitNet model whatever their
                      encoding, and any matrix whose encoding is ternary (QP_ENC_FLAG_TERNARY) */
     bool use_i8;  /* act_i8 and tr->vec_dot_i8 present: integer dot with int8 activations */
+    const qp_encoding_traits *act_q; /* fast path: activations quantized by these traits
+                                        (tr->act_encoding) and dotted by tr->vec_dot_q8; NULL on
+                                        the exact path and for encodings without a fast dot */
     uint8_t *owned; /* data owned by the runtime (a packed BitNet U8 projection unpacked at bind
                        time); NULL when borrowed from the model */
 } qp_wmat;
@@ -61,6 +64,7 @@ void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);
 
 /* ---- matrix products (matvec.c) ------------------------------------------------------------
  * For n_tok tokens t: y[t * ldy + r] = dot(row r of w, token t's activations) for every row.
+ *  - w->act_q (fast path): tr->vec_dot_q8(row, xq + t * ldxq) * scale for every token;
  * Rows of several matrices are dispatched together (q/k/v, gate/up) so one pool round covers
  * them; threads split the rows into fixed contiguous chunks. Per (row, token):
  *  - w->use_i8: vec_dot_i8(row, xa + t * ldxa) * scale / xa_scale[t] (exact integer sum);
@@ -80,6 +84,8 @@ typedef struct qp_matvec_task {
     const int8_t *xa;     /* int8 activations when w->use_i8, at xa + t * ldxa */
     int64_t ldxa;
     const float *xa_scale; /* per token: x ~= xa / xa_scale[t] */
+    const uint8_t *xq;    /* w->act_q: token t's quantized activations at xq + t * ldxq */
+    size_t ldxq;
     float *y;             /* y + t * ldy */
     int64_t ldy;
 } qp_matvec_task;

@@ -108,6 +108,10 @@ typedef double (*qp_vec_dot_i8_fn)(const void *w, const int8_t *a, int64_t n);
  * quantize_<type>(..., quant_weights), the importance matrix of llama-imatrix); qw NULL gives the
  * bytes of quantize. */
 typedef void (*qp_quantize_imatrix_fn)(const float *x, void *y, int64_t n, const float *qw);
+/* Fast-path dot (runtime.md "Fast path"): one encoded row of n elements with n activations
+ * quantized by the traits of act_encoding (Q8_0 or Q8_K blocks); integer block products, one
+ * float step per block; the same bits at every SIMD level (encodings.md "Fast dots"). */
+typedef float (*qp_vec_dot_q8_fn)(const void *w, const void *xq, int64_t n);
 /* Whole tensor of n elements -> qp_encoding_tensor_bytes() bytes, including any trailer. */
 typedef void (*qp_quantize_tensor_fn)(const float *x, void *y, int64_t n);
 
@@ -139,6 +143,10 @@ typedef struct qp_encoding_traits {
     const char *gguf_flavour;
     /* with an importance matrix (NULL: the encoding does not use one; quantize applies) */
     qp_quantize_imatrix_fn quantize_imatrix;
+    /* Fast path (NULL when absent): vec_dot_q8 against activations quantized with
+     * qp_encoding_get(act_encoding)->quantize (QP_ENC_Q8_0 or QP_ENC_Q8_K). */
+    qp_vec_dot_q8_fn vec_dot_q8;
+    qp_encoding act_encoding;
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */

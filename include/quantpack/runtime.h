@@ -24,6 +24,9 @@ typedef struct qp_runtime qp_runtime;
 typedef struct qp_runtime_opts {
     int n_threads;    /* <= 0: the number of online cores */
     int64_t n_ctx;    /* KV cache positions; <= 0: min(arch.max_pos, 4096), 2048 if unknown */
+    bool exact;       /* false (the default): the fast path, activations quantized per block for
+                         the matrices whose encoding has a fast dot (runtime.md "Fast path");
+                         true: the exact path (F32 activations, every bit as before) */
 } qp_runtime_opts;
 
 /* The configuration the runtime resolved from the model's qp_arch and tensor shapes. */
@@ -36,6 +39,8 @@ typedef struct qp_runtime_config {
     bool qkv_bias, sub_norms, tied_output;
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
     int n_threads;
+    bool exact;        /* the path that runs (qp_runtime_opts.exact) */
+    int n_fast_mats;   /* matrices on a fast dot (0 on the exact path) */
 } qp_runtime_config;
 
 /* Binds every tensor the forward pass needs (by canonical GGUF-style name), checking shape,
@@ -100,6 +105,11 @@ typedef struct qp_verify_thresholds {
 QP_API void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
                                   qp_verify_thresholds *t);
 
+/* verify --fast: OUT's activations are quantized per block (Q8_0 / Q8_K) wherever a matrix has a
+ * fast dot, an 8-bit step of its own; a class tighter than "8-bit" then gets the 8-bit
+ * thresholds (runtime.md "Fast path"). Leaves t alone when no OUT matrix has a fast dot. */
+QP_API void qp_verify_fast_thresholds(const qp_model *out, qp_verify_thresholds *t);
+
 typedef struct qp_verify_prompt {
     const int32_t *ids;
     int64_t n_ids;
@@ -108,6 +118,7 @@ typedef struct qp_verify_prompt {
 
 typedef struct qp_verify_opts {
     int n_threads;
+    bool fast;          /* OUT runs the fast path (SRC always runs exact); the receipt says so */
     int64_t n_generate; /* greedy tokens after each prompt (>= 1) */
     qp_verify_thresholds th;
 } qp_verify_opts;
@@ -136,6 +147,8 @@ QP_API QP_NODISCARD qp_status qp_verify_text(const qp_model *out, const qp_model
                                              const qp_verify_opts *o, qp_verify_report **rep, qp_err *e);
 QP_API void qp_verify_report_free(qp_verify_report *r);
 QP_API bool qp_verify_report_passed(const qp_verify_report *r);
+/* Whether OUT ran the fast path (the receipt's runtime.path). */
+QP_API bool qp_verify_report_fast(const qp_verify_report *r);
 QP_API int64_t qp_verify_report_n_prompts(const qp_verify_report *r);
 QP_API const qp_verify_prompt_result *qp_verify_report_prompt(const qp_verify_report *r, int64_t i);
 /* Why the verdict is "fail": one line per failed threshold, "" when passed. Borrowed. */

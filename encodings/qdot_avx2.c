@@ -1,0 +1,88 @@
+/* AVX2 fast-path dots (encodings/encodings.md "Fast dots"): the integers of enc_qdot.c's scalar
+ * references through maddubs/madd, and the same float operations in the same order, so the
+ * results equal the references bit for bit. */
+#include <immintrin.h>
+
+#include "encodings/encodings_internal.h"
+#include "encodings/qdot.h"
+#include "encodings/qdot_simd.h"
+
+/* 32 weight levels of a legacy block, element order */
+static inline __m256i q8_0_lv(const uint8_t *b) { return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2)); }
+static inline __m256i q4_0_lv(const uint8_t *b) { return qp_q4_0_levels256(b); }
+static inline __m256i q5_0_lv(const uint8_t *b) { return qp_q5_0_levels256(b); }
+
+/* lane k of the result = sum of w*a over elements 4k..4k+3 of the block (exact) */
+static inline __m256i lane_sums(__m256i w, __m256i a) {
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+#define QP_LEGACY_DOT_AVX2(NAME, LV, BYTES)                                                      \
+    float qp_##NAME##_dot_q8_0_avx2(const void *w, const void *xq, int64_t n) {                  \
+        const uint8_t *wb = w, *ab = xq;                                                          \
+        __m256 acc = _mm256_setzero_ps();                                                         \
+        for (int64_t i = 0; i < n / QP_QK; i++, wb += (BYTES), ab += QP_Q8_0_BYTES) {             \
+            const __m256i p = lane_sums(LV(wb), q8_0_lv(ab));                                     \
+            const __m256 d = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(wb)) * _cvtsh_ss(qp_load_u16le(ab))); \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(p)));                    \
+        }                                                                                         \
+        return qp_hsum256_ps(acc);                                                                \
+    }
+QP_LEGACY_DOT_AVX2(q8_0, q8_0_lv, QP_Q8_0_BYTES)
+QP_LEGACY_DOT_AVX2(q4_0, q4_0_lv, QP_Q4_0_BYTES)
+QP_LEGACY_DOT_AVX2(q5_0, q5_0_lv, QP_Q5_0_BYTES)
+
+float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
+    const uint8_t *wb = w, *ab = xq;
+    float sum = 0.0f;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q4_K_BYTES, ab += QP_Q8_K_BYTES) {
+        uint8_t sc[8], mn[8];
+        qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
+        const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
+        const uint8_t *q = wb + QP_Q4_K_OFF_QS;
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * j));
+            const __m256i lo = _mm256_and_si256(q4, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * j));
+            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * j + 32));
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * j]));
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * j + 1]));
+            acc = _mm256_add_epi32(acc, _mm256_add_epi32(p0, p1));
+        }
+        const int32_t isum = qp_hsum256_epi32(acc);
+        const float da = qp_load_f32le(ab);
+        const float d = _cvtsh_ss(qp_load_u16le(wb)) * da;
+        const float dmin = _cvtsh_ss(qp_load_u16le(wb + 2)) * da;
+        sum = sum + d * (float)isum;
+        sum = sum - dmin * (float)msum;
+    }
+    return sum;
+}
+
+float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
+    const uint8_t *wb = w, *ab = xq;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES, ab += QP_Q8_K_BYTES) {
+        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        __m256i acc = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i u[4];
+            qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u);
+            for (int m = 0; m < 4; m++) {
+                const __m256i av = _mm256_loadu_si256((const __m256i *)(const void *)(a + 128 * h + 32 * m));
+                const __m256i s = qp_scale_pair16(scb[8 * h + 2 * m], scb[8 * h + 2 * m + 1]);
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[m], av), s));
+            }
+        }
+        const int32_t isum = qp_hsum256_epi32(acc) - 32 * qp_q6k_bsum_dot(scb, ab + QP_Q8_K_OFF_BSUMS);
+        const float d = _cvtsh_ss(qp_load_u16le(wb + QP_Q6_K_OFF_D)) * qp_load_f32le(ab);
+        sum = sum + d * (float)isum;
+    }
+    return sum;
+}

@@ -1,0 +1,97 @@
+/* AVX-512 VNNI fast-path dots (encodings/encodings.md "Fast dots"): vpdpbusd for the legacy
+ * blocks (256-bit, the AVX2 kernel's lanes), 512-bit maddubs + vpdpwssd for Q4_K / Q6_K. Same
+ * integers and the same float operations in the same order as enc_qdot.c's references, so the
+ * results equal them bit for bit. Called only when cpuid reports AVX512_VNNI (simd.c). */
+#include <immintrin.h>
+
+#include "encodings/encodings_internal.h"
+#include "encodings/qdot.h"
+#include "encodings/qdot_simd.h"
+
+#define QP_VNNI __attribute__((target("avx512vnni")))
+
+static inline __m256i q8_0_lv(const uint8_t *b) { return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2)); }
+static inline __m256i q4_0_lv(const uint8_t *b) { return qp_q4_0_levels256(b); }
+static inline __m256i q5_0_lv(const uint8_t *b) { return qp_q5_0_levels256(b); }
+
+QP_VNNI static inline __m256i lane_sums(__m256i w, __m256i a) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
+}
+
+#define QP_LEGACY_DOT_VNNI(NAME, LV, BYTES)                                                      \
+    QP_VNNI float qp_##NAME##_dot_q8_0_vnni(const void *w, const void *xq, int64_t n) {          \
+        const uint8_t *wb = w, *ab = xq;                                                          \
+        __m256 acc = _mm256_setzero_ps();                                                         \
+        for (int64_t i = 0; i < n / QP_QK; i++, wb += (BYTES), ab += QP_Q8_0_BYTES) {             \
+            const __m256i p = lane_sums(LV(wb), q8_0_lv(ab));                                     \
+            const __m256 d = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(wb)) * _cvtsh_ss(qp_load_u16le(ab))); \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(p)));                    \
+        }                                                                                         \
+        return qp_hsum256_ps(acc);                                                                \
+    }
+QP_LEGACY_DOT_VNNI(q8_0, q8_0_lv, QP_Q8_0_BYTES)
+QP_LEGACY_DOT_VNNI(q4_0, q4_0_lv, QP_Q4_0_BYTES)
+QP_LEGACY_DOT_VNNI(q5_0, q5_0_lv, QP_Q5_0_BYTES)
+
+static inline int32_t hsum512_epi32(__m512i v) { return _mm512_reduce_add_epi32(v); }
+
+static inline __m512i join256(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    const uint8_t *wb = w, *ab = xq;
+    float sum = 0.0f;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q4_K_BYTES, ab += QP_Q8_K_BYTES) {
+        uint8_t sc[8], mn[8];
+        qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
+        const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
+        const uint8_t *q = wb + QP_Q4_K_OFF_QS;
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        __m512i acc = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * j));
+            const __m512i lv = join256(_mm256_and_si256(q4, m4), _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            const __m512i av = _mm512_loadu_si512((const void *)(a + 64 * j));
+            const __m512i s = join256(_mm256_set1_epi16(sc[2 * j]), _mm256_set1_epi16(sc[2 * j + 1]));
+            acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(lv, av), s);
+        }
+        const int32_t isum = hsum512_epi32(acc);
+        const float da = qp_load_f32le(ab);
+        const float d = _cvtsh_ss(qp_load_u16le(wb)) * da;
+        const float dmin = _cvtsh_ss(qp_load_u16le(wb + 2)) * da;
+        sum = sum + d * (float)isum;
+        sum = sum - dmin * (float)msum;
+    }
+    return sum;
+}
+
+QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    const uint8_t *wb = w, *ab = xq;
+    float sum = 0.0f;
+    /* int16 lane i of a 64-element chunk belongs to group i / 8 (16 elements = 8 int16 pairs) */
+    const __m512i grp = _mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL, 0x0002000200020002LL,
+                                         0x0002000200020002LL, 0x0001000100010001LL, 0x0001000100010001LL, 0, 0);
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES, ab += QP_Q8_K_BYTES) {
+        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
+        const __m512i sc16 = _mm512_castsi256_si512(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)scb)));
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        __m512i acc = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m256i u[4];
+            qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u);
+            for (int c = 0; c < 2; c++) { /* elements 128h + 64c .. +63: groups 8h + 4c .. +3 */
+                const __m512i av = _mm512_loadu_si512((const void *)(a + 128 * h + 64 * c));
+                const __m512i idx = _mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * h + 4 * c)));
+                const __m512i s = _mm512_permutexvar_epi16(idx, sc16);
+                acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(join256(u[2 * c], u[2 * c + 1]), av), s);
+            }
+        }
+        const int32_t isum = hsum512_epi32(acc) - 32 * qp_q6k_bsum_dot(scb, ab + QP_Q8_K_OFF_BSUMS);
+        const float d = _cvtsh_ss(qp_load_u16le(wb + QP_Q6_K_OFF_D)) * qp_load_f32le(ab);
+        sum = sum + d * (float)isum;
+    }
+    return sum;
+}

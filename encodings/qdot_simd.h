@@ -1,0 +1,88 @@
+/* Helpers of the AVX2 / AVX-512 fast-path dots (qdot_avx2.c, qdot_avx512.c); included only by
+ * files compiled with AVX2 enabled. */
+#ifndef QP_QDOT_SIMD_H
+#define QP_QDOT_SIMD_H
+#include <immintrin.h>
+#include <string.h>
+
+#include "encodings/encodings_internal.h"
+
+/* qp_qdot_hsum8's order: (a0+a4)+(a2+a6) + (a1+a5)+(a3+a7) */
+static inline float qp_hsum256_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline int32_t qp_hsum256_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Q4_0: nibbles - 8 (low nibbles are elements 0..15, high 16..31) */
+static inline __m256i qp_q4_0_levels256(const uint8_t *b) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 2));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+}
+
+/* Q5_0: (nibble | bit i of qh << 4) - 16 */
+static inline __m256i qp_q5_0_levels256(const uint8_t *b) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    const __m256i qh = _mm256_set1_epi32((int)qp_load_u32le(b + 2));
+    /* byte i <- byte i/8 of qh, then test bit i%8 */
+    const __m256i spread = _mm256_shuffle_epi8(qh, _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                                                     0x0101010101010101LL, 0));
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    const __m256i v = _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(16));
+}
+
+/* sum over the 8 sub-blocks of min_j * (bsum 2j + bsum 2j+1), exact */
+static inline int32_t qp_q4k_min_sum(const uint8_t mn[8], const uint8_t *bsums) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)bsums);
+    const __m128i b2 = _mm_loadu_si128((const __m128i *)(const void *)(bsums + 16));
+    const __m128i pairs = _mm_hadd_epi16(b, b2); /* |bsum pair| <= 2 * 32 * 127: fits int16 */
+    uint64_t m8;
+    memcpy(&m8, mn, 8);
+    const __m128i m = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m8));
+    __m128i s = _mm_madd_epi16(pairs, m);
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Q6_K: the 4 x 32 unsigned 6-bit levels (0..63) of one 128-element half, element 32m + l */
+static inline void qp_q6k_unsigned_levels(const uint8_t *ql, const uint8_t *qh, __m256i u[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    const __m256i la = _mm256_loadu_si256((const __m256i *)(const void *)ql);
+    const __m256i lb = _mm256_loadu_si256((const __m256i *)(const void *)(ql + 32));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)qh);
+    u[0] = _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2));
+    u[1] = _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2));
+    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(h, m2));
+    u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                           _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
+}
+
+/* int16 lanes 0..7 = s0, 8..15 = s1 (the two 16-element groups of a 32-element chunk) */
+static inline __m256i qp_scale_pair16(int s0, int s1) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+}
+
+/* sum_j scale_j * bsum_j over Q6_K's 16 groups, exact */
+static inline int32_t qp_q6k_bsum_dot(const int8_t *scb, const uint8_t *bsums) {
+    const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)scb);
+    const __m256i s = _mm256_cvtepi8_epi16(s8);
+    const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)bsums);
+    return qp_hsum256_epi32(_mm256_madd_epi16(s, b));
+}
+
+#endif

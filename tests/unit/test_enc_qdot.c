@@ -1,0 +1,142 @@
+/* Fast-path dots (traits vec_dot_q8, encodings.md "Fast dots"): for every encoding that has one,
+ * on rows of several distributions and lengths,
+ *  - every SIMD level (scalar, AVX2, AVX-512 VNNI when the CPU has them) gives the scalar
+ *    reference's bits;
+ *  - the fast dot is within the documented bound of the exact dot (dequantized row . F32
+ *    activations, summed here in double): the activation rounding, |x - x^| <= 0.57 d_b per
+ *    element (d_b = amax_b / 127 of the activation block, f16 or f32 scale), times sum |w| over
+ *    the block, plus float rounding (nblocks + 16) 2^-22 sum |w x|;
+ *  - an independent integer recomputation (from dequantized weights and activations) agrees;
+ *  - hand-made blocks: all-zero activations give 0, one weight and one activation give w * a.
+ * The worst measured error / bound is printed. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_test.h"
+#include "quantpack/quantpack.h"
+
+static uint64_t g_s = 0x2545F4914F6CDD1Dull;
+static uint64_t rnd(void) { g_s ^= g_s << 13; g_s ^= g_s >> 7; g_s ^= g_s << 17; return g_s; }
+static float unif(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0); }
+static float gauss(void) {
+    float u = unif() + 1e-12f, v = unif();
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+static void fill(float *x, int64_t n, int dist) {
+    for (int64_t i = 0; i < n; i++) {
+        float g = gauss();
+        switch (dist) {
+        case 0: x[i] = g; break;                          /* normal */
+        case 1: x[i] = g * g * g; break;                   /* heavy tail */
+        case 2: x[i] = (i % 97 == 0) ? 40.0f * g : 0.01f * g; break; /* spikes */
+        case 3: x[i] = (i % 3 == 0) ? 0.0f : 1e-3f * g; break;        /* small, zeros */
+        default: x[i] = 0.5f + 0.1f * g; break;            /* one-signed */
+        }
+    }
+}
+
+static double g_worst; /* max |fast - exact| / bound */
+
+static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xdist) {
+    const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
+    float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
+    float *wd = malloc((size_t)n * sizeof *wd), *xd = malloc((size_t)n * sizeof *xd);
+    size_t wb = 0, ab = 0;
+    QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
+    uint8_t *wq = malloc(wb), *xq = malloc(ab);
+    fill(w, n, wdist);
+    fill(x, n, xdist);
+    tr->quantize_ref(w, wq, n);
+    at->quantize(x, xq, n);
+    tr->dequantize(wq, wd, n);
+    at->dequantize(xq, xd, n);
+    /* exact dot and the bound, in double */
+    double exact = 0, sum_abs = 0, act_err = 0, recomputed = 0;
+    const int64_t be = at->block_elems;
+    for (int64_t b = 0; b < n / be; b++) {
+        double amax = 0, wabs = 0;
+        for (int64_t i = b * be; i < (b + 1) * be; i++) {
+            if (fabs(x[i]) > amax) amax = fabs(x[i]);
+            wabs += fabs(wd[i]);
+            exact += (double)wd[i] * x[i];
+            sum_abs += fabs((double)wd[i] * x[i]);
+            recomputed += (double)wd[i] * xd[i];
+        }
+        act_err += 0.57 * amax / 127.0 * wabs;
+    }
+    const double bound = act_err + ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs;
+    float ref = 0;
+    for (int lv = 0; lv <= 2; lv++) {
+        qp_encoding_simd_force(lv);
+        float f = tr->vec_dot_q8(wq, xq, n);
+        if (lv == 0) ref = f;
+        uint32_t a, c;
+        memcpy(&a, &ref, 4);
+        memcpy(&c, &f, 4);
+        QP_CHECK_MSG(a == c, "%s n=%lld dist %d/%d level %d (%s): %.9g != reference %.9g", tr->name,
+                     (long long)n, wdist, xdist, lv, qp_encoding_simd_level(), f, ref);
+    }
+    qp_encoding_simd_force(-1);
+    const double err = fabs((double)ref - exact);
+    QP_CHECK_MSG(err <= bound, "%s n=%lld dist %d/%d: |fast - exact| = %.6g > bound %.6g (exact %.6g)",
+                 tr->name, (long long)n, wdist, xdist, err, bound, exact);
+    if (bound > 0 && err / bound > g_worst) g_worst = err / bound;
+    /* the dequantized weights against the dequantized activations: only float rounding apart */
+    QP_CHECK_MSG(fabs((double)ref - recomputed) <= ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs * 2 + 1e-30,
+                 "%s n=%lld: fast %.9g vs dequantized-activation dot %.9g", tr->name, (long long)n, ref,
+                 recomputed);
+    free(w), free(x), free(wd), free(xd), free(wq), free(xq);
+}
+
+/* zero activations -> 0; a single nonzero product -> that product (exact in float) */
+static void check_hand(const qp_encoding_traits *tr) {
+    const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
+    const int64_t n = 512;
+    float w[512], x[512] = {0}, wd[512];
+    size_t wb = 0, ab = 0;
+    QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
+    uint8_t *wq = malloc(wb), *xq = malloc(ab);
+    fill(w, n, 0);
+    tr->quantize_ref(w, wq, n);
+    tr->dequantize(wq, wd, n);
+    for (int lv = 0; lv <= 2; lv++) {
+        qp_encoding_simd_force(lv);
+        at->quantize(x, xq, n);
+        QP_CHECK_MSG(tr->vec_dot_q8(wq, xq, n) == 0.0f, "%s: zero activations, level %d", tr->name, lv);
+        x[300] = 2.0f; /* quantizes exactly: 127 * (2/127) */
+        at->quantize(x, xq, n);
+        float xd[512];
+        at->dequantize(xq, xd, n);
+        const float f = tr->vec_dot_q8(wq, xq, n);
+        QP_CHECK_MSG(fabsf(f - wd[300] * xd[300]) <= 1e-6f * fabsf(wd[300] * xd[300]) + 1e-30f,
+                     "%s: one product, level %d: %.9g vs %.9g", tr->name, lv, f, wd[300] * xd[300]);
+        x[300] = 0.0f;
+    }
+    qp_encoding_simd_force(-1);
+    free(wq), free(xq);
+}
+
+int main(void) {
+    int n_enc = 0;
+    for (int e = 0; e < QP_ENC_COUNT; e++) {
+        const qp_encoding_traits *tr = qp_encoding_get((qp_encoding)e);
+        if (!tr->vec_dot_q8) continue;
+        n_enc++;
+        const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
+        QP_CHECK_MSG(at && at->quantize && tr->quantize_ref && tr->dequantize,
+                     "%s: fast dot without its activation encoding or reference functions", tr->name);
+        if (!at || !at->quantize) continue;
+        const int64_t lens[] = {256, 512, 2048, 5632};
+        for (int li = 0; li < 4; li++)
+            for (int wdist = 0; wdist < 5; wdist++)
+                for (int xdist = 0; xdist < 5; xdist++) check_row(tr, lens[li], wdist, xdist);
+        check_hand(tr);
+    }
+    QP_CHECK_MSG(n_enc >= 5, "only %d encodings have a fast dot", n_enc);
+    printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f\n", n_enc, g_worst);
+    return qp_test_finish();
+}
