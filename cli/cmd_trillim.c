@@ -28,7 +28,9 @@ static const char k_tq_usage[] =
     "cols. Writes qmodel.tensors (TRLM), rope.cache (TRRC) and qmodel.lora (TRLA) atomically\n"
     "(temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA (3 QWEN35,\n"
     "4 BONSAI, 5 BONSAI_TERNARY, 6 QWEN3 are recognised and refused: no runtime for their\n"
-    "layers). Integers are 0..2^31. Byte layouts: readers/trlm.md, converters/trillim_sdk.md.\n"
+    "layers). --rope-dim must equal --head-dim (no partial rotary); --yarn-* writes YaRN\n"
+    "rope scaling into rope.cache (betas default to 32 / 1, as Hugging Face).\n"
+    "Integers are 0..2^31. Byte layouts: readers/trlm.md, converters/trillim_sdk.md.\n"
     "Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O.\n";
 
 /* The SDK's integer options: 0..2^31 */

@@ -395,9 +395,10 @@ static qp_status check_arch_and_rope(const qp_trillim_quant_opts *o, qp_err *e) 
         return qp_fail(e, QP_ERR_UNSUPPORTED, "--rope-dim %lld with --head-dim %lld: partial rotary "
                        "embeddings are not run by this runtime (rope-dim must equal head-dim)",
                        (long long)o->rope_dim, (long long)o->head_dim);
-    if (o->yarn_factor != 0.0 || o->yarn_orig_max_pos != 0 || o->yarn_beta_slow != 0.0 ||
-        o->yarn_beta_fast != 0.0)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "--yarn-*: YaRN rope scaling is not written yet");
+    bool yarn = o->yarn_factor != 0.0;
+    if (yarn != (o->yarn_orig_max_pos != 0) || (!yarn && (o->yarn_beta_slow != 0.0 || o->yarn_beta_fast != 0.0)))
+        return qp_fail(e, QP_ERR_ARG, "--yarn-factor and --yarn-orig-max-pos go together (the SDK "
+                       "passes both for rope_type yarn), and --yarn-beta-* only with them");
     return QP_OK;
 }
 
@@ -501,8 +502,10 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
                         QP_TRLM_MAX_POS);
             goto done;
         }
+        const qp_rope_yarn yarn = {o->yarn_factor, o->yarn_orig_max_pos, o->yarn_beta_fast,
+                                   o->yarn_beta_slow};
         if ((s = qp_trrc_write(o->rope_output, (uint32_t)o->max_pos, (uint32_t)o->head_dim,
-                               o->rope_theta, e)) != QP_OK)
+                               o->rope_theta, &yarn, e)) != QP_OK)
             goto done;
         rope_done = true;
     }

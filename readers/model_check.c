@@ -129,6 +129,7 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     c.norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-5f;
     c.rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
     c.rope_style = a->rope_style;
+    c.rope_yarn = a->rope_yarn;
     c.act = a->act; /* as the source says (readers/gguf.md "BitNet architectures") */
     c.act_int8 = a->family == QP_FAMILY_BITNET && a->act_int8;
     c.sub_norms = a->sub_norms || a->family == QP_FAMILY_BITNET ||

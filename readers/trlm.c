@@ -7,6 +7,7 @@
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
+#include "core/rope.h"
 #include "readers/trlm_format.h"
 
 static char *dir_of(const char *path) {
@@ -20,7 +21,29 @@ typedef struct rope_info {
     bool present;
     uint32_t max_pos, head_dim;
     double theta;
+    qp_rope_yarn yarn; /* factor 0: no YARN trailer */
 } rope_info;
+
+/* The optional YARN trailer after the tables (converters/trillim_sdk.md "Rope"). */
+static qp_status read_yarn_trailer(const uint8_t *t, size_t at, const char *path, rope_info *ri, qp_err *e) {
+    qp_rope_yarn *y = &ri->yarn;
+    if (memcmp(t, "YARN", 4) != 0)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: offset %zu: 48 bytes after the tables that are not a "
+                       "YARN trailer", path, at);
+    y->factor = qp_load_f64le(t + 8);
+    y->orig_max_pos = qp_load_u32le(t + 16);
+    y->beta_fast = qp_load_f64le(t + 24);
+    y->beta_slow = qp_load_f64le(t + 32);
+    double mscale = qp_load_f64le(t + 40);
+    if (qp_load_u32le(t + 4) != ri->head_dim || qp_load_u32le(t + 20) != 0 || !isfinite(y->factor) ||
+        !(y->factor >= 1.0) || y->orig_max_pos == 0 || !(y->beta_fast > 0.0) || !(y->beta_slow > 0.0) ||
+        !isfinite(y->beta_fast) || !isfinite(y->beta_slow) || mscale != qp_rope_attention_factor(y))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: offset %zu: YARN trailer out of range (rope dim %u for "
+                       "head_dim %u, factor %g, original positions %lld, betas %g/%g, attention factor %g)",
+                       path, at, qp_load_u32le(t + 4), ri->head_dim, y->factor,
+                       (long long)y->orig_max_pos, y->beta_fast, y->beta_slow, mscale);
+    return QP_OK;
+}
 
 static qp_status read_rope(qp_model *m, const char *path, rope_info *ri, qp_err *e) {
     int idx;
@@ -48,21 +71,25 @@ static qp_status read_rope(qp_model *m, const char *path, rope_info *ri, qp_err 
         return qp_fail(e, QP_ERR_CORRUPT, "%s: offset 20: rope theta %g", path, ri->theta);
     uint64_t want = QP_TRRC_HEADER_BYTES + QP_TRRC_BODY_HEADER_BYTES +
                     2ull * ri->max_pos * (ri->head_dim / 2) * 4ull;
-    if (n != want)
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: %zu bytes, the tables for %u positions x %u need %llu",
-                       path, n, ri->max_pos, ri->head_dim / 2, (unsigned long long)want);
-    /* spot checks: position 0 is cos 1 / sin 0; every value is within [-1, 1] */
+    if (n != want && n != want + QP_TRRC_YARN_BYTES)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: %zu bytes, the tables for %u positions x %u need %llu "
+                       "(+%d with a YARN trailer)", path, n, ri->max_pos, ri->head_dim / 2,
+                       (unsigned long long)want, QP_TRRC_YARN_BYTES);
+    if (n != want && (s = read_yarn_trailer(p + want, (size_t)want, path, ri, e)) != QP_OK) return s;
+    /* spot checks: position 0 is cos m / sin 0; every value is within [-m, m] (m = the YaRN
+       attention factor, 1 without YaRN) */
+    const float mag = (float)qp_rope_attention_factor(&ri->yarn);
     const uint8_t *tab = p + QP_TRRC_HEADER_BYTES + QP_TRRC_BODY_HEADER_BYTES;
     size_t nv = (size_t)2 * ri->max_pos * (ri->head_dim / 2);
     for (size_t i = 0; i < nv; i++) {
         float v = qp_load_f32le(tab + 4 * i);
-        if (!(v >= -1.0f && v <= 1.0f))
-            return qp_fail(e, QP_ERR_CORRUPT, "%s: offset %zu: table value %g outside [-1, 1]", path,
-                           (size_t)(tab - p) + 4 * i, (double)v);
+        if (!(v >= -mag && v <= mag))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: offset %zu: table value %g outside [-%g, %g]", path,
+                           (size_t)(tab - p) + 4 * i, (double)v, (double)mag, (double)mag);
     }
     for (uint32_t i = 0; i < ri->head_dim / 2; i++)
-        if (qp_load_f32le(tab + 4 * i) != 1.0f || qp_load_f32le(tab + nv * 2 + 4 * i) != 0.0f)
-            return qp_fail(e, QP_ERR_CORRUPT, "%s: position 0 must have cos 1 and sin 0", path);
+        if (qp_load_f32le(tab + 4 * i) != mag || qp_load_f32le(tab + nv * 2 + 4 * i) != 0.0f)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: position 0 must have cos %g and sin 0", path, (double)mag);
     ri->present = true;
     return QP_OK;
 }
@@ -392,6 +419,7 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         a->head_dim = ri.head_dim;
         a->max_pos = ri.max_pos;
         a->rope_theta = (float)ri.theta;
+        a->rope_yarn = ri.yarn;
     }
     if (a->head_dim <= 0 && a->n_heads > 0) a->head_dim = qrows / a->n_heads;
     if (a->head_dim <= 0 || qrows % a->head_dim != 0 || krows % a->head_dim != 0) {

@@ -22,6 +22,7 @@
 #define QP_TRLM_ALIGN 64          /* every tensor's data starts at a multiple of this */
 #define QP_TRRC_HEADER_BYTES 12   /* "TRRC", version, reserved */
 #define QP_TRRC_BODY_HEADER_BYTES 16
+#define QP_TRRC_YARN_BYTES 48     /* optional trailer: "YARN", rope dim, factor, orig max pos, betas, mscale */
 #define QP_TRLA_HEADER_BYTES 12   /* "TRLA", version, reserved */
 #define QP_TRLA_BODY_HEADER_BYTES 32
 #define QP_TRLA_SLOT_BYTES 32

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/rope.h"
 #include "runtime/runtime_internal.h"
 
 /* Prompts are run in batches of at most this many tokens (activation buffers grow to it). */
@@ -87,13 +88,18 @@ static void rope(const qp_runtime *rt, float *vec, int64_t n_heads, const float 
     }
 }
 
+/* cos/sin of pos x inv_freq[i]; with YaRN (TRLM rope.cache's trailer) the frequencies and the
+ * attention factor of core/rope.h, as the rope.cache tables hold them. */
 static void rope_angles(const qp_runtime *rt, int64_t pos, float *cs, float *sn) {
     int64_t hd = rt->cfg.head_dim;
+    const qp_rope_yarn *y = rt->cfg.rope_yarn.factor > 0.0 ? &rt->cfg.rope_yarn : NULL;
+    double mscale = qp_rope_attention_factor(y);
     for (int64_t i = 0; i < hd / 2; i++) {
-        double freq = pow((double)rt->cfg.rope_theta, -(double)(2 * i) / (double)hd);
+        double freq = y ? qp_rope_inv_freq((double)rt->cfg.rope_theta, hd, y, i)
+                        : pow((double)rt->cfg.rope_theta, -(double)(2 * i) / (double)hd);
         double ang = (double)pos * freq;
-        cs[i] = (float)cos(ang);
-        sn[i] = (float)sin(ang);
+        cs[i] = (float)(cos(ang) * mscale);
+        sn[i] = (float)(sin(ang) * mscale);
     }
 }
 

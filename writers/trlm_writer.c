@@ -6,6 +6,8 @@
 
 #include "writers/trlm_writer.h"
 
+#include "core/rope.h"
+
 static const char *const k_trlm_files[] = {
     "qmodel.tensors", "rope.cache", "qmodel.lora", "inference.config", ".quantize_manifest.bin",
     "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -133,8 +135,35 @@ double qp_trrc_angle(uint32_t pos, uint32_t i, uint32_t head_dim, double theta) 
     return (double)pos * inv_freq;
 }
 
+static void store_f64le(uint8_t *p, double v) {
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    qp_store_u64le(p, u);
+}
+
+/* The YaRN trailer after the tables (converters/trillim_sdk.md "Rope"). */
+static qp_status write_yarn_trailer(qp_outfile *f, uint32_t head_dim, const qp_rope_yarn *y, qp_err *e) {
+    uint8_t t[QP_TRRC_YARN_BYTES] = {0};
+    memcpy(t, "YARN", 4);
+    qp_store_u32le(t + 4, head_dim); /* rope dim */
+    store_f64le(t + 8, y->factor);
+    qp_store_u32le(t + 16, (uint32_t)y->orig_max_pos);
+    store_f64le(t + 24, y->beta_fast > 0.0 ? y->beta_fast : 32.0);
+    store_f64le(t + 32, y->beta_slow > 0.0 ? y->beta_slow : 1.0);
+    store_f64le(t + 40, qp_rope_attention_factor(y));
+    return qp_outfile_write(f, t, sizeof t, e);
+}
+
 qp_status qp_trrc_write(const char *path, uint32_t max_pos, uint32_t head_dim, double theta,
-                        qp_err *e) {
+                        const qp_rope_yarn *yarn, qp_err *e) {
+    if (yarn && !(yarn->factor > 0.0)) yarn = NULL;
+    if (yarn && (!(yarn->factor >= 1.0) || !isfinite(yarn->factor) || yarn->orig_max_pos <= 0 ||
+                 yarn->orig_max_pos > QP_TRLM_MAX_POS || !(yarn->beta_fast >= 0.0) ||
+                 !(yarn->beta_slow >= 0.0) || !isfinite(yarn->beta_fast) || !isfinite(yarn->beta_slow)))
+        return qp_fail(e, QP_ERR_ARG, "%s: bad YaRN parameters: factor %g, original max positions %lld, "
+                       "beta_fast %g, beta_slow %g", path, yarn->factor, (long long)yarn->orig_max_pos,
+                       yarn->beta_fast, yarn->beta_slow);
+    double mscale = qp_rope_attention_factor(yarn);
     if (max_pos == 0 || max_pos > QP_TRLM_MAX_POS || head_dim == 0 || head_dim % 2 != 0 ||
         head_dim > 65536 || !(theta > 0.0) || !isfinite(theta))
         return qp_fail(e, QP_ERR_ARG, "%s: bad rope parameters: max_pos %u, head_dim %u, theta %g",
@@ -164,12 +193,14 @@ qp_status qp_trrc_write(const char *path, uint32_t max_pos, uint32_t head_dim, d
     for (int table = 0; table < 2 && s == QP_OK; table++) {
         for (uint32_t p = 0; p < max_pos && s == QP_OK; p++) {
             for (uint32_t i = 0; i < half; i++) {
-                double a = qp_trrc_angle(p, i, head_dim, theta);
-                qp_store_f32le(buf + 4 * i, (float)(table == 0 ? cos(a) : sin(a)));
+                double a = yarn ? (double)p * qp_rope_inv_freq(theta, head_dim, yarn, i)
+                                : qp_trrc_angle(p, i, head_dim, theta);
+                qp_store_f32le(buf + 4 * i, (float)((table == 0 ? cos(a) : sin(a)) * mscale));
             }
             s = qp_outfile_write(f, buf, (size_t)half * 4, e);
         }
     }
+    if (s == QP_OK && yarn) s = write_yarn_trailer(f, head_dim, yarn, e);
     qp_free(row);
     qp_free(buf);
     if (s != QP_OK) {

@@ -20,9 +20,11 @@ QP_NODISCARD qp_status qp_trlm_writer_write(qp_trlm_writer *w, const void *data,
 QP_NODISCARD qp_status qp_trlm_writer_commit(qp_trlm_writer *w, qp_err *e); /* always frees w */
 void qp_trlm_writer_abort(qp_trlm_writer *w);                    /* NULL is fine */
 
-/* rope.cache: cos/sin tables for max_pos positions x head_dim/2 frequencies (readers/trlm.md). */
+/* rope.cache: cos/sin tables for max_pos positions x head_dim/2 frequencies (readers/trlm.md);
+ * with yarn (factor > 0) the YaRN frequencies and attention factor of core/rope.h, then the
+ * 48-byte YARN trailer (converters/trillim_sdk.md "Rope"). yarn NULL: plain, as before. */
 QP_NODISCARD qp_status qp_trrc_write(const char *path, uint32_t max_pos, uint32_t head_dim, double theta,
-                                     qp_err *e);
+                                     const qp_rope_yarn *yarn, qp_err *e);
 /* The angle table value as the writer computes it (for checks): pos * theta^(-2i/head_dim). */
 double qp_trrc_angle(uint32_t pos, uint32_t i, uint32_t head_dim, double theta);
 

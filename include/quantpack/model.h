@@ -59,6 +59,14 @@ QP_API const char *qp_act_name(qp_act a); /* "silu", "relu2", "gelu"; "unknown" 
 /* The activation named name ("silu", "relu2", "gelu"); false for any other name. */
 QP_API bool qp_act_from_name(const char *name, qp_act *out);
 
+/* YaRN rope scaling (Hugging Face _compute_yarn_parameters; converters/trillim_sdk.md "Rope"):
+ * factor 0 = none; beta_fast / beta_slow 0 = HF's defaults 32 / 1. core/rope.h computes it. */
+typedef struct qp_rope_yarn {
+    double factor;
+    int64_t orig_max_pos;
+    double beta_fast, beta_slow;
+} qp_rope_yarn;
+
 /* The architecture, as every source is mapped into it. Unknown values are 0 (or -1 for ids). */
 typedef struct qp_arch {
     qp_family family;
@@ -73,6 +81,7 @@ typedef struct qp_arch {
     float norm_eps;        /* RMSNorm epsilon */
     float rope_theta;
     qp_rope_style rope_style;
+    qp_rope_yarn rope_yarn; /* TRLM rope.cache's YaRN trailer; zero otherwise */
     bool tie_embeddings;   /* output projection shares token embeddings */
     bool qkv_bias;         /* q/k/v projections have biases (Qwen2) */
     bool sub_norms;        /* BitNet attn_sub_norm / ffn_sub_norm */

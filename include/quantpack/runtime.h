@@ -35,6 +35,7 @@ typedef struct qp_runtime_config {
     int64_t dim, ffn_dim, n_layers, n_heads, n_kv_heads, head_dim, vocab, n_ctx;
     float norm_eps, rope_theta;
     qp_rope_style rope_style;
+    qp_rope_yarn rope_yarn; /* factor 0: plain rope */
     qp_act act;
     bool qkv_bias, sub_norms, tied_output;
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */

@@ -85,6 +85,47 @@ act_case 7 1 --min-cosine 0.99 --max-kl 0.2 --min-top1 0.85
 act_case 4 0
 act_case 4 1
 act_case 5 1
+# YaRN as the SDK passes it (rope_scaling {"rope_type": "yarn", "factor": 4.0,
+# "original_max_position_embeddings": 64, "beta_fast": 32.0, "beta_slow": 1.0}, then the same
+# without betas = HF's defaults): every rope.cache value against Hugging Face's
+# _compute_yarn_parameters evaluated here in node (double, rounded to f32), the trailer fields,
+# and the runtime using it (the logits move against the plain-rope TRLM).
+yarn_case() { # name extra-args
+  local OY="$TMP/trq_run/yarn_$1"; rm -rf "$OY"; mkdir -p "$OY"; cp "$FIX"/bitnet-float/*.json "$OY/"
+  "$BIN/trillim-quantize" $(sdk_args "$M2" "$OY") --tie-embeddings $2 >/dev/null 2>"$TMP/trq_err"
+  ok "yarn $1 quantizes ($(head -c 160 "$TMP/trq_err"))" "[ -s '$OY/rope.cache' ]"
+  local res; res=$(node -e '
+    const b = require("fs").readFileSync(process.argv[1]);
+    const [factor, orig, bf, bs] = process.argv.slice(2).map(Number);
+    const maxPos = b.readUInt32LE(12), dim = b.readUInt32LE(16), base = b.readDoubleLE(20), half = dim / 2;
+    const corr = (rot) => (dim * Math.log(orig / (rot * 2 * Math.PI))) / (2 * Math.log(base));
+    let low = Math.max(Math.floor(corr(bf)), 0), high = Math.min(Math.ceil(corr(bs)), dim - 1);
+    if (low === high) high += 0.001;
+    const mscale = factor <= 1 ? 1 : 0.1 * Math.log(factor) + 1;
+    let worst = 0;
+    for (let i = 0; i < half; i++) {
+      const posFreq = Math.pow(base, (2 * i) / dim), extra = 1 / posFreq, inter = 1 / (factor * posFreq);
+      const ramp = Math.min(Math.max((i - low) / (high - low), 0), 1), ef = 1 - ramp;
+      const inv = inter * (1 - ef) + extra * ef;
+      for (let p = 0; p < maxPos; p++) {
+        const c = Math.fround(Math.cos(p * inv) * mscale), s = Math.fround(Math.sin(p * inv) * mscale);
+        const at = 28 + 4 * (p * half + i);
+        worst = Math.max(worst, Math.abs(b.readFloatLE(at) - c), Math.abs(b.readFloatLE(at + 4 * maxPos * half) - s));
+      }
+    }
+    const t = 28 + 8 * maxPos * half;
+    const trailer = b.toString("latin1", t, t + 4) === "YARN" && b.readUInt32LE(t + 4) === dim &&
+      b.readDoubleLE(t + 8) === factor && b.readUInt32LE(t + 16) === orig && b.readDoubleLE(t + 24) === bf &&
+      b.readDoubleLE(t + 32) === bs && Math.abs(b.readDoubleLE(t + 40) - mscale) < 1e-15 && b.length === t + 48;
+    console.log(worst, trailer);' "$OY/rope.cache" 4.0 64 32.0 1.0 2>&1)
+  ok "yarn $1: rope.cache == HF YaRN formula (max |diff|, trailer: $res)" "node -e 'const [w,t]=process.argv.slice(1);process.exit(Number(w)<=2e-7&&t===\"true\"?0:1)' $res"
+  "$BIN/quantpack" verify "$OY" --against "$O2" -n 8 >"$TMP/trq_verify" 2>&1
+  local diff; diff=$(grep -m1 -o 'max |diff| [0-9.e+-]*' "$TMP/trq_verify")
+  ok "yarn $1: the runtime applies it (logits vs plain rope: $diff)" "[ -n '$diff' ] && [ '$diff' != 'max |diff| 0' ]"
+}
+cp "$FIX"/bitnet-float/*.json "$O2/"
+yarn_case betas "--yarn-factor 4.0 --yarn-orig-max-pos 64 --yarn-beta-fast 32.0 --yarn-beta-slow 1.0"
+yarn_case defaults "--yarn-factor 4.0 --yarn-orig-max-pos 64"
 refused() { # name, extra args, stderr fragment
   "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings $2 >/dev/null 2>"$TMP/trq_err"; local rc=$?
   ok "$1 (exit $rc: $(head -c 160 "$TMP/trq_err"))" "[ $rc -eq 3 ] && grep -q '$3' '$TMP/trq_err'"; }
@@ -92,4 +133,6 @@ for a in 3 4 5 6; do refused "--arch $a refused by name" "--arch $a" "not run by
 refused "partial rotary refused" "--rope-dim 8" "partial rotary"
 "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --arch 9 >/dev/null 2>&1; rc=$?
 ok "--arch 9 is refused as usage (exit $rc)" "[ $rc -eq 2 ]"
+"$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings --yarn-factor 4.0 >/dev/null 2>"$TMP/trq_err"; rc=$?
+ok "--yarn-factor without --yarn-orig-max-pos is a usage error (exit $rc)" "[ $rc -eq 2 ] && grep -q 'go together' '$TMP/trq_err'"
 finish

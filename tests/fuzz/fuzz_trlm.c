@@ -169,9 +169,9 @@ static void setup(void) {
     qp_err e = {0};
     char p[400];
     snprintf(p, sizeof p, "%s/rope.cache", g_tdir);
-    if (qp_trrc_write(p, 8, 8, 10000.0, &e) != QP_OK) abort();
+    if (qp_trrc_write(p, 8, 8, 10000.0, NULL, &e) != QP_OK) abort();
     snprintf(p, sizeof p, "%s/rope.cache", g_bdir);
-    if (qp_trrc_write(p, 8, 8, 10000.0, &e) != QP_OK) abort();
+    if (qp_trrc_write(p, 8, 8, 10000.0, NULL, &e) != QP_OK) abort();
     snprintf(p, sizeof p, "%s/config.json", g_tdir);
     if (qp_fuzz_write_file(p, k_config, sizeof k_config - 1) != 0) abort();
     make_base();
