@@ -34,12 +34,16 @@ static const struct {
     qp_pre_kind kind;
 } k_pre_names[] = {
     {"", QP_PRE_GPT2}, {"default", QP_PRE_GPT2}, {"gpt-2", QP_PRE_GPT2}, {"gpt2", QP_PRE_GPT2},
-    {"phi-2", QP_PRE_GPT2}, {"starcoder", QP_PRE_GPT2}, {"refact", QP_PRE_GPT2},
-    {"smollm", QP_PRE_GPT2}, {"codeshell", QP_PRE_GPT2}, {"command-r", QP_PRE_GPT2},
+    {"phi-2", QP_PRE_GPT2}, {"mpt", QP_PRE_GPT2}, {"olmo", QP_PRE_GPT2}, {"jais", QP_PRE_GPT2},
+    {"trillion", QP_PRE_GPT2}, {"granite-docling", QP_PRE_GPT2},
+    {"starcoder", QP_PRE_STARCODER}, {"refact", QP_PRE_STARCODER},
+    {"command-r", QP_PRE_STARCODER}, {"smollm", QP_PRE_STARCODER},
+    {"codeshell", QP_PRE_STARCODER}, {"exaone", QP_PRE_STARCODER},
+    {"minerva-7b", QP_PRE_STARCODER},
     {"llama-bpe", QP_PRE_LLAMA3}, {"llama3", QP_PRE_LLAMA3}, {"llama-v3", QP_PRE_LLAMA3},
     {"smaug-bpe", QP_PRE_LLAMA3}, {"falcon3", QP_PRE_LLAMA3}, {"pixtral", QP_PRE_LLAMA3},
     {"qwen2", QP_PRE_QWEN2}, {"deepseek-r1-qwen", QP_PRE_QWEN2},
-    {"deepseek-coder", QP_PRE_DEEPSEEK_CODER},
+    {"deepseek-coder", QP_PRE_DEEPSEEK_CODER}, {"deepseek-llm", QP_PRE_DEEPSEEK_LLM},
 };
 
 void qp_tok_bpe_free(qp_tokenizer *t) {
@@ -61,8 +65,8 @@ qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e) {
     }
     if (!known)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "tokenizer: byte-level BPE pre-tokenizer '%.*s' is "
-                                              "not supported (gpt-2, llama-bpe, qwen2, "
-                                              "deepseek-coder are)", (int)sizeof v->pre, v->pre);
+                                              "not supported (see runtime/tokenizer.md for "
+                                              "the names that are)", (int)sizeof v->pre, v->pre);
     /* GPT-2 bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
      * take U+0100.. in byte order. */
     uint32_t next = 256;
@@ -209,31 +213,93 @@ static size_t match_llama3(const pre_text *pt, size_t i, size_t end, size_t max_
     return match_space_run(pt, i, end);
 }
 
-/* DeepSeek-Coder: five patterns applied one after the other, each splitting every piece into its
- * matches and the gaps between them. */
+/* DeepSeek-Coder and DeepSeek-LLM: patterns applied one after the other, each splitting every
+ * piece into its matches and the gaps between them. */
 static bool is_cjk_ds(uint32_t c) {
     return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x0800 && c <= 0x4E00) ||
            (c >= 0xAC00 && c <= 0xD7FF);
 }
 
-static size_t match_ds(const pre_text *pt, size_t i, size_t end, int step) {
+typedef struct cp_range {
+    uint32_t lo, hi;
+} cp_range;
+
+/* DeepSeek-LLM's letter class (the cased letters of its tokenizer.json), in its order */
+static const cp_range k_ds_llm_letters[] = {
+    {0x0041, 0x005A}, {0x0061, 0x007A}, {0x00B5, 0x00B5}, {0x00C0, 0x00D6}, {0x00D8, 0x00F6},
+    {0x00F8, 0x01BA}, {0x01BC, 0x01BF}, {0x01C4, 0x0293}, {0x0295, 0x02AF}, {0x0370, 0x0373},
+    {0x0376, 0x0377}, {0x037B, 0x037D}, {0x037F, 0x037F}, {0x0386, 0x0386}, {0x0388, 0x038A},
+    {0x038C, 0x038C}, {0x038E, 0x03A1}, {0x03A3, 0x03F5}, {0x03F7, 0x0481}, {0x048A, 0x052F},
+    {0x0531, 0x0556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
+    {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
+    {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
+    {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
+    {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
+    {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
+    {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4},
+    {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F},
+    {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
+    {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3},
+    {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF},
+    {0x1E900, 0x1E943},
+};
+
+/* DeepSeek-LLM's punctuation class: ASCII punctuation, fullwidth forms, quotes, CJK marks */
+static const cp_range k_ds_llm_punct[] = {
+    {0x0021, 0x002F}, {0x003A, 0x007E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
+    {0x2018, 0x201F}, {0x3000, 0x3002},
+};
+
+static bool in_ranges(const cp_range *r, size_t n, uint32_t c) {
+    for (size_t i = 0; i < n; i++)
+        if (c >= r[i].lo && c <= r[i].hi) return true;
+    return false;
+}
+
+/* the DeepSeek class of step `step` (1 letters, 2 punctuation) for the Coder or the LLM lists */
+static bool in_ds_class(const pre_text *pt, size_t i, int step, bool llm) {
+    if (!llm) return pt->fl[i] & (step == 1 ? QP_UC_L : QP_UC_P);
+    if (step == 1)
+        return in_ranges(k_ds_llm_letters, sizeof k_ds_llm_letters / sizeof k_ds_llm_letters[0],
+                         pt->cp[i]);
+    return in_ranges(k_ds_llm_punct, sizeof k_ds_llm_punct / sizeof k_ds_llm_punct[0], pt->cp[i]);
+}
+
+/* \s?[class]+ */
+static size_t match_ds_class(const pre_text *pt, size_t i, size_t end, int step, bool llm) {
+    size_t j = i;
+    if (IS_WS(j) && j + 1 < end && in_ds_class(pt, j + 1, step, llm)) j++;
+    if (!in_ds_class(pt, j, step, llm)) return 0;
+    while (j < end && in_ds_class(pt, j, step, llm)) j++;
+    return j - i;
+}
+
+static size_t match_run(const pre_text *pt, size_t i, size_t end, unsigned flag) {
+    size_t j = i;
+    while (j < end && (pt->fl[j] & flag)) j++;
+    return j - i;
+}
+
+/* Coder: [\r\n] / \s?\p{L}+ / \s?\p{P}+ / CJK / \p{N}
+ * LLM:   [\r\n] / \s?[letters]+ / \s?[punct]+ / \s+$ / CJK / \p{N}+ */
+static size_t match_ds(const pre_text *pt, size_t i, size_t end, int step, bool llm) {
+    if (llm && step == 3) { /* \s+$: whitespace reaching the end of the piece */
+        size_t n = match_run(pt, i, end, QP_UC_WS);
+        return i + n == end ? n : 0;
+    }
+    if (llm && step > 3) step--;
     switch (step) {
     case 0: return pt->cp[i] == '\r' || pt->cp[i] == '\n';
     case 1:
-    case 2: {
-        unsigned cls = step == 1 ? QP_UC_L : QP_UC_P;
-        size_t j = i;
-        if (IS_WS(j) && j + 1 < end && (pt->fl[j + 1] & cls)) j++;
-        if (!(pt->fl[j] & cls)) return 0;
-        while (j < end && (pt->fl[j] & cls)) j++;
-        return j - i;
-    }
+    case 2: return match_ds_class(pt, i, end, step, llm);
     case 3: {
         size_t j = i;
         while (j < end && is_cjk_ds(pt->cp[j])) j++;
         return j - i;
     }
-    default: return IS_N(i) ? 1 : 0;
+    default: return llm ? match_run(pt, i, end, QP_UC_N) : IS_N(i) ? 1 : 0;
     }
 }
 
@@ -376,7 +442,10 @@ qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len,
     if (ok) off[n] = (uint32_t)len;
     pre_text pt = {cp, fl};
     if (ok) ok = push_piece(&pa, &na, &ca, 0, (uint32_t)n);
-    int steps = t->pre == QP_PRE_DEEPSEEK_CODER ? 5 : 1;
+    int steps = t->pre == QP_PRE_DEEPSEEK_CODER ? 5
+              : t->pre == QP_PRE_DEEPSEEK_LLM   ? 6
+              : t->pre == QP_PRE_STARCODER      ? 2
+                                                : 1;
     for (int step = 0; ok && step < steps; step++) {
         nb = 0;
         for (size_t p = 0; ok && p < na; p++) {
@@ -386,7 +455,11 @@ qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len,
                 switch (t->pre) {
                 case QP_PRE_LLAMA3: m = match_llama3(&pt, i, end, 3); break;
                 case QP_PRE_QWEN2: m = match_llama3(&pt, i, end, 1); break;
-                case QP_PRE_DEEPSEEK_CODER: m = match_ds(&pt, i, end, step); break;
+                case QP_PRE_DEEPSEEK_CODER: m = match_ds(&pt, i, end, step, false); break;
+                case QP_PRE_DEEPSEEK_LLM: m = match_ds(&pt, i, end, step, true); break;
+                case QP_PRE_STARCODER: /* \p{N} alone first, then GPT-2 */
+                    m = step == 0 ? (pt.fl[i] & QP_UC_N ? 1 : 0) : match_gpt2(&pt, i, end);
+                    break;
                 default: m = match_gpt2(&pt, i, end); break;
                 }
                 if (m == 0) {

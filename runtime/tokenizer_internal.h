@@ -29,6 +29,8 @@ typedef enum qp_pre_kind {
     QP_PRE_LLAMA3,      /* llama-bpe: case-insensitive contractions, \p{N}{1,3}, newline runs */
     QP_PRE_QWEN2,       /* as LLAMA3 with single digits */
     QP_PRE_DEEPSEEK_CODER, /* [\r\n] / \s?\p{L}+ / \s?\p{P}+ / CJK runs / \p{N}, in sequence */
+    QP_PRE_DEEPSEEK_LLM, /* [\r\n] / \s?[cased letters]+ / \s?[punct]+ / \s+$ / CJK / \p{N}+ */
+    QP_PRE_STARCODER,    /* \p{N} (single digits first), then the GPT-2 pattern */
 } qp_pre_kind;
 
 struct qp_tokenizer {

@@ -156,6 +156,8 @@ int main(void) {
     run_vocab(dir, "phi-3", NULL, true);
     run_vocab(dir, "gpt-2", NULL, true);
     run_vocab(dir, "deepseek-coder", NULL, true);
+    run_vocab(dir, "deepseek-llm", NULL, true);
+    run_vocab(dir, "mpt", NULL, true);
     run_vocab(dir, "bert-bge", NULL, false);
     /* the Llama 2 vocabulary through the other two readers gives llama-spm's ids too */
     run_vocab(dir, "llama-spm", "tokenizer.model", true);

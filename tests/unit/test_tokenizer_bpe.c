@@ -178,6 +178,29 @@ int main(void) {
     ENC(tk, "12", false, B('1'), B('2'));
     qp_tokenizer_free(tk);
 
+    /* StarCoder family: every \p{N} is a word of its own before the GPT-2 pattern, so " \u00BD"
+     * (a No) is " " and "\u00BD" (llama.cpp LLAMA_VOCAB_PRE_TYPE_STARCODER); GPT-2 keeps " \u00BD" */
+    init_vocab(&tv, "starcoder");
+    int32_t half = merge(&tv, "\xC2", "\xBD");
+    int32_t sp_half = merge(&tv, " ", "\xC2\xBD");
+    int32_t d12 = merge(&tv, "1", "2");
+    tk = make(&tv);
+    ENC(tk, " \xC2\xBD", false, B(' '), half);
+    ENC(tk, "a12", false, B('a'), B('1'), B('2'));
+    qp_tokenizer_free(tk);
+    snprintf(tv.v.pre, sizeof tv.v.pre, "gpt-2");
+    tk = make(&tv);
+    ENC(tk, " \xC2\xBD", false, sp_half);
+    ENC(tk, "a12", false, B('a'), d12);
+    qp_tokenizer_free(tk);
+
+    /* DeepSeek-LLM: \p{N}+ runs stay whole, a trailing space run is its own word */
+    init_vocab(&tv, "deepseek-llm");
+    d12 = merge(&tv, "1", "2");
+    tk = make(&tv);
+    ENC(tk, "12", false, d12);
+    qp_tokenizer_free(tk);
+
     /* unknown pre-tokenizer */
     init_vocab(&tv, "no-such-pre");
     qp_err e = {0};
