@@ -128,16 +128,37 @@ void qp_cli_clean_up_on_signals(void);
 /* Monotonic clock in seconds (durations only). */
 double qp_cli_now_s(void);
 
+/* ---- generation options (cli/cli_gen.c): run, chat and serve take them as llama.cpp's tools
+ * do: -m MODEL, -c/--ctx-size, -s/--seed (-1 or absent: random, shown on stderr), -n -1 (until
+ * EOS or the context end), -t, -f FILE, sampling values checked (temperature >= 0,
+ * 0 < top_p <= 1, top_k >= 0, repeat penalty > 0), --chat-template NAME|FILE. */
+enum { QP_GEN_OPT_FILE = 1u << 0, QP_GEN_OPT_TEMPLATE = 1u << 1 };
+#define QP_CLI_GEN_MAX_ROWS 16
+typedef struct qp_cli_gen_args {
+    const char *model, *file, *chat_template;
+    qp_open_opts open; /* tokenizer_path */
+    int64_t threads, ctx, n_predict, seed;
+    bool exact; /* --exact: the exact path instead of the fast one (runtime.md "Fast path") */
+    qp_sampler_params sampler;
+    unsigned used_by; /* the used_by bits of the sampling rows */
+} qp_cli_gen_args;
+/* Defaults: n_predict -1, seed -1 (random), sampler defaults (greedy). */
+void qp_cli_gen_defaults(qp_cli_gen_args *g, unsigned used_by);
+/* Writes the shared rows (QP_GEN_OPT_* in what add -f and --chat-template) into rows (room for
+ * QP_CLI_GEN_MAX_ROWS) and returns how many. */
+int qp_cli_gen_opts(qp_cli_gen_args *g, unsigned what, qp_cli_opt *rows);
+/* After qp_cli_parse: the model from -m or the positional argument (not both), top_p > 0, the
+ * seed chosen (a random one is printed on stderr). QP_CLI_RUN or the exit code after a message. */
+int qp_cli_gen_finish(const char *cmd, qp_cli_gen_args *g, const char *positional);
+qp_runtime_opts qp_cli_gen_runtime_opts(const qp_cli_gen_args *g);
+
 /* run and run --task: cli/cmd_run.c parses once, then runs text generation or hands a task
  * head to cli/cmd_bullet.c. Rows' used_by bits: */
 enum { QP_RUN_GEN = 1u << 0, QP_RUN_TASK = 1u << 1 };
 typedef struct qp_cli_run_args {
     const char *path, *task, *prompt, *ids;
     bool no_bos, print_ids;
-    bool exact; /* --exact: the exact path instead of the fast one (runtime.md "Fast path") */
-    qp_open_opts open; /* tokenizer_path */
-    int64_t threads, n_new, ctx;
-    qp_sampler_params sampler;
+    qp_cli_gen_args g; /* model (path), open, threads, n_predict, ctx, sampler */
 } qp_cli_run_args;
 
 /* convert (every target), bullet-pack and gguf-to-rdrr: cli/cmd_convert.c parses once with one
@@ -171,6 +192,7 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *a);
 int qp_cmd_keygen(int argc, char **argv);
 int qp_cmd_verify_signature(int argc, char **argv);
 int qp_cmd_serve(int argc, char **argv);
+int qp_cmd_chat(int argc, char **argv);
 /* Trillim (cli/cmd_trillim.c; the inference binaries share cli/inference_session.c) */
 int qp_cmd_trillim_quantize(int argc, char **argv);
 int qp_cmd_inference(int argc, char **argv);          /* cli/cmd_inference.c (protocol v1) */

@@ -84,7 +84,7 @@ int qp_cli_run_task(const qp_cli_run_args *a) {
     int64_t n_ids = 0;
     float *scores = NULL;
     int rc = QP_EXIT_OK;
-    qp_status s = qp_model_open(path, &a->open, &m, &e);
+    qp_status s = qp_model_open(path, &a->g.open, &m, &e);
     if (s != QP_OK) return qp_cli_fail(&e);
     if ((s = qp_bullet_task_head_get(m, task, &head, &e)) != QP_OK) goto fail;
     if (m->vocab.model != QP_TOK_NONE && m->vocab.n_tokens > 0 &&
@@ -105,7 +105,7 @@ int qp_cli_run_task(const qp_cli_run_args *a) {
         rc = qp_cli_usage_error("run: the input has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {(int)a->threads, 0, a->exact};
+    qp_runtime_opts ro = {(int)a->g.threads, 0, a->g.exact};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
     if (n_ids > c->n_ctx) {

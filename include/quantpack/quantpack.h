@@ -12,6 +12,7 @@
 #include "quantpack/runtime.h"
 #include "quantpack/convert.h"
 #include "quantpack/chat.h"
+#include "quantpack/generate.h"
 
 /* The version of these headers; equal to the project version in CMakeLists.txt (configure checks
  * it) and to the shared library's VERSION. */

@@ -144,7 +144,7 @@ for c in "$Q convert $R/stories260K.gguf --quant Q8_0 -o $T/t.gguf" "$Q run $R/s
 done
 # floats: finite, in the row's range
 expect "run --repeat-penalty 0" 2 "--repeat-penalty wants a finite number >= " "$Q" run "$R/stories260K.gguf" -p a --repeat-penalty 0
-expect "run --temp inf" 2 "--temp wants a finite number, not 'inf'" "$Q" run "$R/stories260K.gguf" -p a --temp inf
+expect "run --temp inf" 2 "--temp wants a finite number >= 0, not 'inf'" "$Q" run "$R/stories260K.gguf" -p a --temp inf
 expect "verify --max-kl=-1" 2 "--max-kl wants a finite number >= 0, not '-1'" "$Q" verify "$R/stories260K.gguf" --against "$R/stories260K.gguf" --max-kl=-1
 expect "run --threads=1024 is taken" 0 '' "$Q" run "$R/stories260K.gguf" -p a -n 1 --threads=1024
 expect "--to and --quant any case" 0 '' "$Q" convert "$FX/llama-tied" --to GGUF --quant q8_0 -o "$T/case.gguf"
