@@ -151,6 +151,10 @@ int qp_cli_gen_opts(qp_cli_gen_args *g, unsigned what, qp_cli_opt *rows);
  * seed chosen (a random one is printed on stderr). QP_CLI_RUN or the exit code after a message. */
 int qp_cli_gen_finish(const char *cmd, qp_cli_gen_args *g, const char *positional);
 qp_runtime_opts qp_cli_gen_runtime_opts(const qp_cli_gen_args *g);
+/* --chat-template NAME|FILE: a value with a '/' is a file whose text is put in *text (caller
+ * frees with qp_free; at most 1 MiB), else a built-in name (*text NULL: use g->chat_template).
+ * 0, or the exit code after the message. */
+int qp_cli_gen_chat_template(const qp_cli_gen_args *g, char **text);
 
 /* run and run --task: cli/cmd_run.c parses once, then runs text generation or hands a task
  * head to cli/cmd_bullet.c. Rows' used_by bits: */

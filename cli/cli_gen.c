@@ -91,3 +91,13 @@ qp_runtime_opts qp_cli_gen_runtime_opts(const qp_cli_gen_args *g) {
     qp_runtime_opts ro = {(int)g->threads, g->ctx, g->exact};
     return ro;
 }
+
+int qp_cli_gen_chat_template(const qp_cli_gen_args *g, char **text) {
+    *text = NULL;
+    const char *t = g->chat_template;
+    if (!t || strchr(t, '/') == NULL) return 0; /* a built-in name (or none) */
+    qp_err e = {0};
+    size_t len = 0;
+    if (qp_file_read_all(t, (size_t)1 << 20, text, &len, &e) != QP_OK) return qp_cli_fail(&e);
+    return 0;
+}

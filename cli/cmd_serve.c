@@ -1,6 +1,7 @@
-/* quantpack serve DIR [--port P] [--bind ADDR] [--verbose]: the RDRR package files of DIR over
- * HTTP (readers/rdrr.md "Serving"), the first route of the libmicrohttpd server of
- * cli/http_server.h (an API can be added beside it under /v1/). GET/HEAD/OPTIONS, "/" ->
+/* quantpack serve MODEL|DIR [--port P] [--bind ADDR] [--api-key KEY] [--verbose] [generation
+ * options]: the OpenAI-compatible API of cli/serve_api.h under /v1/ and /health for any model the
+ * runtime runs, and for an RDRR folder its package files over HTTP (readers/rdrr.md "Serving")
+ * on the same libmicrohttpd server (cli/http_server.h). GET/HEAD/OPTIONS, "/" ->
  * manifest.json, single byte ranges (206 / 416), ETag from the manifest's shard hash, If-Range,
  * If-None-Match, CORS as DOPPLER expects. Only regular files inside DIR are served: a path with a
  * segment starting with '.', a symlink at any level or a non-regular file (FIFO, device,
@@ -23,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/http_server.h"
 #include "cli/http_util.h"
+#include "cli/serve_api.h"
 
 typedef struct etag_entry {
     char *name;
@@ -309,60 +311,125 @@ static void server_free(server *sv) {
     if (sv->root_fd >= 0) close(sv->root_fd);
 }
 
+/* A folder with a manifest.json: an RDRR package whose files are served. */
+static bool is_rdrr_dir(const char *path) {
+    struct stat st;
+    char man[PATH_MAX];
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    snprintf(man, sizeof man, "%s/manifest.json", path);
+    return lstat(man, &st) == 0;
+}
+
+/* The id /v1/models lists: the last path segment of the model. */
+static void model_id_of(const char *path, char *id, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    snprintf(id, cap, "%.*s", (int)(n - b), path + b);
+}
+
+/* The API over the model: *api stays NULL for an RDRR folder the runtime cannot run (its files
+ * are still served, with a warning); for any other model that is an error. 0 or an exit code. */
+static int start_api(const qp_cli_gen_args *g, bool rdrr, qp_api_opts *ao, qp_model **m, qp_api **api) {
+    qp_err e = {0};
+    qp_status s = qp_model_open(g->model, &g->open, m, &e);
+    const qp_runtime_opts ro = qp_cli_gen_runtime_opts(g);
+    if (s == QP_OK) s = qp_api_new(*m, &ro, ao, api, &e);
+    if (s == QP_OK) return 0;
+    qp_model_close(*m);
+    *m = NULL;
+    if (!rdrr) return qp_cli_fail(&e);
+    fprintf(stderr, "quantpack: serve: warning: no /v1 API for this package (%s); serving its files\n",
+            e.msg);
+    return 0;
+}
+
+static const char k_serve_usage[] =
+    "usage: quantpack serve MODEL|DIR [--port P] [--bind ADDR] [--api-key KEY] [options]\n\n"
+    "An OpenAI-compatible API over the reference runtime: GET /v1/models, POST /v1/completions,\n"
+    "POST /v1/chat/completions (stream, stop, max_tokens, temperature, top_p, seed; usage\n"
+    "counts), GET /health. Requests are answered in order, one generation at a time.\n"
+    "For an RDRR DIR its files are served too, under their paths, on the same port (GET, HEAD,\n"
+    "OPTIONS; \"/\" is manifest.json; byte ranges; ETag = shard SHA-256; CORS for DOPPLER; only\n"
+    "regular files: dot paths, symlinks and FIFOs get 403).\n"
+    "Limits: 512 connections, 64 per client address, 32 KiB of headers, 1 MiB API bodies, a\n"
+    "request must arrive within 10 s. Stops on Ctrl-C (SIGINT) or SIGTERM.\n";
+
 int qp_cmd_serve(int argc, char **argv) {
-    const char *dir = NULL, *bind_addr = "127.0.0.1";
+    const char *dir = NULL, *bind_addr = "127.0.0.1", *api_key = NULL;
     int64_t port_n = 8765;
     bool verbose = false;
-    const qp_cli_opt opts[] = {
+    qp_cli_gen_args g;
+    qp_cli_gen_defaults(&g, 0);
+    qp_cli_opt opts[QP_CLI_GEN_MAX_ROWS + 4] = {
         {"--port", NULL, QP_CLI_I64, &port_n, .lo = 0, .hi = 65535, .arg = "P",
          .help = "TCP port (default 8765; 0 picks a free one, printed on stderr)"},
-        {"--bind", NULL, QP_CLI_STR, &bind_addr, .arg = "ADDR", .help = "address (default 127.0.0.1)"},
+        {"--bind", "--host", QP_CLI_STR, &bind_addr, .arg = "ADDR", .help = "address (default 127.0.0.1)"},
+        {"--api-key", NULL, QP_CLI_STR, &api_key, .arg = "KEY",
+         .help = "require \"Authorization: Bearer KEY\" on /v1/ (401 otherwise)"},
         {"--verbose", NULL, QP_CLI_FLAG, &verbose, .help = "log every request on stderr"},
     };
-    const qp_cli_cmd cmd = {"serve",
-                            "usage: quantpack serve DIR [--port P] [--bind ADDR] [--verbose]\n\n"
-                            "Serves an RDRR directory over HTTP/1.1 (GET, HEAD, OPTIONS; \"/\" is\n"
-                            "manifest.json; byte ranges; ETag = shard SHA-256; CORS for DOPPLER).\n"
-                            "Only regular files are served: dot paths, symlinks and FIFOs get 403.\n"
-                            "Limits: 512 connections, 64 per client address, 32 KiB of headers, a\n"
-                            "request must arrive within 10 s. Stops on Ctrl-C (SIGINT) or SIGTERM.\n",
-                            NULL, opts, 3, 0, &dir, 1, NULL, NULL};
+    const int n_opts = 4 + qp_cli_gen_opts(&g, QP_GEN_OPT_TEMPLATE, opts + 4);
+    const qp_cli_cmd cmd = {"serve", k_serve_usage, NULL, opts, n_opts, 0, &dir, 1, NULL, NULL};
     int rc = qp_cli_parse(&cmd, argc, argv, NULL);
     if (rc != QP_CLI_RUN) return rc;
-    if (!dir) return qp_cli_usage_error("usage: quantpack serve DIR [--port P] [--bind ADDR]");
+    const bool fixed_seed = g.seed >= 0;
+    if (!fixed_seed) g.seed = 0; /* each request without a seed gets a random one */
+    if ((rc = qp_cli_gen_finish("serve", &g, dir)) != QP_CLI_RUN) return rc;
+    dir = g.model;
     char port[16];
     snprintf(port, sizeof port, "%d", (int)port_n);
     static server sv;
     memset(&sv, 0, sizeof sv);
     sv.root_fd = -1;
-    if (!realpath(dir, sv.root) ||
-        (sv.root_fd = open(sv.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    const bool rdrr = is_rdrr_dir(dir);
+    if (rdrr && (!realpath(dir, sv.root) ||
+                 (sv.root_fd = open(sv.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0))
         return qp_cli_error(QP_ERR_IO, "serve: %s is not a directory", dir);
     sv.verbose = verbose;
-    load_etags(&sv);
+    if (rdrr) load_etags(&sv);
 
+    char *tmpl = NULL, model_id[256];
+    model_id_of(dir, model_id, sizeof model_id);
+    qp_model *m = NULL;
+    qp_api *api = NULL;
+    qp_api_opts ao = {model_id, api_key, NULL, g.sampler, fixed_seed, g.n_predict, verbose};
+    if ((rc = qp_cli_gen_chat_template(&g, &tmpl)) == 0) {
+        ao.chat_template = tmpl ? tmpl : g.chat_template;
+        rc = start_api(&g, rdrr, &ao, &m, &api);
+    }
     char shown[NI_MAXHOST + NI_MAXSERV + 8];
     qp_err e;
     qp_err_clear(&e);
     int lfd = -1;
-    if (open_listener(bind_addr, port, shown, sizeof shown, &lfd, &e) != QP_OK) {
-        server_free(&sv);
-        return qp_cli_fail(&e);
-    }
-    const qp_http_route routes[] = {{"/", serve_file, &sv, 0}};
+    if (rc == 0 && open_listener(bind_addr, port, shown, sizeof shown, &lfd, &e) != QP_OK) rc = qp_cli_fail(&e);
+    const qp_http_route routes[] = {
+        {"/v1/", qp_api_handle, api, QP_API_MAX_BODY},
+        {"/health", qp_api_handle, api, 0},
+        {"/", serve_file, &sv, 0},
+    };
+    const size_t n_routes = (api ? 2 : 0) + (rdrr ? 1 : 0);
     const qp_http_limits limits = QP_HTTP_LIMITS_DEFAULT;
     char err[256];
-    qp_http_server *hs = qp_http_server_start(lfd, routes, sizeof routes / sizeof routes[0],
-                                              &limits, verbose ? serve_log : NULL, err, sizeof err);
-    if (!hs) {
-        server_free(&sv);
-        return qp_cli_error(QP_ERR_IO, "serve: %s", err);
+    qp_http_server *hs = NULL;
+    if (rc == 0) {
+        hs = qp_http_server_start(lfd, api ? routes : routes + 2, n_routes, &limits,
+                                  verbose ? serve_log : NULL, err, sizeof err);
+        if (!hs) rc = qp_cli_error(QP_ERR_IO, "serve: %s", err);
     }
-    fprintf(stderr, "quantpack: serving %s on http://%s/ (Ctrl-C stops)\n", sv.root, shown);
-    fflush(stderr);
-    int sig = qp_http_server_wait(hs);
-    qp_http_server_stop(hs);
-    fprintf(stderr, "quantpack: serve stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (rc == 0) {
+        fprintf(stderr, "quantpack: serving %s on http://%s/%s (Ctrl-C stops)\n", rdrr ? sv.root : dir, shown,
+                api ? " with the API under /v1/" : "");
+        fflush(stderr);
+        int sig = qp_http_server_wait(hs);
+        qp_api_shutdown(api);
+        qp_http_server_stop(hs);
+        fprintf(stderr, "quantpack: serve stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+    qp_api_free(api);
+    qp_model_close(m);
+    qp_free(tmpl);
     server_free(&sv);
-    return QP_EXIT_OK;
+    return rc;
 }

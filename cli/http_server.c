@@ -340,7 +340,7 @@ qp_http_server *qp_http_server_start(int listen_fd, const qp_http_route *routes,
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     bool v6 = getsockname(listen_fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET6;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0) |
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0) |
                      (log ? MHD_USE_ERROR_LOG : 0);
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s,

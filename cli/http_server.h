@@ -34,8 +34,9 @@ typedef struct qp_http_request {
 
 /* Answers one request, with qp_http_respond* exactly once, and returns what that returned
  * (MHD_NO closes the connection). Runs on one of the daemon's threads: it must not block for
- * long (a slow handler should MHD_suspend_connection and answer from its own thread; add
- * MHD_ALLOW_SUSPEND_RESUME to the daemon flags in qp_http_server_start then). The request
+ * long (a slow handler answers with a callback response whose reader suspends the connection
+ * while it has no bytes, and resumes it from its own thread: the daemon is started with
+ * MHD_ALLOW_SUSPEND_RESUME; cli/serve_api.c). The request
  * and everything it points to are borrowed for the duration of the call. */
 typedef enum MHD_Result (*qp_http_handler)(void *ctx, const qp_http_request *req);
 

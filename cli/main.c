@@ -19,10 +19,11 @@ static const struct {
     {"convert", qp_cmd_convert, true, "convert a model to GGUF (Q4_K_M, Q8_0, F16, I2_S, TQ2_0, ...)"},
     {"tokenize", qp_cmd_tokenize, false, "print the token ids of a text"},
     {"run", qp_cmd_run, false, "generate text with the reference runtime"},
+    {"chat", qp_cmd_chat, false, "chat with a model (its chat template, line editing, history)"},
     {"verify", qp_cmd_verify, true, "compare an output model with its source (parity receipt)"},
     {"encode", qp_cmd_encode, true, "f32 rows -> encoded rows (encode --list: every encoding)"},
     {"decode", qp_cmd_decode, true, "encoded rows -> f32 rows"},
-    {"serve", qp_cmd_serve, false, "serve an RDRR directory over HTTP (Range, CORS)"},
+    {"serve", qp_cmd_serve, false, "OpenAI-compatible API for a model; an RDRR folder's files too"},
     {"keygen", qp_cmd_keygen, true, "write an Ed25519 key pair for signing manifests"},
     {"verify-signature", qp_cmd_verify_signature, false, "check an RDRR manifest signature"},
 };

@@ -103,8 +103,14 @@ void qp_gen_session_reset(qp_gen_session *s) {
 qp_status qp_gen_tokenize(const qp_gen_session *s, const char *text, size_t len, bool add_bos,
                           bool parse_special, int32_t **ids, int64_t *n_ids, qp_err *e) {
     if (!s->tok) return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the model has no tokenizer", s->m->path);
-    return qp_tokenizer_encode(s->tok, text, len, add_bos && qp_model_adds_bos(s->m), parse_special,
-                               ids, n_ids, e);
+    qp_status st = qp_tokenizer_encode(s->tok, text, len, add_bos && qp_model_adds_bos(s->m),
+                                       parse_special, ids, n_ids, e);
+    const int32_t bos = s->m->vocab.bos_id;
+    if (st == QP_OK && add_bos && *n_ids >= 2 && (*ids)[0] == bos && (*ids)[1] == bos) {
+        memmove(*ids, *ids + 1, (size_t)(*n_ids - 1) * sizeof **ids); /* the text had its BOS */
+        (*n_ids)--;
+    }
+    return st;
 }
 
 bool qp_gen_is_end_token(const qp_gen_session *s, int32_t id) {

@@ -68,8 +68,9 @@ int64_t qp_gen_session_n_ctx(const qp_gen_session *s);
 void qp_gen_session_reset(qp_gen_session *s);
 
 /* Tokenizes text with the session's tokenizer: BOS prepended when add_bos and the vocabulary
- * adds one (qp_model_adds_bos), special token texts ("<|im_start|>") recognised when
- * parse_special. *ids is qp_malloc'd (caller frees with qp_free), written only on success.
+ * adds one (qp_model_adds_bos) and the text does not already begin with it (a chat template
+ * that writes bos_token, with parse_special), special token texts ("<|im_start|>") recognised
+ * when parse_special. *ids is qp_malloc'd (caller frees with qp_free), written only on success.
  * QP_ERR_UNSUPPORTED when the model has no vocabulary. */
 QP_NODISCARD qp_status qp_gen_tokenize(const qp_gen_session *s, const char *text, size_t len,
                                        bool add_bos, bool parse_special, int32_t **ids,
