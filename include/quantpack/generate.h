@@ -52,32 +52,32 @@ typedef struct qp_gen_session qp_gen_session;
 /* Builds a runtime over m with *ro (NULL: default options) and a tokenizer over m's vocabulary
  * (none when m has no vocabulary: then the callback gets empty text and prompts are ids only).
  * m is borrowed and must outlive the session. *out is written only on success. */
-QP_NODISCARD qp_status qp_gen_session_new(const qp_model *m, const qp_runtime_opts *ro,
+QP_API QP_NODISCARD qp_status qp_gen_session_new(const qp_model *m, const qp_runtime_opts *ro,
                                           qp_gen_session **out, qp_err *e);
-void qp_gen_session_free(qp_gen_session *s); /* NULL is fine */
+QP_API void qp_gen_session_free(qp_gen_session *s); /* NULL is fine */
 
 /* Borrowed, valid until qp_gen_session_free. The tokenizer is NULL for a model without a
  * vocabulary. The runtime may be read (qp_runtime_get_config) but must not be run directly. */
-const qp_tokenizer *qp_gen_session_tokenizer(const qp_gen_session *s);
-const qp_runtime *qp_gen_session_runtime(const qp_gen_session *s);
+QP_API const qp_tokenizer *qp_gen_session_tokenizer(const qp_gen_session *s);
+QP_API const qp_runtime *qp_gen_session_runtime(const qp_gen_session *s);
 /* The token ids the KV cache holds now (borrowed until the next call on s) and their count. */
-const int32_t *qp_gen_session_tokens(const qp_gen_session *s, int64_t *n);
+QP_API const int32_t *qp_gen_session_tokens(const qp_gen_session *s, int64_t *n);
 /* Context length in tokens (the runtime's n_ctx). */
-int64_t qp_gen_session_n_ctx(const qp_gen_session *s);
+QP_API int64_t qp_gen_session_n_ctx(const qp_gen_session *s);
 /* Forgets the KV cache: the next call runs its whole prompt. */
-void qp_gen_session_reset(qp_gen_session *s);
+QP_API void qp_gen_session_reset(qp_gen_session *s);
 
 /* Tokenizes text with the session's tokenizer: BOS prepended when add_bos and the vocabulary
  * adds one (qp_model_adds_bos) and the text does not already begin with it (a chat template
  * that writes bos_token, with parse_special), special token texts ("<|im_start|>") recognised
  * when parse_special. *ids is qp_malloc'd (caller frees with qp_free), written only on success.
  * QP_ERR_UNSUPPORTED when the model has no vocabulary. */
-QP_NODISCARD qp_status qp_gen_tokenize(const qp_gen_session *s, const char *text, size_t len,
+QP_API QP_NODISCARD qp_status qp_gen_tokenize(const qp_gen_session *s, const char *text, size_t len,
                                        bool add_bos, bool parse_special, int32_t **ids,
                                        int64_t *n_ids, qp_err *e);
 
 /* Whether id ends generation for this vocabulary (see above). */
-bool qp_gen_is_end_token(const qp_gen_session *s, int32_t id);
+QP_API bool qp_gen_is_end_token(const qp_gen_session *s, int32_t id);
 
 typedef enum qp_gen_stop {
     QP_GEN_STOP_NONE = 0,    /* not stopped (only before a call) */
@@ -90,7 +90,7 @@ typedef enum qp_gen_stop {
 } qp_gen_stop;
 
 /* "eos", "stop", "length", "context", "cancelled", "callback" ("none" for NONE). */
-const char *qp_gen_stop_name(qp_gen_stop stop);
+QP_API const char *qp_gen_stop_name(qp_gen_stop stop);
 
 /* One generated token: its id and the text that became final with it (len bytes of valid UTF-8,
  * not NUL-terminated, possibly 0 bytes when the token's text is held back or the model has no
@@ -110,7 +110,7 @@ typedef struct qp_gen_params {
 
 /* sampler defaults (qp_sampler_params_default), max_tokens -1, no stop strings, no cancel flag,
  * no callback. */
-void qp_gen_params_default(qp_gen_params *p);
+QP_API void qp_gen_params_default(qp_gen_params *p);
 
 typedef struct qp_gen_result {
     qp_gen_stop stop;
@@ -124,7 +124,7 @@ typedef struct qp_gen_result {
 /* Runs the prompt (n_prompt >= 1 ids; the KV cache keeps what it shares with it) and generates
  * until a stop condition. *res (may be NULL) is written on success and on error (counts so far).
  * Returns QP_OK whatever the stop reason; an error only for a failure. */
-QP_NODISCARD qp_status qp_gen_generate(qp_gen_session *s, const int32_t *prompt, int64_t n_prompt,
+QP_API QP_NODISCARD qp_status qp_gen_generate(qp_gen_session *s, const int32_t *prompt, int64_t n_prompt,
                                        const qp_gen_params *p, qp_gen_result *res, qp_err *e);
 
 #ifdef __cplusplus

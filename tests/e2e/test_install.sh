@@ -101,7 +101,7 @@ check "receipt written" 0 '"verdict":[[:space:]]*"pass"' cat "$TMP/k256.receipt.
 check "library GGUF = command GGUF" 0 "" cmp "$TMP/k256.gguf" "$TMP/k256-cli.gguf"
 lib_ids=$("$TMP/embed_pc" "$MODEL" "$TMP/k256b.gguf" gguf Q8_0 "$TMP/r2.json" 8 | sed -n 's/^ids: //p')
 check "library tokens = quantpack run --print-ids" 0 "^$lib_ids"$'\n' \
-  "$QP" run "$TMP/k256.gguf" -p "$prompt" -n 8 --print-ids --threads 1
+  "$QP" run "$TMP/k256.gguf" -p "$prompt" -n 8 --print-ids --threads 1 -s 0
 check "find_package consumer: RDRR F16" 0 "verdict: PASS" \
   "$TMP/cm-shared/embed" "$MODEL" "$TMP/k256.rdrr" rdrr F16 "$TMP/rdrr.receipt.json" 4
 check "RDRR integrity" 0 "integrity ok" "$QP" verify "$TMP/k256.rdrr"
