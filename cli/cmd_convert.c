@@ -67,17 +67,15 @@ static void print_plan(const qp_plan *p) {
 
 static int convert_gguf(const qp_cli_convert_args *a) {
     const char *src = a->src, *quant = a->quant, *out = a->out;
-    if (!quant) return qp_cli_usage_error("convert: --quant is required (Q4_K_M, Q6_K, Q8_0, F16, BF16, "
-                                          "F32, I2_S, TQ1_0, TQ2_0, QK256)");
-    qp_quant q = qp_quant_from_name(quant);
-    if (q == QP_QUANT_COUNT) {
-        char list[256] = "";
-        for (int k = 0; k < QP_QUANT_COUNT; k++) {
-            size_t n = strlen(list);
-            snprintf(list + n, sizeof list - n, "%s%s", k ? ", " : "", qp_quant_name((qp_quant)k));
-        }
-        return qp_cli_usage_error("convert: unknown --quant '%s' (--to gguf takes %s)", quant, list);
+    char list[512] = "";
+    for (int k = 0; k < QP_QUANT_COUNT; k++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%s", k ? ", " : "", qp_quant_name((qp_quant)k));
     }
+    if (!quant) return qp_cli_usage_error("convert: --quant is required (--to gguf takes %s)", list);
+    qp_quant q = qp_quant_from_name(quant);
+    if (q == QP_QUANT_COUNT)
+        return qp_cli_usage_error("convert: unknown --quant '%s' (--to gguf takes %s)", quant, list);
     if (!out && !a->dry_run) return qp_cli_usage_error("convert: -o OUT is required");
     int threads = (int)a->threads;
     if (threads == 0) {
@@ -151,8 +149,10 @@ static const char k_convert_usage[] =
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, BitNet float or packed),\n"
     "     a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
-    "gguf (default): Q4_K_M, Q6_K, Q8_0, F16, BF16, F32 (llama.cpp's recipes, byte-identical\n"
-    "     to llama-quantize for GGUF sources); for BitNet: I2_S, TQ1_0, TQ2_0, QK256. A tensor\n"
+    "gguf (default): every llama-quantize file type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,\n"
+    "     Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS,\n"
+    "     TQ1_0, TQ2_0, F16, BF16, F32 (llama.cpp's mixtures, byte-identical to llama-quantize\n"
+    "     for GGUF sources); BitNet models: I2_S, TQ1_0, TQ2_0, QK256 (the projections only). A tensor\n"
     "     that is already quantized is refused unless --allow-requantize. Memory is bounded\n"
     "     by the largest tensor, not the model.\n"
     "rdrr: an RDRR directory for DOPPLER; source names are kept, rows whose length is not a\n"

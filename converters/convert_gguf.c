@@ -58,6 +58,7 @@ void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_reci
     memset(ro, 0, sizeof *ro);
     ro->quant = o->quant;
     ro->allow_requantize = o->allow_requantize;
+    ro->tensor = o->tensor;
     ro->sort_llama = true;
     const char *arch = qp_convert_gguf_arch(m);
     /* HF checkpoints rotate halves; GGUF "llama" rotates adjacent pairs (spec "HF -> GGUF") */
@@ -145,6 +146,8 @@ static void *work_rows(void *arg) {
     job *j = w->j;
     const qp_encoding_traits *dt = qp_encoding_get(j->pe->dst_enc);
     qp_quantize_fn q = dt->quantize ? dt->quantize : dt->quantize_ref;
+    const float *qw = j->pe->imatrix; /* ne[0] weights per expert (ne[2]) */
+    const int64_t rows_per_expert = j->pe->ne[1] > 0 ? j->pe->ne[1] : 1;
     for (int64_t r = w->a; r < w->b; r++) {
         float *row = j->f32_out ? j->f32_out + (size_t)r * (size_t)j->row_len : w->row;
         decode_row(j, r, row);
@@ -154,7 +157,10 @@ static void *work_rows(void *arg) {
                     w->bad = true;
                     w->bad_row = r;
                 }
-        if (!j->f32_out) q(row, j->out + (size_t)(r - j->r0) * j->dst_row_bytes, j->row_len);
+        uint8_t *dst = j->out ? j->out + (size_t)(r - j->r0) * j->dst_row_bytes : NULL;
+        if (j->f32_out) continue;
+        if (qw) dt->quantize_imatrix(row, dst, j->row_len, qw + (r / rows_per_expert) * j->row_len);
+        else q(row, dst, j->row_len);
     }
     return NULL;
 }

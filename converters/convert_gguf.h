@@ -26,6 +26,7 @@ typedef struct qp_convert_opts {
     int threads;                 /* <= 0: one */
     bool allow_requantize;
     bool allow_nonfinite;        /* write NaN/Inf weights instead of refusing them */
+    qp_tensor_options tensor;    /* llama-quantize's per-tensor options, importance matrix */
     qp_convert_progress_fn progress;
     void *progress_ud;
     const qp_cancel_flag *cancel; /* NULL or set: stop before the next tensor (QP_ERR_CANCELLED) */

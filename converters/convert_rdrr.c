@@ -630,7 +630,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         ro.n_head = m->arch.n_heads;
         ro.n_head_kv = m->arch.n_kv_heads > 0 ? m->arch.n_kv_heads : m->arch.n_heads;
         ro.n_layer = m->arch.n_layers;
-        if (qp_quant_is_ternary(o->quant) || o->quant == QP_QUANT_Q8_0)
+        if (o->quant != QP_QUANT_Q4_K_M && o->quant != QP_QUANT_Q6_K && o->quant != QP_QUANT_F16 &&
+            o->quant != QP_QUANT_BF16 && o->quant != QP_QUANT_F32)
             return qp_fail(e, QP_ERR_UNSUPPORTED, "RDRR output: --quant %s is not a dtype DOPPLER's "
                                                   "loader decodes (Q4_K_M, Q6_K, F16, BF16, F32)",
                            qp_quant_name(o->quant));

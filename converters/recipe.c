@@ -3,6 +3,7 @@
  * categories matched by substring, the same counters advanced in the same (sorted) order, the
  * same shape fallbacks. */
 #include <ctype.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,23 @@ static const struct {
     [QP_QUANT_Q6_K] = {.name = "Q6_K", .file_type = 18, .base = QP_ENC_Q6_K},
     [QP_QUANT_Q4_K_M] = {.name = "Q4_K_M", .file_type = 15, .base = QP_ENC_Q4_K},
     [QP_QUANT_I2_S] = {.name = "I2_S", .file_type = 40, .base = QP_ENC_I2_S, .bitnet = true},
-    [QP_QUANT_TQ1_0] = {.name = "TQ1_0", .file_type = 36, .base = QP_ENC_TQ1_0, .bitnet = true},
-    [QP_QUANT_TQ2_0] = {.name = "TQ2_0", .file_type = 37, .base = QP_ENC_TQ2_0, .bitnet = true},
+    [QP_QUANT_TQ1_0] = {.name = "TQ1_0", .file_type = 36, .base = QP_ENC_TQ1_0},
+    [QP_QUANT_TQ2_0] = {.name = "TQ2_0", .file_type = 37, .base = QP_ENC_TQ2_0},
     [QP_QUANT_QK256] = {.name = "QK256", .file_type = 40, .base = QP_ENC_QK256, .bitnet = true},
+    [QP_QUANT_Q4_0] = {.name = "Q4_0", .file_type = 2, .base = QP_ENC_Q4_0},
+    [QP_QUANT_Q4_1] = {.name = "Q4_1", .file_type = 3, .base = QP_ENC_Q4_1},
+    [QP_QUANT_Q5_0] = {.name = "Q5_0", .file_type = 8, .base = QP_ENC_Q5_0},
+    [QP_QUANT_Q5_1] = {.name = "Q5_1", .file_type = 9, .base = QP_ENC_Q5_1},
+    [QP_QUANT_Q2_K] = {.name = "Q2_K", .file_type = 10, .base = QP_ENC_Q2_K},
+    [QP_QUANT_Q2_K_S] = {.name = "Q2_K_S", .file_type = 21, .base = QP_ENC_Q2_K},
+    [QP_QUANT_Q3_K_S] = {.name = "Q3_K_S", .file_type = 11, .base = QP_ENC_Q3_K},
+    [QP_QUANT_Q3_K_M] = {.name = "Q3_K_M", .file_type = 12, .base = QP_ENC_Q3_K},
+    [QP_QUANT_Q3_K_L] = {.name = "Q3_K_L", .file_type = 13, .base = QP_ENC_Q3_K},
+    [QP_QUANT_Q4_K_S] = {.name = "Q4_K_S", .file_type = 14, .base = QP_ENC_Q4_K},
+    [QP_QUANT_Q5_K_S] = {.name = "Q5_K_S", .file_type = 16, .base = QP_ENC_Q5_K},
+    [QP_QUANT_Q5_K_M] = {.name = "Q5_K_M", .file_type = 17, .base = QP_ENC_Q5_K},
+    [QP_QUANT_IQ4_NL] = {.name = "IQ4_NL", .file_type = 25, .base = QP_ENC_IQ4_NL},
+    [QP_QUANT_IQ4_XS] = {.name = "IQ4_XS", .file_type = 30, .base = QP_ENC_IQ4_XS},
 };
 
 const char *qp_quant_name(qp_quant q) {
@@ -48,6 +63,11 @@ uint32_t qp_quant_file_type(qp_quant q) {
 
 bool qp_quant_is_ternary(qp_quant q) {
     return (unsigned)q < QP_QUANT_COUNT && k_quants[q].bitnet;
+}
+
+bool qp_quant_bitnet_recipe(qp_quant q, const qp_model *m) {
+    return qp_quant_is_ternary(q) ||
+           ((q == QP_QUANT_TQ1_0 || q == QP_QUANT_TQ2_0) && m && m->arch.family == QP_FAMILY_BITNET);
 }
 
 bool qp_recipe_use_more_bits(int i, int n) {
@@ -141,38 +161,82 @@ static int64_t blck(qp_encoding enc) {
 typedef struct qstate {
     const qp_recipe_opts *o;
     const char *arch;
-    bool tied;
+    bool tied, falcon;
+    int n_gqa;
     int n_attention_wv, i_attention_wv, n_ffn_down, i_ffn_down;
     int64_t n_fallback;
 } qstate;
 
-/* llama_tensor_get_type_impl restricted to the ftypes we write. */
+static bool ftype_is(const qstate *qs, qp_quant a) { return qs->o->quant == a; }
+
+/* llama_tensor_get_type_impl for attn_v-like tensors (attn_v, attn_qkv, attn_kv_b). */
+static qp_encoding attn_v_type(qstate *qs, qp_encoding t) {
+    const int i = qs->i_attention_wv, n = qs->n_attention_wv;
+    if (ftype_is(qs, QP_QUANT_Q2_K)) t = qs->n_gqa >= 4 ? QP_ENC_Q4_K : QP_ENC_Q3_K;
+    else if (ftype_is(qs, QP_QUANT_Q2_K_S) && qs->n_gqa >= 4) t = QP_ENC_Q4_K;
+    else if (ftype_is(qs, QP_QUANT_Q3_K_M)) t = i < 2 ? QP_ENC_Q5_K : QP_ENC_Q4_K;
+    else if (ftype_is(qs, QP_QUANT_Q3_K_L)) t = QP_ENC_Q5_K;
+    else if ((ftype_is(qs, QP_QUANT_IQ4_NL) || ftype_is(qs, QP_QUANT_IQ4_XS)) && qs->n_gqa >= 4) t = QP_ENC_Q5_K;
+    else if ((ftype_is(qs, QP_QUANT_Q4_K_M) || ftype_is(qs, QP_QUANT_Q5_K_M)) && qp_recipe_use_more_bits(i, n))
+        t = QP_ENC_Q6_K;
+    else if (ftype_is(qs, QP_QUANT_Q4_K_S) && i < 4) t = QP_ENC_Q5_K;
+    if (qs->o->is_70b && (t == QP_ENC_Q3_K || t == QP_ENC_Q4_K)) t = QP_ENC_Q5_K;
+    ++qs->i_attention_wv;
+    return t;
+}
+
+/* ... for ffn_down: i counts ffn_down tensors, n is the layer count */
+static qp_encoding ffn_down_type(qstate *qs, qp_encoding t) {
+    const int i = qs->i_ffn_down, n = qs->n_ffn_down;
+    const bool imatrix = qs->o->tensor.imatrix != NULL;
+    if (ftype_is(qs, QP_QUANT_Q2_K)) t = QP_ENC_Q3_K;
+    else if (ftype_is(qs, QP_QUANT_Q2_K_S)) {
+        if (i < n / 8) t = QP_ENC_Q4_K;
+    } else if (ftype_is(qs, QP_QUANT_Q3_K_M))
+        t = i < n / 16 ? QP_ENC_Q5_K : !qs->falcon || qp_recipe_use_more_bits(i, n) ? QP_ENC_Q4_K : QP_ENC_Q3_K;
+    else if (ftype_is(qs, QP_QUANT_Q3_K_L)) t = qs->falcon ? QP_ENC_Q4_K : QP_ENC_Q5_K;
+    else if (ftype_is(qs, QP_QUANT_Q4_K_M)) {
+        if (qs->falcon)
+            t = i < n / 16 ? QP_ENC_Q6_K : qp_recipe_use_more_bits(i, n) ? QP_ENC_Q5_K : QP_ENC_Q4_K;
+        else if (qp_recipe_use_more_bits(i, n))
+            t = QP_ENC_Q6_K;
+    } else if (i < n / 8 && (ftype_is(qs, QP_QUANT_IQ4_NL) || ftype_is(qs, QP_QUANT_IQ4_XS)) && !imatrix)
+        t = QP_ENC_Q5_K;
+    else if (ftype_is(qs, QP_QUANT_Q5_K_M) && qp_recipe_use_more_bits(i, n)) t = QP_ENC_Q6_K;
+    else if (ftype_is(qs, QP_QUANT_Q4_K_S) && !qs->falcon && i < n / 8) t = QP_ENC_Q5_K;
+    else if ((ftype_is(qs, QP_QUANT_Q4_0) || ftype_is(qs, QP_QUANT_Q5_0)) && imatrix && i < n / 8)
+        t = ftype_is(qs, QP_QUANT_Q4_0) ? QP_ENC_Q4_1 : QP_ENC_Q5_1;
+    ++qs->i_ffn_down;
+    return t;
+}
+
+/* llama_tensor_get_type_impl for the ftypes we write (no experts: the n_expert == 8 rules and the
+ * IQ1/IQ2/IQ3 mixtures are not reproduced). */
 static qp_encoding llama_type_impl(qstate *qs, qp_encoding new_type, const qp_plan_entry *pe, cat c) {
-    bool q4km = qs->o->quant == QP_QUANT_Q4_K_M;
-    bool falcon = qs->arch && strcmp(qs->arch, "falcon") == 0;
+    const qp_recipe_opts *o = qs->o;
     if (c == CAT_OUTPUT || (qs->tied && c == CAT_TOKEN_EMBD)) {
-        if (falcon || pe->ne[0] % blck(new_type) != 0) new_type = QP_ENC_Q8_0;
+        if (o->tensor.has_output_type) new_type = o->tensor.output_type;
+        else if (qs->falcon || pe->ne[0] % blck(new_type) != 0) new_type = QP_ENC_Q8_0;
         else if (new_type != QP_ENC_Q8_0) new_type = QP_ENC_Q6_K;
     } else if (c == CAT_TOKEN_EMBD) {
-        /* only IQ / TQ ftypes change token_embd */
+        if (o->tensor.has_token_embd_type) new_type = o->tensor.token_embd_type;
+        else if (ftype_is(qs, QP_QUANT_TQ1_0) || ftype_is(qs, QP_QUANT_TQ2_0)) new_type = QP_ENC_Q4_K;
     } else if (cat_is_attn_v(c)) {
-        if (q4km && qp_recipe_use_more_bits(qs->i_attention_wv, qs->n_attention_wv))
-            new_type = QP_ENC_Q6_K;
-        if (qs->o->is_70b && (new_type == QP_ENC_Q3_K || new_type == QP_ENC_Q4_K))
-            new_type = QP_ENC_Q5_K;
-        ++qs->i_attention_wv;
+        new_type = attn_v_type(qs, new_type);
     } else if (c == CAT_FFN_DOWN) {
-        int i_layer = qs->i_ffn_down, n_layer = qs->n_ffn_down;
-        if (q4km) {
-            if (falcon)
-                new_type = i_layer < n_layer / 16 ? QP_ENC_Q6_K
-                           : qp_recipe_use_more_bits(i_layer, n_layer) ? QP_ENC_Q5_K : QP_ENC_Q4_K;
-            else if (qp_recipe_use_more_bits(i_layer, n_layer))
-                new_type = QP_ENC_Q6_K;
+        new_type = ffn_down_type(qs, new_type);
+    } else if (c == CAT_ATTN_OUTPUT) {
+        if (!qs->falcon) {
+            if (ftype_is(qs, QP_QUANT_Q2_K)) new_type = QP_ENC_Q3_K;
+            else if (ftype_is(qs, QP_QUANT_Q3_K_M)) new_type = QP_ENC_Q4_K;
+            else if (ftype_is(qs, QP_QUANT_Q3_K_L)) new_type = QP_ENC_Q5_K;
+        } else if (ftype_is(qs, QP_QUANT_Q3_K_L)) {
+            new_type = QP_ENC_Q4_K;
         }
-        ++qs->i_ffn_down;
     } else if (c == CAT_ATTN_QKV) {
-        if (q4km) new_type = QP_ENC_Q5_K;
+        if (ftype_is(qs, QP_QUANT_Q3_K_M) || ftype_is(qs, QP_QUANT_Q3_K_L)) new_type = QP_ENC_Q4_K;
+        else if (ftype_is(qs, QP_QUANT_Q4_K_M)) new_type = QP_ENC_Q5_K;
+        else if (ftype_is(qs, QP_QUANT_Q5_K_M)) new_type = QP_ENC_Q6_K;
     }
     return new_type;
 }
@@ -185,6 +249,8 @@ static void llama_fallback(qstate *qs, qp_plan_entry *pe, qp_encoding *type) {
     pe->fallback = true;
     qp_encoding r;
     switch (t) {
+    case QP_ENC_IQ1_S: case QP_ENC_IQ1_M: case QP_ENC_IQ2_XXS: case QP_ENC_IQ2_XS: case QP_ENC_IQ2_S:
+    case QP_ENC_IQ3_XXS: case QP_ENC_IQ3_S: case QP_ENC_IQ4_XS: r = QP_ENC_IQ4_NL; break;
     case QP_ENC_Q2_K: case QP_ENC_Q3_K: case QP_ENC_TQ1_0: case QP_ENC_TQ2_0: r = QP_ENC_Q4_0; break;
     case QP_ENC_Q4_K: r = QP_ENC_Q5_0; break;
     case QP_ENC_Q5_K: r = QP_ENC_Q5_1; break;
@@ -334,6 +400,80 @@ static qp_status add_sibling_scales(const qp_model *m, qp_plan *p, qp_err *e) {
     return QP_OK;
 }
 
+/* The importance weights of an entry, looked up by its output name as llama_model_quantize does:
+ * none found is fine (quantized without); a size other than ne[0] x ne[2] is an error except for
+ * token_embd (quantized without). */
+static qp_status attach_imatrix(const qp_recipe_opts *o, const qp_model *m, qp_plan_entry *pe,
+                                cat c, qp_err *e) {
+    for (int64_t i = 0; i < o->tensor.n_imatrix; i++) {
+        const qp_imatrix_entry *ie = &o->tensor.imatrix[i];
+        if (strcmp(ie->name, pe->name) != 0) continue;
+        if (ie->n == pe->ne[0] * pe->ne[2]) pe->imatrix = ie->values;
+        else if (c != CAT_TOKEN_EMBD)
+            return qp_fail(e, QP_ERR_ARG, "%s: the importance matrix has %lld values for tensor '%s', "
+                           "which needs %lld (ne[0] x experts): it was made for another model",
+                           m->path, (long long)ie->n, pe->name, (long long)(pe->ne[0] * pe->ne[2]));
+        break;
+    }
+    return QP_OK;
+}
+
+/* The first --tensor-type pattern that matches name (regexec: a match anywhere), or NULL. */
+static const qp_tensor_type_override *override_of(const qp_recipe_opts *o, const char *name,
+                                                  qp_status *st, const char *path, qp_err *e) {
+    for (int i = 0; i < o->tensor.n_overrides; i++) {
+        regex_t re;
+        int rc = regcomp(&re, o->tensor.overrides[i].pattern, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char msg[128];
+            regerror(rc, &re, msg, sizeof msg);
+            *st = qp_fail(e, QP_ERR_ARG, "%s: --tensor-type pattern '%s': %s", path,
+                          o->tensor.overrides[i].pattern, msg);
+            return NULL;
+        }
+        rc = regexec(&re, name, 0, NULL, 0);
+        regfree(&re);
+        if (rc == 0) return &o->tensor.overrides[i];
+    }
+    return NULL;
+}
+
+/* llama_tensor_requires_imatrix: IQ1/IQ2/IQ3_XXS targets, and Q2_K in a Q2_K_S file, except the
+ * embeddings and the output. */
+static bool requires_imatrix(const qstate *qs, cat c, qp_encoding t) {
+    if (c == CAT_TOKEN_EMBD || c == CAT_OUTPUT) return false;
+    switch (t) {
+    case QP_ENC_IQ3_XXS: case QP_ENC_IQ2_XXS: case QP_ENC_IQ2_XS: case QP_ENC_IQ2_S:
+    case QP_ENC_IQ1_M: case QP_ENC_IQ1_S: return true;
+    case QP_ENC_Q2_K: return ftype_is(qs, QP_QUANT_Q2_K_S);
+    default: return false;
+    }
+}
+
+/* llama_tensor_get_type (a tensor that allows quantization): the per-tensor options, then the
+ * ftype's mixture unless --pure or a --tensor-type pattern chose, then the shape fallback. */
+static qp_status llama_get_type(qstate *qs, const qp_model *m, qp_plan_entry *pe, cat c,
+                                qp_encoding *out, qp_err *e) {
+    const qp_recipe_opts *o = qs->o;
+    qp_status st = QP_OK;
+    qp_encoding t = default_type(o->quant);
+    if (o->tensor.has_token_embd_type && c == CAT_TOKEN_EMBD) t = o->tensor.token_embd_type;
+    else if (o->tensor.has_output_type && c == CAT_OUTPUT) t = o->tensor.output_type;
+    else if (enc_is_quantized(t)) {
+        const qp_tensor_type_override *ov = override_of(o, pe->name, &st, m->path, e);
+        if (st != QP_OK) return st;
+        if (ov) t = ov->enc;
+        else if (!o->tensor.pure) t = llama_type_impl(qs, t, pe, c);
+        llama_fallback(qs, pe, &t);
+    }
+    if (requires_imatrix(qs, c, t) && !o->tensor.imatrix)
+        return qp_fail(e, QP_ERR_ARG, "%s: tensor '%s' would be %s, which needs an importance matrix "
+                       "(--imatrix FILE from llama-imatrix), as llama-quantize requires for %s",
+                       m->path, pe->name, qp_encoding_get(t)->upper_name, qp_quant_name(o->quant));
+    *out = t;
+    return QP_OK;
+}
+
 static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry *pe, qp_err *e) {
     const qp_recipe_opts *o = qs->o;
     cat c = category_of(pe->name);
@@ -341,7 +481,7 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     qp_encoding src = pe->src_enc;
     qp_encoding dst = src;
     if (pe->src_kind == QP_SRC_BITNET_U8) src = QP_ENC_F32; /* decoded as floats */
-    if (qp_quant_is_ternary(o->quant)) {
+    if (qp_quant_bitnet_recipe(o->quant, m)) {
         if (is_bitnet_projection(pe->name) && nd == 2) {
             qp_encoding t = default_type(o->quant);
             int64_t need = t == QP_ENC_I2_S ? 128 : 256;
@@ -360,13 +500,9 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
         } else {
             dst = src;
         }
-    } else if (allows_quantization(pe->name, nd)) {
-        qp_encoding def = default_type(o->quant);
-        dst = def;
-        if (enc_is_quantized(def)) {
-            dst = llama_type_impl(qs, def, pe, c);
-            llama_fallback(qs, pe, &dst);
-        }
+    } else if (allows_quantization(pe->name, nd) && !(o->tensor.leave_output && c == CAT_OUTPUT)) {
+        qp_status s = llama_get_type(qs, m, pe, c, &dst, e);
+        if (s != QP_OK) return s;
     }
     if (pe->src_kind == QP_SRC_BITNET_U8 && dst == src && !pe->ternary) dst = QP_ENC_F32;
     /* HF sources: as convert_hf_to_gguf.py, 1-D tensors and norms are stored F32 (widened exactly
@@ -417,7 +553,7 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     if (!pe->convert && pe->dst_bytes != pe->src->nbytes)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %zu bytes where %zu were expected",
                        m->path, pe->name, pe->src->nbytes, pe->dst_bytes);
-    return QP_OK;
+    return pe->convert && tr->quantize_imatrix ? attach_imatrix(o, m, pe, c, e) : QP_OK;
 }
 
 qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e) {
@@ -502,7 +638,9 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         }
     }
     if (s == QP_OK && o->sort_llama && p.n > 1) qsort(p.t, (size_t)p.n, sizeof *p.t, cmp_llama);
-    qstate qs = {o, m->arch_name, true, 0, 0, 0, 0, 0};
+    qstate qs = {.o = o, .arch = m->arch_name, .tied = true};
+    qs.falcon = m->arch_name && strcmp(m->arch_name, "falcon") == 0;
+    qs.n_gqa = o->n_head_kv > 0 && o->n_head > 0 ? (int)(o->n_head / o->n_head_kv) : 1;
     for (int64_t i = 0; i < p.n && s == QP_OK; i++) {
         cat c = category_of(p.t[i].name);
         if (cat_is_attn_v(c)) qs.n_attention_wv++;

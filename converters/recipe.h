@@ -25,6 +25,21 @@ typedef enum qp_quant {
     QP_QUANT_TQ1_0,
     QP_QUANT_TQ2_0,
     QP_QUANT_QK256,
+    /* the other llama-quantize file types (llama_tensor_get_type's mixtures) */
+    QP_QUANT_Q4_0,
+    QP_QUANT_Q4_1,
+    QP_QUANT_Q5_0,
+    QP_QUANT_Q5_1,
+    QP_QUANT_Q2_K,
+    QP_QUANT_Q2_K_S,
+    QP_QUANT_Q3_K_S,
+    QP_QUANT_Q3_K_M,
+    QP_QUANT_Q3_K_L,
+    QP_QUANT_Q4_K_S,
+    QP_QUANT_Q5_K_S,
+    QP_QUANT_Q5_K_M,
+    QP_QUANT_IQ4_NL,
+    QP_QUANT_IQ4_XS,
     QP_QUANT_COUNT
 } qp_quant;
 
@@ -35,8 +50,26 @@ qp_quant qp_quant_from_name(const char *name);
 /* llama_ftype written as general.file_type (F32 0, F16 1, Q8_0 7, Q4_K_M 15, Q6_K 18, BF16 32,
  * TQ1_0 36, TQ2_0 37, I2_S 40 as microsoft/BitNet; QK256 40 as well: it is stored as I2_S). */
 uint32_t qp_quant_file_type(qp_quant q);
-/* True for the BitNet recipes. */
+/* True for the BitNet-only recipes (I2_S, QK256). */
 bool qp_quant_is_ternary(qp_quant q);
+/* Whether converting m with q takes the BitNet recipe: I2_S and QK256 always, TQ1_0 / TQ2_0 when
+ * m is a BitNet model (other models get llama-quantize's TQ1_0 / TQ2_0 mixture). */
+bool qp_quant_bitnet_recipe(qp_quant q, const qp_model *m);
+
+/* A --tensor-type PATTERN=TYPE override: tensors whose name the POSIX extended regular expression
+ * matches (anywhere in the name, as std::regex_search) get enc; the first matching one wins. */
+typedef struct qp_tensor_type_override {
+    const char *pattern;
+    qp_encoding enc;
+} qp_tensor_type_override;
+
+/* One tensor's importance weights (llama-imatrix: mean squared activations per input column,
+ * ne[0] values per expert). Borrowed; readers/imatrix.h reads them from a file. */
+typedef struct qp_imatrix_entry {
+    const char *name;
+    const float *values;
+    int64_t n;
+} qp_imatrix_entry;
 
 /* How a source tensor becomes rows of floats. */
 typedef enum qp_src_kind {
@@ -61,6 +94,7 @@ typedef struct qp_plan_entry {
     bool convert;            /* false: source bytes are copied as they are */
     bool fallback;           /* ne[0] forced a fallback type */
     bool ternary;            /* quantized with a per-tensor ternary scale (BitNet recipes) */
+    const float *imatrix;    /* importance weights, ne[0] per expert (ne[2]); NULL: none */
     int64_t permute_heads;   /* > 0: HF -> GGUF q/k row permutation with this many heads */
 } qp_plan_entry;
 
@@ -83,6 +117,19 @@ typedef struct qp_plan {
     char **names;            /* owned name strings */
 } qp_plan;
 
+/* llama-quantize's per-tensor options (recipes.md "Per-tensor options"); all zero: none. */
+typedef struct qp_tensor_options {
+    bool has_output_type, has_token_embd_type; /* false: the recipe's own choice */
+    qp_encoding output_type;      /* --output-tensor-type */
+    qp_encoding token_embd_type;  /* --token-embedding-type */
+    bool leave_output;            /* --leave-output-tensor: output.weight keeps its type */
+    bool pure;                    /* --pure: the default type everywhere (no mixture) */
+    const qp_tensor_type_override *overrides; /* --tensor-type, n_overrides of them */
+    int n_overrides;
+    const qp_imatrix_entry *imatrix; /* --imatrix, n_imatrix entries; NULL: none */
+    int64_t n_imatrix;
+} qp_tensor_options;
+
 typedef struct qp_recipe_opts {
     qp_quant quant;
     bool allow_requantize;  /* quantized sources may be dequantized and quantized again */
@@ -91,6 +138,7 @@ typedef struct qp_recipe_opts {
     int64_t n_head, n_head_kv; /* for permute_qk */
     int64_t n_layer;        /* for use_more_bits on ffn_down (block_count) */
     bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
+    qp_tensor_options tensor; /* llama-quantize's per-tensor options and importance matrix */
 } qp_recipe_opts;
 
 /* Builds the plan for m. Every source tensor is accounted for: mapped to an output tensor, or

@@ -127,9 +127,14 @@ int main(void) {
         {"tied-32L-f16", 256, 768, 32, 4, 4, 256, true, true, true, 0},
         {"untied-8L-f16-ff200", 512, 200, 8, 8, 2, 512, false, true, true, 0},
     };
+    /* every llama-quantize file type we write, with its llama_ftype */
     static const struct { qp_quant q; int ftype; } k_q[] = {
         {QP_QUANT_Q4_K_M, 15}, {QP_QUANT_Q6_K, 18}, {QP_QUANT_Q8_0, 7}, {QP_QUANT_F16, 1},
-        {QP_QUANT_BF16, 32}, {QP_QUANT_F32, 0},
+        {QP_QUANT_BF16, 32}, {QP_QUANT_F32, 0}, {QP_QUANT_Q2_K, 10}, {QP_QUANT_Q2_K_S, 21},
+        {QP_QUANT_Q3_K_M, 12}, {QP_QUANT_Q4_K_S, 14}, {QP_QUANT_IQ4_XS, 30}, {QP_QUANT_Q5_0, 8},
+        {QP_QUANT_Q4_0, 2}, {QP_QUANT_Q4_1, 3}, {QP_QUANT_Q5_1, 9}, {QP_QUANT_Q3_K_S, 11},
+        {QP_QUANT_Q3_K_L, 13}, {QP_QUANT_Q5_K_S, 16}, {QP_QUANT_Q5_K_M, 17}, {QP_QUANT_IQ4_NL, 25},
+        {QP_QUANT_TQ1_0, 36}, {QP_QUANT_TQ2_0, 37},
     };
     for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++) {
         const shape *s = &k_shapes[si];
@@ -142,7 +147,9 @@ int main(void) {
         qp_model *m = NULL;
         QP_CHECK_MSG(qp_model_open(src, NULL, &m, &e) == QP_OK, "%s: %s", src, e.msg);
         if (!m) continue;
-        size_t nq = si == 1 || si == 4 ? sizeof k_q / sizeof k_q[0] : 1; /* all types on two */
+        /* every type on the GQA (n_gqa 4) F16 model with short rows (fallbacks); the first six and
+         * the n_gqa-dependent ones on the n_gqa 1 model too; Q4_K_M on all (seconds, not minutes) */
+        size_t nq = si == 4 ? sizeof k_q / sizeof k_q[0] : si == 1 ? 12 : 1;
         for (size_t qi = 0; qi < nq; qi++) {
             for (int threads = 1; threads <= 2; threads++) {
                 if (threads == 2 && qi > 0) break;
