@@ -148,8 +148,8 @@ expect "run --temp inf" 2 "--temp wants a finite number >= 0, not 'inf'" "$Q" ru
 expect "verify --max-kl=-1" 2 "--max-kl wants a finite number >= 0, not '-1'" "$Q" verify "$R/stories260K.gguf" --against "$R/stories260K.gguf" --max-kl=-1
 expect "run --threads=1024 is taken" 0 '' "$Q" run "$R/stories260K.gguf" -p a -n 1 --threads=1024
 expect "--to and --quant any case" 0 '' "$Q" convert "$FX/llama-tied" --to GGUF --quant q8_0 -o "$T/case.gguf"
-expect "unknown --quant lists the valid ones" 2 "unknown --quant 'Q5_K_M' \(--to gguf takes F32, F16, BF16, Q8_0, Q6_K, Q4_K_M" \
-  "$Q" convert "$FX/llama-tied" --to gguf --quant Q5_K_M -o "$T/none.gguf"
+expect "unknown --quant lists the valid ones" 2 "unknown --quant 'Q7_K' \(--to gguf takes F32, F16, BF16, Q8_0, Q6_K, Q4_K_M" \
+  "$Q" convert "$FX/llama-tied" --to gguf --quant Q7_K -o "$T/none.gguf"
 check "tokenize --pieces" 0 "     1 '<s>'.*   403 '▁Once'.*   378 '▁time'" \
   "$Q" tokenize "$R/stories260K.gguf" --pieces "Once upon a time"
 
