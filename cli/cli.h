@@ -42,7 +42,8 @@ bool qp_cli_is_help(const char *arg);
  * `--name=VALUE` (an alias such as -n: `-n VALUE`); a flag takes no value; `--` ends the options.
  * Numbers are parsed strictly: the whole word, base 10, inside the row's range, no overflow
  * (99999999999999999999 is refused, never clamped); floats are finite. --help/-h prints the
- * usage and the option table. The last of repeated options wins. */
+ * usage and the option table. The last of repeated options wins, except QP_CLI_LIST rows, which
+ * collect every occurrence. */
 typedef enum qp_cli_kind {
     QP_CLI_FLAG,  /* bool: set to true */
     QP_CLI_STR,   /* const char *: the word as given */
@@ -54,7 +55,14 @@ typedef enum qp_cli_kind {
     QP_CLI_F32,   /* float in [flo, fhi] */
     QP_CLI_F64,   /* double in [flo, fhi] */
     QP_CLI_REST,  /* qp_cli_rest: every later word, as given (inference --config ...) */
+    QP_CLI_LIST,  /* qp_cli_list: every occurrence's word, in order (repeatable option) */
 } qp_cli_kind;
+
+#define QP_CLI_LIST_MAX 64
+typedef struct qp_cli_list {
+    const char *v[QP_CLI_LIST_MAX];
+    int n;
+} qp_cli_list;
 
 typedef struct qp_cli_rest {
     char **argv;
@@ -180,6 +188,10 @@ typedef struct qp_cli_convert_args {
     const char *lora;                        /* trlm */
     const char *heads, *head_weights, *name; /* bullet */
     bool checksum;
+    /* gguf: llama-quantize's importance matrix and per-tensor options */
+    const char *imatrix, *output_tensor_type, *token_embedding_type;
+    bool leave_output_tensor, pure;
+    qp_cli_list tensor_types; /* PATTERN=TYPE */
 } qp_cli_convert_args;
 
 /* Commands: argv[0] is the command name. */

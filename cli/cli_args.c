@@ -54,6 +54,15 @@ bool qp_cli_parse_value(const qp_cli_opt *o, const char *s, char *why, size_t ca
     case QP_CLI_STR:
     case QP_CLI_OPT_STR: *(const char **)o->dst = s; return true;
     case QP_CLI_REST: return false; /* taken by qp_cli_parse itself */
+    case QP_CLI_LIST: {
+        qp_cli_list *l = o->dst;
+        if (l->n >= QP_CLI_LIST_MAX) {
+            snprintf(why, cap, "at most %d occurrences", QP_CLI_LIST_MAX);
+            return false;
+        }
+        l->v[l->n++] = s;
+        return true;
+    }
     case QP_CLI_I64:
     case QP_CLI_I32:
         if (qp_cli_parse_i64(s, o->lo, o->hi, &iv)) {

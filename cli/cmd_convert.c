@@ -3,6 +3,7 @@
  * use it, and a row given to a target that does not is refused. The GGUF target lives here
  * (converters/recipes.md); rdrr, trlm and bullet run in cli/cmd_rdrr.c, cmd_trillim.c and
  * cmd_bullet.c. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -10,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "converters/convert_gguf.h"
+#include "readers/imatrix.h"
 #include "writers/rdrr_writer.h"
 #include "writers/trlm_writer.h"
 
@@ -65,6 +67,77 @@ static void print_plan(const qp_plan *p) {
            (long long)p->n_skipped);
 }
 
+/* The per-tensor options and the importance matrix of --to gguf, owned for one conversion. */
+typedef struct tensor_args {
+    qp_imatrix *im;
+    qp_tensor_type_override ov[QP_CLI_LIST_MAX];
+    char *patterns[QP_CLI_LIST_MAX];
+} tensor_args;
+
+static void tensor_args_free(tensor_args *t) {
+    qp_imatrix_free(t->im);
+    for (int i = 0; i < QP_CLI_LIST_MAX; i++) free(t->patterns[i]);
+}
+
+/* A --*-type value: a block or float encoding quantpack can write into GGUF. */
+static bool gguf_type_of(const char *name, qp_encoding *out) {
+    qp_encoding enc = qp_encoding_from_name(name);
+    const qp_encoding_traits *t = qp_encoding_get(enc);
+    if (!t || qp_encoding_gguf_type(enc) < 0 || !t->quantize_ref || (t->flags & QP_ENC_FLAG_EXT_SCALE) ||
+        (t->flags & QP_ENC_FLAG_SIBLING_SCALE) || (t->flags & QP_ENC_FLAG_INT) || enc == QP_ENC_Q8_K)
+        return false;
+    *out = enc;
+    return true;
+}
+
+static int bad_type(const char *opt, const char *v) {
+    char list[512] = "";
+    for (int k = 0; k < QP_ENC_COUNT; k++) {
+        qp_encoding enc;
+        if (!gguf_type_of(qp_encoding_get((qp_encoding)k) ? qp_encoding_get((qp_encoding)k)->name : "", &enc))
+            continue;
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", qp_encoding_get(enc)->name);
+    }
+    return qp_cli_usage_error("convert: %s '%s' is not a type quantpack writes to GGUF (%s)", opt, v, list);
+}
+
+/* Fills o from the command line; QP_CLI_RUN or an exit code (message printed). */
+static int tensor_options(const qp_cli_convert_args *a, tensor_args *t, qp_tensor_options *o) {
+    if (a->output_tensor_type) {
+        if (!gguf_type_of(a->output_tensor_type, &o->output_type))
+            return bad_type("--output-tensor-type", a->output_tensor_type);
+        o->has_output_type = true;
+    }
+    if (a->token_embedding_type) {
+        if (!gguf_type_of(a->token_embedding_type, &o->token_embd_type))
+            return bad_type("--token-embedding-type", a->token_embedding_type);
+        o->has_token_embd_type = true;
+    }
+    o->leave_output = a->leave_output_tensor;
+    o->pure = a->pure;
+    for (int i = 0; i < a->tensor_types.n; i++) {
+        const char *w = a->tensor_types.v[i], *eq = strchr(w, '=');
+        if (!eq || eq == w || !eq[1])
+            return qp_cli_usage_error("convert: --tensor-type wants PATTERN=TYPE, not '%s'", w);
+        if (!gguf_type_of(eq + 1, &t->ov[i].enc)) return bad_type("--tensor-type", eq + 1);
+        /* llama-quantize lower-cases the pattern */
+        t->patterns[i] = strndup(w, (size_t)(eq - w));
+        if (!t->patterns[i]) return qp_cli_usage_error("convert: out of memory");
+        for (char *c = t->patterns[i]; *c; c++) *c = (char)tolower((unsigned char)*c);
+        t->ov[i].pattern = t->patterns[i];
+    }
+    o->overrides = t->ov;
+    o->n_overrides = a->tensor_types.n;
+    if (a->imatrix) {
+        qp_err e = {0};
+        if (qp_imatrix_open(a->imatrix, &t->im, &e) != QP_OK) return qp_cli_fail(&e);
+        o->imatrix = t->im->entries;
+        o->n_imatrix = t->im->n;
+    }
+    return QP_CLI_RUN;
+}
+
 static int convert_gguf(const qp_cli_convert_args *a) {
     const char *src = a->src, *quant = a->quant, *out = a->out;
     char list[512] = "";
@@ -96,6 +169,13 @@ static int convert_gguf(const qp_cli_convert_args *a) {
                                   qp_family_name(fam));
     }
     qp_convert_opts co = {0};
+    tensor_args ta = {0};
+    int rc_opts = tensor_options(a, &ta, &co.tensor);
+    if (rc_opts != QP_CLI_RUN) {
+        tensor_args_free(&ta);
+        qp_model_close(m);
+        return rc_opts;
+    }
     co.quant = q;
     co.threads = threads;
     co.allow_requantize = a->allow_requantize;
@@ -105,6 +185,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     co.progress_ud = &pr;
     qp_plan plan;
     if (qp_convert_gguf_plan(m, &co, &plan, &e) != QP_OK) {
+        tensor_args_free(&ta);
         qp_model_close(m);
         return qp_cli_fail(&e);
     }
@@ -123,6 +204,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
         if (m->vocab.n_tokens <= 0) qp_cli_warn_no_tokenizer(out);
     }
     qp_plan_free(&plan);
+    tensor_args_free(&ta);
     qp_model_close(m);
     return rc;
 }
@@ -201,6 +283,19 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
          .help = "[gguf] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
         {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
          .help = "[gguf,rdrr] quantized sources may be quantized again"},
+        {"--imatrix", NULL, QP_CLI_STR, &a->imatrix, .used_by = G, .arg = "FILE",
+         .help = "[gguf] importance matrix from llama-imatrix (.dat or GGUF), as\nllama-quantize --imatrix"},
+        {"--output-tensor-type", NULL, QP_CLI_STR, &a->output_tensor_type, .used_by = G,
+         .arg = "TYPE", .help = "[gguf] encoding of output.weight (q8_0, q6_k, f16, ...)"},
+        {"--token-embedding-type", NULL, QP_CLI_STR, &a->token_embedding_type, .used_by = G,
+         .arg = "TYPE", .help = "[gguf] encoding of token_embd.weight"},
+        {"--leave-output-tensor", NULL, QP_CLI_FLAG, &a->leave_output_tensor, .used_by = G,
+         .help = "[gguf] output.weight keeps its source encoding"},
+        {"--pure", NULL, QP_CLI_FLAG, &a->pure, .used_by = G,
+         .help = "[gguf] the recipe's default type for every tensor (no k-quant mixture)"},
+        {"--tensor-type", NULL, QP_CLI_LIST, &a->tensor_types, .used_by = G, .arg = "PATTERN=TYPE",
+         .help = "[gguf] tensors whose name matches the (POSIX extended, lower-cased)\nregular "
+                 "expression get TYPE; repeatable, the first match wins"},
         {"--allow-nonfinite", NULL, QP_CLI_FLAG, &a->allow_nonfinite, .used_by = G | R | T | B,
          .help = "write NaN/Inf weights (refused by default)"},
         {"--shard-size", NULL, QP_CLI_BYTES, &a->shard_size, .lo = (int64_t)QP_RDRR_MIN_SHARD,

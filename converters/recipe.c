@@ -553,7 +553,12 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     if (!pe->convert && pe->dst_bytes != pe->src->nbytes)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %zu bytes where %zu were expected",
                        m->path, pe->name, pe->src->nbytes, pe->dst_bytes);
-    return pe->convert && tr->quantize_imatrix ? attach_imatrix(o, m, pe, c, e) : QP_OK;
+    qp_status s = pe->convert && tr->quantize_imatrix ? attach_imatrix(o, m, pe, c, e) : QP_OK;
+    if (s == QP_OK && pe->convert && o->tensor.imatrix && !pe->imatrix && requires_imatrix(qs, c, dst))
+        s = qp_fail(e, QP_ERR_ARG, "%s: the importance matrix has no weights for tensor '%s', which "
+                    "would be %s in %s (llama-quantize refuses it too)", m->path, pe->name,
+                    tr->upper_name, qp_quant_name(o->quant));
+    return s;
 }
 
 qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *out, qp_err *e) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "quantpack/model.h"
+#include "readers/imatrix.h"
 
 typedef enum qp_quant {
     QP_QUANT_F32 = 0,
@@ -63,13 +64,7 @@ typedef struct qp_tensor_type_override {
     qp_encoding enc;
 } qp_tensor_type_override;
 
-/* One tensor's importance weights (llama-imatrix: mean squared activations per input column,
- * ne[0] values per expert). Borrowed; readers/imatrix.h reads them from a file. */
-typedef struct qp_imatrix_entry {
-    const char *name;
-    const float *values;
-    int64_t n;
-} qp_imatrix_entry;
+/* qp_imatrix_entry (one tensor's importance weights): readers/imatrix.h */
 
 /* How a source tensor becomes rows of floats. */
 typedef enum qp_src_kind {

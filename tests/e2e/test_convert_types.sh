@@ -31,5 +31,23 @@ K256="${QP_FIXTURES_DIR:?}/llama-k256"
 [ $rc -eq 2 ] && [ ! -e "$TMP/q2ks.gguf" ] && grep -q "blk.0.attn_k.weight' would be Q2_K, which needs an importance matrix" "$TMP/err" && ok ||
     bad "Q2_K_S without --imatrix: exit $rc: $(cat "$TMP/err")"
 
+# llama-quantize's per-tensor options through the CLI (bytes pinned by the peer test): the plan
+# shows them; bad values are usage errors (exit 2) that list what is accepted
+"$QP" convert "$K256" --quant Q4_K_M --dry-run --output-tensor-type Q8_0 --token-embedding-type q5_k \
+    --tensor-type 'BLK\.1\.ffn_down=q8_0' --tensor-type 'ffn_(up|gate)=iq4_xs' >"$TMP/plan" 2>&1; rc=$?
+[ $rc -eq 0 ] && ok || bad "options dry run: exit $rc: $(cat "$TMP/plan")"
+grep -qE "^output.weight .* Q8_0 " "$TMP/plan" && grep -qE "^token_embd.weight .* Q5_K " "$TMP/plan" &&
+    grep -qE "^blk.1.ffn_down.weight .* Q8_0 " "$TMP/plan" && grep -qE "^blk.0.ffn_down.weight .* Q4_K " "$TMP/plan" &&
+    grep -qE "^blk.0.ffn_up.weight .* IQ4_XS " "$TMP/plan" && ok || bad "options plan: $(grep -E 'output|embd|ffn' "$TMP/plan")"
+"$QP" convert "$K256" --quant Q4_K_M --dry-run --pure --leave-output-tensor >"$TMP/plan" 2>&1 &&
+    grep -qE "^output.weight .* BF16 *BF16 " "$TMP/plan" && grep -qE "^blk.0.attn_v.weight .* Q4_K " "$TMP/plan" &&
+    ok || bad "--pure --leave-output-tensor plan: $(grep -E 'output.weight|attn_v' "$TMP/plan")"
+"$QP" convert "$K256" --quant Q4_K_M -o "$TMP/x.gguf" --output-tensor-type q9_k 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "q9_k' is not a type quantpack writes to GGUF (.*q4_k" "$TMP/err" && ok || bad "bad type: $rc $(cat "$TMP/err")"
+"$QP" convert "$K256" --quant Q4_K_M -o "$TMP/x.gguf" --tensor-type ffn_down 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "PATTERN=TYPE" "$TMP/err" && ok || bad "bad --tensor-type: $rc $(cat "$TMP/err")"
+"$QP" convert "$K256" --quant Q4_K_M -o "$TMP/x.gguf" --tensor-type '(=q8_0' 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "pattern '('" "$TMP/err" && [ ! -e "$TMP/x.gguf" ] && ok || bad "bad regex: $rc $(cat "$TMP/err")"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -12,6 +12,8 @@
 #include "peer/random_llama_gguf.h"
 #include "qp_test.h"
 #include "qp_test_util.h"
+#include "imatrix_gen.h"
+#include "readers/imatrix.h"
 
 /* Random Llama shapes (random_llama_gguf.h): F32 or F16, a few outliers in every tensor. */
 typedef random_llama shape;
@@ -112,6 +114,165 @@ static void check_hf(const char *tmp) {
     qp_model_close(m);
 }
 
+
+/* llama.h's importance-matrix row and tensor-type override (llama_model_quantize_params.imatrix /
+ * .tt_overrides: arrays ended by a NULL name / pattern). */
+typedef struct { const char *name; const float *data; size_t size; } peer_imatrix_row;
+typedef struct { const char *pattern; int32_t type; } peer_tt_override;
+
+/* One conversion by both with the same options; true when the files are byte-identical (or both
+ * refuse). what: label for messages. */
+static bool same_as_llama(qp_model *m, const char *src, const char *tmp, const char *what, qp_quant q,
+                          int ftype, const qp_tensor_options *to, llama_model_quantize_params *p) {
+    char ours[4300], theirs[4300];
+    snprintf(ours, sizeof ours, "%s/peer-opt-ours.gguf", tmp);
+    snprintf(theirs, sizeof theirs, "%s/peer-opt-llama.gguf", tmp);
+    p->nthread = 1;
+    p->ftype = ftype;
+    uint32_t rc = L.model_quantize(src, theirs, p);
+    qp_convert_opts o = {0};
+    o.quant = q;
+    o.threads = 2;
+    o.tensor = *to;
+    qp_err ce = {0};
+    qp_status st = qp_convert_gguf(m, &o, ours, &ce);
+    if (rc != 0) {
+        QP_CHECK_MSG(st != QP_OK, "%s %s: llama.cpp refused, we converted", what, qp_quant_name(q));
+        printf("%-34s %-7s both refuse (ours: %.90s)\n", what, qp_quant_name(q), ce.msg);
+        remove(ours);
+        return st != QP_OK;
+    }
+    QP_CHECK_MSG(st == QP_OK, "%s %s: %s", what, qp_quant_name(q), ce.msg);
+    size_t at = 0;
+    bool same = st == QP_OK && qp_test_files_equal(ours, theirs, &at);
+    QP_CHECK_MSG(same, "%s %s: differs from llama_model_quantize at byte %zu", what, qp_quant_name(q), at);
+    if (same) printf("%-34s %-7s byte-identical to llama_model_quantize\n", what, qp_quant_name(q));
+    remove(ours);
+    remove(theirs);
+    return same;
+}
+
+/* --imatrix (both file formats, written here from known values) and llama-quantize's per-tensor
+ * options against llama_model_quantize given the same importance weights / params. */
+static void check_imatrix_and_options(const char *tmp) {
+    static const random_llama shp = {"imatrix-gqa4", 256, 320, 8, 8, 2, 260, false, false, true, 0};
+    char src[4300], dat[4300], gg[4300];
+    snprintf(src, sizeof src, "%s/peer-imatrix-src.gguf", tmp);
+    snprintf(dat, sizeof dat, "%s/peer-imatrix.dat", tmp);
+    snprintf(gg, sizeof gg, "%s/peer-imatrix.gguf", tmp);
+    qp_err e = {0};
+    QP_CHECK_MSG(random_llama_write(&shp, src, &e), "imatrix source: %s", e.msg);
+    qp_model *m = NULL;
+    QP_CHECK_MSG(qp_model_open(src, NULL, &m, &e) == QP_OK, "%s: %s", src, e.msg);
+    if (!m) return;
+    /* known sums and counts for every 2-D weight but one (left out: quantized without); the token
+     * embedding gets a wrong-sized row, which llama.cpp ignores for it */
+    enum { MAXT = 128 };
+    imatrix_gen_entry gen[MAXT];
+    peer_imatrix_row rows[MAXT + 1];
+    float *sums[MAXT] = {0}, *vals[MAXT] = {0};
+    int n = 0;
+    uint64_t rng = 12345;
+    for (int64_t i = 0; i < m->n_tensors && n < MAXT; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        if (t->n_dims < 2 || strcmp(t->name, "blk.3.attn_q.weight") == 0) continue;
+        int nval = (int)t->ne[0] - (strcmp(t->name, "token_embd.weight") == 0 ? 32 : 0);
+        int ncall = 3 + n % 5;
+        sums[n] = malloc((size_t)nval * 4);
+        vals[n] = malloc((size_t)nval * 4);
+        for (int k = 0; k < nval; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            float u = (float)(rng >> 40) / (float)(1u << 24);
+            sums[n][k] = (k % 13 == 0) ? 0.0f : (float)ncall * 0.05f * (1.0f + 30.0f * u * u * u);
+            vals[n][k] = sums[n][k] / (float)ncall; /* what llama-quantize hands over */
+        }
+        gen[n] = (imatrix_gen_entry){t->name, sums[n], nval, ncall};
+        rows[n] = (peer_imatrix_row){t->name, vals[n], (size_t)nval};
+        n++;
+    }
+    rows[n] = (peer_imatrix_row){NULL, NULL, 0};
+    qp_test_buf b = {0};
+    imatrix_gen_legacy(&b, gen, n, 10, "gen.txt");
+    qp_test_must_write_file(dat, b.p, b.n);
+    qp_test_buf_free(&b);
+    QP_CHECK_MSG(imatrix_gen_gguf(gg, gen, n, 10, 7, &e), "imatrix GGUF: %s", e.msg);
+    qp_imatrix *im_dat = NULL, *im_gg = NULL;
+    QP_CHECK_MSG(qp_imatrix_open(dat, &im_dat, &e) == QP_OK, "%s: %s", dat, e.msg);
+    QP_CHECK_MSG(qp_imatrix_open(gg, &im_gg, &e) == QP_OK, "%s: %s", gg, e.msg);
+    static const struct { qp_quant q; int ftype; } k_iq[] = {
+        {QP_QUANT_Q4_K_M, 15}, {QP_QUANT_Q2_K_S, 21}, {QP_QUANT_Q2_K, 10}, {QP_QUANT_Q3_K_M, 12},
+        {QP_QUANT_Q4_0, 2}, {QP_QUANT_Q5_0, 8}, {QP_QUANT_Q4_1, 3}, {QP_QUANT_Q5_1, 9},
+        {QP_QUANT_Q5_K_S, 16}, {QP_QUANT_Q6_K, 18}, {QP_QUANT_IQ4_NL, 25}, {QP_QUANT_IQ4_XS, 30},
+    };
+    for (size_t qi = 0; im_dat && im_gg && qi < sizeof k_iq / sizeof k_iq[0]; qi++) {
+        for (int fmt = 0; fmt < 2; fmt++) {
+            if (fmt == 1 && qi > 2) break; /* the GGUF form: three types are enough */
+            const qp_imatrix *im = fmt ? im_gg : im_dat;
+            qp_tensor_options to = {0};
+            to.imatrix = im->entries;
+            to.n_imatrix = im->n;
+            llama_model_quantize_params p = L.quantize_default_params();
+            p.imatrix = rows;
+            same_as_llama(m, src, tmp, fmt ? "imatrix (GGUF format)" : "imatrix (legacy .dat)", k_iq[qi].q,
+                          k_iq[qi].ftype, &to, &p);
+        }
+    }
+    qp_imatrix_free(im_dat);
+    qp_imatrix_free(im_gg);
+    for (int i = 0; i < n; i++) {
+        free(sums[i]);
+        free(vals[i]);
+    }
+
+    /* per-tensor options (no imatrix) */
+    const int t_q8 = qp_encoding_get(QP_ENC_Q8_0)->ggml_type, t_q5k = qp_encoding_get(QP_ENC_Q5_K)->ggml_type,
+              t_f16 = qp_encoding_get(QP_ENC_F16)->ggml_type, t_iq4 = qp_encoding_get(QP_ENC_IQ4_XS)->ggml_type,
+              t_q2k = qp_encoding_get(QP_ENC_Q2_K)->ggml_type;
+    {
+        qp_tensor_options to = {.has_output_type = true, .output_type = QP_ENC_Q8_0,
+                                .has_token_embd_type = true, .token_embd_type = QP_ENC_Q5_K};
+        llama_model_quantize_params p = L.quantize_default_params();
+        p.output_tensor_type = t_q8;
+        p.token_embedding_type = t_q5k;
+        same_as_llama(m, src, tmp, "--output/--token-embedding-type", QP_QUANT_Q4_K_M, 15, &to, &p);
+        to.output_type = QP_ENC_F16;
+        p.output_tensor_type = t_f16;
+        same_as_llama(m, src, tmp, "--output/--token-embedding-type", QP_QUANT_F16, 1, &to, &p);
+    }
+    {
+        qp_tensor_options to = {.leave_output = true};
+        llama_model_quantize_params p = L.quantize_default_params();
+        p.quantize_output_tensor = false;
+        same_as_llama(m, src, tmp, "--leave-output-tensor", QP_QUANT_Q3_K_M, 12, &to, &p);
+    }
+    {
+        qp_tensor_options to = {.pure = true};
+        llama_model_quantize_params p = L.quantize_default_params();
+        p.pure = true;
+        same_as_llama(m, src, tmp, "--pure", QP_QUANT_Q4_K_M, 15, &to, &p);
+        same_as_llama(m, src, tmp, "--pure", QP_QUANT_Q2_K, 10, &to, &p);
+    }
+    {
+        /* first match wins; a pattern that would apply to attn_v too; a 320-wide ffn_down forced
+           to IQ4_XS falls back to IQ4_NL */
+        static const qp_tensor_type_override ov[] = {
+            {"blk\\.[0-2]\\.attn_v", QP_ENC_Q8_0}, {"attn_(v|k)", QP_ENC_Q5_K}, {"ffn_down", QP_ENC_IQ4_XS},
+            {"output", QP_ENC_Q2_K}};
+        peer_tt_override tt[] = {{"blk\\.[0-2]\\.attn_v", t_q8}, {"attn_(v|k)", t_q5k}, {"ffn_down", t_iq4},
+                                 {"output", t_q2k}, {NULL, 0}};
+        qp_tensor_options to = {.overrides = ov, .n_overrides = 4};
+        llama_model_quantize_params p = L.quantize_default_params();
+        p.tensor_types = tt;
+        same_as_llama(m, src, tmp, "--tensor-type PATTERN=TYPE", QP_QUANT_Q4_K_M, 15, &to, &p);
+    }
+    qp_model_close(m);
+    if (qp_test_failed == 0) {
+        remove(src);
+        remove(dat);
+        remove(gg);
+    }
+}
+
 int main(void) {
     if (!qp_path_exists(llama_peer_lib())) QP_SKIP("cannot load %s: not installed", llama_peer_lib());
     if (!llama_peer_load()) QP_SKIP("cannot load libllama from %s", llama_peer_bins());
@@ -188,6 +349,7 @@ int main(void) {
         qp_model_close(m);
         if (qp_test_failed == 0) remove(src);
     }
+    check_imatrix_and_options(tmp);
     check_hf(tmp);
     return qp_test_finish();
 }
