@@ -227,7 +227,7 @@ static const char k_convert_usage[] =
     "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
     "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR\n"
-    "       quantpack convert SRC --to trlm -o DIR [--lora PEFT_DIR]\n"
+    "       quantpack convert SRC --to trlm -o DIR [--quant auto|ternary|bf16|q8_0] [--lora PEFT_DIR]\n"
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, BitNet float or packed),\n"
     "     a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
@@ -241,10 +241,12 @@ static const char k_convert_usage[] =
     "     multiple of 256 are zero-padded for Q4_K (layout \"row\"); only dtypes DOPPLER's\n"
     "     loader decodes are stored (llama.cpp's Q8_0 fallback becomes F16); --quant keep\n"
     "     as gguf-to-rdrr. A PEFT LoRA folder as SRC: an adapter manifest.\n"
-    "trlm: Trillim TRLM from a Hugging Face safetensors folder: the SDK v1 quantize manifest\n"
-    "     (kept as DIR/.quantize_manifest.bin), qmodel.tensors, rope.cache, qmodel.lora with\n"
+    "trlm: Trillim TRLM from a Hugging Face safetensors folder (any other source is first\n"
+    "     written as one: converters/hf_folder.md): the SDK's quantize manifest (kept as\n"
+    "     DIR/.quantize_manifest.bin for HF sources), qmodel.tensors, rope.cache, qmodel.lora with\n"
     "     --lora, config and tokenizer files, and DIR/inference.config (the --config values of\n"
-    "     `inference DIR --config ...`).\n"
+    "     `inference DIR --config ...`). --quant: the SDK's --quantization of the 2-D weights:\n"
+    "     auto = ternary (SDK v1), bf16, q8_0.\n"
     "bullet: a .bullet file for bullet-core (see bullet-pack --help).\n"
     "An option marked [x,y] is used by those targets only.\n";
 
@@ -272,8 +274,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
     const qp_cli_opt opts[] = {
         {"--to", NULL, QP_CLI_STR, &a->to, .used_by = TO_ARG, .arg = "TARGET",
          .help = "gguf (default), rdrr, trlm or bullet"},
-        {"--quant", "-q", QP_CLI_STR, &a->quant, .used_by = G | QP_TO_RDRR, .arg = "Q",
-         .help = "[gguf,rdrr] target encoding recipe"},
+        {"--quant", "-q", QP_CLI_STR, &a->quant, .used_by = G | QP_TO_RDRR | T, .arg = "Q",
+         .help = "[gguf,rdrr] target encoding recipe;\n[trlm] the SDK's --quantization: auto (ternary), bf16, q8_0"},
         {"--output", "-o", QP_CLI_STR, &a->out, .used_by = G | QP_TO_RDRR | T | B, .arg = "OUT",
          .help = "output file or directory"},
         {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B,

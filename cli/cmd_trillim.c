@@ -146,6 +146,9 @@ static qp_status stage_hf_folder(const char *src, const char *tok, const char *o
 int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     const char *src = a->src, *out = a->out, *tok = a->tokenizer, *lora = a->lora;
     if (!out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
+    qp_trillim_target target = QP_TRILLIM_TARGET_AUTO;
+    if (a->quant && !qp_trillim_target_from_name(a->quant, &target))
+        return qp_cli_usage_error("convert --to trlm: unknown --quant '%s' (auto, ternary, bf16, q8_0)", a->quant);
     qp_err e;
     qp_err_clear(&e);
     qp_trillim_config c;
@@ -162,6 +165,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
        end, so its manifest stays there too) */
     const char *hf = stage ? qp_outdir_path(stage) : src;
     if (s == QP_OK) s = qp_trillim_config_from_hf(hf, &c, &e);
+    c.target = target;
     if (s == QP_OK) s = qp_trillim_manifest_build(hf, &c, lora, &m, &e);
     if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, a->force, &od, &e);
     if (s == QP_OK && (!(mpath = stage ? qp_outdir_join(stage, ".quantize_manifest.bin")
@@ -234,7 +238,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     qp_free(lpath);
     qp_free(cfgp);
     if (s != QP_OK) return qp_cli_fail(&e);
-    printf("convert: wrote %s (TRLM v1, %u tensors%s)\n", out, nt, lora ? ", LoRA" : "");
+    printf("convert: wrote %s (TRLM, %u tensors%s)\n", out, nt, lora ? ", LoRA" : "");
     if (!has_tok) qp_cli_warn_no_tokenizer(out);
     return QP_EXIT_OK;
 }

@@ -1099,6 +1099,16 @@ static qp_status find_scale(manifest_build *b, const item *x, qp_trillim_entry *
 }
 
 /* One manifest entry: shape (padded as the SDK pads), where the bytes are, and the action. */
+bool qp_trillim_target_from_name(const char *name, qp_trillim_target *t) {
+    static const char *const k_names[] = {"auto", "ternary", "bf16", "q8_0"};
+    for (size_t k = 0; k < sizeof k_names / sizeof k_names[0]; k++)
+        if (strcmp(name, k_names[k]) == 0) {
+            *t = (qp_trillim_target)k;
+            return true;
+        }
+    return false;
+}
+
 static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *t, qp_err *e) {
     const qp_trillim_config *c = b->c;
     const st_shard *sh = &b->shards.v[x->shard];
@@ -1134,6 +1144,10 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
     t->data_size = end - begin;
     if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
     else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
+    else if (quant && c->target == QP_TRILLIM_TARGET_BF16 && dt != QP_TRILLIM_I8 && dt != QP_TRILLIM_U8)
+        t->action = QP_TRILLIM_BF16_RAW;
+    else if (quant && c->target == QP_TRILLIM_TARGET_Q8_0 && dt != QP_TRILLIM_I8 && dt != QP_TRILLIM_U8)
+        t->action = QP_TRILLIM_Q8_0_QUANTIZE;
     else if (quant)
         t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
                                                                  : QP_TRILLIM_TERNARY_QUANTIZE;

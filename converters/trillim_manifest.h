@@ -108,6 +108,18 @@ QP_NODISCARD qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *
                                                      qp_err *e);
 
 /* The SDK v1 ModelConfig, as from_config_json(config.json, model_dir) computes it. */
+/* The current SDK's --quantization for the quantizable 2-D float weights (its
+ * _quantization_target_action): AUTO = SDK v1's rule (TERNARY_QUANTIZE), BF16 = BF16_RAW, Q8_0 =
+ * Q8_0_QUANTIZE. I8/U8 sources stay REPACK_TERNARY; embedding, lm_head and 1-D as SDK v1. */
+typedef enum qp_trillim_target {
+    QP_TRILLIM_TARGET_AUTO = 0,
+    QP_TRILLIM_TARGET_TERNARY,
+    QP_TRILLIM_TARGET_BF16,
+    QP_TRILLIM_TARGET_Q8_0,
+} qp_trillim_target;
+/* "auto", "ternary", "bf16", "q8_0" -> *t; false for any other name. */
+bool qp_trillim_target_from_name(const char *name, qp_trillim_target *t);
+
 typedef struct qp_trillim_config {
     int arch_type;  /* 1 BITNET, 2 LLAMA */
     int activation; /* 0 RELU_SQR, 1 SILU */
@@ -119,6 +131,7 @@ typedef struct qp_trillim_config {
     int n_eos;
     int64_t eos[QP_TRILLIM_MAX_EOS];
     char norm_eps_text[40], rope_theta_text[40]; /* Python str() of the floats */
+    qp_trillim_target target; /* the quantizable 2-D float weights' action; set by the caller */
 } qp_trillim_config;
 
 QP_NODISCARD qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e);

@@ -7,7 +7,8 @@
  *  - convert --to trlm from that GGUF and from an RDRR F32 package of the fixture writes the
  *    same qmodel.tensors and rope.cache bytes as from the HF folder itself;
  *  - the real stories260K.bin (llama2.c, rotate pairs), when $QP_REAL_FIXTURES has it: the HF
- *    folder's logits equal the checkpoint's (llama2.c oracles pin the checkpoint's own run). */
+ *    folder's logits equal the checkpoint's (llama2.c oracles pin the checkpoint's own run), and
+ *    convert --to trlm --quant q8_0 of it passes `quantpack verify` against the checkpoint. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,11 @@ int main(void) {
         snprintf(dir, sizeof dir, "%s/hf_folder_stories260K", g_tmp);
         if (m) check_folder("stories260K.bin", m, m, dir, 1e-4);
         qp_model_close(m);
+        char cmd[3000];
+        snprintf(cmd, sizeof cmd, "%s/quantpack convert %s --tokenizer %s --to trlm --quant q8_0 -f -o %s/hf_folder_s260.trlm"
+                 " >/dev/null && %s/quantpack verify %s/hf_folder_s260.trlm --against %s --tokenizer %s | tail -n 2",
+                 g_bin, p, tok, g_tmp, g_bin, g_tmp, p, tok);
+        QP_CHECK_MSG(system(cmd) == 0, "stories260K.bin -> TRLM q8_0 does not verify against the checkpoint");
     }
     return qp_test_finish();
 }
