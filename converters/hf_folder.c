@@ -87,6 +87,17 @@ static qp_status write_tensors(const qp_model *m, const char *dir, qp_err *e) {
     return s;
 }
 
+/* Writes j (built completely when ok) as dir/name and deletes it. */
+static qp_status write_json(const char *dir, const char *name, cJSON *j, bool ok, qp_err *e) {
+    char *text = ok ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    char *path = qp_path_join(dir, name);
+    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    free(text);
+    qp_free(path);
+    return s;
+}
+
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
@@ -112,13 +123,7 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
               (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&
               (eos < 0 || cJSON_AddNumberToObject(j, "eos_token_id", eos)) &&
               cJSON_AddStringToObject(j, "torch_dtype", "float32");
-    char *text = ok ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
-    char *path = qp_path_join(dir, "config.json");
-    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    free(text);
-    qp_free(path);
-    return s;
+    return write_json(dir, "config.json", j, ok, e);
 }
 
 /* tokenizer_config.json holding the model's chat template (runtime/chat.md), when it has one. */
@@ -126,13 +131,7 @@ static qp_status write_tokenizer_config(const qp_model *m, const char *dir, qp_e
     const char *ct = qp_model_chat_template(m);
     if (!ct) return QP_OK;
     cJSON *j = cJSON_CreateObject();
-    char *text = j && cJSON_AddStringToObject(j, "chat_template", ct) ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
-    char *path = qp_path_join(dir, "tokenizer_config.json");
-    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    free(text);
-    qp_free(path);
-    return s;
+    return write_json(dir, "tokenizer_config.json", j, j && cJSON_AddStringToObject(j, "chat_template", ct), e);
 }
 
 qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
