@@ -6,11 +6,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "converters/hf_folder.h"
+#include "converters/convert_trlm.h"
 #include "converters/trillim_manifest.h"
 #include "converters/trillim_quantize.h"
-#include "readers/model_check.h"
-#include "writers/trlm_writer.h"
 
 /* ---- trillim-quantize --------------------------------------------------------------------------- */
 
@@ -99,146 +97,26 @@ int qp_cmd_trillim_quantize(int argc, char **argv) {
 
 /* ---- convert --to trlm -------------------------------------------------------------------------- */
 
-static qp_status copy_file(const char *src, const char *dst, qp_err *e) {
-    char *buf = NULL;
-    size_t len = 0;
-    qp_status s = qp_file_read_all(src, (size_t)1 << 30, &buf, &len, e);
-    if (s == QP_OK) s = qp_file_write_atomic(dst, buf, len, e);
-    qp_free(buf);
-    return s;
-}
-
-/* The runtime's checks on the source before anything is written (readers/model_check.h). */
-static qp_status check_source(const char *src, const char *tok, bool allow_nonfinite,
-                              bool *has_tokenizer, qp_err *e) {
-    qp_open_opts oo = {0};
-    oo.tokenizer_path = tok;
-    qp_model *sm = NULL;
-    qp_status s = qp_model_open(src, &oo, &sm, e);
-    if (s == QP_OK) s = qp_model_check_for_write(sm, allow_nonfinite, e);
-    if (s == QP_OK) *has_tokenizer = sm->vocab.n_tokens > 0;
-    qp_model_close(sm);
-    return s;
-}
-
-/* A source that is not a Hugging Face folder (a GGUF, a llama2.c checkpoint, an RDRR package)
- * becomes one first, in a staging folder beside out that the caller removes (qp_outdir_abort):
- * converters/hf_folder.md. */
-static qp_status stage_hf_folder(const char *src, const char *tok, const char *out, qp_outdir **stage, qp_err *e) {
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/') n--;
-    char *target = qp_malloc(n + sizeof ".hf-source");
-    if (!target) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    memcpy(target, out, n);
-    memcpy(target + n, ".hf-source", sizeof ".hf-source");
-    qp_open_opts oo = {0};
-    oo.tokenizer_path = tok;
-    qp_model *sm = NULL;
-    qp_status s = qp_model_open(src, &oo, &sm, e);
-    if (s == QP_OK) s = qp_outdir_open(target, NULL, false, stage, e);
-    if (s == QP_OK) s = qp_hf_folder_write(sm, qp_outdir_path(*stage), e);
-    qp_model_close(sm);
-    qp_free(target);
-    return s;
-}
-
-/* convert --to trlm (options parsed by cli/cmd_convert.c). */
+/* convert --to trlm (options parsed by cli/cmd_convert.c; the work: converters/convert_trlm.c). */
 int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
-    const char *src = a->src, *out = a->out, *tok = a->tokenizer, *lora = a->lora;
-    if (!out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
-    qp_trillim_target target = QP_TRILLIM_TARGET_AUTO;
-    if (a->quant && !qp_trillim_target_from_name(a->quant, &target))
+    if (!a->out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
+    qp_trlm_convert_opts o = {.target = QP_TRILLIM_TARGET_AUTO, .lora = a->lora,
+                              .tokenizer = a->tokenizer, .force = a->force,
+                              .allow_nonfinite = a->allow_nonfinite};
+    if (a->quant && !qp_trillim_target_from_name(a->quant, &o.target))
         return qp_cli_usage_error("convert --to trlm: unknown --quant '%s' (auto, ternary, bf16, q8_0)", a->quant);
     qp_err e;
     qp_err_clear(&e);
-    qp_trillim_config c;
-    qp_trillim_manifest *m = NULL;
-    qp_outdir *od = NULL, *stage = NULL;
-    char *mpath = NULL, *tpath = NULL, *rpath = NULL, *lpath = NULL, *cfgp = NULL;
-    uint8_t *mbytes = NULL;
-    size_t mlen = 0;
-    bool has_tok = false;
-    const bool is_hf = qp_path_is_dir(src) && qp_format_detect(src) == QP_FORMAT_SAFETENSORS;
-    qp_status s = check_source(src, tok, a->allow_nonfinite, &has_tok, &e);
-    if (s == QP_OK && !is_hf) s = stage_hf_folder(src, tok, out, &stage, &e);
-    /* hf: the Hugging Face folder the SDK's manifest describes (the staged one is removed at the
-       end, so its manifest stays there too) */
-    const char *hf = stage ? qp_outdir_path(stage) : src;
-    if (s == QP_OK) s = qp_trillim_config_from_hf(hf, &c, &e);
-    c.target = target;
-    if (s == QP_OK) s = qp_trillim_manifest_build(hf, &c, lora, &m, &e);
-    if (s == QP_OK) s = qp_outdir_open(out, &qp_trlm_outdir_kind, a->force, &od, &e);
-    if (s == QP_OK && (!(mpath = stage ? qp_outdir_join(stage, ".quantize_manifest.bin")
-                                       : qp_outdir_join(od, ".quantize_manifest.bin")) ||
-                       !(tpath = qp_outdir_join(od, "qmodel.tensors")) ||
-                       !(rpath = qp_outdir_join(od, "rope.cache")) ||
-                       !(lpath = qp_outdir_join(od, "qmodel.lora")) ||
-                       !(cfgp = qp_outdir_join(od, "inference.config"))))
-        s = qp_fail(&e, QP_ERR_NOMEM, "out of memory");
-    if (s == QP_OK) s = qp_trillim_manifest_serialize(m, &mbytes, &mlen, &e);
-    if (s == QP_OK) s = qp_file_write_atomic(mpath, mbytes, mlen, &e);
-    /* the same code path as trillim-quantize: parse the manifest bytes back, then execute */
-    qp_trillim_manifest *m2 = NULL;
-    if (s == QP_OK) s = qp_trillim_manifest_read(mpath, &m2, &e);
-    if (s == QP_OK) {
-        int64_t rank = 0;
-        if (lora) s = qp_trillim_adapter_rank(lora, &rank, &e);
-        qp_trillim_quant_opts o = {mpath, tpath, c.arch_type, c.hidden, c.intermediate,
-                                   c.hidden_orig, c.intermediate_orig, c.norm_eps, c.tie_embeddings,
-                                   rpath, c.rope_theta, c.max_pos, c.head_dim, lora ? lpath : NULL,
-                                   rank, c.n_heads, c.n_kv_heads, 0, 0, 0, 0, 0};
-        if (s == QP_OK) s = qp_trillim_quantize(m2, &o, &e);
-    }
-    qp_trillim_manifest_free(m2);
-    /* side files: config.json, tokenizer files, generation_config.json */
-    static const char *const k_side[] = {"config.json", "generation_config.json", "tokenizer.json",
-                                         "tokenizer_config.json", "tokenizer.model",
-                                         "special_tokens_map.json"};
-    for (size_t i = 0; s == QP_OK && i < sizeof k_side / sizeof k_side[0]; i++) {
-        char *from = qp_path_join(hf, k_side[i]);
-        char *to = qp_outdir_join(od, k_side[i]);
-        if (!from || !to) s = qp_fail(&e, QP_ERR_NOMEM, "out of memory");
-        else if (qp_path_exists(from)) s = copy_file(from, to, &e);
-        qp_free(from);
-        qp_free(to);
-    }
-    if (s == QP_OK && tok) {
-        const char *base = strrchr(tok, '/');
-        base = base ? base + 1 : tok;
-        char *to = qp_outdir_join(od, base);
-        s = to ? copy_file(tok, to, &e) : qp_fail(&e, QP_ERR_NOMEM, "out of memory");
-        qp_free(to);
-    }
-    if (s == QP_OK) {
-        char line[1024], eps[40], theta[40];
-        qp_trillim_py_float(c.norm_eps, eps, sizeof eps);
-        qp_trillim_py_float(c.rope_theta, theta, sizeof theta);
-        int n = snprintf(line, sizeof line, "%d %d %lld %lld %lld %lld %lld %lld %lld %lld %s %s %d %d %d %d 0 %d",
-                         c.arch_type, c.activation, (long long)c.hidden, (long long)c.intermediate,
-                         (long long)c.n_layers, (long long)c.n_heads, (long long)c.n_kv_heads,
-                         (long long)c.vocab, (long long)c.head_dim, (long long)c.max_pos, eps, theta,
-                         c.tie_embeddings, c.qkv_bias, c.attn_sub_norm, c.ffn_sub_norm, c.n_eos);
-        for (int i = 0; i < c.n_eos && n > 0 && (size_t)n < sizeof line - 24; i++)
-            n += snprintf(line + n, sizeof line - (size_t)n, " %lld", (long long)c.eos[i]);
-        if (n > 0 && (size_t)n < sizeof line - 2) line[n++] = '\n';
-        s = qp_file_write_atomic(cfgp, line, (size_t)n, &e);
-    }
-    if (s == QP_OK) {
-        s = qp_outdir_commit(od, &e);
-        od = NULL;
-    }
-    qp_outdir_abort(od);
-    qp_outdir_abort(stage);
-    uint32_t nt = m ? m->n_entries : 0;
-    qp_trillim_manifest_free(m);
-    qp_free(mbytes);
-    qp_free(mpath);
-    qp_free(tpath);
-    qp_free(rpath);
-    qp_free(lpath);
-    qp_free(cfgp);
+    qp_open_opts oo = {0};
+    oo.tokenizer_path = a->tokenizer;
+    qp_model *sm = NULL;
+    qp_trlm_convert_stats st = {0};
+    qp_status s = qp_model_open(a->src, &oo, &sm, &e);
+    if (s == QP_OK) s = qp_convert_to_trlm(sm, a->out, &o, &st, &e);
+    qp_model_close(sm);
     if (s != QP_OK) return qp_cli_fail(&e);
-    printf("convert: wrote %s (TRLM, %u tensors%s)\n", out, nt, lora ? ", LoRA" : "");
-    if (!has_tok) qp_cli_warn_no_tokenizer(out);
+    printf("convert: wrote %s (TRLM, %lld tensors%s)\n", a->out, (long long)st.n_tensors,
+           a->lora ? ", LoRA" : "");
+    if (!st.has_tokenizer) qp_cli_warn_no_tokenizer(a->out);
     return QP_EXIT_OK;
 }

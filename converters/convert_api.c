@@ -1,4 +1,4 @@
-/* include/quantpack/convert.h: one call over the GGUF, RDRR and .bullet converters, with the
+/* include/quantpack/convert.h: one call over the GGUF, RDRR, .bullet and TRLM converters, with the
  * output rule of core/outfile.md applied as the convert command applies it. */
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +7,9 @@
 #include "converters/convert_bullet.h"
 #include "converters/convert_gguf.h"
 #include "converters/convert_rdrr.h"
+#include "converters/convert_trlm.h"
 #include "quantpack/convert.h"
+#include "writers/trlm_writer.h"
 
 void qp_convert_params_default(qp_convert_params *p) {
     memset(p, 0, sizeof *p);
@@ -112,6 +114,22 @@ static qp_status to_bullet(const qp_model *m, const qp_convert_params *p, const 
     return QP_OK;
 }
 
+/* TRLM: quant names how 2-D float weights are stored (the SDK's --quantization). */
+static qp_status to_trlm(const qp_model *m, const qp_convert_params *p, const char *out_path,
+                         qp_convert_result *res, qp_err *e) {
+    qp_trlm_convert_opts to = {.target = QP_TRILLIM_TARGET_AUTO, .force = p->force,
+                               .allow_nonfinite = p->allow_nonfinite};
+    if (p->quant && !qp_trillim_target_from_name(p->quant, &to.target))
+        return qp_fail(e, QP_ERR_ARG, "%s: unknown TRLM quant '%s' (auto, ternary, bf16, q8_0)",
+                       out_path, p->quant);
+    qp_trlm_convert_stats st = {0, false};
+    qp_status s = qp_convert_to_trlm(m, out_path, &to, &st, e);
+    if (s != QP_OK) return s;
+    *res = (qp_convert_result){st.n_tensors, 0, 0};
+    if (p->progress) p->progress(p->progress_user, st.n_tensors, st.n_tensors, 0);
+    return QP_OK;
+}
+
 qp_status qp_convert_model(const qp_model *src, const qp_convert_params *p, const char *out_path,
                            qp_convert_result *res, qp_err *e) {
     if (!src || !p || !out_path)
@@ -120,14 +138,17 @@ qp_status qp_convert_model(const qp_model *src, const qp_convert_params *p, cons
     if ((unsigned)p->target >= QP_CONVERT_TARGET_COUNT)
         return qp_fail(e, QP_ERR_ARG, "%s: unknown conversion target %d", out_path, (int)p->target);
     qp_quant q = QP_QUANT_COUNT;
-    if (p->target != QP_CONVERT_TO_BULLET) {
+    if (p->target == QP_CONVERT_TO_GGUF || p->target == QP_CONVERT_TO_RDRR) {
         qp_status s = quant_of(src, p, out_path, &q, e);
         if (s != QP_OK) return s;
     }
     const char *const inputs[] = {src->path, NULL};
+    const bool dir = p->target == QP_CONVERT_TO_RDRR || p->target == QP_CONVERT_TO_TRLM;
     const qp_output_rule rule = {.force = p->force,
-                                 .directory = p->target == QP_CONVERT_TO_RDRR,
-                                 .kind = p->target == QP_CONVERT_TO_RDRR ? &qp_rdrr_outdir_kind : NULL,
+                                 .directory = dir,
+                                 .kind = p->target == QP_CONVERT_TO_RDRR   ? &qp_rdrr_outdir_kind
+                                         : p->target == QP_CONVERT_TO_TRLM ? &qp_trlm_outdir_kind
+                                                                           : NULL,
                                  .inputs = inputs};
     qp_status s = qp_output_check(out_path, &rule, e);
     if (s == QP_OK) s = qp_output_remove_stale(out_path, NULL, e);
@@ -137,6 +158,7 @@ qp_status qp_convert_model(const qp_model *src, const qp_convert_params *p, cons
     switch (p->target) {
     case QP_CONVERT_TO_GGUF: s = to_gguf(src, p, q, out_path, &r, e); break;
     case QP_CONVERT_TO_RDRR: s = to_rdrr(src, p, q, out_path, &r, e); break;
+    case QP_CONVERT_TO_TRLM: s = to_trlm(src, p, out_path, &r, e); break;
     default: s = to_bullet(src, p, out_path, &r, e); break;
     }
     if (s == QP_OK && res) *res = r;

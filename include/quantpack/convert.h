@@ -14,8 +14,11 @@
  *   SHA-256s). quant: Q4_K_M, Q6_K, Q8_0, F16, BF16, F32; DOPPLER-unreadable dtypes are stored
  *   in the nearest readable one (listed in the manifest's quantizationInfo.dtypeChanges).
  * - QP_CONVERT_TO_BULLET: one .bullet file for bullet-core, BQ4 weights; quant must be NULL.
- * TRLM (Trillim) directories are written by the `trillim-quantize` / `convert --to trlm`
- * commands only: that path is not part of this library call yet (QP_ERR_UNSUPPORTED).
+ * - QP_CONVERT_TO_TRLM: a TRLM directory for the Trillim SDK (qmodel.tensors, rope.cache,
+ *   inference.config and the Hugging Face side files), as `convert --to trlm` writes it
+ *   (readers/trlm.md). quant: NULL or "auto" (ternary projections, as SDK v1), "ternary",
+ *   "bf16", "q8_0" (the current SDK's --quantization); a LoRA adapter is taken by the command
+ *   only. A source that is not a Hugging Face folder is staged as one beside the output.
  *
  * Output rule (core/outfile.md), the same as the command's: nothing appears at out_path unless
  * the whole conversion succeeded (the output is written under a partial name beside it and
@@ -55,11 +58,12 @@ typedef enum qp_convert_target {
     QP_CONVERT_TO_GGUF = 0,   /* one .gguf file */
     QP_CONVERT_TO_RDRR = 1,   /* one RDRR directory */
     QP_CONVERT_TO_BULLET = 2, /* one .bullet file */
+    QP_CONVERT_TO_TRLM = 3,   /* one TRLM directory (Trillim) */
     QP_CONVERT_TARGET_COUNT
 } qp_convert_target;
 
 /* Called on the calling thread after each tensor is written: tensors_done of n_tensors,
- * bytes_done output bytes so far. GGUF and RDRR report every tensor; BULLET reports once, when
+ * bytes_done output bytes so far. GGUF and RDRR report every tensor; BULLET and TRLM report once, when
  * the file is complete. It must not call qp_convert_model. */
 typedef void (*qp_convert_progress_cb)(void *user, int64_t tensors_done, int64_t n_tensors,
                                        uint64_t bytes_done);
@@ -77,7 +81,7 @@ typedef struct qp_convert_params {
     qp_convert_progress_cb progress; /* NULL: none */
     void *progress_user;      /* passed to progress */
     const qp_cancel_flag *cancel; /* NULL: none. Checked before each tensor (GGUF, RDRR) or
-                                     before the file is started (BULLET): when set the
+                                     before the file is started (BULLET, TRLM): when set the
                                      conversion stops, removes its partial output and returns
                                      QP_ERR_CANCELLED */
 } qp_convert_params;

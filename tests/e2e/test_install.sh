@@ -105,6 +105,12 @@ check "library tokens = quantpack run --print-ids" 0 "^$lib_ids"$'\n' \
 check "find_package consumer: RDRR F16" 0 "verdict: PASS" \
   "$TMP/cm-shared/embed" "$MODEL" "$TMP/k256.rdrr" rdrr F16 "$TMP/rdrr.receipt.json" 4
 check "RDRR integrity" 0 "integrity ok" "$QP" verify "$TMP/k256.rdrr"
+check "pkg-config consumer: TRLM bf16" 0 "progress: [0-9]+ ([0-9]+) of \1 tensors.*verdict: PASS" \
+  "$TMP/embed_pc" "$MODEL" "$TMP/k256.trlm" trlm bf16 "$TMP/trlm.receipt.json" 4
+"$QP" convert "$MODEL" --to trlm --quant bf16 -o "$TMP/k256-cli.trlm" >/dev/null 2>&1
+for f in qmodel.tensors rope.cache inference.config config.json; do
+  check "library TRLM $f = command TRLM $f" 0 "" cmp "$TMP/k256.trlm/$f" "$TMP/k256-cli.trlm/$f"
+done
 check "static consumer: real GGUF Q4_K_M" 0 "verdict: PASS" \
   "$TMP/cm-static/embed" "$STORIES" "$TMP/stories-q4.gguf" gguf Q4_K_M "$TMP/s.receipt.json" 4
 check "= llama.cpp's Q4_K_M (real fixture)" 0 "" cmp "$TMP/stories-q4.gguf" "$STORIES_Q4"

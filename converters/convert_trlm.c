@@ -1,0 +1,149 @@
+/* converters/convert_trlm.h: any readable model -> a TRLM directory (the manifest, then the
+ * same quantizer as trillim-quantize). */
+#include <stdio.h>
+#include <string.h>
+
+#include "converters/convert_trlm.h"
+#include "converters/hf_folder.h"
+#include "converters/trillim_quantize.h"
+#include "readers/model_check.h"
+#include "writers/trlm_writer.h"
+
+static qp_status copy_file(const char *src, const char *dst, qp_err *e) {
+    char *buf = NULL;
+    size_t len = 0;
+    qp_status s = qp_file_read_all(src, (size_t)1 << 30, &buf, &len, e);
+    if (s == QP_OK) s = qp_file_write_atomic(dst, buf, len, e);
+    qp_free(buf);
+    return s;
+}
+
+/* A source that is not a Hugging Face folder becomes one first, in a staging folder beside out
+ * that the caller removes (qp_outdir_abort): converters/hf_folder.md. */
+static qp_status stage_hf_folder(const qp_model *src, const char *out, qp_outdir **stage, qp_err *e) {
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/') n--;
+    char *target = qp_malloc(n + sizeof ".hf-source");
+    if (!target) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    memcpy(target, out, n);
+    memcpy(target + n, ".hf-source", sizeof ".hf-source");
+    qp_status s = qp_outdir_open(target, NULL, false, stage, e);
+    if (s == QP_OK) s = qp_hf_folder_write(src, qp_outdir_path(*stage), e);
+    qp_free(target);
+    return s;
+}
+
+/* The Hugging Face side files the SDK reads, and the tokenizer file given, copied beside. */
+static qp_status copy_side_files(const char *hf, const char *tok, qp_outdir *od, qp_err *e) {
+    static const char *const k_side[] = {"config.json", "generation_config.json", "tokenizer.json",
+                                         "tokenizer_config.json", "tokenizer.model",
+                                         "special_tokens_map.json"};
+    qp_status s = QP_OK;
+    for (size_t i = 0; s == QP_OK && i < sizeof k_side / sizeof k_side[0]; i++) {
+        char *from = qp_path_join(hf, k_side[i]);
+        char *to = qp_outdir_join(od, k_side[i]);
+        if (!from || !to) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        else if (qp_path_exists(from)) s = copy_file(from, to, e);
+        qp_free(from);
+        qp_free(to);
+    }
+    if (s == QP_OK && tok) {
+        const char *base = strrchr(tok, '/');
+        base = base ? base + 1 : tok;
+        char *to = qp_outdir_join(od, base);
+        s = to ? copy_file(tok, to, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_free(to);
+    }
+    return s;
+}
+
+/* inference.config: the one-line configuration the v1 inference binary reads. */
+static qp_status write_inference_config(const qp_trillim_config *c, const char *path, qp_err *e) {
+    char line[1024], eps[40], theta[40];
+    qp_trillim_py_float(c->norm_eps, eps, sizeof eps);
+    qp_trillim_py_float(c->rope_theta, theta, sizeof theta);
+    int n = snprintf(line, sizeof line, "%d %d %lld %lld %lld %lld %lld %lld %lld %lld %s %s %d %d %d %d 0 %d",
+                     c->arch_type, c->activation, (long long)c->hidden, (long long)c->intermediate,
+                     (long long)c->n_layers, (long long)c->n_heads, (long long)c->n_kv_heads,
+                     (long long)c->vocab, (long long)c->head_dim, (long long)c->max_pos, eps, theta,
+                     c->tie_embeddings, c->qkv_bias, c->attn_sub_norm, c->ffn_sub_norm, c->n_eos);
+    for (int i = 0; i < c->n_eos && n > 0 && (size_t)n < sizeof line - 24; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %lld", (long long)c->eos[i]);
+    if (n <= 0 || (size_t)n >= sizeof line - 2)
+        return qp_fail(e, QP_ERR_INTERNAL, "%s: configuration line too long", path);
+    line[n++] = '\n';
+    return qp_file_write_atomic(path, line, (size_t)n, e);
+}
+
+/* Writes the manifest for hf, parses it back and executes it (the trillim-quantize path). */
+static qp_status quantize_from_manifest(const char *hf, const qp_trillim_config *c,
+                                        const qp_trlm_convert_opts *o, const char *mpath,
+                                        qp_outdir *od, int64_t *n_tensors, qp_err *e) {
+    qp_trillim_manifest *m = NULL, *m2 = NULL;
+    uint8_t *mbytes = NULL;
+    size_t mlen = 0;
+    char *tpath = qp_outdir_join(od, "qmodel.tensors"), *rpath = qp_outdir_join(od, "rope.cache"),
+         *lpath = qp_outdir_join(od, "qmodel.lora");
+    qp_status s = tpath && rpath && lpath ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    if (s == QP_OK) s = qp_trillim_manifest_build(hf, c, o->lora, &m, e);
+    if (s == QP_OK) s = qp_trillim_manifest_serialize(m, &mbytes, &mlen, e);
+    if (s == QP_OK) s = qp_file_write_atomic(mpath, mbytes, mlen, e);
+    if (s == QP_OK) s = qp_trillim_manifest_read(mpath, &m2, e);
+    int64_t rank = 0;
+    if (s == QP_OK && o->lora) s = qp_trillim_adapter_rank(o->lora, &rank, e);
+    if (s == QP_OK) {
+        qp_trillim_quant_opts q = {mpath, tpath, c->arch_type, c->hidden, c->intermediate,
+                                   c->hidden_orig, c->intermediate_orig, c->norm_eps,
+                                   c->tie_embeddings, rpath, c->rope_theta, c->max_pos, c->head_dim,
+                                   o->lora ? lpath : NULL, rank, c->n_heads, c->n_kv_heads, 0, 0,
+                                   0, 0, 0};
+        s = qp_trillim_quantize(m2, &q, e);
+    }
+    if (s == QP_OK) *n_tensors = m->n_entries;
+    qp_trillim_manifest_free(m2);
+    qp_trillim_manifest_free(m);
+    qp_free(mbytes);
+    qp_free(tpath);
+    qp_free(rpath);
+    qp_free(lpath);
+    return s;
+}
+
+qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
+                             qp_trlm_convert_stats *st, qp_err *e) {
+    qp_outdir *od = NULL, *stage = NULL;
+    char *mpath = NULL, *cfgp = NULL;
+    int64_t n_tensors = 0;
+    qp_trillim_config c;
+    const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
+    qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
+    if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &stage, e);
+    /* hf: the Hugging Face folder the SDK's manifest describes (a staged one is removed at the
+       end, and its manifest with it) */
+    const char *hf = stage ? qp_outdir_path(stage) : src->path;
+    if (s == QP_OK) s = qp_trillim_config_from_hf(hf, &c, e);
+    if (s == QP_OK) {
+        c.target = o->target;
+        s = qp_outdir_open(out, &qp_trlm_outdir_kind, o->force, &od, e);
+    }
+    if (s == QP_OK && (!(mpath = stage ? qp_outdir_join(stage, ".quantize_manifest.bin")
+                                       : qp_outdir_join(od, ".quantize_manifest.bin")) ||
+                       !(cfgp = qp_outdir_join(od, "inference.config"))))
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    if (s == QP_OK) s = quantize_from_manifest(hf, &c, o, mpath, od, &n_tensors, e);
+    if (s == QP_OK) s = copy_side_files(hf, o->tokenizer, od, e);
+    if (s == QP_OK) s = write_inference_config(&c, cfgp, e);
+    if (s == QP_OK) {
+        s = qp_outdir_commit(od, e);
+        od = NULL;
+    }
+    qp_outdir_abort(od);
+    qp_outdir_abort(stage);
+    qp_free(mpath);
+    qp_free(cfgp);
+    if (s == QP_OK && st) {
+        st->n_tensors = n_tensors;
+        st->has_tokenizer = src->vocab.n_tokens > 0;
+    }
+    return s;
+}

@@ -1,0 +1,37 @@
+/* Any readable model -> a TRLM directory for the Trillim SDK (qmodel.tensors, rope.cache,
+ * optional qmodel.lora, inference.config, and the Hugging Face side files the SDK reads):
+ * the same manifest-then-quantize path as trillim-quantize. A source that is not a Hugging Face
+ * folder (a GGUF, a llama2.c checkpoint, an RDRR package, a single safetensors file) is first
+ * written as one beside the output (converters/hf_folder.md), removed at the end.
+ * Format and rules: readers/trlm.md, converters/trillim_sdk.md. */
+#ifndef QP_CONVERT_TRLM_H
+#define QP_CONVERT_TRLM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "converters/trillim_manifest.h"
+#include "quantpack/model.h"
+#include "quantpack/status.h"
+
+typedef struct qp_trlm_convert_opts {
+    qp_trillim_target target; /* how 2-D float weights are stored (auto, ternary, bf16, q8_0) */
+    const char *lora;         /* PEFT adapter folder, or NULL */
+    const char *tokenizer;    /* a tokenizer file copied beside the model, or NULL */
+    bool force;               /* replace a previous TRLM folder at out (core/outfile.md) */
+    bool allow_nonfinite;     /* write NaN/Inf weights instead of refusing the model */
+} qp_trlm_convert_opts;
+
+typedef struct qp_trlm_convert_stats {
+    int64_t n_tensors;        /* manifest entries written */
+    bool has_tokenizer;       /* the source carried a vocabulary */
+} qp_trlm_convert_stats;
+
+/* Writes src (opened from its path, with o->tokenizer as its tokenizer when given) to the TRLM
+ * folder out. The runtime's model checks run first (readers/model_check.h); nothing appears at
+ * out unless everything succeeded. st (may be NULL) is written on success. */
+QP_NODISCARD qp_status qp_convert_to_trlm(const qp_model *src, const char *out,
+                                          const qp_trlm_convert_opts *o, qp_trlm_convert_stats *st,
+                                          qp_err *e);
+
+#endif
