@@ -828,3 +828,16 @@ qp_status qp_hf_chat_template_read(qp_model *m, const char *config_path, qp_err 
     cJSON_Delete(cfg);
     return s;
 }
+
+bool qp_hf_folder_of_file(const char *path, char **dir) {
+    if (dir) *dir = NULL;
+    if (qp_path_is_dir(path)) return false;
+    const char *slash = strrchr(path, '/');
+    char *d = slash ? qp_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : qp_strdup(".");
+    char *cfg = d ? qp_path_join(d, "config.json") : NULL;
+    bool yes = cfg && qp_path_exists(cfg);
+    qp_free(cfg);
+    if (yes && dir) *dir = d;
+    else qp_free(d);
+    return yes;
+}

@@ -33,4 +33,9 @@ QP_NODISCARD qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size
  * (the tokenizer reader reports its own). Fails only on allocation (QP_ERR_NOMEM). */
 QP_NODISCARD qp_status qp_hf_chat_template_read(qp_model *m, const char *config_path, qp_err *e);
 
+/* A .safetensors file given on its own whose folder holds a config.json: that folder is the
+ * model. When it is, returns true and, if dir is not NULL, sets *dir to the folder (malloc'd;
+ * false with *dir NULL on out of memory). */
+bool qp_hf_folder_of_file(const char *path, char **dir);
+
 #endif

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "readers/hf_config.h"
 #include "readers/model_check.h"
 
 /* The runtime's ranges (runtime/runtime.md "Limits"). */
@@ -199,6 +200,14 @@ qp_status qp_model_check_values(const qp_model *m, qp_err *e) {
 qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_err *e) {
     /* a Hugging Face architecture the readers do not know is refused by name: its tensors could be
        written under another's meaning (a GGUF, TRLM, RDRR or .bullet source names its own) */
+    char *dir = NULL;
+    if (m->format == QP_FORMAT_SAFETENSORS && m->arch.family == QP_FAMILY_UNKNOWN && !m->arch_name &&
+        qp_hf_folder_of_file(m->path, &dir) && dir) {
+        qp_status s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: one file of a Hugging Face model; give its "
+                              "folder %s, whose config.json names the architecture", m->path, dir);
+        qp_free(dir);
+        return s;
+    }
     if (m->format == QP_FORMAT_SAFETENSORS && m->arch.family == QP_FAMILY_UNKNOWN)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported for conversion "
                        "(Llama, Mistral, Qwen2 and BitNet are)", m->path,

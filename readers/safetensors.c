@@ -558,7 +558,9 @@ static const qp_tensor *find_canon(const qp_model *m, const char *canon) {
     return NULL;
 }
 
-static void finish_arch(qp_model *m, bool have_config) {
+/* in_hf_folder: a file given on its own whose folder has a config.json; the missing
+ * configuration is then the caller's choice of path, named by qp_model_check_for_write. */
+static void finish_arch(qp_model *m, bool have_config, bool in_hf_folder) {
     qp_arch *a = &m->arch;
     const qp_tensor *emb = find_canon(m, "token_embd.weight");
     const qp_tensor *out = find_canon(m, "output.weight");
@@ -576,7 +578,8 @@ static void finish_arch(qp_model *m, bool have_config) {
         const qp_tensor *gate = find_canon(m, "blk.0.ffn_gate.weight");
         if (gate) a->intermediate = gate->ne[1];
         a->rope_style = QP_ROPE_NEOX;
-        qp_model_add_problem(m, "no config.json: architecture partly inferred from tensor shapes");
+        if (!in_hf_folder)
+            qp_model_add_problem(m, "no config.json: architecture partly inferred from tensor shapes");
     }
     if (emb && a->vocab == 0) a->vocab = emb->ne[1];
     if (emb && a->vocab != emb->ne[1])
@@ -603,7 +606,7 @@ static void finish_arch(qp_model *m, bool have_config) {
 
 qp_status qp_safetensors_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     qp_status s;
-    bool have_config = false;
+    bool have_config = false, in_hf_folder = false;
     if (qp_path_is_dir(path)) {
         char *idx = qp_path_join(path, "model.safetensors.index.json");
         char *single = qp_path_join(path, "model.safetensors");
@@ -623,7 +626,8 @@ qp_status qp_safetensors_read(qp_model *m, const char *path, const qp_open_opts 
     } else {
         s = read_file(m, path, NULL, e);
         if (s == QP_OK) s = read_tokenizer(m, NULL, o, e);
+        in_hf_folder = s == QP_OK && qp_hf_folder_of_file(path, NULL);
     }
-    if (s == QP_OK) finish_arch(m, have_config);
+    if (s == QP_OK) finish_arch(m, have_config, in_hf_folder);
     return s;
 }

@@ -150,6 +150,8 @@ expect "run --threads=1024 is taken" 0 '' "$Q" run "$R/stories260K.gguf" -p a -n
 expect "--to and --quant any case" 0 '' "$Q" convert "$FX/llama-tied" --to GGUF --quant q8_0 -o "$T/case.gguf"
 expect "unknown --quant lists the valid ones" 2 "unknown --quant 'Q7_K' \(--to gguf takes F32, F16, BF16, Q8_0, Q6_K, Q4_K_M" \
   "$Q" convert "$FX/llama-tied" --to gguf --quant Q7_K -o "$T/none.gguf"
+expect "a model's .safetensors file: refused with its folder named" 3 "one file of a Hugging Face model; give its folder .*/llama-tied, whose config.json" \
+  "$Q" convert "$FX/llama-tied/model.safetensors" --to gguf --quant F16 -o "$T/none.gguf"
 check "tokenize --pieces" 0 "     1 '<s>'.*   403 '▁Once'.*   378 '▁time'" \
   "$Q" tokenize "$R/stories260K.gguf" --pieces "Once upon a time"
 
