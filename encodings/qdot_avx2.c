@@ -7,31 +7,15 @@
 #include "encodings/qdot.h"
 #include "encodings/qdot_simd.h"
 
-/* 32 weight levels of a legacy block, element order */
-static inline __m256i q8_0_lv(const uint8_t *b) { return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2)); }
-static inline __m256i q4_0_lv(const uint8_t *b) { return qp_q4_0_levels256(b); }
-static inline __m256i q5_0_lv(const uint8_t *b) { return qp_q5_0_levels256(b); }
-
 /* lane k of the result = sum of w*a over elements 4k..4k+3 of the block (exact) */
 static inline __m256i lane_sums(__m256i w, __m256i a) {
     const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-#define QP_LEGACY_DOT_AVX2(NAME, LV, BYTES)                                                      \
-    float qp_##NAME##_dot_q8_0_avx2(const void *w, const void *xq, int64_t n) {                  \
-        const uint8_t *wb = w, *ab = xq;                                                          \
-        __m256 acc = _mm256_setzero_ps();                                                         \
-        for (int64_t i = 0; i < n / QP_QK; i++, wb += (BYTES), ab += QP_Q8_0_BYTES) {             \
-            const __m256i p = lane_sums(LV(wb), q8_0_lv(ab));                                     \
-            const __m256 d = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(wb)) * _cvtsh_ss(qp_load_u16le(ab))); \
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(p)));                    \
-        }                                                                                         \
-        return qp_hsum256_ps(acc);                                                                \
-    }
-QP_LEGACY_DOT_AVX2(q8_0, q8_0_lv, QP_Q8_0_BYTES)
-QP_LEGACY_DOT_AVX2(q4_0, q4_0_lv, QP_Q4_0_BYTES)
-QP_LEGACY_DOT_AVX2(q5_0, q5_0_lv, QP_Q5_0_BYTES)
+QP_QDOT_LEGACY_Q8_0(, qp_q8_0_dot_q8_0_avx2, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
+QP_QDOT_LEGACY_Q8_0(, qp_q4_0_dot_q8_0_avx2, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
+QP_QDOT_LEGACY_Q8_0(, qp_q5_0_dot_q8_0_avx2, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
 
 float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;

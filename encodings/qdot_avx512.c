@@ -10,28 +10,13 @@
 
 #define QP_VNNI __attribute__((target("avx512vnni")))
 
-static inline __m256i q8_0_lv(const uint8_t *b) { return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2)); }
-static inline __m256i q4_0_lv(const uint8_t *b) { return qp_q4_0_levels256(b); }
-static inline __m256i q5_0_lv(const uint8_t *b) { return qp_q5_0_levels256(b); }
-
 QP_VNNI static inline __m256i lane_sums(__m256i w, __m256i a) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
 }
 
-#define QP_LEGACY_DOT_VNNI(NAME, LV, BYTES)                                                      \
-    QP_VNNI float qp_##NAME##_dot_q8_0_vnni(const void *w, const void *xq, int64_t n) {          \
-        const uint8_t *wb = w, *ab = xq;                                                          \
-        __m256 acc = _mm256_setzero_ps();                                                         \
-        for (int64_t i = 0; i < n / QP_QK; i++, wb += (BYTES), ab += QP_Q8_0_BYTES) {             \
-            const __m256i p = lane_sums(LV(wb), q8_0_lv(ab));                                     \
-            const __m256 d = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(wb)) * _cvtsh_ss(qp_load_u16le(ab))); \
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(p)));                    \
-        }                                                                                         \
-        return qp_hsum256_ps(acc);                                                                \
-    }
-QP_LEGACY_DOT_VNNI(q8_0, q8_0_lv, QP_Q8_0_BYTES)
-QP_LEGACY_DOT_VNNI(q4_0, q4_0_lv, QP_Q4_0_BYTES)
-QP_LEGACY_DOT_VNNI(q5_0, q5_0_lv, QP_Q5_0_BYTES)
+QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q8_0_dot_q8_0_vnni, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
+QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q4_0_dot_q8_0_vnni, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
+QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q5_0_dot_q8_0_vnni, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
 
 static inline int32_t hsum512_epi32(__m512i v) { return _mm512_reduce_add_epi32(v); }
 

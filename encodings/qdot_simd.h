@@ -85,4 +85,25 @@ static inline int32_t qp_q6k_bsum_dot(const int8_t *scb, const uint8_t *bsums) {
     return qp_hsum256_epi32(_mm256_madd_epi16(s, b));
 }
 
+/* Q8_0: the 32 stored int8 levels */
+static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
+    return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
+}
+
+/* The legacy-block dot against Q8_0 activations, one definition for every SIMD level: ATTR is
+ * the level's target attribute (or nothing), LANE_SUMS(w, a) its 8 exact int32 lane sums of w*a
+ * (maddubs+madd on AVX2, vpdpbusd on VNNI), LV the weight block's 32 levels. The float steps are
+ * enc_qdot.c's reference order, so every level gives its bits. */
+#define QP_QDOT_LEGACY_Q8_0(ATTR, FN, LANE_SUMS, LV, BYTES)                                       \
+    ATTR float FN(const void *w, const void *xq, int64_t n) {                                     \
+        const uint8_t *wb = w, *ab = xq;                                                          \
+        __m256 acc = _mm256_setzero_ps();                                                         \
+        for (int64_t i = 0; i < n / QP_QK; i++, wb += (BYTES), ab += QP_Q8_0_BYTES) {             \
+            const __m256i p = LANE_SUMS(LV(wb), qp_q8_0_levels256(ab));                           \
+            const __m256 d = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(wb)) * _cvtsh_ss(qp_load_u16le(ab))); \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(p)));                    \
+        }                                                                                         \
+        return qp_hsum256_ps(acc);                                                                \
+    }
+
 #endif
