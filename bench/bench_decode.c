@@ -154,7 +154,7 @@ static int run_ours(const char *path, int threads, const int32_t *prompt, int np
     qp_model *m = NULL;
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {threads, np + ng + 1, g_exact};
+    qp_runtime_opts o = {.n_threads = threads, .n_ctx = np + ng + 1, .exact = g_exact};
     if (qp_model_open(path, NULL, &m, &e) != QP_OK || qp_runtime_new(m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "bench: %s\n", e.msg);
         qp_model_close(m);

@@ -88,7 +88,7 @@ int qp_cli_gen_finish(const char *cmd, qp_cli_gen_args *g, const char *positiona
 }
 
 qp_runtime_opts qp_cli_gen_runtime_opts(const qp_cli_gen_args *g) {
-    qp_runtime_opts ro = {(int)g->threads, g->ctx, g->exact};
+    qp_runtime_opts ro = {.n_threads = (int)g->threads, .n_ctx = g->ctx, .exact = g->exact};
     return ro;
 }
 

@@ -118,7 +118,7 @@ int qp_inf_session_open(const char *prog, const char *dir, const char *lora_file
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         threads = nc > 3 ? (int)nc - 2 : 1;
     }
-    qp_runtime_opts ro = {threads, s->n_ctx, false};
+    qp_runtime_opts ro = {.n_threads = threads, .n_ctx = s->n_ctx, .exact = false};
     qp_err e;
     qp_err_clear(&e);
     if (qp_runtime_new(s->m, &ro, &s->rt, &e) != QP_OK) rc = qp_cli_fail(&e);

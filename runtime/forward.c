@@ -103,7 +103,7 @@ static void rope_angles(const qp_runtime *rt, int64_t pos, float *cs, float *sn)
     }
 }
 
-static const qp_runtime_opts k_default_opts = {0, 0, false};
+static const qp_runtime_opts k_default_opts = {.n_threads = 0, .n_ctx = 0, .exact = false};
 
 /* Fast path: every matrix whose encoding has a fast dot, fed by float activations (not the
  * BitNet int8 ones) and with whole activation blocks per row, takes it. Sets act_q_ld to the

@@ -408,7 +408,7 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
         int64_t n = prompts[i].n_ids + o->n_generate;
         if (n > need_ctx) need_ctx = n;
     }
-    qp_runtime_opts ro_opts = {o->n_threads, need_ctx, true};
+    qp_runtime_opts ro_opts = {.n_threads = o->n_threads, .n_ctx = need_ctx, .exact = true};
     qp_runtime *rs = NULL, *ro = NULL;
     qp_verify_report *r = NULL;
     qp_status s = qp_runtime_new(src, &ro_opts, &rs, e);

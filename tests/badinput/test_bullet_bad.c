@@ -293,7 +293,7 @@ int main(void) {
         qp_model *m = NULL;
         QP_CHECK_MSG(qp_model_open(real, NULL, &m, &e) == QP_OK, "%s", e.msg);
         qp_runtime *rt = NULL;
-        qp_runtime_opts ro = {1, 16, false};
+        qp_runtime_opts ro = {.n_threads = 1, .n_ctx = 16, .exact = false};
         if (m) {
             qp_status s = qp_runtime_new(m, &ro, &rt, &e);
             QP_CHECK_MSG(s != QP_OK && strstr(e.msg, "tensor '") != NULL, "%s", e.msg);

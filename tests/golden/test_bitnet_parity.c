@@ -48,7 +48,7 @@ static qp_model *open_model(const char *path) {
 static bool run_model(const qp_model *m, const int32_t *toks, run *r) {
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {2, 64, false};
+    qp_runtime_opts o = {.n_threads = 2, .n_ctx = 64, .exact = false};
     if (qp_runtime_new(m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "runtime %s: %s\n", m->path, e.msg);
         return false;

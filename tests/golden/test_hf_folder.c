@@ -39,7 +39,7 @@ static qp_model *open_model(const char *path, const char *tok) {
 static float *logits(const qp_model *m) {
     qp_runtime *rt = NULL;
     qp_err e;
-    qp_runtime_opts o = {1, 64, true};
+    qp_runtime_opts o = {.n_threads = 1, .n_ctx = 64, .exact = true};
     if (qp_runtime_new(m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "runtime: %s\n", e.msg);
         return NULL;

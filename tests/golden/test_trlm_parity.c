@@ -114,7 +114,7 @@ enum { NP = 8, NGEN = 16 };
 static float *run_model(const qp_model *m, int32_t *greedy) {
     qp_runtime *rt = NULL;
     qp_err e;
-    qp_runtime_opts o = {2, 64, false};
+    qp_runtime_opts o = {.n_threads = 2, .n_ctx = 64, .exact = false};
     if (qp_runtime_new(m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "runtime: %s\n", e.msg);
         return NULL;

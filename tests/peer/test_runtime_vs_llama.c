@@ -37,7 +37,7 @@ static void compare_model(const char *path, const int32_t *prompt, int n_prompt,
         return;
     }
     qp_runtime *rt = NULL;
-    qp_runtime_opts ro = {RT_THREADS, n_total, true};
+    qp_runtime_opts ro = {.n_threads = RT_THREADS, .n_ctx = n_total, .exact = true};
     if (qp_runtime_new(m, &ro, &rt, &e) != QP_OK) {
         QP_CHECK_MSG(false, "%s: %s", path, e.msg);
         qp_model_close(m);
@@ -105,7 +105,7 @@ static void compare_generated(const char *fixtures, const char *bin_dir, const c
         qp_model *m = NULL;
         qp_err e = {0};
         qp_runtime *rt = NULL;
-        qp_runtime_opts ro = {1, 64, true};
+        qp_runtime_opts ro = {.n_threads = 1, .n_ctx = 64, .exact = true};
         if (qp_model_open(out, NULL, &m, &e) == QP_OK && qp_runtime_new(m, &ro, &rt, &e) == QP_OK) {
             const qp_runtime_config *c = qp_runtime_get_config(rt);
             QP_CHECK_MSG(c->tied_output == expect_tied, "%s: tied %d", out, c->tied_output);

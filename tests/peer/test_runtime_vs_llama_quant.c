@@ -103,7 +103,7 @@ static bool run_ours(const peer_case *pc, const char *path, bool exact, int32_t 
     qp_model *m = NULL;
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts ro = {RT_THREADS, pc->n_total, exact};
+    qp_runtime_opts ro = {.n_threads = RT_THREADS, .n_ctx = pc->n_total, .exact = exact};
     if (qp_model_open(path, NULL, &m, &e) != QP_OK || qp_runtime_new(m, &ro, &rt, &e) != QP_OK) {
         QP_CHECK_MSG(false, "%s: %s", path, e.msg);
         qp_model_close(m);

@@ -271,7 +271,7 @@ static void stories(void) {
     if (!tm) goto out;
     {
         qp_runtime *ra = NULL, *rb = NULL;
-        qp_runtime_opts ro = {1, 64, false};
+        qp_runtime_opts ro = {.n_threads = 1, .n_ctx = 64, .exact = false};
         QP_CHECK_MSG(qp_runtime_new(bm, &ro, &ra, &e) == QP_OK, "%s", e.msg);
         QP_CHECK_MSG(qp_runtime_new(tm, &ro, &rb, &e) == QP_OK, "%s", e.msg);
         qp_bullet_task_head h;

@@ -45,7 +45,7 @@ static void check_model(const char *path, const char *tok_path, const int32_t *g
         qp_encoding_simd_force(lv);
         for (int threads = 1; threads <= 2; threads++) {
             qp_runtime *rt = NULL;
-            qp_runtime_opts ro = {threads, 0, true};
+            qp_runtime_opts ro = {.n_threads = threads, .n_ctx = 0, .exact = true};
             if (qp_runtime_new(m, &ro, &rt, &e) != QP_OK) {
                 QP_CHECK_MSG(false, "%s: %s", path, e.msg);
                 break;

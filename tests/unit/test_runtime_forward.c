@@ -307,7 +307,7 @@ static double run_vs_ref(const built *b, const cfg *c, const int32_t *toks, int 
                          float *last_logits) {
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {threads, 32, true};
+    qp_runtime_opts o = {.n_threads = threads, .n_ctx = 32, .exact = true};
     if (qp_runtime_new(b->m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "runtime_new: %s\n", e.msg);
         return INFINITY;
@@ -583,7 +583,7 @@ static void test_errors(void) {
     t->nbytes += 4;
     /* forward argument checks */
     qp_err_clear(&e);
-    qp_runtime_opts o = {2, 8, true};
+    qp_runtime_opts o = {.n_threads = 2, .n_ctx = 8, .exact = true};
     QP_CHECK(qp_runtime_new(b.m, &o, &rt, &e) == QP_OK);
     float *lg;
     QP_CHECK(qp_runtime_forward(rt, 40, 0, &lg, &e) == QP_ERR_ARG);
@@ -607,7 +607,7 @@ static bool run_all(const built *b, int threads, int64_t n_ctx, const int32_t *t
                     int vocab, const int *pieces, float *out) {
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {threads, n_ctx, g_exact_path};
+    qp_runtime_opts o = {.n_threads = threads, .n_ctx = n_ctx, .exact = g_exact_path};
     if (qp_runtime_new(b->m, &o, &rt, &e) != QP_OK) return false;
     if (qp_runtime_get_config(rt)->exact != g_exact_path ||
         (qp_runtime_get_config(rt)->n_fast_mats > 0) == g_exact_path) {
@@ -697,7 +697,7 @@ static void test_batch(void) {
             /* without all_logits: the last token's logits, and decoding continues from there */
             qp_runtime *rt = NULL;
             qp_err e = {0};
-            qp_runtime_opts o = {2, 80, true};
+            qp_runtime_opts o = {.n_threads = 2, .n_ctx = 80, .exact = true};
             float *lg = NULL;
             if (qp_runtime_new(b.m, &o, &rt, &e) == QP_OK) {
                 QP_CHECK(qp_runtime_forward_batch(rt, toks, N - 1, 0, NULL, &lg, &e) == QP_OK);
@@ -720,7 +720,7 @@ static void test_batch(void) {
     build(&b, &c, 5);
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {2, 8, true};
+    qp_runtime_opts o = {.n_threads = 2, .n_ctx = 8, .exact = true};
     float *lg = NULL;
     QP_CHECK(qp_runtime_new(b.m, &o, &rt, &e) == QP_OK);
     QP_CHECK(qp_runtime_forward_batch(rt, toks, 0, 0, NULL, &lg, &e) == QP_ERR_ARG);

@@ -92,7 +92,7 @@ static void check(const char *dir, const char *name) {
         return;
     }
     qp_runtime *a = NULL, *b = NULL;
-    qp_runtime_opts o = {2, 64, true};
+    qp_runtime_opts o = {.n_threads = 2, .n_ctx = 64, .exact = true};
     if (qp_runtime_new(hf, &o, &a, &e) != QP_OK || qp_runtime_new(tw.m, &o, &b, &e) != QP_OK) {
         QP_CHECK_MSG(false, "%s: %s", name, e.msg);
     } else {

@@ -28,7 +28,7 @@ static bool reference(const qp_model *out, const qp_model *src, const int32_t *i
                       int threads, qp_verify_prompt_result *r) {
     qp_runtime *rs = NULL, *ro = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {threads, P + NGEN, true};
+    qp_runtime_opts o = {.n_threads = threads, .n_ctx = P + NGEN, .exact = true};
     if (qp_runtime_new(src, &o, &rs, &e) != QP_OK || qp_runtime_new(out, &o, &ro, &e) != QP_OK) {
         fprintf(stderr, "runtime: %s\n", e.msg);
         qp_runtime_free(rs);

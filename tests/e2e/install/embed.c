@@ -41,7 +41,7 @@ static qp_status generate(const qp_model *m, const char *prompt, int n_new, qp_e
     float *logits = NULL;
     qp_sampler_params sp;
     qp_sampler_params_default(&sp);
-    qp_runtime_opts ro = {1, 0, false};
+    qp_runtime_opts ro = {.n_threads = 1, .n_ctx = 0, .exact = false};
     qp_status s = qp_tokenizer_new(&m->vocab, &tok, e);
     if (s == QP_OK) s = qp_tokenizer_encode(tok, prompt, strlen(prompt), qp_model_adds_bos(m), false, &ids, &n, e);
     if (s == QP_OK) s = qp_runtime_new(m, &ro, &rt, e);
