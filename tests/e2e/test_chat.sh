@@ -51,7 +51,12 @@ ok "terminal chat exits 0" '[ $? -eq 0 ]'
 ok "terminal: the prompt is shown" 'grep -q "> " "$T/tty"'
 ok "terminal: up arrow resent the line (2 replies)" '[ "$(grep -c "tok/s" "$T/tty")" -eq 2 ]'
 start=$(date +%s)
-{ sleep 0.5; printf 'Once upon a time\r'; sleep 1.5; printf '\003'; sleep 0.5; printf '/quit\r'; sleep 0.5; } |
+# The feeder waits for what it reacts to (the prompt, the reply's first words, the stop note), so a
+# loaded machine that takes seconds to open the model does not turn Ctrl-C into a kill at start-up.
+wait_for() { local i; for ((i = 0; i < 400; i++)); do grep -q "$1" "$T/tty2" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+: >"$T/tty2"
+{ wait_for '> '; printf 'Once upon a time\r'; wait_for 'Once upon a time'; sleep 1.5; printf '\003'
+  wait_for 'stopped by Ctrl-C'; printf '/quit\r'; sleep 0.5; } |
   timeout 60 script -qec "$Q chat $M --chat-template $T/chatml.jinja -n -1 -c 65536" /dev/null >"$T/tty2" 2>&1
 rc=$?
 secs=$(( $(date +%s) - start ))
