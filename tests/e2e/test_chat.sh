@@ -44,19 +44,24 @@ check "--system and -f" 2 "not both" "$Q" chat "$M" --system a -f "$T/chatml.jin
 check "--top-p 2" 2 "--top-p wants a number in 0\.\.1" "$Q" chat "$M" --top-p 2
 check "--chat-template missing file" 4 "nope.jinja" "$Q" chat "$M" --chat-template "$T/nope.jinja"
 
-# 3. on a terminal: prompt, history, Ctrl-C stops a long reply, /quit
-{ sleep 0.5; printf 'Once upon a time\r'; sleep 1; printf '\033[A\r'; sleep 1; printf '/quit\r'; sleep 0.5; } |
-  timeout 30 script -qec "${CH[*]}" /dev/null >"$T/tty" 2>&1
+# 3. on a terminal: prompt, history, Ctrl-C stops a long reply, /quit. The feeder waits for what it
+# reacts to (the prompt, the echoed line, a reply's tok/s, the stop note), so a loaded machine that
+# takes seconds to open the model does not turn keys into input typed before the prompt or Ctrl-C
+# into a kill at start-up.
+wait_for() { # FILE PATTERN [COUNT]: until PATTERN is on COUNT lines of FILE (20 s at most)
+  local i; for ((i = 0; i < 400; i++)); do
+    [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "${3:-1}" ] && return 0; sleep 0.05; done; return 1; }
+: >"$T/tty"
+{ wait_for "$T/tty" '> '; printf 'Once upon a time\r'; wait_for "$T/tty" 'tok/s'; printf '\033[A\r'
+  wait_for "$T/tty" 'tok/s' 2; printf '/quit\r'; sleep 0.5; } |
+  timeout 60 script -qec "${CH[*]}" /dev/null >"$T/tty" 2>&1
 ok "terminal chat exits 0" '[ $? -eq 0 ]'
 ok "terminal: the prompt is shown" 'grep -q "> " "$T/tty"'
 ok "terminal: up arrow resent the line (2 replies)" '[ "$(grep -c "tok/s" "$T/tty")" -eq 2 ]'
 start=$(date +%s)
-# The feeder waits for what it reacts to (the prompt, the reply's first words, the stop note), so a
-# loaded machine that takes seconds to open the model does not turn Ctrl-C into a kill at start-up.
-wait_for() { local i; for ((i = 0; i < 400; i++)); do grep -q "$1" "$T/tty2" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 : >"$T/tty2"
-{ wait_for '> '; printf 'Once upon a time\r'; wait_for 'Once upon a time'; sleep 1.5; printf '\003'
-  wait_for 'stopped by Ctrl-C'; printf '/quit\r'; sleep 0.5; } |
+{ wait_for "$T/tty2" '> '; printf 'Once upon a time\r'; wait_for "$T/tty2" 'Once upon a time'; sleep 1.5
+  printf '\003'; wait_for "$T/tty2" 'stopped by Ctrl-C'; printf '/quit\r'; sleep 0.5; } |
   timeout 60 script -qec "$Q chat $M --chat-template $T/chatml.jinja -n -1 -c 65536" /dev/null >"$T/tty2" 2>&1
 rc=$?
 secs=$(( $(date +%s) - start ))
