@@ -229,7 +229,7 @@ static const char k_convert_usage[] =
     "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR\n"
     "       quantpack convert SRC --to trlm -o DIR [--quant auto|ternary|bf16|q8_0] [--lora PEFT_DIR]\n"
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n\n"
-    "SRC: a safetensors model directory (Llama, Mistral, Qwen2, BitNet float or packed),\n"
+    "SRC: a safetensors model directory (Llama, Mistral, Qwen2, Qwen3, BitNet float or packed),\n"
     "     a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
     "gguf (default): every llama-quantize file type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,\n"
     "     Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS,\n"

@@ -197,6 +197,10 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->family = QP_FAMILY_QWEN2;
         a->rope_style = QP_ROPE_NEOX;
         a->qkv_bias = true;
+    } else if (strcmp(arch, "qwen3") == 0) { /* llama.cpp's build_qwen3: NEOX, q/k norms, no bias */
+        a->family = QP_FAMILY_QWEN3;
+        a->rope_style = QP_ROPE_NEOX;
+        a->qk_norm = true;
     } else if (qp_gguf_bitnet_arch(arch, &a->act, &a->act_int8)) {
         a->family = QP_FAMILY_BITNET;
         a->rope_style = QP_ROPE_NEOX; /* llama.cpp and bitnet.cpp: LLAMA_ROPE_TYPE_NEOX */
@@ -227,7 +231,10 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
     if (arch_int(m, arch_key(k, sizeof k, arch, "attention.head_count"), &v)) a->n_heads = v;
     a->n_kv_heads = a->n_heads;
     if (arch_int(m, arch_key(k, sizeof k, arch, "attention.head_count_kv"), &v)) a->n_kv_heads = v;
-    if (arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->head_dim = v;
+    /* llama.cpp: n_embd_head_k = attention.key_length, else n_embd / n_head; the rotated part
+       (rope.dimension_count) is all of it for every architecture the runtime runs */
+    if (arch_int(m, arch_key(k, sizeof k, arch, "attention.key_length"), &v)) a->head_dim = v;
+    else if (arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->head_dim = v;
     else if (a->n_heads > 0) a->head_dim = a->hidden / a->n_heads;
     double d;
     if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"), &d))

@@ -136,6 +136,7 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     c.sub_norms = a->sub_norms || a->family == QP_FAMILY_BITNET ||
                   qp_model_find(m, "blk.0.attn_sub_norm.weight") != NULL;
     c.qkv_bias = a->qkv_bias || qp_model_find(m, "blk.0.attn_q.bias") != NULL;
+    c.qk_norm = a->qk_norm || qp_model_find(m, "blk.0.attn_q_norm.weight") != NULL;
     if ((s = check_config(m, &c, e)) != QP_OK) return s;
 
     int64_t dim = c.dim, qdim = c.n_heads * c.head_dim, kvdim = c.n_kv_heads * c.head_dim;
@@ -161,6 +162,9 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
         if (c.sub_norms && ((s = check_vec(m, NM("attn_sub_norm.weight"), qdim, false, e)) != QP_OK ||
                             (s = check_vec(m, NM("ffn_sub_norm.weight"), c.ffn_dim, false, e)) !=
                                 QP_OK))
+            return s;
+        if (c.qk_norm && ((s = check_vec(m, NM("attn_q_norm.weight"), c.head_dim, false, e)) != QP_OK ||
+                          (s = check_vec(m, NM("attn_k_norm.weight"), c.head_dim, false, e)) != QP_OK))
             return s;
         if (c.qkv_bias && ((s = check_vec(m, NM("attn_q.bias"), qdim, !a->qkv_bias, e)) != QP_OK ||
                            (s = check_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, e)) != QP_OK ||
@@ -210,7 +214,7 @@ qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_e
     }
     if (m->format == QP_FORMAT_SAFETENSORS && m->arch.family == QP_FAMILY_UNKNOWN)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported for conversion "
-                       "(Llama, Mistral, Qwen2 and BitNet are)", m->path,
+                       "(Llama, Mistral, Qwen2, Qwen3 and BitNet are)", m->path,
                        m->arch_name ? m->arch_name : "unknown");
     qp_status s = qp_model_check(m, NULL, e);
     if (s != QP_OK || allow_nonfinite) return s;

@@ -22,6 +22,8 @@ static const name_pair k_layer[] = {
     {"self_attn.k_proj", "attn_k"},
     {"self_attn.v_proj", "attn_v"},
     {"self_attn.o_proj", "attn_output"},
+    {"self_attn.q_norm", "attn_q_norm"}, /* Qwen3 */
+    {"self_attn.k_norm", "attn_k_norm"},
     {"post_attention_layernorm", "ffn_norm"},
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},

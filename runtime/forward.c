@@ -2,7 +2,7 @@
  *
  *   x = embed(token)
  *   per layer: h = rmsnorm(x) * attn_norm; q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv);
- *              rope(q), rope(k); cache k,v; a = softmax(q.k / sqrt(head_dim)) v per head (GQA);
+ *              [Qwen3: per-head rmsnorm(q) * q_norm, rmsnorm(k) * k_norm]; rope(q), rope(k); cache k,v; a = softmax(q.k / sqrt(head_dim)) v per head (GQA);
  *              [BitNet: a = rmsnorm(a) * attn_sub_norm]; x += Wo a;
  *              h = rmsnorm(x) * ffn_norm; f = act(Wgate h) * (Wup h)  (SiLU, or ReLU^2);
  *              [BitNet: f = rmsnorm(f) * ffn_sub_norm]; x += Wdown f
@@ -51,6 +51,11 @@ static void rmsnorm(float *o, const float *x, const float *w, int64_t n, float e
     ss += eps;
     ss = 1.0f / sqrtf(ss);
     for (int64_t i = 0; i < n; i++) o[i] = w[i] * (ss * x[i]);
+}
+
+/* Qwen3: each head of vec (n_heads * head_dim) RMS-normalized by itself, times w [head_dim]. */
+static void head_norms(float *vec, int64_t n_heads, int64_t hd, const float *w, float eps) {
+    for (int64_t h = 0; h < n_heads; h++) rmsnorm(vec + h * hd, vec + h * hd, w, hd, eps);
 }
 
 static void softmax(float *x, int64_t n) {
@@ -396,6 +401,8 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
                 for (int64_t i = 0; i < kvdim; i++) k[i] += L->bk[i];
             if (L->bv)
                 for (int64_t i = 0; i < kvdim; i++) v[i] += L->bv[i];
+            if (L->q_norm) head_norms(q, c->n_heads, hd, L->q_norm, eps);
+            if (L->k_norm) head_norms(k, c->n_kv_heads, hd, L->k_norm, eps);
             rope(rt, q, c->n_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
             rope(rt, k, c->n_kv_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
             size_t at = loff + (size_t)(pos + t) * (size_t)kvdim;

@@ -46,6 +46,7 @@ typedef struct qp_layer_weights {
     float *attn_norm, *ffn_norm;          /* [dim] */
     float *attn_sub_norm, *ffn_sub_norm;  /* [n_heads*head_dim], [ffn_dim]; NULL when absent */
     float *bq, *bk, *bv;                  /* NULL when absent */
+    float *q_norm, *k_norm;               /* [head_dim] each (Qwen3); NULL when absent */
 } qp_layer_weights;
 
 typedef struct qp_weights {

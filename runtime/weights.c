@@ -247,6 +247,10 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
              (s = bind_vec(m, NM("ffn_sub_norm.weight"), cfg->ffn_dim, false, &L->ffn_sub_norm,
                            e)) != QP_OK))
             goto fail;
+        if (cfg->qk_norm &&
+            ((s = bind_vec(m, NM("attn_q_norm.weight"), hd, false, &L->q_norm, e)) != QP_OK ||
+             (s = bind_vec(m, NM("attn_k_norm.weight"), hd, false, &L->k_norm, e)) != QP_OK))
+            goto fail;
         if (cfg->qkv_bias &&
             ((s = bind_vec(m, NM("attn_q.bias"), qdim, !a->qkv_bias, &L->bq, e)) != QP_OK ||
              (s = bind_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, &L->bk, e)) != QP_OK ||
@@ -273,6 +277,8 @@ void qp_weights_free(qp_weights *w) {
         qp_free(L->bq);
         qp_free(L->bk);
         qp_free(L->bv);
+        qp_free(L->q_norm);
+        qp_free(L->k_norm);
     }
     qp_free(w->layers);
     qp_free(w->output_norm);

@@ -39,10 +39,11 @@ typedef enum qp_family {
     QP_FAMILY_MISTRAL,
     QP_FAMILY_QWEN2,
     QP_FAMILY_BITNET,
+    QP_FAMILY_QWEN3,  /* Qwen2's graph without q/k/v bias, with per-head q/k RMS norms */
     QP_FAMILY_COUNT
 } qp_family;
 
-QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet" */
+QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet", "qwen3" */
 
 typedef enum qp_rope_style {
     QP_ROPE_NORM = 0, /* rotate adjacent pairs (2i, 2i+1): llama2.c, GGUF "llama" */
@@ -85,6 +86,8 @@ typedef struct qp_arch {
     bool tie_embeddings;   /* output projection shares token embeddings */
     bool qkv_bias;         /* q/k/v projections have biases (Qwen2) */
     bool sub_norms;        /* BitNet attn_sub_norm / ffn_sub_norm */
+    bool qk_norm;          /* per-head RMS norms of q and k before RoPE (Qwen3 attn_q_norm /
+                              attn_k_norm, [head_dim] each) */
     qp_act act;
     /* BitNet: the inputs of the seven projections are quantized to int8 per token (BitLinear;
      * bitnet.cpp). Set by the readers from what the source says (runtime/runtime.md). */

@@ -38,6 +38,7 @@ typedef struct qp_runtime_config {
     qp_rope_yarn rope_yarn; /* factor 0: plain rope */
     qp_act act;
     bool qkv_bias, sub_norms, tied_output;
+    bool qk_norm;  /* per-head RMS norms of q and k before RoPE (Qwen3) */
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
     int n_threads;
     bool exact;        /* the path that runs (qp_runtime_opts.exact) */

@@ -15,8 +15,9 @@
 #include "quantpack/core.h"
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
-                                       "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu"};
-#define N_MODELS 8
+                                       "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
+                                       "qwen3"};
+#define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
 typedef struct st_file {
@@ -384,6 +385,30 @@ static void check_k256(const char *dir) {
     st_free(&f);
 }
 
+/* qwen3: head_dim 128 given in config.json with 4 heads over hidden 256 (q_proj [512, 256],
+ * o_proj [256, 512]), q_norm / k_norm [128] in every layer, no biases. */
+static void check_qwen3(const char *dir) {
+    char p[2048];
+    snprintf(p, sizeof p, "%s/qwen3/model.safetensors", dir);
+    st_file f;
+    if (!st_load(&f, p)) {
+        QP_CHECK_MSG(false, "%s: cannot parse", p);
+        return;
+    }
+    st_view v;
+    QP_CHECK(st_get(&f, "model.layers.0.self_attn.q_proj.weight", &v) && v.shape[0] == 512 && v.shape[1] == 256);
+    QP_CHECK(st_get(&f, "model.layers.1.self_attn.o_proj.weight", &v) && v.shape[0] == 256 && v.shape[1] == 512);
+    QP_CHECK(st_get(&f, "model.layers.1.self_attn.k_proj.weight", &v) && v.shape[0] == 256);
+    for (int l = 0; l < 2; l++)
+        for (int k = 0; k < 2; k++) {
+            char n[96];
+            snprintf(n, sizeof n, "model.layers.%d.self_attn.%s.weight", l, k ? "k_norm" : "q_norm");
+            QP_CHECK_MSG(st_get(&f, n, &v) && v.n_dims == 1 && v.shape[0] == 128, "qwen3: %s", n);
+        }
+    QP_CHECK(!st_get(&f, "model.layers.0.self_attn.q_proj.bias", &v));
+    st_free(&f);
+}
+
 int main(void) {
     const char *bin = qp_test_env("QP_BIN_DIR", "bin");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
@@ -414,6 +439,7 @@ int main(void) {
     check_bitnet(a);
     check_sharded(a);
     check_k256(a);
+    check_qwen3(a);
     QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();
