@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "converters/hf_folder.h"
-#include "quantpack/chat.h"
+#include "converters/hf_tokenizer.h"
+#include "core/json.h"
 #include "readers/name_map.h"
 #include "writers/safetensors_writer.h"
 
@@ -87,17 +88,6 @@ static qp_status write_tensors(const qp_model *m, const char *dir, qp_err *e) {
     return s;
 }
 
-/* Writes j (built completely when ok) as dir/name and deletes it. */
-static qp_status write_json(const char *dir, const char *name, cJSON *j, bool ok, qp_err *e) {
-    char *text = ok ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
-    char *path = qp_path_join(dir, name);
-    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    free(text);
-    qp_free(path);
-    return s;
-}
-
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
@@ -123,26 +113,17 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
               (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&
               (eos < 0 || cJSON_AddNumberToObject(j, "eos_token_id", eos)) &&
               cJSON_AddStringToObject(j, "torch_dtype", "float32");
-    return write_json(dir, "config.json", j, ok, e);
-}
-
-/* tokenizer_config.json holding the model's chat template (runtime/chat.md), when it has one. */
-static qp_status write_tokenizer_config(const qp_model *m, const char *dir, qp_err *e) {
-    const char *ct = qp_model_chat_template(m);
-    if (!ct) return QP_OK;
-    cJSON *j = cJSON_CreateObject();
-    return write_json(dir, "tokenizer_config.json", j, j && cJSON_AddStringToObject(j, "chat_template", ct), e);
+    return qp_json_write_file(dir, "config.json", j, ok, e);
 }
 
 qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
     qp_status s = write_config(m, dir, e);
     if (s == QP_OK) s = write_tensors(m, dir, e);
-    if (s == QP_OK && m->vocab.hf_json) {
-        char *path = qp_path_join(dir, "tokenizer.json");
-        s = path ? qp_file_write_atomic(path, m->vocab.hf_json, m->vocab.hf_json_len, e)
-                 : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-        qp_free(path);
-    }
-    if (s == QP_OK) s = write_tokenizer_config(m, dir, e);
-    return s;
+    if (s != QP_OK) return s;
+    /* a vocabulary without a tokenizer.json form leaves the folder without tokenizer files (the
+     * caller says when OUT has no tokenizer) */
+    qp_err te = {0};
+    s = qp_hf_tokenizer_write(m, dir, &te);
+    if (s == QP_ERR_UNSUPPORTED) return QP_OK;
+    return s == QP_OK ? QP_OK : qp_fail(e, s, "%s", te.msg);
 }

@@ -2,9 +2,11 @@
 #include "core/json.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/strmap.h"
+#include "quantpack/core.h"
 
 bool qp_json_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out) {
     if (!cJSON_IsNumber(it)) return false;
@@ -59,5 +61,16 @@ qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *wh
         else if (!added) s = qp_fail(e, QP_ERR_CORRUPT, "%s: duplicate key '%.200s' in %s", file, k, what);
     }
     qp_strmap_free(&seen);
+    return s;
+}
+
+qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool built, qp_err *e) {
+    char *text = built && j ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    char *path = qp_path_join(dir, name);
+    qp_status s = text && path ? qp_file_write_atomic(path, text, strlen(text), e)
+                               : qp_fail(e, QP_ERR_NOMEM, "out of memory writing %s", name);
+    free(text);
+    qp_free(path);
     return s;
 }

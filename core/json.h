@@ -2,7 +2,7 @@
  * cJSON stores numbers as doubles and keeps duplicate keys silently (GetObjectItem finds the
  * first, while JavaScript's JSON.parse and Python's json keep the last), so readers of untrusted
  * JSON take integers only through qp_json_int and check objects with qp_json_unique_keys.
- * Internal (core/). */
+ * Internal (core/). Also the one way JSON side files are written (qp_json_write_file). */
 #ifndef QP_CORE_JSON_H
 #define QP_CORE_JSON_H
 
@@ -34,5 +34,9 @@ const char *qp_json_kind(const cJSON *it);
 /* QP_ERR_CORRUPT naming the first key that appears twice among obj's members ("<file>:
  * duplicate key 'k' in <what>"), QP_ERR_NOMEM, or QP_OK (also for NULL or a non-object). */
 QP_NODISCARD qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *what, qp_err *e);
+
+/* Writes j as dir/name (pretty-printed; qp_file_write_atomic) and deletes j. built: whether the
+ * caller finished building j; false (an allocation failed on the way) returns QP_ERR_NOMEM. */
+QP_NODISCARD qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool built, qp_err *e);
 
 #endif

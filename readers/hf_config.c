@@ -323,19 +323,34 @@ typedef struct tok_build {
     qp_strmap ids;  /* token text -> id; keys are the arena copies */
 } tok_build;
 
-/* Recognised pre-tokenizer regexes (as llama.cpp names the pre-tokenizer). */
+/* The byte-level pre-tokenizers a tokenizer.json's Split regex names, as llama.cpp names them;
+ * qp_hf_pre_regex (the tokenizer.json writer) and tok_kind (this reader) share the table. */
+#define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+#define LLAMA3_REGEX(digits)                                                                          \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" digits                          \
+    "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 static const struct {
+    const char *pre;   /* the name this reader gives the regex */
     const char *regex;
-    const char *pre;
+    bool ignore_merges; /* llama-bpe: a word that is a token is taken whole */
+    const char *aliases; /* other vocabulary names with the same regex, ',' around each */
 } k_pre_regexes[] = {
-    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     "llama-bpe"},
-    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     "qwen2"},
-    {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", "gpt-2"},
+    {"llama-bpe", LLAMA3_REGEX("{1,3}"), true, ",llama3,llama-v3,smaug-bpe,falcon3,pixtral,"},
+    {"qwen2", LLAMA3_REGEX(""), false, ",deepseek-r1-qwen,"},
+    {"gpt-2", GPT2_REGEX, false, ",,default,gpt2,phi-2,mpt,olmo,jais,trillion,granite-docling,"},
 };
+
+const char *qp_hf_pre_regex(const char *pre, bool *ignore_merges) {
+    char key[64];
+    snprintf(key, sizeof key, ",%s,", pre ? pre : "");
+    for (size_t i = 0; i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++) {
+        if (strcmp(pre ? pre : "", k_pre_regexes[i].pre) != 0 && !strstr(k_pre_regexes[i].aliases, key))
+            continue;
+        *ignore_merges = k_pre_regexes[i].ignore_merges;
+        return k_pre_regexes[i].regex;
+    }
+    return NULL;
+}
 
 typedef struct tok_hints {
     bool byte_level, metaspace, byte_fallback_decoder, use_regex_default;
@@ -571,7 +586,7 @@ static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
                                 "byte-level BPE", tb->file);
     if (!spm && !wordpiece) {
         const char *re = h.regex;
-        if (!re && h.use_regex_default) re = k_pre_regexes[2].regex;
+        if (!re && h.use_regex_default) re = GPT2_REGEX;
         for (size_t i = 0; re && i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++)
             if (strcmp(re, k_pre_regexes[i].regex) == 0)
                 snprintf(v->pre, sizeof v->pre, "%s", k_pre_regexes[i].pre);

@@ -4,6 +4,7 @@
 #ifndef QP_HF_CONFIG_H
 #define QP_HF_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/model_internal.h"
@@ -26,6 +27,11 @@ QP_NODISCARD qp_status qp_hf_tokenizer_read(qp_model *m, const char *json_path, 
                                             qp_err *e);
 QP_NODISCARD qp_status qp_hf_tokenizer_parse(qp_model *m, const char *text, size_t len, const char *file,
                                              const char *config_text, size_t config_len, qp_err *e);
+
+/* The tokenizer.json Split regex of a byte-level BPE vocabulary's pre-tokenizer name (GGUF
+ * tokenizer.ggml.pre, as qp_vocab.pre), and whether its BPE model ignores merges (llama-bpe); NULL
+ * when the name has no single-regex form here. The reader maps the same regexes back. */
+const char *qp_hf_pre_regex(const char *pre, bool *ignore_merges);
 
 /* The chat template of a tokenizer_config.json (its "chat_template": a string, or the "default"
  * entry of a list of {name, template}) into the metadata string tokenizer.chat_template, unless the
