@@ -49,6 +49,8 @@ typedef struct { float d; int8_t qs[QP_QK_K]; int16_t bsums[QP_QK_K / 16]; } qp_
 #define QP_Q8_K_BYTES 292
 #define QP_Q4_K_OFF_SCALES 4
 #define QP_Q4_K_OFF_QS 16
+#define QP_Q5_K_OFF_QH 16
+#define QP_Q5_K_OFF_QS 48
 #define QP_Q6_K_OFF_QH 128
 #define QP_Q6_K_OFF_SCALES 192
 #define QP_Q6_K_OFF_D 208
@@ -58,7 +60,8 @@ _Static_assert(sizeof(qp_block_q2_k) == QP_Q2_K_BYTES, "Q2_K");
 _Static_assert(sizeof(qp_block_q3_k) == QP_Q3_K_BYTES, "Q3_K");
 _Static_assert(sizeof(qp_block_q4_k) == QP_Q4_K_BYTES && offsetof(qp_block_q4_k, scales) == QP_Q4_K_OFF_SCALES &&
                offsetof(qp_block_q4_k, qs) == QP_Q4_K_OFF_QS, "Q4_K");
-_Static_assert(sizeof(qp_block_q5_k) == QP_Q5_K_BYTES, "Q5_K");
+_Static_assert(sizeof(qp_block_q5_k) == QP_Q5_K_BYTES && offsetof(qp_block_q5_k, qh) == QP_Q5_K_OFF_QH &&
+               offsetof(qp_block_q5_k, qs) == QP_Q5_K_OFF_QS, "Q5_K");
 _Static_assert(sizeof(qp_block_q6_k) == QP_Q6_K_BYTES && offsetof(qp_block_q6_k, qh) == QP_Q6_K_OFF_QH &&
                offsetof(qp_block_q6_k, scales) == QP_Q6_K_OFF_SCALES && offsetof(qp_block_q6_k, d) == QP_Q6_K_OFF_D,
                "Q6_K");

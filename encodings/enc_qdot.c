@@ -65,19 +65,23 @@ void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8_t mn[8]) {
     }
 }
 
-float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+/* Q4_K and Q5_K (4-bit levels, plus bit 2j / 2j+1 of qh[l] << 4 for Q5_K's sub-blocks 2j / 2j+1):
+ * sum_j sc_j (q_j . a_j) in integers, the mins through the activation block sums. */
+static float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes, size_t off_qs,
+                       bool five) {
     const uint8_t *wb = w, *ab = xq;
     float sum = 0.0f;
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q4_K_BYTES, ab += QP_Q8_K_BYTES) {
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
         uint8_t sc[8], mn[8];
         qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
-        const uint8_t *q = wb + QP_Q4_K_OFF_QS;
+        const uint8_t *q = wb + off_qs, *qh = wb + QP_Q5_K_OFF_QH;
         const int8_t *a = (const int8_t *)(ab + QP_Q8_K_OFF_QS);
         int32_t isum = 0, msum = 0;
         for (int j = 0; j < 8; j++) {
             int32_t p = 0;
             for (int l = 0; l < 32; l++) {
-                const int v = (j & 1) ? q[32 * (j / 2) + l] >> 4 : q[32 * (j / 2) + l] & 0x0F;
+                int v = (j & 1) ? q[32 * (j / 2) + l] >> 4 : q[32 * (j / 2) + l] & 0x0F;
+                if (five) v |= ((qh[l] >> j) & 1) << 4;
                 p += v * a[32 * j + l];
             }
             isum += (int32_t)sc[j] * p;
@@ -92,6 +96,13 @@ float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
         sum = sum - dmin * (float)msum;
     }
     return sum;
+}
+
+float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return k_min_dot(w, xq, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false);
+}
+float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
 }
 
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
@@ -117,4 +128,76 @@ float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
         sum = sum + d * (float)isum;
     }
     return sum;
+}
+
+/* ---- ternary and 2-bit rows against Q8_K ---------------------------------------------------- */
+
+/* The 256 levels of one Q8_K-sized chunk of a row (t[e] for element e of the chunk). */
+static void tq2_0_levels(const uint8_t *b, int8_t t[256]) { /* 128h + 32k + m: qs[32h+m] >> 2k */
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int m = 0; m < 32; m++) t[128 * h + 32 * k + m] = (int8_t)(((b[32 * h + m] >> (2 * k)) & 3) - 1);
+}
+static int tq1_digit(uint8_t q, int n) { /* digit n of a base-3 byte (enc_ternary.md) */
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    return ((uint8_t)(q * pow3[n]) * 3) >> 8;
+}
+static void tq1_0_levels(const uint8_t *b, int8_t t[256]) {
+    for (int n = 0; n < 5; n++) {
+        for (int m = 0; m < 32; m++) t[m + 32 * n] = (int8_t)(tq1_digit(b[m], n) - 1);
+        for (int m = 0; m < 16; m++) t[160 + m + 16 * n] = (int8_t)(tq1_digit(b[32 + m], n) - 1);
+    }
+    for (int n = 0; n < 4; n++)
+        for (int j = 0; j < 4; j++) t[240 + j + 4 * n] = (int8_t)(tq1_digit(b[QP_TQ1_0_OFF_QH + j], n) - 1);
+}
+/* I2_S blocks of be elements: element 32k + p of a 128-block (16k + p of a 64-block) is bits
+ * 7-2k..6-2k of byte p; codes 0, 1, 2 -> -1, 0, +1, the illegal 3 -> 0 as the decoders */
+static void i2s_levels_be(const uint8_t *b, int8_t t[256], int be) {
+    static const int8_t lv[4] = {-1, 0, 1, 0};
+    const int q = be / 4;
+    for (int blk = 0; blk < 256 / be; blk++)
+        for (int k = 0; k < 4; k++)
+            for (int p = 0; p < q; p++) t[be * blk + q * k + p] = lv[(b[q * blk + p] >> (6 - 2 * k)) & 3];
+}
+static void i2s_levels(const uint8_t *b, int8_t t[256]) { i2s_levels_be(b, t, QP_I2S_BLOCK); }
+static void i2s_arm_levels(const uint8_t *b, int8_t t[256]) { i2s_levels_be(b, t, QP_I2S_ARM_BLOCK); }
+static void qk256_levels(const uint8_t *b, int8_t t[256]) { /* element i: byte i/4, bits 2(i%4) */
+    static const int8_t lv[4] = {-2, -1, 1, 2};
+    for (int i = 0; i < 256; i++) t[i] = lv[(b[i / 4] >> (2 * (i % 4))) & 3];
+}
+
+/* sum_e t_e a_e per 256 elements in integers, then one float step per chunk: sum += (d_w d_a) isum
+ * with d_w the chunk's f16 scale at d_off, or sum += d_a isum for rows without block scales
+ * (I2_S, QK256: their tensor scale multiplies the row's result, runtime.md). */
+static float ternary_dot(void (*levels)(const uint8_t *, int8_t *), size_t wbytes, int d_off,
+                         const void *w, const void *xq, int64_t n) {
+    const uint8_t *wb = w, *ab = xq;
+    float sum = 0.0f;
+    int8_t t[256];
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
+        levels(wb, t);
+        const int8_t *a = (const int8_t *)(ab + QP_Q8_K_OFF_QS);
+        int32_t isum = 0;
+        for (int e = 0; e < 256; e++) isum += t[e] * a[e];
+        const float da = qp_load_f32le(ab);
+        const float d = d_off >= 0 ? qp_fp16_to_fp32(qp_load_u16le(wb + d_off)) * da : da;
+        sum = sum + d * (float)isum;
+    }
+    return sum;
+}
+
+float qp_tq2_0_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return ternary_dot(tq2_0_levels, QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D, w, xq, n);
+}
+float qp_tq1_0_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return ternary_dot(tq1_0_levels, QP_TQ1_0_BYTES, QP_TQ1_0_OFF_D, w, xq, n);
+}
+float qp_i2s_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return ternary_dot(i2s_levels, 64, -1, w, xq, n);
+}
+float qp_i2s_arm_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return ternary_dot(i2s_arm_levels, 64, -1, w, xq, n);
+}
+float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
+    return ternary_dot(qk256_levels, QP_QK256_BYTES, -1, w, xq, n);
 }

@@ -340,6 +340,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .error_bound = "fitted (no closed form); measured on N(0,1): rmse/rms <= 0.06 (see enc_kquants.md)",
         .quantize = qp_q5k_quantize_ref,
         .quantize_imatrix = qp_q5k_quantize_imatrix,
+        .vec_dot_q8 = qp_q5k_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_Q6_K] = {
         .id = QP_ENC_Q6_K,
@@ -489,6 +491,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "f16(amax) rounding",
         .quantize = qp_tq1_0_quantize,
         .vec_dot_i8 = qp_tq1_0_vec_dot_i8_fast,
+        .vec_dot_q8 = qp_tq1_0_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_TQ2_0] = {
         .id = QP_ENC_TQ2_0,
@@ -507,6 +511,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "f16(amax) rounding",
         .quantize = qp_tq2_0_quantize,
         .vec_dot_i8 = qp_tq2_0_vec_dot_i8_fast,
+        .vec_dot_q8 = qp_tq2_0_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_MXFP4] = {
         .id = QP_ENC_MXFP4,
@@ -534,6 +540,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize_tensor = qp_i2s_quantize_tensor,
         .dequantize_tensor = qp_i2s_dequantize_tensor,
         .gguf_flavour = "i2_s",
+        .vec_dot_q8 = qp_i2s_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_I2_S_ARM] = {
         .id = QP_ENC_I2_S_ARM,
@@ -551,6 +559,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .vec_dot_i8 = qp_i2s_arm_vec_dot_i8_fast,
         .quantize_tensor = qp_i2s_arm_quantize_tensor,
         .dequantize_tensor = qp_i2s_arm_dequantize_tensor,
+        .vec_dot_q8 = qp_i2s_arm_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_QK256] = {
         .id = QP_ENC_QK256,
@@ -569,6 +579,8 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .vec_dot_i8 = qp_qk256_vec_dot_i8_fast,
         .gguf_shared_type = 36, /* I2_S's id (BitNet-rs reads it from type 36) */
         .gguf_flavour = "qk256",
+        .vec_dot_q8 = qp_qk256_dot_q8k,
+        .act_encoding = QP_ENC_Q8_K,
     },
     [QP_ENC_BITNET32F16] = {
         .id = QP_ENC_BITNET32F16,

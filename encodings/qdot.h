@@ -20,22 +20,46 @@ float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+float qp_tq2_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+float qp_tq1_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+float qp_i2s_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+float qp_i2s_arm_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 /* qdot_avx2.c */
 float qp_q8_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+float qp_q5k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+float qp_tq2_0_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+float qp_tq1_0_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+float qp_i2s_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+float qp_i2s_arm_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+float qp_qk256_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 /* qdot_avx512.c (AVX-512 VL + VNNI: vpdpbusd / vpdpwssd) */
 float qp_q8_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+float qp_tq2_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+float qp_tq1_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+float qp_i2s_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+float qp_i2s_arm_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+float qp_qk256_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 /* simd.c: dispatchers (traits vec_dot_q8) */
 float qp_q8_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k(const void *w, const void *xq, int64_t n);
+float qp_q5k_dot_q8k(const void *w, const void *xq, int64_t n);
+float qp_tq2_0_dot_q8k(const void *w, const void *xq, int64_t n);
+float qp_tq1_0_dot_q8k(const void *w, const void *xq, int64_t n);
+float qp_i2s_dot_q8k(const void *w, const void *xq, int64_t n);
+float qp_i2s_arm_dot_q8k(const void *w, const void *xq, int64_t n);
+float qp_qk256_dot_q8k(const void *w, const void *xq, int64_t n);
 #endif

@@ -17,23 +17,30 @@ QP_QDOT_LEGACY_Q8_0(, qp_q8_0_dot_q8_0_avx2, lane_sums, qp_q8_0_levels256, QP_Q8
 QP_QDOT_LEGACY_Q8_0(, qp_q4_0_dot_q8_0_avx2, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(, qp_q5_0_dot_q8_0_avx2, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
 
-float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
+/* Q4_K, and Q5_K when five (its fifth bits: bit 2j / 2j+1 of qh[l] for sub-blocks 2j / 2j+1) */
+static inline float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes, size_t off_qs,
+                              bool five) {
     const uint8_t *wb = w, *ab = xq;
     float sum = 0.0f;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q4_K_BYTES, ab += QP_Q8_K_BYTES) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
         uint8_t sc[8], mn[8];
         qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
         const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
-        const uint8_t *q = wb + QP_Q4_K_OFF_QS;
+        const uint8_t *q = wb + off_qs;
         const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        const __m256i qh = five ? qp_load256(wb + QP_Q5_K_OFF_QH) : _mm256_setzero_si256();
         __m256i acc = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * j));
-            const __m256i lo = _mm256_and_si256(q4, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * j));
-            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * j + 32));
+            const __m256i q4 = qp_load256(q + 32 * j);
+            __m256i lo = _mm256_and_si256(q4, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+            }
+            const __m256i a0 = qp_load256(a + 64 * j);
+            const __m256i a1 = qp_load256(a + 64 * j + 32);
             const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * j]));
             const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * j + 1]));
             acc = _mm256_add_epi32(acc, _mm256_add_epi32(p0, p1));
@@ -46,6 +53,13 @@ float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
         sum = sum - dmin * (float)msum;
     }
     return sum;
+}
+
+float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
+    return k_min_dot(w, xq, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false);
+}
+float qp_q5k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
+    return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
 }
 
 float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
@@ -70,3 +84,9 @@ float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
     }
     return sum;
 }
+
+/* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums */
+static inline __m256i udot(__m256i u, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
+}
+QP_QDOT_TERNARY_ALL(, avx2, udot)

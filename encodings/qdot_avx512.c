@@ -24,23 +24,30 @@ static inline __m512i join256(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+/* Q4_K, and Q5_K when five (bit 2j / 2j+1 of qh[l] << 4 for sub-blocks 2j / 2j+1) */
+QP_VNNI static inline float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes,
+                                      size_t off_qs, bool five) {
     const uint8_t *wb = w, *ab = xq;
     float sum = 0.0f;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q4_K_BYTES, ab += QP_Q8_K_BYTES) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
         uint8_t sc[8], mn[8];
         qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
         const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
-        const uint8_t *q = wb + QP_Q4_K_OFF_QS;
+        const uint8_t *q = wb + off_qs;
         const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        const __m256i qh = five ? qp_load256(wb + QP_Q5_K_OFF_QH) : _mm256_setzero_si256();
         __m512i acc = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
-            const __m256i q4 = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * j));
-            const __m512i lv = join256(_mm256_and_si256(q4, m4), _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4));
+            const __m256i q4 = qp_load256(q + 32 * j);
+            __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+            }
             const __m512i av = _mm512_loadu_si512((const void *)(a + 64 * j));
             const __m512i s = join256(_mm256_set1_epi16(sc[2 * j]), _mm256_set1_epi16(sc[2 * j + 1]));
-            acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(lv, av), s);
+            acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(join256(lo, hi), av), s);
         }
         const int32_t isum = hsum512_epi32(acc);
         const float da = qp_load_f32le(ab);
@@ -50,6 +57,13 @@ QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
         sum = sum - dmin * (float)msum;
     }
     return sum;
+}
+
+QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    return k_min_dot(w, xq, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false);
+}
+QP_VNNI float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
 }
 
 QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
@@ -80,3 +94,9 @@ QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
     }
     return sum;
 }
+
+/* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums (vpdpbusd) */
+QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
+}
+QP_QDOT_TERNARY_ALL(QP_VNNI, vnni, udot)

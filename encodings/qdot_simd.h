@@ -106,4 +106,116 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
         return qp_hsum256_ps(acc);                                                                \
     }
 
+/* ---- ternary and 2-bit rows against Q8_K (enc_qdot.c ternary_dot) ---------------------------- */
+
+static inline __m256i qp_load256(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+
+/* sum of Q8_K's 16 block sums (= sum of the 256 activations), exact */
+static inline int32_t qp_q8k_bsum_total(const uint8_t *bsums) {
+    return qp_hsum256_epi32(_mm256_madd_epi16(qp_load256(bsums), _mm256_set1_epi16(1)));
+}
+
+/* Chunk k (0..7) of 32 elements of a 256-element chunk of a row: *u the unsigned codes (level +
+ * the kernel's bias), *a the matching 32 activations (any order inside the chunk: the integer sum
+ * does not depend on it). */
+static inline void qp_tq2_0_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
+    const int h = k / 4, s = k % 4; /* element 128h + 32s + m = (qs[32h + m] >> 2s) & 3 */
+    *u = _mm256_and_si256(_mm256_srli_epi16(qp_load256(wb + 32 * h), 2 * s), _mm256_set1_epi8(3));
+    *a = qp_load256(aq + 128 * h + 32 * s);
+}
+/* I2_S code -> level + 1: 0, 1, 2 and the illegal 3 -> 1 (level 0) */
+static inline __m256i qp_i2s_unsigned(__m256i c) {
+    return _mm256_shuffle_epi8(_mm256_setr_epi8(0, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                0, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), c);
+}
+static inline void qp_i2s_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
+    const int blk = k / 4, s = k % 4; /* element 128blk + 32s + p: bits 7-2s..6-2s of byte 32blk + p */
+    const __m256i c = _mm256_and_si256(_mm256_srli_epi16(qp_load256(wb + 32 * blk), 6 - 2 * s), _mm256_set1_epi8(3));
+    *u = qp_i2s_unsigned(c);
+    *a = qp_load256(aq + 128 * blk + 32 * s);
+}
+static inline void qp_i2s_arm_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
+    const int pr = k / 4, s = k % 4; /* 64-blocks 2pr and 2pr+1: element 16s + p of each */
+    const __m256i c = _mm256_and_si256(_mm256_srli_epi16(qp_load256(wb + 32 * pr), 6 - 2 * s), _mm256_set1_epi8(3));
+    *u = qp_i2s_unsigned(c);
+    *a = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(const void *)(aq + 128 * pr + 64 + 16 * s)),
+                          _mm_loadu_si128((const __m128i *)(const void *)(aq + 128 * pr + 16 * s)));
+}
+/* QK256: element i is bits 2(i%4) of byte i/4; LUT -2, -1, +1, +2 -> level + 2 = 0, 1, 3, 4 */
+static inline void qp_qk256_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
+    uint64_t q8;
+    memcpy(&q8, wb + 8 * k, 8);
+    const __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)q8),
+                                            _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                                             4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
+    const __m256i lo = _mm256_set1_epi32(0x40100401), hi = _mm256_set1_epi32((int)0x80200802u);
+    const __m256i lo_set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, lo), lo);
+    const __m256i hi_set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, hi), hi);
+    *u = _mm256_add_epi8(_mm256_and_si256(lo_set, _mm256_set1_epi8(1)), _mm256_and_si256(hi_set, _mm256_set1_epi8(3)));
+    *a = qp_load256(aq + 32 * k);
+}
+/* TQ1_0 base-3 digits: byte-wise ((uint8)(q * m) * 3) >> 8 with m the multiplier of each 16-bit
+ * lane (3^n for digit n) */
+static inline __m256i qp_tq1_digits(__m256i q, __m256i m) {
+    const __m256i hi_byte = _mm256_set1_epi16((short)0xFF00);
+    const __m256i even = _mm256_slli_epi16(_mm256_mullo_epi16(q, m), 8);                      /* (q_even m) << 8 */
+    const __m256i odd = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(q, hi_byte), m), hi_byte); /* (q_odd m) << 8 */
+    const __m256i three = _mm256_set1_epi16(3);
+    return _mm256_or_si256(_mm256_mulhi_epu16(even, three), _mm256_slli_epi16(_mm256_mulhi_epu16(odd, three), 8));
+}
+static inline __m256i qp_pow3_pair(int n0, int n1) {
+    static const short p3[5] = {1, 3, 9, 27, 81};
+    return _mm256_set_m128i(_mm_set1_epi16(p3[n1]), _mm_set1_epi16(p3[n0]));
+}
+static inline void qp_tq1_0_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
+    if (k < 5) { /* elements 32k + m: digit k of qs[m] */
+        static const short p3[5] = {1, 3, 9, 27, 81};
+        *u = qp_tq1_digits(qp_load256(wb), _mm256_set1_epi16(p3[k]));
+        *a = qp_load256(aq + 32 * k);
+        return;
+    }
+    const __m128i q16 = _mm_loadu_si128((const __m128i *)(const void *)(wb + 32));
+    *a = qp_load256(aq + 160 + 32 * (k - 5));
+    if (k < 7) { /* elements 160 + 16n + m, n = 2(k-5), 2(k-5)+1: digit n of qs[32 + m] */
+        *u = qp_tq1_digits(_mm256_set_m128i(q16, q16), qp_pow3_pair(2 * (k - 5), 2 * (k - 5) + 1));
+        return;
+    }
+    /* k = 7: elements 224 + m (digit 4 of qs[32 + m]) and 240 + 4n + j (digit n of qh[j]) */
+    uint32_t qh;
+    memcpy(&qh, wb + QP_TQ1_0_OFF_QH, 4);
+    const __m128i h16 = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)qh),
+                                         _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3));
+    const __m256i m = _mm256_set_epi16(27, 27, 9, 9, 3, 3, 1, 1, 81, 81, 81, 81, 81, 81, 81, 81);
+    *u = qp_tq1_digits(_mm256_set_m128i(h16, q16), m);
+}
+
+/* The ternary / 2-bit dot against Q8_K for every SIMD level: ATTR the level's target attribute,
+ * UDOT(u, a) its 8 exact int32 lane sums of u * a (u unsigned <= 4), CHUNK one of the chunk
+ * functions above, BIAS the unsigned offset of the levels, D_OFF the f16 block scale's offset
+ * (-1: none). Float steps as enc_qdot.c's ternary_dot. */
+#define QP_QDOT_TERNARY_Q8K(ATTR, FN, UDOT, CHUNK, WBYTES, BIAS, D_OFF)                           \
+    ATTR float FN(const void *w, const void *xq, int64_t n) {                                     \
+        const uint8_t *wb = w, *ab = xq;                                                          \
+        float sum = 0.0f;                                                                         \
+        for (int64_t i = 0; i < n / QP_QK_K; i++, wb += (WBYTES), ab += QP_Q8_K_BYTES) {          \
+            __m256i acc = _mm256_setzero_si256();                                                 \
+            for (int k = 0; k < 8; k++) {                                                         \
+                __m256i u, a;                                                                     \
+                CHUNK(wb, ab + QP_Q8_K_OFF_QS, k, &u, &a);                                        \
+                acc = _mm256_add_epi32(acc, UDOT(u, a));                                          \
+            }                                                                                     \
+            const int32_t isum = qp_hsum256_epi32(acc) - (BIAS) * qp_q8k_bsum_total(ab + QP_Q8_K_OFF_BSUMS); \
+            const float da = qp_load_f32le(ab);                                                   \
+            const float d = (D_OFF) >= 0 ? _cvtsh_ss(qp_load_u16le(wb + ((D_OFF) >= 0 ? (D_OFF) : 0))) * da : da; \
+            sum = sum + d * (float)isum;                                                          \
+        }                                                                                         \
+        return sum;                                                                               \
+    }
+#define QP_QDOT_TERNARY_ALL(ATTR, SUFFIX, UDOT)                                                   \
+    QP_QDOT_TERNARY_Q8K(ATTR, qp_tq2_0_dot_q8k_##SUFFIX, UDOT, qp_tq2_0_chunk, QP_TQ2_0_BYTES, 1, QP_TQ2_0_OFF_D) \
+    QP_QDOT_TERNARY_Q8K(ATTR, qp_tq1_0_dot_q8k_##SUFFIX, UDOT, qp_tq1_0_chunk, QP_TQ1_0_BYTES, 1, QP_TQ1_0_OFF_D) \
+    QP_QDOT_TERNARY_Q8K(ATTR, qp_i2s_dot_q8k_##SUFFIX, UDOT, qp_i2s_chunk, 64, 1, -1)             \
+    QP_QDOT_TERNARY_Q8K(ATTR, qp_i2s_arm_dot_q8k_##SUFFIX, UDOT, qp_i2s_arm_chunk, 64, 1, -1)     \
+    QP_QDOT_TERNARY_Q8K(ATTR, qp_qk256_dot_q8k_##SUFFIX, UDOT, qp_qk256_chunk, QP_QK256_BYTES, 2, -1)
+
 #endif

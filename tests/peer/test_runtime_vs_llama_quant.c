@@ -63,6 +63,7 @@ typedef struct peer_case {
                                matrices remain): cosine >= this, top-1 equal at >= min(min_top1,
                                0.95) of the positions, other top-1s within max(top1_margin, 0.05)
                                of llama.cpp's best logit */
+    double fast_top1_margin; /* F's top-1 rule when the case needs a wider one (0: as above) */
 } peer_case;
 
 static const char *case_quant(const peer_case *pc) { return pc->quant ? pc->quant : "Q4_K_M"; }
@@ -339,7 +340,8 @@ static void check_case(const peer_case *pc, const char *bin_dir, const char *tmp
                          pc->min_top1);
             pair_stats f;
             /* near ties (within 0.05 in llama.cpp's logits) may flip either way */
-            const double fm = pc->top1_margin > 0.05 ? pc->top1_margin : 0.05;
+            const double fm = pc->fast_top1_margin > 0 ? pc->fast_top1_margin
+                              : pc->top1_margin > 0.05 ? pc->top1_margin : 0.05;
             compare_runs(pc->label, "F llama.cpp(file) vs ours fast(file):", lq, fast, n,
                          pc->n_prompt, cfg.vocab, true, pc->fast_min_cosine, fm, &f);
             QP_CHECK_MSG((double)f.top1_same >= (pc->min_top1 < 0.95 ? pc->min_top1 : 0.95) * f.positions,
@@ -410,7 +412,7 @@ int main(void) {
     const peer_case cases[] = {
         /* the issue-5 bound: measured A min 0.99962 (x64), 0.99953 (haswell/skylakex/icelake/
          * zen4/sapphirerapids builds); top-1 64/64 */
-        {"stories260K", stories, story_prompt, 5, 64, 0.999, 0, 1.0, false, false, NULL, 0, 0, 0.999},
+        {"stories260K", stories, story_prompt, 5, 64, 0.999, 0, 1.0, false, false, NULL, 0, 0, 0.999, 0},
         /* Per-model bounds for the random HF fixtures, whose 64/128-wide rows make Q4_K_M
          * mostly Q5_0 with Q8_0 activations in llama.cpp. Measured on every CPU variant above,
          * A (llama.cpp vs ours) and C (llama.cpp vs llama.cpp's own F32 of the same file):
@@ -423,13 +425,17 @@ int main(void) {
          * so the 0.999 bound fails on them for llama.cpp's own activation quantization (C), not
          * for our runtime (B). Their A bound: cosine >= 0.99 / 0.993, top-1 equal at >= 85% of
          * the positions and any other top-1 within 0.4 of llama.cpp's best logit. */
-        {"llama-tied", tied, gen_prompt, 16, 48, 0.993, 0.4, 0.85, false, false, NULL, 0, 0, 0.996},
-        {"llama-gqa-untied", gqa, gen_prompt, 16, 48, 0.99, 0.4, 0.85, true, false, NULL, 0, 0, 0.997},
-        {"qwen2", qwen, gen_prompt, 16, 48, 0.993, 0.4, 0.85, false, false, NULL, 0, 0, 0.998},
+        {"llama-tied", tied, gen_prompt, 16, 48, 0.993, 0.4, 0.85, false, false, NULL, 0, 0, 0.996, 0},
+        {"llama-gqa-untied", gqa, gen_prompt, 16, 48, 0.99, 0.4, 0.85, true, false, NULL, 0, 0, 0.997, 0},
+        {"qwen2", qwen, gen_prompt, 16, 48, 0.993, 0.4, 0.85, false, false, NULL, 0, 0, 0.998, 0},
         /* llama-k256 (hidden 256, ffn 512: all Q4_K/Q6_K): the issue-5 bound, no relaxation
          * (measured A min 0.99982, top-1 48/48), and verify against its safetensors source
          * within the 4-bit thresholds (mean cosine 0.9974, KL 0.093, top-1 0.955) */
-        {"llama-k256", k256, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995},
+        {"llama-k256", k256, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995, 0},
+        /* Q5_K_M (Q5_K and Q6_K matrices; the fast Q5_K dot of issue 14). Measured: A min 0.99970,
+         * top-1 44/48, flips within 0.356, which are llama.cpp's own (C: 0.99971, the same 44/48
+         * and 0.356; B 1.0000000, 48/48); F min 0.99985, 46/48, flips within 0.178 */
+        {"llama-k256", k256, gen_prompt, 16, 48, 0.9995, 0.4, 0.9, false, false, "Q5_K_M", 17, 0, 0.9995, 0},
         /* Issue 20: bitnet-silu (1bitLLM kind, llama.cpp's "bitnet": SiLU, sub-norms, float
          * activations; runtime.md "BitNet architectures"). Measured on this machine's libllama
          * CPU variant (TQ1_0 and TQ2_0 give the same numbers: the same ternary weights):
@@ -442,17 +448,20 @@ int main(void) {
          * >= 0.9999, top-1 >= 95% within 0.02; B >= 0.9999 with near-ties within 0.01. Before
          * issue 20 our runtime forced ReLU^2 on every BitNet model (the issue's 0.930, 5/8) and
          * int8 per-token activations: with SiLU but int8 activations B was min 0.99645, 45/48
-         * with flips 1.23 apart (A TQ 0.99896, F16 0.99644), i.e. not llama.cpp's computation. */
-        {"bitnet-silu", bns, gen_prompt, 16, 48, 0.995, 0.15, 0.9, false, false, "TQ1_0", 36, 0.01, 0.995},
-        {"bitnet-silu", bns, gen_prompt, 16, 48, 0.995, 0.15, 0.9, false, false, "TQ2_0", 37, 0.01, 0.995},
-        {"bitnet-silu", bns, gen_prompt, 16, 48, 0.9999, 0.02, 0.95, false, false, "F16", 1, 0.01, 0.9999},
+         * with flips 1.23 apart (A TQ 0.99896, F16 0.99644), i.e. not llama.cpp's computation.
+         * Fast path (TQ1_0 / TQ2_0 x Q8_K integer dots as llama.cpp's, issue 14): F min 0.99871
+         * (closer than A), top-1 46/48, one flip 0.27 below llama.cpp's best at pos 46 (its F16
+         * KV cache remains): F cosine >= 0.998, other top-1 within 0.3. */
+        {"bitnet-silu", bns, gen_prompt, 16, 48, 0.995, 0.15, 0.9, false, false, "TQ1_0", 36, 0.01, 0.998, 0.3},
+        {"bitnet-silu", bns, gen_prompt, 16, 48, 0.995, 0.15, 0.9, false, false, "TQ2_0", 37, 0.01, 0.998, 0.3},
+        {"bitnet-silu", bns, gen_prompt, 16, 48, 0.9999, 0.02, 0.95, false, false, "F16", 1, 0.01, 0.9999, 0},
         /* Issue 16: qwen3 (llama.cpp's "qwen3": per-head q/k RMS norms before RoPE, head_dim
          * 128 with 4 heads over hidden 256, untied): F16, Q8_0 and Q4_K_M. Measured: Q4_K_M A
          * min 0.99945 (C 0.99944: llama.cpp's Q8_K activations), B 0.9999999, 48/48, verify
          * vs the HF source 4-bit pass; Q8_0 A 0.99993, 48/48; F16 A 0.9999999, 48/48 */
-        {"qwen3", qwen3, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995},
-        {"qwen3", qwen3, gen_prompt, 16, 48, 0.999, 0, 1.0, false, false, "Q8_0", 7, 0, 0.9995},
-        {"qwen3", qwen3, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999},
+        {"qwen3", qwen3, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995, 0},
+        {"qwen3", qwen3, gen_prompt, 16, 48, 0.999, 0, 1.0, false, false, "Q8_0", 7, 0, 0.9995, 0},
+        {"qwen3", qwen3, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], bin_dir, tmp);
 
@@ -467,7 +476,7 @@ int main(void) {
     kq_prompt[0] = 1;
     for (int i = 1; i < 48; i++) kq_prompt[i] = 3 + (int32_t)((i * 7919u + 13u) % (KQ_VOCAB - 3));
     /* measured A min 0.99977 (0.99977 on every variant), top-1 48/48; B 0.9999993 */
-    const peer_case kq = {"kquant-random", kq_src, kq_prompt, 48, 48, 0.999, 0, 1.0, true, false, NULL, 0, 0, 0.9995};
+    const peer_case kq = {"kquant-random", kq_src, kq_prompt, 48, 48, 0.999, 0, 1.0, true, false, NULL, 0, 0, 0.9995, 0};
     if (made) check_case(&kq, bin_dir, tmp);
     if (made && qp_test_failed == 0) remove(kq_src);
     return qp_test_finish();
