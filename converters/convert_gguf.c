@@ -31,26 +31,39 @@ const char *qp_convert_gguf_arch(const qp_model *m) {
 /* GGUF type ids from 36 on (I2_S and the flavours sharing its id) exist only in forks of ggml. */
 #define GGML_UPSTREAM_TYPE_END 36
 
-/* A BitNet file is written only for a consumer that runs it: the activation must be the one
- * its architecture name means, and llama.cpp's "bitnet" holds only types upstream ggml has. */
+bool qp_plan_has_ms_i2s(const qp_plan *plan) {
+    for (int64_t i = 0; i < plan->n; i++)
+        if (plan->t[i].dst_enc == QP_ENC_I2_S) return true;
+    return false;
+}
+
+/* A BitNet file is written only for a consumer that runs it (readers/gguf.md "BitNet
+ * architectures"): the activation must be the one its architecture name means, and a "bitnet"
+ * file is either llama.cpp's (upstream ggml types only) or bitnet.cpp's (MS I2_S projections,
+ * no ternary type of llama.cpp's beside them). */
 static qp_status check_bitnet_target(const qp_model *m, const char *arch, const qp_plan *plan,
                                      qp_err *e) {
     qp_act act;
-    bool i8;
-    if (!arch || !qp_gguf_bitnet_arch(arch, &act, &i8)) return QP_OK;
+    bool i8, ms_i2s = qp_plan_has_ms_i2s(plan);
+    if (!arch || !qp_gguf_bitnet_arch(arch, ms_i2s, &act, &i8)) return QP_OK;
     if (m->arch.act != act)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: general.architecture '%s' means %s to the "
                        "runtime that runs it, but this model's FFN activation is %s; no consumer "
                        "runs that combination", m->path, arch, qp_act_name(act),
                        qp_act_name(m->arch.act));
-    for (int64_t i = 0; !i8 && i < plan->n; i++) {
-        int id = qp_encoding_gguf_type(plan->t[i].dst_enc);
-        if (id >= 0 && id < GGML_UPSTREAM_TYPE_END) continue;
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' would be %s, which llama.cpp's "
-                       "'bitnet' (the SiLU kind) cannot load, and bitnet.cpp would run it with "
-                       "int8 activations that 'bitnet' does not mean: use TQ1_0, TQ2_0 or F16",
-                       m->path, plan->t[i].name,
-                       qp_encoding_get(plan->t[i].dst_enc)->upper_name);
+    if (strcmp(arch, "bitnet") != 0) return QP_OK;
+    for (int64_t i = 0; i < plan->n; i++) {
+        qp_encoding enc = plan->t[i].dst_enc;
+        int id = qp_encoding_gguf_type(enc);
+        bool upstream = id >= 0 && id < GGML_UPSTREAM_TYPE_END;
+        bool llama_ternary = enc == QP_ENC_TQ1_0 || enc == QP_ENC_TQ2_0;
+        if (ms_i2s ? enc == QP_ENC_I2_S || (upstream && !llama_ternary) : upstream) continue;
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' would be %s in a 'bitnet' file (%s): "
+                       "use TQ1_0, TQ2_0 or F16 (llama.cpp) or I2_S (bitnet.cpp)", m->path,
+                       plan->t[i].name, qp_encoding_get(enc)->upper_name,
+                       ms_i2s ? "its other projections are bitnet.cpp's I2_S, and no consumer "
+                                "loads both kinds of ternary type"
+                              : "neither llama.cpp nor bitnet.cpp runs that type under 'bitnet'");
     }
     return QP_OK;
 }
@@ -357,19 +370,29 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
 
 static bool is_split_key(const char *k) { return strncmp(k, "split.", 6) == 0; }
 
-static qp_status gguf_source_metadata(const qp_model *m, uint32_t file_type, qp_gguf_writer *w,
+/* Keys not copied from a GGUF source: rewritten for the output (the BitNet keys because the
+ * output's weights decide what "bitnet" computes). */
+static bool rewritten_key(const qp_model *m, const char *k) {
+    qp_act act;
+    bool i8;
+    if (qp_gguf_bitnet_arch(m->arch_name, false, &act, &i8) &&
+        (strcmp(k, QP_GGUF_FFN_ACT_KEY) == 0 || strcmp(k, QP_GGUF_ACT_QUANT_KEY) == 0))
+        return true;
+    return is_split_key(k) || strcmp(k, "general.quantization_version") == 0 ||
+           strcmp(k, "general.file_type") == 0 || strcmp(k, QP_GGUF_I2S_FLAVOUR_KEY) == 0;
+}
+
+static qp_status gguf_source_metadata(const qp_model *m, const qp_plan *plan, qp_gguf_writer *w,
                                       qp_err *e) {
     qp_status s = QP_OK;
     for (int64_t i = 0; i < m->n_meta; i++) {
         const qp_meta *md = &m->meta[i];
-        if (is_split_key(md->key) || strcmp(md->key, "general.quantization_version") == 0 ||
-            strcmp(md->key, "general.file_type") == 0 || strcmp(md->key, QP_GGUF_I2S_FLAVOUR_KEY) == 0)
-            continue;
+        if (rewritten_key(m, md->key)) continue;
         if ((s = qp_gguf_writer_add_meta(w, md, e)) != QP_OK) return s;
     }
-    if ((s = qp_gguf_bitnet_keys(m, m->arch_name, w, e)) != QP_OK) return s;
+    if ((s = qp_gguf_bitnet_keys(m->arch_name, qp_plan_has_ms_i2s(plan), w, e)) != QP_OK) return s;
     s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);
-    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", file_type, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", plan->file_type, e);
     return s;
 }
 
@@ -388,9 +411,9 @@ qp_status qp_convert_gguf_write(const qp_model *m, const qp_plan *plan, const qp
     qp_gguf_writer *w;
     if ((s = qp_gguf_writer_new(out_path, &w, e)) != QP_OK) return s;
     if (m->format == QP_FORMAT_GGUF)
-        s = gguf_source_metadata(m, plan->file_type, w, e);
+        s = gguf_source_metadata(m, plan, w, e);
     else
-        s = qp_hf_gguf_metadata(m, arch, plan->file_type, w, e);
+        s = qp_hf_gguf_metadata(m, arch, plan, w, e);
     /* tensors written under a shared GGUF type (QK256 under 36) say which flavour they are
      * (readers/gguf.md "Type 36 flavours"); one file holds one flavour */
     const char *flavour = NULL;

@@ -52,12 +52,14 @@ const char *qp_convert_gguf_arch(const qp_model *m);
  * llama2.c): general.*, <arch>.* with llama.cpp's exact types and tokenizer.ggml.* from
  * m->vocab; general.quantization_version and general.file_type last. */
 struct qp_gguf_writer;
-QP_NODISCARD qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
+QP_NODISCARD qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, const qp_plan *plan,
                                            struct qp_gguf_writer *w, qp_err *e);
-/* converters/hf_to_gguf.c: quantpack's keys for what a BitNet architecture name implies
- * (readers/gguf_meta.h QP_GGUF_FFN_ACT_KEY, QP_GGUF_ACT_QUANT_KEY), each unless a GGUF source
- * already has it (copied with its metadata); nothing for other architectures. */
-QP_NODISCARD qp_status qp_gguf_bitnet_keys(const qp_model *m, const char *arch,
-                                           struct qp_gguf_writer *w, qp_err *e);
+/* converters/hf_to_gguf.c: quantpack's keys for what a BitNet architecture name implies with
+ * the output's weights (ms_i2s: its projections are MS I2_S; readers/gguf_meta.h
+ * QP_GGUF_FFN_ACT_KEY, QP_GGUF_ACT_QUANT_KEY); nothing for other architectures. */
+QP_NODISCARD qp_status qp_gguf_bitnet_keys(const char *arch, bool ms_i2s, struct qp_gguf_writer *w,
+                                           qp_err *e);
+/* True when a tensor of the plan becomes MS I2_S (bitnet.cpp's type-36 flavour). */
+bool qp_plan_has_ms_i2s(const qp_plan *plan);
 
 #endif

@@ -82,21 +82,17 @@ static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) 
     return s;
 }
 
-qp_status qp_gguf_bitnet_keys(const qp_model *m, const char *arch, qp_gguf_writer *w, qp_err *e) {
+qp_status qp_gguf_bitnet_keys(const char *arch, bool ms_i2s, qp_gguf_writer *w, qp_err *e) {
     qp_act act;
     bool i8;
-    if (!arch || !qp_gguf_bitnet_arch(arch, &act, &i8)) return QP_OK;
-    bool copied = m->format == QP_FORMAT_GGUF;
+    if (!arch || !qp_gguf_bitnet_arch(arch, ms_i2s, &act, &i8)) return QP_OK;
     const char *an = qp_act_name(act), *qn = i8 ? QP_ACT_QUANT_INT8 : QP_ACT_QUANT_NONE;
-    qp_status s = QP_OK;
-    if (!(copied && qp_model_meta(m, QP_GGUF_FFN_ACT_KEY)))
-        s = qp_gguf_writer_add_str(w, QP_GGUF_FFN_ACT_KEY, an, strlen(an), e);
-    if (s == QP_OK && !(copied && qp_model_meta(m, QP_GGUF_ACT_QUANT_KEY)))
-        s = qp_gguf_writer_add_str(w, QP_GGUF_ACT_QUANT_KEY, qn, strlen(qn), e);
+    qp_status s = qp_gguf_writer_add_str(w, QP_GGUF_FFN_ACT_KEY, an, strlen(an), e);
+    if (s == QP_OK) s = qp_gguf_writer_add_str(w, QP_GGUF_ACT_QUANT_KEY, qn, strlen(qn), e);
     return s;
 }
 
-qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file_type,
+qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, const qp_plan *plan,
                               qp_gguf_writer *w, qp_err *e) {
     const qp_arch *a = &m->arch;
     if (a->hidden <= 0 || a->n_layers <= 0 || a->n_heads <= 0)
@@ -126,8 +122,8 @@ qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, uint32_t file
         s = add_f32_key(w, arch, "attention.layer_norm_rms_epsilon",
                         a->norm_eps > 0 ? a->norm_eps : 1e-5f, e);
     if (s == QP_OK) s = tokenizer_kvs(m, w, e);
-    if (s == QP_OK) s = qp_gguf_bitnet_keys(m, arch, w, e);
+    if (s == QP_OK) s = qp_gguf_bitnet_keys(arch, qp_plan_has_ms_i2s(plan), w, e);
     if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);
-    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", file_type, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.file_type", plan->file_type, e);
     return s;
 }

@@ -483,16 +483,25 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     if (pe->src_kind == QP_SRC_BITNET_U8) src = QP_ENC_F32; /* decoded as floats */
     if (qp_quant_bitnet_recipe(o->quant, m)) {
         if (is_bitnet_projection(pe->name) && nd == 2) {
-            qp_encoding t = default_type(o->quant);
-            int64_t need = t == QP_ENC_I2_S ? 128 : 256;
-            if (pe->ne[0] % need != 0) {
+            /* the recipe's ternary type unless a --tensor-type pattern chose (a ternary type is
+               reached by BitNet's absmean ternarization, any other by its own encoder) */
+            qp_status st = QP_OK;
+            const qp_tensor_type_override *ov = override_of(o, pe->name, &st, m->path, e);
+            if (st != QP_OK) return st;
+            qp_encoding t = ov ? ov->enc : default_type(o->quant);
+            const qp_encoding_traits *tt = qp_encoding_get(t);
+            if (pe->ne[0] % tt->block_elems != 0) {
                 dst = QP_ENC_F32;
                 pe->fallback = true;
                 qs->n_fallback++;
             } else {
                 dst = t;
-                pe->ternary = true;
+                pe->ternary = (tt->flags & (QP_ENC_FLAG_TERNARY | QP_ENC_FLAG_SIBLING_SCALE)) != 0;
             }
+        } else if (o->tensor.has_token_embd_type && c == CAT_TOKEN_EMBD) {
+            dst = o->tensor.token_embd_type;
+        } else if (o->tensor.has_output_type && c == CAT_OUTPUT) {
+            dst = o->tensor.output_type;
         } else if (src == QP_ENC_F32 || src == QP_ENC_F16) {
             dst = src;
         } else if (src == QP_ENC_BF16) {

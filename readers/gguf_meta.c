@@ -131,11 +131,18 @@ static const char *arch_key(char *buf, size_t n, const char *arch, const char *s
 
 static bool has_tensor(const qp_model *m, const char *name) { return qp_model_find(m, name) != NULL; }
 
-bool qp_gguf_bitnet_arch(const char *arch, qp_act *act, bool *act_int8) {
+/* bitnet.cpp's weights: any tensor in its I2_S (the type-36 flavour microsoft/BitNet writes) */
+static bool has_ms_i2s(const qp_model *m) {
+    for (int64_t i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].enc == QP_ENC_I2_S) return true;
+    return false;
+}
+
+bool qp_gguf_bitnet_arch(const char *arch, bool ms_i2s, qp_act *act, bool *act_int8) {
     if (!arch) return false;
     if (strcmp(arch, "bitnet") == 0) {
         *act = QP_ACT_SILU;
-        *act_int8 = false;
+        *act_int8 = ms_i2s;
         return true;
     }
     if (strcmp(arch, "bitnet-b1.58") == 0 || strcmp(arch, "bitnet-25") == 0) {
@@ -201,7 +208,7 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->family = QP_FAMILY_QWEN3;
         a->rope_style = QP_ROPE_NEOX;
         a->qk_norm = true;
-    } else if (qp_gguf_bitnet_arch(arch, &a->act, &a->act_int8)) {
+    } else if (qp_gguf_bitnet_arch(arch, has_ms_i2s(m), &a->act, &a->act_int8)) {
         a->family = QP_FAMILY_BITNET;
         a->rope_style = QP_ROPE_NEOX; /* llama.cpp and bitnet.cpp: LLAMA_ROPE_TYPE_NEOX */
         a->sub_norms = true;          /* both graphs require attn_sub_norm / ffn_sub_norm */

@@ -46,10 +46,12 @@ const char *qp_gguf_meta_type_name(qp_meta_type t);
 #define QP_ACT_QUANT_NONE "none"
 #define QP_ACT_QUANT_INT8 "int8_per_token"
 
-/* What a BitNet general.architecture means to the consumer that runs it: "bitnet" (llama.cpp,
- * the 1bitLLM graph: SiLU, float activations), "bitnet-b1.58" and its earlier name "bitnet-25"
- * (bitnet.cpp, the 2B4T graph: ReLU^2, int8 activations per token). False for other names. */
-bool qp_gguf_bitnet_arch(const char *arch, qp_act *act, bool *act_int8);
+/* What a BitNet general.architecture means to the consumer that runs it: "bitnet" is the 1bitLLM
+ * graph (SiLU): float activations in llama.cpp (upstream types), int8 activations per token in
+ * bitnet.cpp when its projections are MS I2_S (ms_i2s: its I2_S kernels quantize each row);
+ * "bitnet-b1.58" and its earlier name "bitnet-25" (bitnet.cpp, the 2B4T graph: ReLU^2, int8
+ * activations per token). False for other names. */
+bool qp_gguf_bitnet_arch(const char *arch, bool ms_i2s, qp_act *act, bool *act_int8);
 
 /* Name of the sibling scale tensor of a weight: "<base>.scale" for "<base>.weight" (llama.cpp's
  * BitNet "blk.N.attn_q.scale", BitNet-rs's first candidate), else "<name>.scale". False when it

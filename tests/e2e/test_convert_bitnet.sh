@@ -7,7 +7,8 @@
 # - the packed checkpoint gives byte-identical GGUFs to the float one (unpacking is exact);
 # - I2_S tensors are GGUF type 36 with general.file_type 40, arch bitnet-b1.58 (bitnet.cpp's
 #   name for this relu2 kind); the 1bitLLM kind (bitnet-silu) is llama.cpp's "bitnet": its
-#   TQ2_0 says silu and float activations, its I2_S is refused, and a file whose
+#   TQ2_0 says silu and float activations, its I2_S is bitnet.cpp's (silu, int8 activations), QK256
+#   or I2_S mixed with TQ2_0 is refused, and a file whose
 #   quantpack.ffn_activation contradicts its architecture is refused (issue 20);
 # - --dry-run shows the seven projections ternary and the rest float;
 # - QK256: type 36 with 64-byte rows per 256, F32 "<base>.scale", quantpack.i2s.flavour; the
@@ -100,8 +101,22 @@ grep -Eq "quantpack.activation_quant +string +\"int8_per_token\"" "$TMP/inspect-
 grep -Eq "general.architecture +string +\"bitnet\"" "$TMP/inspect" && ok || bad "silu: arch is not bitnet"
 grep -Eq "activation silu \(float activations\)" "$TMP/inspect" && ok || bad "silu: inspect does not read silu / float back"
 grep -Eq "quantpack.activation_quant +string +\"none\"" "$TMP/inspect" && ok || bad "silu: no activation_quant none"
-"$QP" convert "$FX/bitnet-silu" --quant I2_S -o "$TMP/silu-I2_S.gguf" >/dev/null 2>"$TMP/err"; rc=$?
-[ $rc -eq 3 ] && grep -q "use TQ1_0, TQ2_0 or F16" "$TMP/err" && [ ! -e "$TMP/silu-I2_S.gguf" ] && ok || bad "silu I2_S: exit $rc: $(cat "$TMP/err")"
+# I2_S under "bitnet" is bitnet.cpp's file of this kind (its build_bitnet: SiLU; its I2_S kernels
+# quantize activation rows to int8): written, read back as SiLU + int8, runs as the HF source does
+"$QP" convert "$FX/bitnet-silu" --quant I2_S -o "$TMP/silu-I2_S.gguf" >/dev/null 2>"$TMP/err" && ok || bad "silu I2_S: $(cat "$TMP/err")"
+"$QP" inspect "$TMP/silu-I2_S.gguf" >"$TMP/inspect" 2>&1
+grep -Eq "general.architecture +string +\"bitnet\"" "$TMP/inspect" && ok || bad "silu I2_S: arch is not bitnet"
+grep -Eq "activation silu \(int8 per-token activations\)" "$TMP/inspect" && ok || bad "silu I2_S: not read back as silu + int8"
+grep -Eq "quantpack.activation_quant +string +\"int8_per_token\"" "$TMP/inspect" && ok || bad "silu I2_S: no int8 activation key"
+"$QP" verify "$TMP/silu-I2_S.gguf" --against "$FX/bitnet-silu" -n 8 >"$TMP/v" 2>&1 && ok || bad "verify silu I2_S: $(tail -4 "$TMP/v")"
+# back to llama.cpp's kind: the key is rewritten for the output's weights, not copied
+"$QP" convert "$TMP/silu-I2_S.gguf" --quant TQ2_0 --allow-requantize -o "$TMP/silu-back.gguf" >/dev/null 2>"$TMP/err" && ok || bad "I2_S -> TQ2_0: $(cat "$TMP/err")"
+"$QP" inspect "$TMP/silu-back.gguf" 2>&1 | grep -Eq "activation silu \(float activations\)" && ok || bad "I2_S -> TQ2_0: not float activations"
+# a type no consumer runs under "bitnet", and both kinds of ternary type in one file
+"$QP" convert "$FX/bitnet-silu" --quant QK256 -o "$TMP/silu-QK256.gguf" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 3 ] && grep -q "neither llama.cpp nor bitnet.cpp" "$TMP/err" && [ ! -e "$TMP/silu-QK256.gguf" ] && ok || bad "silu QK256: exit $rc: $(cat "$TMP/err")"
+"$QP" convert "$FX/bitnet-silu" --quant I2_S --tensor-type attn_q=TQ2_0 -o "$TMP/silu-mix.gguf" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 3 ] && grep -q "both kinds of ternary type" "$TMP/err" && [ ! -e "$TMP/silu-mix.gguf" ] && ok || bad "silu I2_S + TQ2_0: exit $rc: $(cat "$TMP/err")"
 # the same file saying gelu (4 bytes, patched in place) contradicts llama.cpp's "bitnet"
 LC_ALL=C sed 's/silu/gelu/g' "$TMP/silu-TQ2_0.gguf" >"$TMP/silu-gelu.gguf"
 cmp -s "$TMP/silu-TQ2_0.gguf" "$TMP/silu-gelu.gguf" && bad "patch did not change the file" || ok

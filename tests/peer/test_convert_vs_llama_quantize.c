@@ -91,14 +91,21 @@ static void check_hf(const char *tmp) {
         }
         remove(out);
     }
-    /* and the check has teeth: the SiLU kind as I2_S is refused by our converter (llama.cpp has
-     * no I2_S, readers/gguf.md "BitNet architectures"), and the ReLU^2 kind (bitnet-float) goes
-     * to bitnet.cpp's "bitnet-b1.58", which upstream llama.cpp does not load */
+    /* and the check has teeth: the SiLU kind as I2_S is bitnet.cpp's "bitnet" file (its
+     * build_bitnet with I2_S kernels, readers/gguf.md "BitNet architectures"), which upstream
+     * llama.cpp refuses (no type 36); the ReLU^2 kind (bitnet-float) goes to bitnet.cpp's
+     * "bitnet-b1.58", which upstream llama.cpp does not load either */
     char out[4300];
     snprintf(out, sizeof out, "%s/peer-bitnet-I2_S.gguf", tmp);
     qp_convert_opts o = {0};
     o.quant = QP_QUANT_I2_S;
-    QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_ERR_UNSUPPORTED, "bitnet-silu I2_S: not refused");
+    QP_CHECK_MSG(qp_convert_gguf(m, &o, out, &e) == QP_OK, "bitnet-silu I2_S: %s", e.msg);
+    void *i2s = llama_peer_model_load(out, NULL);
+    QP_CHECK_MSG(i2s == NULL, "llama.cpp loaded a 'bitnet' file with I2_S tensors");
+    if (i2s) L.model_free(i2s);
+    else printf("%-22s llama_model_load_from_file refuses our bitnet.cpp I2_S file (no type 36)\n",
+                "bitnet-silu");
+    remove(out);
     qp_model_close(m);
     snprintf(src, sizeof src, "%s/bitnet-float", fx);
     if (qp_model_open(src, NULL, &m, &e) != QP_OK) {
