@@ -1,7 +1,6 @@
-/* Byte-level BPE ("gpt2" vocabularies): a hand-written pre-tokenizer splits the text into words
- * (the GPT-2, Llama 3, Qwen2 and DeepSeek-Coder patterns, see tokenizer.md), every byte of a word
- * becomes its GPT-2 bytes_to_unicode character, and adjacent symbols are merged by merge rank
- * (lowest first, ties leftmost) with a priority queue. */
+/* Byte-level BPE ("gpt2" vocabularies): the pre-tokenizer (tokenizer_pre.c) splits the text into
+ * words, every byte of a word becomes its GPT-2 bytes_to_unicode character, and adjacent symbols
+ * are merged by merge rank (lowest first, ties leftmost) with a priority queue. */
 #include <string.h>
 
 #include "runtime/tokenizer_internal.h"
@@ -29,44 +28,19 @@ static bool pair_get(const qp_pair_index *p, int32_t l, int32_t r, int32_t *rank
     }
 }
 
-static const struct {
-    const char *name;
-    qp_pre_kind kind;
-} k_pre_names[] = {
-    {"", QP_PRE_GPT2}, {"default", QP_PRE_GPT2}, {"gpt-2", QP_PRE_GPT2}, {"gpt2", QP_PRE_GPT2},
-    {"phi-2", QP_PRE_GPT2}, {"mpt", QP_PRE_GPT2}, {"olmo", QP_PRE_GPT2}, {"jais", QP_PRE_GPT2},
-    {"trillion", QP_PRE_GPT2}, {"granite-docling", QP_PRE_GPT2},
-    {"starcoder", QP_PRE_STARCODER}, {"refact", QP_PRE_STARCODER},
-    {"command-r", QP_PRE_STARCODER}, {"smollm", QP_PRE_STARCODER},
-    {"codeshell", QP_PRE_STARCODER}, {"exaone", QP_PRE_STARCODER},
-    {"minerva-7b", QP_PRE_STARCODER},
-    {"llama-bpe", QP_PRE_LLAMA3}, {"llama3", QP_PRE_LLAMA3}, {"llama-v3", QP_PRE_LLAMA3},
-    {"smaug-bpe", QP_PRE_LLAMA3}, {"falcon3", QP_PRE_LLAMA3}, {"pixtral", QP_PRE_LLAMA3},
-    {"qwen2", QP_PRE_QWEN2}, {"deepseek-r1-qwen", QP_PRE_QWEN2},
-    {"deepseek-coder", QP_PRE_DEEPSEEK_CODER}, {"deepseek-llm", QP_PRE_DEEPSEEK_LLM},
-};
-
 void qp_tok_bpe_free(qp_tokenizer *t) {
     qp_free(t->pairs.keys);
     qp_free(t->pairs.ranks);
     qp_free(t->pairs.merged);
     memset(&t->pairs, 0, sizeof t->pairs);
+    qp_tok_pre_free(t->pre);
+    t->pre = NULL;
 }
 
 qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e) {
     const qp_vocab *v = t->v;
-    bool known = false;
-    for (size_t i = 0; i < sizeof k_pre_names / sizeof k_pre_names[0]; i++) {
-        if (strncmp(v->pre, k_pre_names[i].name, sizeof v->pre) == 0) {
-            t->pre = k_pre_names[i].kind;
-            known = true;
-            break;
-        }
-    }
-    if (!known)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "tokenizer: byte-level BPE pre-tokenizer '%.*s' is "
-                                              "not supported (see runtime/tokenizer.md for "
-                                              "the names that are)", (int)sizeof v->pre, v->pre);
+    qp_status s = qp_tok_pre_new(v->pre, sizeof v->pre, &t->pre, e);
+    if (s != QP_OK) return s;
     /* GPT-2 bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
      * take U+0100.. in byte order. */
     uint32_t next = 256;
@@ -126,183 +100,6 @@ qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e) {
     return QP_OK;
 }
 
-/* ---- pre-tokenizers: each returns the length (in code points) of the match at i, 0 if none --- */
-
-typedef struct pre_text {
-    const uint32_t *cp;
-    const uint8_t *fl;
-} pre_text;
-
-#define IS_L(i) (pt->fl[i] & QP_UC_L)
-#define IS_N(i) (pt->fl[i] & QP_UC_N)
-#define IS_WS(i) (pt->fl[i] & QP_UC_WS)
-#define IS_OTHER(i) (!(pt->fl[i] & (QP_UC_WS | QP_UC_L | QP_UC_N)))
-
-static uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
-
-/* 's 't 're 've 'm 'll 'd (case-insensitive when ci). */
-static size_t match_contraction(const pre_text *pt, size_t i, size_t end, bool ci) {
-    if (pt->cp[i] != '\'' || i + 1 >= end) return 0;
-    uint32_t a = ci ? ascii_lower(pt->cp[i + 1]) : pt->cp[i + 1];
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-    if (i + 2 >= end) return 0;
-    uint32_t b = ci ? ascii_lower(pt->cp[i + 2]) : pt->cp[i + 2];
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-    return 0;
-}
-
-/* \s+(?!\S)|\s+ at a whitespace position: a run followed by a non-space keeps its last space
- * for the next word (unless the run is that one space). */
-static size_t match_space_run(const pre_text *pt, size_t i, size_t end) {
-    size_t k = i;
-    while (k < end && IS_WS(k)) k++;
-    if (k < end && k - i > 1) return k - i - 1;
-    return k - i;
-}
-
-/* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-static size_t match_gpt2(const pre_text *pt, size_t i, size_t end) {
-    size_t n = match_contraction(pt, i, end, false);
-    if (n) return n;
-    size_t j = pt->cp[i] == ' ' ? i + 1 : i;
-    if (j < end && IS_L(j)) {
-        while (j < end && IS_L(j)) j++;
-        return j - i;
-    }
-    if (j < end && IS_N(j)) {
-        while (j < end && IS_N(j)) j++;
-        return j - i;
-    }
-    if (j < end && IS_OTHER(j)) {
-        while (j < end && IS_OTHER(j)) j++;
-        return j - i;
-    }
-    return match_space_run(pt, i, end);
-}
-
-/* Llama 3 (max_digits 3) and Qwen2 (max_digits 1):
- * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n]*|
- * \s*[\r\n]+|\s+(?!\S)|\s+ */
-static size_t match_llama3(const pre_text *pt, size_t i, size_t end, size_t max_digits) {
-    size_t n = match_contraction(pt, i, end, true);
-    if (n) return n;
-    uint32_t c = pt->cp[i];
-    if (IS_L(i) || (c != '\r' && c != '\n' && !IS_N(i) && i + 1 < end && IS_L(i + 1))) {
-        size_t j = i + 1;
-        while (j < end && IS_L(j)) j++;
-        return j - i;
-    }
-    if (IS_N(i)) {
-        size_t j = i;
-        while (j < end && j - i < max_digits && IS_N(j)) j++;
-        return j - i;
-    }
-    size_t j = c == ' ' ? i + 1 : i;
-    if (j < end && IS_OTHER(j)) {
-        while (j < end && IS_OTHER(j)) j++;
-        while (j < end && (pt->cp[j] == '\r' || pt->cp[j] == '\n')) j++;
-        return j - i;
-    }
-    /* whitespace: \s*[\r\n]+ ends after the last newline of the run */
-    size_t k = i, last_nl = SIZE_MAX;
-    while (k < end && IS_WS(k)) {
-        if (pt->cp[k] == '\r' || pt->cp[k] == '\n') last_nl = k;
-        k++;
-    }
-    if (last_nl != SIZE_MAX) return last_nl + 1 - i;
-    return match_space_run(pt, i, end);
-}
-
-/* DeepSeek-Coder and DeepSeek-LLM: patterns applied one after the other, each splitting every
- * piece into its matches and the gaps between them. */
-static bool is_cjk_ds(uint32_t c) {
-    return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x0800 && c <= 0x4E00) ||
-           (c >= 0xAC00 && c <= 0xD7FF);
-}
-
-typedef struct cp_range {
-    uint32_t lo, hi;
-} cp_range;
-
-/* DeepSeek-LLM's letter class (the cased letters of its tokenizer.json), in its order */
-static const cp_range k_ds_llm_letters[] = {
-    {0x0041, 0x005A}, {0x0061, 0x007A}, {0x00B5, 0x00B5}, {0x00C0, 0x00D6}, {0x00D8, 0x00F6},
-    {0x00F8, 0x01BA}, {0x01BC, 0x01BF}, {0x01C4, 0x0293}, {0x0295, 0x02AF}, {0x0370, 0x0373},
-    {0x0376, 0x0377}, {0x037B, 0x037D}, {0x037F, 0x037F}, {0x0386, 0x0386}, {0x0388, 0x038A},
-    {0x038C, 0x038C}, {0x038E, 0x03A1}, {0x03A3, 0x03F5}, {0x03F7, 0x0481}, {0x048A, 0x052F},
-    {0x0531, 0x0556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
-    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
-    {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
-    {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
-    {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
-    {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
-    {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
-    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
-    {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4},
-    {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F},
-    {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
-    {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3},
-    {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF},
-    {0x1E900, 0x1E943},
-};
-
-/* DeepSeek-LLM's punctuation class: ASCII punctuation, fullwidth forms, quotes, CJK marks */
-static const cp_range k_ds_llm_punct[] = {
-    {0x0021, 0x002F}, {0x003A, 0x007E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
-    {0x2018, 0x201F}, {0x3000, 0x3002},
-};
-
-static bool in_ranges(const cp_range *r, size_t n, uint32_t c) {
-    for (size_t i = 0; i < n; i++)
-        if (c >= r[i].lo && c <= r[i].hi) return true;
-    return false;
-}
-
-/* the DeepSeek class of step `step` (1 letters, 2 punctuation) for the Coder or the LLM lists */
-static bool in_ds_class(const pre_text *pt, size_t i, int step, bool llm) {
-    if (!llm) return pt->fl[i] & (step == 1 ? QP_UC_L : QP_UC_P);
-    if (step == 1)
-        return in_ranges(k_ds_llm_letters, sizeof k_ds_llm_letters / sizeof k_ds_llm_letters[0],
-                         pt->cp[i]);
-    return in_ranges(k_ds_llm_punct, sizeof k_ds_llm_punct / sizeof k_ds_llm_punct[0], pt->cp[i]);
-}
-
-/* \s?[class]+ */
-static size_t match_ds_class(const pre_text *pt, size_t i, size_t end, int step, bool llm) {
-    size_t j = i;
-    if (IS_WS(j) && j + 1 < end && in_ds_class(pt, j + 1, step, llm)) j++;
-    if (!in_ds_class(pt, j, step, llm)) return 0;
-    while (j < end && in_ds_class(pt, j, step, llm)) j++;
-    return j - i;
-}
-
-static size_t match_run(const pre_text *pt, size_t i, size_t end, unsigned flag) {
-    size_t j = i;
-    while (j < end && (pt->fl[j] & flag)) j++;
-    return j - i;
-}
-
-/* Coder: [\r\n] / \s?\p{L}+ / \s?\p{P}+ / CJK / \p{N}
- * LLM:   [\r\n] / \s?[letters]+ / \s?[punct]+ / \s+$ / CJK / \p{N}+ */
-static size_t match_ds(const pre_text *pt, size_t i, size_t end, int step, bool llm) {
-    if (llm && step == 3) { /* \s+$: whitespace reaching the end of the piece */
-        size_t n = match_run(pt, i, end, QP_UC_WS);
-        return i + n == end ? n : 0;
-    }
-    if (llm && step > 3) step--;
-    switch (step) {
-    case 0: return pt->cp[i] == '\r' || pt->cp[i] == '\n';
-    case 1:
-    case 2: return match_ds_class(pt, i, end, step, llm);
-    case 3: {
-        size_t j = i;
-        while (j < end && is_cjk_ds(pt->cp[j])) j++;
-        return j - i;
-    }
-    default: return llm ? match_run(pt, i, end, QP_UC_N) : IS_N(i) ? 1 : 0;
-    }
-}
-
 /* ---- merging -------------------------------------------------------------------------------- */
 
 typedef struct bpe_sym {
@@ -331,7 +128,7 @@ static bool try_pair(const qp_tokenizer *t, const bpe_sym *sym, int32_t l, int32
 /* Encodes one pre-tokenized word (raw bytes). False on allocation failure. */
 static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work *wk, qp_ids *out) {
     if (n == 0) return true;
-    if (t->pre == QP_PRE_LLAMA3) { /* ignore_merges: a word that is a token is taken whole */
+    if (qp_tok_pre_ignore_merges(t->pre)) { /* a word that is a token is taken whole */
         size_t need = n * 2;
         if (need > wk->mapped_cap) {
             char *m = qp_realloc(wk->mapped, need);
@@ -393,22 +190,6 @@ static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work
 
 /* ---- fragment encoder ----------------------------------------------------------------------- */
 
-typedef struct piece {
-    uint32_t start, end; /* code point indices */
-} piece;
-
-static bool push_piece(piece **p, size_t *n, size_t *cap, uint32_t s, uint32_t e) {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        piece *q = qp_realloc(*p, nc * sizeof *q);
-        if (!q) return false;
-        *p = q;
-        *cap = nc;
-    }
-    (*p)[(*n)++] = (piece){s, e};
-    return true;
-}
-
 qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
                             qp_err *e) {
     if (len >= (size_t)UINT32_MAX / 2)
@@ -418,8 +199,6 @@ qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len,
     uint32_t *cp = qp_malloc(cap * sizeof *cp);
     uint32_t *off = qp_malloc((cap + 1) * sizeof *off);
     uint8_t *fl = qp_malloc(cap);
-    piece *pa = NULL, *pb = NULL;
-    size_t na = 0, ca = 0, nb = 0, cb = 0;
     bpe_work wk = {0};
     bool ok = cp && off && fl;
     /* The text is well-formed UTF-8 (qp_tokenizer_encode sanitised it). */
@@ -440,44 +219,10 @@ qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len,
         i += k;
     }
     if (ok) off[n] = (uint32_t)len;
-    pre_text pt = {cp, fl};
-    if (ok) ok = push_piece(&pa, &na, &ca, 0, (uint32_t)n);
-    int steps = t->pre == QP_PRE_DEEPSEEK_CODER ? 5
-              : t->pre == QP_PRE_DEEPSEEK_LLM   ? 6
-              : t->pre == QP_PRE_STARCODER      ? 2
-                                                : 1;
-    for (int step = 0; ok && step < steps; step++) {
-        nb = 0;
-        for (size_t p = 0; ok && p < na; p++) {
-            size_t i = pa[p].start, end = pa[p].end, gap = i;
-            while (ok && i < end) {
-                size_t m;
-                switch (t->pre) {
-                case QP_PRE_LLAMA3: m = match_llama3(&pt, i, end, 3); break;
-                case QP_PRE_QWEN2: m = match_llama3(&pt, i, end, 1); break;
-                case QP_PRE_DEEPSEEK_CODER: m = match_ds(&pt, i, end, step, false); break;
-                case QP_PRE_DEEPSEEK_LLM: m = match_ds(&pt, i, end, step, true); break;
-                case QP_PRE_STARCODER: /* \p{N} alone first, then GPT-2 */
-                    m = step == 0 ? (pt.fl[i] & QP_UC_N ? 1 : 0) : match_gpt2(&pt, i, end);
-                    break;
-                default: m = match_gpt2(&pt, i, end); break;
-                }
-                if (m == 0) {
-                    i++;
-                    continue;
-                }
-                if (gap < i) ok = push_piece(&pb, &nb, &cb, (uint32_t)gap, (uint32_t)i);
-                if (ok) ok = push_piece(&pb, &nb, &cb, (uint32_t)i, (uint32_t)(i + m));
-                i += m;
-                gap = i;
-            }
-            if (ok && gap < end) ok = push_piece(&pb, &nb, &cb, (uint32_t)gap, (uint32_t)end);
-        }
-        piece *tp = pa; pa = pb; pb = tp;
-        size_t tc = ca; ca = cb; cb = tc;
-        na = nb;
-    }
-    for (size_t p = 0; ok && p < na; p++) {
+    qp_tok_piece *pa = NULL;
+    size_t na = 0;
+    qp_status s = ok ? qp_tok_pre_split(t->pre, cp, fl, n, &pa, &na, e) : QP_OK;
+    for (size_t p = 0; ok && s == QP_OK && p < na; p++) {
         size_t b0 = off[pa[p].start], b1 = off[pa[p].end];
         ok = bpe_word(t, (const uint8_t *)text + b0, b1 - b0, &wk, out);
     }
@@ -485,9 +230,9 @@ qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len,
     qp_free(off);
     qp_free(fl);
     qp_free(pa);
-    qp_free(pb);
     qp_free(wk.sym);
     qp_free(wk.mapped);
     qp_heap_free(&wk.heap);
+    if (s != QP_OK) return s;
     return ok ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory while encoding");
 }

@@ -24,14 +24,20 @@ typedef struct qp_pair_index {
     size_t mask;
 } qp_pair_index;
 
-typedef enum qp_pre_kind {
-    QP_PRE_GPT2 = 0,    /* 's|'t|... ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-    QP_PRE_LLAMA3,      /* llama-bpe: case-insensitive contractions, \p{N}{1,3}, newline runs */
-    QP_PRE_QWEN2,       /* as LLAMA3 with single digits */
-    QP_PRE_DEEPSEEK_CODER, /* [\r\n] / \s?\p{L}+ / \s?\p{P}+ / CJK runs / \p{N}, in sequence */
-    QP_PRE_DEEPSEEK_LLM, /* [\r\n] / \s?[cased letters]+ / \s?[punct]+ / \s+$ / CJK / \p{N}+ */
-    QP_PRE_STARCODER,    /* \p{N} (single digits first), then the GPT-2 pattern */
-} qp_pre_kind;
+/* A byte-level BPE pre-tokenizer (tokenizer_pre.c): a llama.cpp family's regex list. */
+typedef struct qp_tok_pre qp_tok_pre;
+typedef struct qp_tok_piece {
+    uint32_t start, end; /* code point indices */
+} qp_tok_piece;
+
+/* The pre-tokenizer of the GGUF tokenizer.ggml.pre name (at most name_cap bytes);
+ * UNSUPPORTED naming it when llama.cpp's list has no such name. */
+QP_NODISCARD qp_status qp_tok_pre_new(const char *name, size_t name_cap, qp_tok_pre **out, qp_err *e);
+void qp_tok_pre_free(qp_tok_pre *p);
+bool qp_tok_pre_ignore_merges(const qp_tok_pre *p);
+/* Splits n code points (flags fl) into words; *pieces is allocated with qp_malloc. */
+QP_NODISCARD qp_status qp_tok_pre_split(const qp_tok_pre *p, const uint32_t *cp, const uint8_t *fl, size_t n,
+                                        qp_tok_piece **pieces, size_t *n_pieces, qp_err *e);
 
 struct qp_tokenizer {
     const qp_vocab *v;
@@ -49,7 +55,7 @@ struct qp_tokenizer {
     bool add_space_prefix;
     int32_t byte_ids[256]; /* id of "<0xNN>" or -1 */
     /* byte-level BPE */
-    qp_pre_kind pre;
+    qp_tok_pre *pre;
     qp_pair_index pairs;
     uint32_t byte_cp[256];  /* GPT-2 bytes_to_unicode */
     int16_t cp_byte[324];   /* inverse of byte_cp (-1 where none) */

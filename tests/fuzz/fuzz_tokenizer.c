@@ -1,5 +1,5 @@
 /* Fuzz target: the tokenizers on arbitrary text. Byte 0 selects options (bit 0 parse_special,
- * bit 1 add_bos, bits 2-3 the byte-level pre-tokenizer); the rest is the text, encoded with a small
+ * bit 1 add_bos, bits 2-5 the byte-level pre-tokenizer family); the rest is the text, encoded with a small
  * in-memory vocabulary of each kind (SentencePiece, byte-level BPE, WordPiece) and decoded again.
  * Checked: encode succeeds, every id is in range, every piece decodes, and for well-formed UTF-8
  * (without special-token parsing) SentencePiece and byte-level BPE give back the exact text. */
@@ -106,7 +106,12 @@ static bool has_u2581(const char *s, size_t len) {
     return false;
 }
 
-static const char *const k_pre[4] = {"gpt-2", "llama-bpe", "qwen2", "deepseek-coder"};
+/* one name per family of runtime/tokenizer_pre.c whose regexes differ most (lookaheads, $, \\b,
+ * empty matches, cascading counts) */
+static const char *const k_pre[16] = {"gpt-2",       "llama-bpe",  "qwen2",      "deepseek-coder",
+                                      "deepseek-llm", "deepseek-v3", "tekken",     "gpt-4o",
+                                      "tiny_aya",    "superbpe",   "chameleon",  "jais-2",
+                                      "exaone-moe",  "bloom",      "default",    "youtu"};
 
 static void run(const fvocab *f, const char *text, size_t len, bool add_bos, bool special) {
     qp_tokenizer *t = NULL;
@@ -151,7 +156,7 @@ qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
     bool special = opt & 1, add_bos = (opt & 2) != 0;
-    snprintf(g_bpe.v.pre, sizeof g_bpe.v.pre, "%s", k_pre[(opt >> 2) & 3]);
+    snprintf(g_bpe.v.pre, sizeof g_bpe.v.pre, "%s", k_pre[(opt >> 2) & 15]);
     run(&g_spm, text, len, add_bos, special);
     run(&g_bpe, text, len, add_bos, special);
     run(&g_wpm, text, len, add_bos, special);

@@ -36,7 +36,32 @@ static inline float random_llama_frand(void) {
     return s * 0.05f;
 }
 
-static inline bool random_llama_keys(const random_llama *s, qp_gguf_writer *w, qp_err *e) {
+static const char *const k_random_llama_tok_models[] = {"none", "llama", "gpt2", "bert"};
+
+/* A real vocabulary's keys (tokens, types, merges, ids) with tokenizer.ggml.pre = pre, as
+ * convert_hf_to_gguf writes them. */
+static inline bool random_llama_vocab_keys(const qp_vocab *v, const char *pre, qp_gguf_writer *w, qp_err *e) {
+    const char *model = k_random_llama_tok_models[v->model];
+    uint64_t nv = (uint64_t)v->n_tokens;
+    bool ok = qp_gguf_writer_add_str(w, "tokenizer.ggml.model", model, strlen(model), e) == QP_OK &&
+              qp_gguf_writer_add_str(w, "tokenizer.ggml.pre", pre, strlen(pre), e) == QP_OK &&
+              qp_gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", v->tokens, v->token_lens, nv, e) == QP_OK;
+    uint8_t *types = qp_malloc((size_t)nv * 4);
+    ok = ok && types;
+    for (uint64_t i = 0; ok && i < nv; i++) qp_store_u32le(types + 4 * i, (uint32_t)(v->types ? v->types[i] : 1));
+    ok = ok && qp_gguf_writer_add_array(w, "tokenizer.ggml.token_type", QP_META_I32, nv, types, e) == QP_OK;
+    qp_free(types);
+    if (ok && v->n_merges > 0)
+        ok = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.merges", v->merges, NULL, (uint64_t)v->n_merges, e) == QP_OK;
+    if (ok && v->bos_id >= 0) ok = qp_gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id, e) == QP_OK;
+    if (ok && v->eos_id >= 0) ok = qp_gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id, e) == QP_OK;
+    return ok && qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", false, e) == QP_OK &&
+           qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e) == QP_OK;
+}
+
+/* vocab NULL: the filler vocabulary. */
+static inline bool random_llama_keys(const random_llama *s, const qp_vocab *vocab, const char *pre,
+                                     qp_gguf_writer *w, qp_err *e) {
     bool ok = qp_gguf_writer_add_str(w, "general.architecture", "llama", 5, e) == QP_OK &&
               qp_gguf_writer_add_str(w, "general.name", s->label, strlen(s->label), e) == QP_OK &&
               qp_gguf_writer_add_u32(w, "llama.context_length", 256, e) == QP_OK &&
@@ -49,8 +74,9 @@ static inline bool random_llama_keys(const random_llama *s, qp_gguf_writer *w, q
                                      (uint32_t)(s->n_embd / s->n_head), e) == QP_OK &&
               qp_gguf_writer_add_f32(w, "llama.rope.freq_base", 10000.0f, e) == QP_OK &&
               qp_gguf_writer_add_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f, e) == QP_OK &&
-              qp_gguf_writer_add_u32(w, "general.file_type", s->f16 ? 1 : 0, e) == QP_OK &&
-              qp_gguf_writer_add_str(w, "tokenizer.ggml.model", "llama", 5, e) == QP_OK;
+              qp_gguf_writer_add_u32(w, "general.file_type", s->f16 ? 1 : 0, e) == QP_OK;
+    if (vocab) return ok && random_llama_vocab_keys(vocab, pre, w, e);
+    ok = ok && qp_gguf_writer_add_str(w, "tokenizer.ggml.model", "llama", 5, e) == QP_OK;
     char **toks = qp_calloc((size_t)s->n_vocab, sizeof *toks);
     uint8_t *scores = qp_malloc((size_t)s->n_vocab * 4), *types = qp_malloc((size_t)s->n_vocab * 4);
     ok = ok && toks && scores && types;
@@ -96,11 +122,13 @@ static inline bool random_llama_data(qp_gguf_writer *w, int64_t n, bool f16, boo
     return ok;
 }
 
-/* Writes the model s describes to path; false with e set on failure (nothing left at path). */
-static inline bool random_llama_write(const random_llama *s, const char *path, qp_err *e) {
+/* Writes the model s describes to path with vocab (n_vocab must be its size) and pre, or the
+ * filler vocabulary when vocab is NULL; false with e set on failure (nothing left at path). */
+static inline bool random_llama_write_vocab(const random_llama *s, const qp_vocab *vocab, const char *pre,
+                                            const char *path, qp_err *e) {
     qp_gguf_writer *w;
     if (qp_gguf_writer_new(path, &w, e) != QP_OK) return false;
-    bool ok = random_llama_keys(s, w, e);
+    bool ok = random_llama_keys(s, vocab, pre, w, e);
     int kv = s->n_embd / s->n_head * s->n_kv;
     typedef struct td { char name[64]; int64_t ne0, ne1; } td; /* ne1 1: a norm */
     int nt = 3 + 9 * s->n_layer;
@@ -144,6 +172,10 @@ static inline bool random_llama_write(const random_llama *s, const char *path, q
         return false;
     }
     return qp_gguf_writer_finish(w, e) == QP_OK;
+}
+
+static inline bool random_llama_write(const random_llama *s, const char *path, qp_err *e) {
+    return random_llama_write_vocab(s, NULL, NULL, path, e);
 }
 
 #endif
