@@ -5,7 +5,9 @@
  * (qp_model_open + qp_tokenizer_encode), and both tokenize the 46 strings of llama.cpp's vocab
  * test plus a corpus of code, numbers, CJK, kana, Hangul, emoji, marks, whitespace runs and the
  * characters each family's regexes single out. Ids must be equal for every string. */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qp_test.h"
 #include "qp_test_util.h"
@@ -136,8 +138,9 @@ int main(void) {
     qp_model *src = NULL;
     qp_err e = {0};
     QP_CHECK_MSG(qp_model_open(vpath, NULL, &src, &e) == QP_OK, "%s", e.msg);
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", qp_test_tmp_dir("/tmp"));
+    char tmp[1024]; /* a folder of its own: other tests count and clean $QP_TMP_DIR */
+    snprintf(tmp, sizeof tmp, "%s/tokenizer_pre_llama_XXXXXX", qp_test_tmp_dir("/tmp"));
+    QP_CHECK_MSG(mkdtemp(tmp) != NULL, "mkdtemp(%s) failed", tmp);
     int checked = 0, refused = 0;
     for (size_t i = 0; src && i < sizeof k_names / sizeof k_names[0]; i++) {
         int d = run_name(&src->vocab, k_names[i], tmp);
@@ -153,6 +156,7 @@ int main(void) {
     printf("%d names checked against llama.cpp, %d refused by it\n", checked, refused);
     QP_CHECK_MSG(refused <= 2, "llama.cpp refused %d names", refused);
     qp_model_close(src);
+    rmdir(tmp);
     for (int k = 0; k < g_n_strings; k++) qp_free(g_strings[k]);
     return qp_test_finish();
 }
