@@ -136,6 +136,19 @@ void qp_cli_clean_up_on_signals(void);
 /* Monotonic clock in seconds (durations only). */
 double qp_cli_now_s(void);
 
+/* The conversion progress line of every convert target: "[k/n] name  pct%  MB/s" rewritten in
+ * place on stderr, only when stderr is a terminal and the run has lasted a second (short runs and
+ * logs stay quiet); a newline ends it after the last tensor. qp_cli_progress_start first. */
+typedef struct qp_cli_progress {
+    double t0, last;
+    bool shown, tty;
+} qp_cli_progress;
+void qp_cli_progress_start(qp_cli_progress *p);
+void qp_cli_progress_show(qp_cli_progress *p, int64_t k, int64_t n, const char *name, uint64_t done,
+                          uint64_t total);
+/* Ends a line left open by a failed run. */
+void qp_cli_progress_end(qp_cli_progress *p);
+
 /* ---- generation options (cli/cli_gen.c): run, chat and serve take them as llama.cpp's tools
  * do: -m MODEL, -c/--ctx-size, -s/--seed (-1 or absent: random, shown on stderr), -n -1 (until
  * EOS or the context end), -t, -f FILE, sampling values checked (temperature >= 0,
@@ -175,7 +188,8 @@ typedef struct qp_cli_run_args {
 
 /* convert (every target), bullet-pack and gguf-to-rdrr: cli/cmd_convert.c parses once with one
  * table, then the target's function runs. Rows' used_by bits: */
-enum { QP_TO_GGUF = 1u << 0, QP_TO_RDRR = 1u << 1, QP_TO_TRLM = 1u << 2, QP_TO_BULLET = 1u << 3 };
+enum { QP_TO_GGUF = 1u << 0, QP_TO_RDRR = 1u << 1, QP_TO_TRLM = 1u << 2, QP_TO_BULLET = 1u << 3,
+       QP_TO_SAFETENSORS = 1u << 6 };
 typedef struct qp_cli_convert_args {
     const char *cmd; /* message prefix */
     const char *src, *out, *to, *quant, *tokenizer;
@@ -214,6 +228,8 @@ int qp_cmd_trillim_quantize(int argc, char **argv);
 int qp_cmd_inference(int argc, char **argv);          /* cli/cmd_inference.c (protocol v1) */
 int qp_cmd_trillim_inference(int argc, char **argv);  /* cli/cmd_trillim_inference.c */
 int qp_cli_convert_trlm(const qp_cli_convert_args *a);
+/* convert --to safetensors (cli/cmd_safetensors.c). */
+int qp_cli_convert_safetensors(const qp_cli_convert_args *a);
 
 /* .bullet (cli/cmd_bullet.c) */
 int qp_cmd_bullet_pack(int argc, char **argv);

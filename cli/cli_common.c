@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -108,6 +109,33 @@ double qp_cli_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void qp_cli_progress_start(qp_cli_progress *p) {
+    *p = (qp_cli_progress){.t0 = qp_cli_now_s(), .tty = isatty(STDERR_FILENO) == 1};
+}
+
+void qp_cli_progress_show(qp_cli_progress *p, int64_t k, int64_t n, const char *name, uint64_t done,
+                          uint64_t total) {
+    if (!p->tty) return;
+    double t = qp_cli_now_s();
+    if (!p->shown && t - p->t0 < 1.0) return; /* short runs stay quiet */
+    if (k < n && t - p->last < 0.5) return;
+    p->last = t;
+    p->shown = true;
+    double el = t - p->t0;
+    fprintf(stderr, "\r[%lld/%lld] %-40.40s %6.1f%%  %8.1f MB/s", (long long)k, (long long)n, name,
+            total ? 100.0 * (double)done / (double)total : 100.0, el > 0 ? (double)done / 1e6 / el : 0.0);
+    if (k == n) {
+        fputc('\n', stderr);
+        p->shown = false;
+    }
+    fflush(stderr);
+}
+
+void qp_cli_progress_end(qp_cli_progress *p) {
+    if (p->shown) fputc('\n', stderr);
+    p->shown = false;
 }
 
 /* ---- outputs: the rule, stale partials, signals (core/outfile.md) --------------------------- */

@@ -1,8 +1,8 @@
-/* quantpack convert SRC --to gguf|rdrr|trlm|bullet ... and the companions bullet-pack and
+/* quantpack convert SRC --to gguf|rdrr|trlm|bullet|safetensors ... and the companions bullet-pack and
  * gguf-to-rdrr: one option table for every target, parsed once; each row names the targets that
  * use it, and a row given to a target that does not is refused. The GGUF target lives here
- * (converters/recipes.md); rdrr, trlm and bullet run in cli/cmd_rdrr.c, cmd_trillim.c and
- * cmd_bullet.c. */
+ * (converters/recipes.md); rdrr, trlm, bullet and safetensors run in cli/cmd_rdrr.c,
+ * cmd_trillim.c, cmd_bullet.c and cmd_safetensors.c. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,27 +13,12 @@
 #include "converters/convert_gguf.h"
 #include "readers/imatrix.h"
 #include "writers/rdrr_writer.h"
+#include "writers/safetensors_writer.h"
 #include "writers/trlm_writer.h"
-
-typedef struct progress {
-    double t0, last;
-    bool shown;
-} progress;
 
 static void on_progress(void *ud, int64_t k, int64_t n, const qp_plan_entry *pe, uint64_t done,
                         uint64_t total) {
-    progress *p = ud;
-    double t = qp_cli_now_s();
-    if (!p->shown && t - p->t0 < 1.0) return; /* short runs stay quiet */
-    if (k < n && t - p->last < 0.5) return;
-    p->last = t;
-    p->shown = true;
-    double el = t - p->t0;
-    fprintf(stderr, "\r[%lld/%lld] %-40.40s %6.1f%%  %8.1f MB/s", (long long)k, (long long)n,
-            pe->name, total ? 100.0 * (double)done / (double)total : 100.0,
-            el > 0 ? (double)done / 1e6 / el : 0.0);
-    if (k == n) fputc('\n', stderr);
-    fflush(stderr);
+    qp_cli_progress_show(ud, k, n, pe->name, done, total);
 }
 
 static void shape_str(const qp_plan_entry *pe, char *buf, size_t n) {
@@ -180,7 +165,8 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     co.threads = threads;
     co.allow_requantize = a->allow_requantize;
     co.allow_nonfinite = a->allow_nonfinite;
-    progress pr = {qp_cli_now_s(), 0, false};
+    qp_cli_progress pr;
+    qp_cli_progress_start(&pr);
     co.progress = on_progress;
     co.progress_ud = &pr;
     qp_plan plan;
@@ -193,7 +179,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     if (a->dry_run) {
         print_plan(&plan);
     } else if (qp_convert_gguf_write(m, &plan, &co, out, &e) != QP_OK) {
-        if (pr.shown) fputc('\n', stderr);
+        qp_cli_progress_end(&pr);
         rc = qp_cli_fail(&e);
     } else {
         double el = qp_cli_now_s() - pr.t0;
@@ -221,6 +207,7 @@ static const struct {
     {"rdrr", QP_TO_RDRR, qp_cli_convert_rdrr},     /* cli/cmd_rdrr.c */
     {"trlm", QP_TO_TRLM, qp_cli_convert_trlm},     /* cli/cmd_trillim.c */
     {"bullet", QP_TO_BULLET, qp_cli_convert_bullet}, /* cli/cmd_bullet.c */
+    {"safetensors", QP_TO_SAFETENSORS, qp_cli_convert_safetensors}, /* cli/cmd_safetensors.c */
 };
 
 static const char k_convert_usage[] =
@@ -228,7 +215,8 @@ static const char k_convert_usage[] =
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
     "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR\n"
     "       quantpack convert SRC --to trlm -o DIR [--quant auto|ternary|bf16|q8_0] [--lora PEFT_DIR]\n"
-    "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n\n"
+    "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n"
+    "       quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, Qwen3, BitNet float or packed),\n"
     "     a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
     "gguf (default): every llama-quantize file type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,\n"
@@ -248,6 +236,10 @@ static const char k_convert_usage[] =
     "     `inference DIR --config ...`). --quant: the SDK's --quantization of the 2-D weights:\n"
     "     auto = ternary (SDK v1), bf16, q8_0.\n"
     "bullet: a .bullet file for bullet-core (see bullet-pack --help).\n"
+    "safetensors: a Hugging Face folder (model.safetensors, config.json, generation_config.json,\n"
+    "     tokenizer.json + tokenizer_config.json + special_tokens_map.json from any vocabulary)\n"
+    "     from any source; q/k rows back in Hugging Face's order; --quant F32, F16 or BF16 for\n"
+    "     every tensor (default: F16/BF16 tensors kept, others decoded to F32).\n"
     "An option marked [x,y] is used by those targets only.\n";
 
 static const char k_bullet_usage[] =
@@ -270,19 +262,21 @@ static const char k_g2r_usage[] =
  * target. *target: the index in k_targets. */
 static int convert_parse(const char *name, const char *usage, unsigned fixed, int max_pos,
                          int argc, char **argv, qp_cli_convert_args *a, size_t *target) {
-    const unsigned G = QP_TO_GGUF, R = QP_TO_RDRR | PASSTHRU, T = QP_TO_TRLM, B = QP_TO_BULLET;
+    const unsigned G = QP_TO_GGUF, R = QP_TO_RDRR | PASSTHRU, T = QP_TO_TRLM, B = QP_TO_BULLET,
+                   S = QP_TO_SAFETENSORS;
     const qp_cli_opt opts[] = {
         {"--to", NULL, QP_CLI_STR, &a->to, .used_by = TO_ARG, .arg = "TARGET",
-         .help = "gguf (default), rdrr, trlm or bullet"},
-        {"--quant", "-q", QP_CLI_STR, &a->quant, .used_by = G | QP_TO_RDRR | T, .arg = "Q",
-         .help = "[gguf,rdrr] target encoding recipe;\n[trlm] the SDK's --quantization: auto (ternary), bf16, q8_0"},
-        {"--output", "-o", QP_CLI_STR, &a->out, .used_by = G | QP_TO_RDRR | T | B, .arg = "OUT",
+         .help = "gguf (default), rdrr, trlm, bullet or safetensors"},
+        {"--quant", "-q", QP_CLI_STR, &a->quant, .used_by = G | QP_TO_RDRR | T | S, .arg = "Q",
+         .help = "[gguf,rdrr] target encoding recipe;\n[trlm] the SDK's --quantization: auto (ternary), bf16, q8_0;"
+                 "\n[safetensors] F32, F16 or BF16"},
+        {"--output", "-o", QP_CLI_STR, &a->out, .used_by = G | QP_TO_RDRR | T | B | S, .arg = "OUT",
          .help = "output file or directory"},
-        {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B,
+        {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B | S,
          .arg = "FILE", .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
         QP_CLI_THREADS(&a->threads, G | QP_TO_RDRR),
-        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G,
-         .help = "[gguf] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
+        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | S,
+         .help = "[gguf,safetensors] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
         {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
          .help = "[gguf,rdrr] quantized sources may be quantized again"},
         {"--imatrix", NULL, QP_CLI_STR, &a->imatrix, .used_by = G, .arg = "FILE",
@@ -298,7 +292,7 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--tensor-type", NULL, QP_CLI_LIST, &a->tensor_types, .used_by = G, .arg = "PATTERN=TYPE",
          .help = "[gguf] tensors whose name matches the (POSIX extended, lower-cased)\nregular "
                  "expression get TYPE; repeatable, the first match wins"},
-        {"--allow-nonfinite", NULL, QP_CLI_FLAG, &a->allow_nonfinite, .used_by = G | R | T | B,
+        {"--allow-nonfinite", NULL, QP_CLI_FLAG, &a->allow_nonfinite, .used_by = G | R | T | B | S,
          .help = "write NaN/Inf weights (refused by default)"},
         {"--shard-size", NULL, QP_CLI_BYTES, &a->shard_size, .lo = (int64_t)QP_RDRR_MIN_SHARD,
          .used_by = R, .arg = "BYTES",
@@ -309,7 +303,7 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
          .help = "[rdrr] modelId (default: the source name)"},
         {"--no-inline-tensors", NULL, QP_CLI_FLAG, &a->no_inline, .used_by = R,
          .help = "[rdrr] tensor locations only in tensors.json (default: both)"},
-        {"--force", "-f", QP_CLI_FLAG, &a->force, .used_by = G | R | T | B,
+        {"--force", "-f", QP_CLI_FLAG, &a->force, .used_by = G | R | T | B | S,
          .help = "replace an existing OUT: a file, or a folder holding a previous\npackage of the "
                  "same kind (files quantpack did not write are kept);\nnever an input"},
         {"--replace", NULL, QP_CLI_FLAG, &a->force, .used_by = R, .help = "[rdrr] the same as --force"},
@@ -342,7 +336,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         bit = 0;
         for (size_t k = 0; k < sizeof k_targets / sizeof k_targets[0]; k++)
             if (strcasecmp(a->to, k_targets[k].to) == 0) bit = k_targets[k].bit;
-        if (!bit) return qp_cli_usage_error("%s: unknown --to %s (gguf, rdrr, trlm, bullet)", name, a->to);
+        if (!bit)
+            return qp_cli_usage_error("%s: unknown --to %s (gguf, rdrr, trlm, bullet, safetensors)", name, a->to);
     }
     for (size_t k = 0; k < sizeof k_targets / sizeof k_targets[0]; k++)
         if (k_targets[k].bit & (bit == PASSTHRU ? QP_TO_RDRR : bit)) *target = k;
@@ -360,9 +355,10 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
 static int convert_prepare_output(const qp_cli_convert_args *a, unsigned target_bit) {
     if (!a->out || a->dry_run) return QP_EXIT_OK;
     const char *inputs[] = {a->src, a->tokenizer, a->lora, a->head_weights, a->sign};
-    const qp_outdir_kind *kind = (target_bit & QP_TO_RDRR)   ? &qp_rdrr_outdir_kind
-                                 : (target_bit & QP_TO_TRLM) ? &qp_trlm_outdir_kind
-                                                             : NULL;
+    const qp_outdir_kind *kind = (target_bit & QP_TO_RDRR)          ? &qp_rdrr_outdir_kind
+                                 : (target_bit & QP_TO_TRLM)        ? &qp_trlm_outdir_kind
+                                 : (target_bit & QP_TO_SAFETENSORS) ? &qp_hf_outdir_kind
+                                                                    : NULL;
     return qp_cli_prepare_output(a->out, a->force, kind, inputs, sizeof inputs / sizeof inputs[0]);
 }
 

@@ -1,6 +1,7 @@
 /* Any opened model as a Hugging Face safetensors folder (converters/hf_folder.h,
  * converters/hf_folder.md). */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@ static const char *hf_class(qp_family f) {
     case QP_FAMILY_MISTRAL: return "MistralForCausalLM";
     case QP_FAMILY_QWEN2: return "Qwen2ForCausalLM";
     case QP_FAMILY_BITNET: return "BitNetForCausalLM";
+    case QP_FAMILY_QWEN3: return "Qwen3ForCausalLM";
     default: return NULL;
     }
 }
@@ -53,32 +55,95 @@ static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out
     return QP_OK;
 }
 
-static qp_status write_tensors(const qp_model *m, const char *dir, qp_err *e) {
+/* llama.cpp's rope frequency table (Llama 3 GGUFs): HF computes it from config.json. */
+static const char *skip_rule(const qp_tensor *t) {
+    return t->canon && strcmp(t->canon, "rope_freqs.weight") == 0
+               ? "rope frequencies: Hugging Face computes them from config.json"
+               : NULL;
+}
+
+static qp_encoding target_encoding(const qp_tensor *t, qp_encoding dtype) {
+    if (dtype != QP_ENC_COUNT) return dtype;
+    return t->enc == QP_ENC_F16 || t->enc == QP_ENC_BF16 ? t->enc : QP_ENC_F32;
+}
+
+void qp_hf_plan_free(qp_hf_plan *p) {
+    if (!p) return;
+    qp_free(p->t);
+    memset(p, 0, sizeof *p);
+}
+
+qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *out, qp_err *e) {
+    qp_hf_plan p = {0};
+    p.t = qp_calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *p.t);
+    if (!p.t) return qp_fail(e, QP_ERR_NOMEM, "out of memory for %lld tensors", (long long)m->n_tensors);
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        qp_hf_plan_entry *pe = &p.t[p.n];
+        pe->src = t;
+        pe->skip_rule = skip_rule(t);
+        if (pe->skip_rule) {
+            p.n_skipped++;
+            p.n++;
+            continue;
+        }
+        if (!t->canon || !qp_name_map_gguf_to_hf(t->canon, pe->hf_name, sizeof pe->hf_name)) {
+            qp_hf_plan_free(&p);
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
+        }
+        if (t->n_dims > 2) {
+            qp_hf_plan_free(&p);
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
+        }
+        pe->dst = target_encoding(t, dtype);
+        pe->permute_heads = pair_heads(m, t);
+        pe->dst_bytes = (uint64_t)qp_tensor_nelements(t) * qp_encoding_get(pe->dst)->block_bytes;
+        p.dst_bytes += pe->dst_bytes;
+        p.n++;
+    }
+    *out = p;
+    return QP_OK;
+}
+
+/* pe's tensor in its target dtype: the F32 values themselves, or their F16/BF16 encoding in tmp
+ * (round to nearest even, the traits' reference). Returns the bytes to write. */
+static const void *encode_target(const qp_hf_plan_entry *pe, float *f32, void *tmp, int64_t n) {
+    if (pe->dst == QP_ENC_F32) return f32;
+    (void)qp_encoding_quantize_tensor(pe->dst, f32, tmp, n); /* plain types take any n */
+    return tmp;
+}
+
+static qp_status write_tensors(const qp_model *m, const char *dir, const qp_hf_plan *plan,
+                               const qp_hf_folder_opts *o, qp_err *e) {
     char *path = qp_path_join(dir, "model.safetensors");
     qp_st_writer *w = NULL;
     qp_status s = path ? qp_st_writer_new(path, &w, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    int64_t largest = 0;
-    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
-        const qp_tensor *t = &m->tensors[i];
-        char hf[256];
-        const char *name = t->canon ? qp_name_map_gguf_to_hf(t->canon, hf, sizeof hf) : NULL;
-        if (!name) {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
-            break;
-        }
+    int64_t largest = 0, n_out = plan->n - plan->n_skipped;
+    for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
+        const qp_hf_plan_entry *pe = &plan->t[i];
+        const qp_tensor *t = pe->src;
+        if (pe->skip_rule) continue;
         const int64_t shape[2] = {t->n_dims == 1 ? t->ne[0] : t->ne[1], t->ne[0]};
-        if (t->n_dims > 2) s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
-        else s = qp_st_writer_add_tensor(w, name, QP_ENC_F32, t->n_dims, shape, e);
+        s = qp_st_writer_add_tensor(w, pe->hf_name, pe->dst, t->n_dims, shape, e);
         if (qp_tensor_nelements(t) > largest) largest = qp_tensor_nelements(t);
     }
     if (s == QP_OK) s = qp_st_writer_begin(w, e);
     float *buf = NULL, *tmp = NULL;
     if (s == QP_OK && (!(buf = qp_calloc((size_t)largest, sizeof *buf)) || !(tmp = qp_calloc((size_t)largest, sizeof *tmp))))
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory for a tensor of %lld floats", (long long)largest);
-    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
-        const qp_tensor *t = &m->tensors[i];
-        s = decode_tensor(m, t, buf, tmp, e);
-        if (s == QP_OK) s = qp_st_writer_write_tensor(w, buf, (size_t)qp_tensor_nelements(t) * sizeof *buf, e);
+    uint64_t done = 0;
+    for (int64_t i = 0, k = 0; s == QP_OK && i < plan->n; i++) {
+        const qp_hf_plan_entry *pe = &plan->t[i];
+        if (pe->skip_rule) continue;
+        if (o->cancel && atomic_load(o->cancel)) {
+            s = qp_fail(e, QP_ERR_CANCELLED, "cancelled before tensor %s", pe->src->name);
+            break;
+        }
+        const int64_t n = qp_tensor_nelements(pe->src);
+        s = decode_tensor(m, pe->src, buf, tmp, e);
+        if (s == QP_OK) s = qp_st_writer_write_tensor(w, encode_target(pe, buf, tmp, n), (size_t)pe->dst_bytes, e);
+        done += pe->dst_bytes;
+        if (s == QP_OK && o->progress) o->progress(o->progress_user, ++k, n_out, pe->src->name, done, plan->dst_bytes);
     }
     if (s == QP_OK) s = qp_st_writer_finish(w, e);
     else qp_st_writer_abort(w);
@@ -116,14 +181,39 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     return qp_json_write_file(dir, "config.json", j, ok, e);
 }
 
-qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
+/* generation_config.json: the bos/eos ids, as transformers writes them for a causal LM. */
+static qp_status write_generation_config(const qp_model *m, const char *dir, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    const int32_t bos = a->bos_id >= 0 ? a->bos_id : m->vocab.bos_id, eos = a->eos_id >= 0 ? a->eos_id : m->vocab.eos_id;
+    cJSON *j = cJSON_CreateObject();
+    bool ok = j && (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&
+              (eos < 0 || cJSON_AddNumberToObject(j, "eos_token_id", eos));
+    return qp_json_write_file(dir, "generation_config.json", j, ok, e);
+}
+
+qp_status qp_hf_folder_write_plan(const qp_model *m, const char *dir, const qp_hf_plan *plan,
+                                  const qp_hf_folder_opts *o, qp_hf_folder_result *res, qp_err *e) {
     qp_status s = write_config(m, dir, e);
-    if (s == QP_OK) s = write_tensors(m, dir, e);
+    if (s == QP_OK) s = write_tensors(m, dir, plan, o, e);
+    if (s == QP_OK) s = write_generation_config(m, dir, e);
     if (s != QP_OK) return s;
     /* a vocabulary without a tokenizer.json form leaves the folder without tokenizer files (the
      * caller says when OUT has no tokenizer) */
     qp_err te = {0};
     s = qp_hf_tokenizer_write(m, dir, &te);
+    if (res) {
+        res->has_tokenizer = s == QP_OK;
+        snprintf(res->no_tokenizer, sizeof res->no_tokenizer, "%s", s == QP_OK ? "" : te.msg);
+    }
     if (s == QP_ERR_UNSUPPORTED) return QP_OK;
     return s == QP_OK ? QP_OK : qp_fail(e, s, "%s", te.msg);
+}
+
+qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e) {
+    const qp_hf_folder_opts o = {.dtype = QP_ENC_F32};
+    qp_hf_plan plan;
+    qp_status s = qp_hf_folder_plan(m, o.dtype, &plan, e);
+    if (s == QP_OK) s = qp_hf_folder_write_plan(m, dir, &plan, &o, NULL, e);
+    qp_hf_plan_free(&plan);
+    return s;
 }

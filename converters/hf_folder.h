@@ -1,15 +1,58 @@
-/* Any opened model as a Hugging Face safetensors folder, the form the Trillim SDK quantizes
- * (convert --to trlm from a GGUF, a llama2.c checkpoint or an RDRR package). Rules:
- * converters/hf_folder.md. */
+/* Any opened model as a Hugging Face safetensors folder: convert --to safetensors
+ * (converters/convert_safetensors.h) and the form the Trillim SDK quantizes (convert --to trlm from
+ * a GGUF, a llama2.c checkpoint or an RDRR package). Rules: converters/hf_folder.md. */
 #ifndef QP_CONVERTERS_HF_FOLDER_H
 #define QP_CONVERTERS_HF_FOLDER_H
 
+#include "quantpack/convert.h"
 #include "quantpack/model.h"
 
-/* Writes into the existing folder dir: model.safetensors (every tensor under its HF name as F32,
- * decoded one tensor at a time; q/k rows in HF's rotate-halves order), config.json from m->arch,
- * and the tokenizer files from any vocabulary (converters/hf_tokenizer.h; none when its kind has
- * no tokenizer.json form). A tensor without an HF name fails naming it. */
+/* One source tensor: its HF name, the dtype it is written in and whether its rows are put back
+ * in HF's rotate-halves order; or the rule that leaves it out. */
+typedef struct qp_hf_plan_entry {
+    const qp_tensor *src;
+    char hf_name[256];
+    qp_encoding dst;         /* QP_ENC_F32, F16 or BF16 */
+    int64_t permute_heads;   /* > 0: q/k rows from pairs to halves over this many heads */
+    uint64_t dst_bytes;
+    const char *skip_rule;   /* non-NULL: not written, for this reason */
+} qp_hf_plan_entry;
+
+typedef struct qp_hf_plan {
+    qp_hf_plan_entry *t;     /* every source tensor, in source order */
+    int64_t n, n_skipped;
+    uint64_t dst_bytes;
+} qp_hf_plan;
+
+/* Called after each tensor is written: k of n, its source name, output bytes so far of total. */
+typedef void (*qp_hf_progress_cb)(void *user, int64_t k, int64_t n, const char *name, uint64_t done,
+                                  uint64_t total);
+
+typedef struct qp_hf_folder_opts {
+    qp_encoding dtype;               /* QP_ENC_F32/F16/BF16 for every tensor; QP_ENC_COUNT: F16
+                                        and BF16 tensors keep their type, every other becomes F32 */
+    qp_hf_progress_cb progress;      /* NULL: none */
+    void *progress_user;
+    const qp_cancel_flag *cancel;    /* NULL: none; checked before each tensor (QP_ERR_CANCELLED) */
+} qp_hf_folder_opts;
+
+typedef struct qp_hf_folder_result {
+    bool has_tokenizer;              /* the tokenizer files were written */
+    char no_tokenizer[1024];         /* else why not (qp_err message) */
+} qp_hf_folder_result;
+
+/* The plan for m (out written only on success; free with qp_hf_plan_free). A tensor without an
+ * HF name and no skip rule, or of more than 2 dimensions, fails naming it (UNSUPPORTED). */
+QP_NODISCARD qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *out, qp_err *e);
+void qp_hf_plan_free(qp_hf_plan *p); /* NULL is fine */
+
+/* Writes into the existing folder dir: model.safetensors (plan's tensors, decoded one at a time;
+ * memory: two copies of the largest tensor as F32), config.json from m->arch,
+ * generation_config.json and the tokenizer files from any vocabulary (converters/hf_tokenizer.h;
+ * none, with res->no_tokenizer saying why, when its kind has no tokenizer.json form). */
+QP_NODISCARD qp_status qp_hf_folder_write_plan(const qp_model *m, const char *dir, const qp_hf_plan *plan,
+                                               const qp_hf_folder_opts *o, qp_hf_folder_result *res, qp_err *e);
+/* The same with every tensor as F32, no progress (the TRLM staging folder). */
 QP_NODISCARD qp_status qp_hf_folder_write(const qp_model *m, const char *dir, qp_err *e);
 
 #endif

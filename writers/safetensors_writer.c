@@ -42,6 +42,13 @@ struct qp_st_writer {
     qp_err err;           /* first failure (sticky) */
 };
 
+/* A Hugging Face model folder (safetensors_writer.h). */
+static const char *const k_hf_files[] = {"model.safetensors", "model-*-of-*.safetensors",
+                                         "model.safetensors.index.json", "config.json",
+                                         "generation_config.json", "tokenizer.json",
+                                         "tokenizer_config.json", "special_tokens_map.json", NULL};
+const qp_outdir_kind qp_hf_outdir_kind = {"Hugging Face model folder", "model.safetensors", k_hf_files};
+
 /* ---- writer --------------------------------------------------------------------------------- */
 
 /* The first failure sticks in w->err (core/sticky.h); every later call returns it. */

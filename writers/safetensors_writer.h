@@ -57,4 +57,8 @@ uint64_t qp_st_writer_total_bytes(const qp_st_writer *w);
 QP_NODISCARD qp_status qp_st_writer_finish(qp_st_writer *w, qp_err *e);
 void qp_st_writer_abort(qp_st_writer *w); /* NULL is fine */
 
+/* A Hugging Face model folder as convert --to safetensors writes it (core/outfile.md: what --force
+ * may replace): marker model.safetensors; the weights, configs and tokenizer files. */
+extern const qp_outdir_kind qp_hf_outdir_kind;
+
 #endif
