@@ -1,25 +1,9 @@
 /* quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]: any model
  * as a Hugging Face folder (converters/convert_safetensors.h, converters/hf_folder.md). */
 #include <stdio.h>
-#include <strings.h>
 
 #include "cli/cli.h"
 #include "converters/convert_safetensors.h"
-
-/* --quant: F32, F16 or BF16 (any case); absent or "keep": F16/BF16 tensors keep their type,
- * every other is written as F32. */
-static bool dtype_of(const char *q, qp_encoding *out) {
-    static const struct {
-        const char *name;
-        qp_encoding enc;
-    } k[] = {{"keep", QP_ENC_COUNT}, {"F32", QP_ENC_F32}, {"F16", QP_ENC_F16}, {"BF16", QP_ENC_BF16}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (!q || strcasecmp(q, k[i].name) == 0) {
-            *out = q ? k[i].enc : QP_ENC_COUNT;
-            return true;
-        }
-    return false;
-}
 
 static const char *action_of(const qp_hf_plan_entry *pe) {
     if (pe->permute_heads > 0) return "permute q/k rows";
@@ -90,7 +74,7 @@ static int run(const qp_cli_convert_args *a, qp_encoding dtype) {
 
 int qp_cli_convert_safetensors(const qp_cli_convert_args *a) {
     qp_encoding dtype;
-    if (!dtype_of(a->quant, &dtype))
+    if (!qp_hf_dtype_from_name(a->quant, &dtype))
         return qp_cli_usage_error("convert: unknown --quant '%s' (--to safetensors takes F32, F16, BF16, keep)", a->quant);
     if (!a->out && !a->dry_run) return qp_cli_usage_error("convert --to safetensors: -o DIR is required");
     return run(a, dtype);

@@ -1,4 +1,4 @@
-/* include/quantpack/convert.h: one call over the GGUF, RDRR, .bullet and TRLM converters, with the
+/* include/quantpack/convert.h: one call over the GGUF, RDRR, .bullet, TRLM and safetensors converters, with the
  * output rule of core/outfile.md applied as the convert command applies it. */
 #include <stdio.h>
 #include <string.h>
@@ -7,8 +7,10 @@
 #include "converters/convert_bullet.h"
 #include "converters/convert_gguf.h"
 #include "converters/convert_rdrr.h"
+#include "converters/convert_safetensors.h"
 #include "converters/convert_trlm.h"
 #include "quantpack/convert.h"
+#include "writers/safetensors_writer.h"
 #include "writers/trlm_writer.h"
 
 void qp_convert_params_default(qp_convert_params *p) {
@@ -130,6 +132,28 @@ static qp_status to_trlm(const qp_model *m, const qp_convert_params *p, const ch
     return QP_OK;
 }
 
+static void relay_hf(void *ud, int64_t k, int64_t n, const char *name, uint64_t done, uint64_t total) {
+    (void)name;
+    (void)total;
+    const progress_relay *r = ud;
+    r->p->progress(r->p->progress_user, k, n, done);
+}
+
+/* SAFETENSORS: quant names the dtype (F32, F16, BF16; NULL or keep). */
+static qp_status to_safetensors(const qp_model *m, const qp_convert_params *p, const char *out_path,
+                                qp_convert_result *res, qp_err *e) {
+    progress_relay relay = {p};
+    qp_st_convert_opts so = {.folder = {.progress = p->progress ? relay_hf : NULL, .progress_user = &relay,
+                                        .cancel = p->cancel},
+                             .force = p->force, .allow_nonfinite = p->allow_nonfinite};
+    if (!qp_hf_dtype_from_name(p->quant, &so.folder.dtype))
+        return qp_fail(e, QP_ERR_ARG, "%s: unknown safetensors quant '%s' (F32, F16, BF16, keep)", out_path, p->quant);
+    qp_st_convert_stats st = {0};
+    qp_status s = qp_convert_to_safetensors(m, out_path, &so, &st, e);
+    if (s == QP_OK) *res = (qp_convert_result){st.n_tensors, st.n_skipped, st.bytes};
+    return s;
+}
+
 qp_status qp_convert_model(const qp_model *src, const qp_convert_params *p, const char *out_path,
                            qp_convert_result *res, qp_err *e) {
     if (!src || !p || !out_path)
@@ -143,12 +167,13 @@ qp_status qp_convert_model(const qp_model *src, const qp_convert_params *p, cons
         if (s != QP_OK) return s;
     }
     const char *const inputs[] = {src->path, NULL};
-    const bool dir = p->target == QP_CONVERT_TO_RDRR || p->target == QP_CONVERT_TO_TRLM;
+    const qp_outdir_kind *kind = p->target == QP_CONVERT_TO_RDRR          ? &qp_rdrr_outdir_kind
+                                 : p->target == QP_CONVERT_TO_TRLM        ? &qp_trlm_outdir_kind
+                                 : p->target == QP_CONVERT_TO_SAFETENSORS ? &qp_hf_outdir_kind
+                                                                          : NULL;
     const qp_output_rule rule = {.force = p->force,
-                                 .directory = dir,
-                                 .kind = p->target == QP_CONVERT_TO_RDRR   ? &qp_rdrr_outdir_kind
-                                         : p->target == QP_CONVERT_TO_TRLM ? &qp_trlm_outdir_kind
-                                                                           : NULL,
+                                 .directory = kind != NULL,
+                                 .kind = kind,
                                  .inputs = inputs};
     qp_status s = qp_output_check(out_path, &rule, e);
     if (s == QP_OK) s = qp_output_remove_stale(out_path, NULL, e);
@@ -159,6 +184,7 @@ qp_status qp_convert_model(const qp_model *src, const qp_convert_params *p, cons
     case QP_CONVERT_TO_GGUF: s = to_gguf(src, p, q, out_path, &r, e); break;
     case QP_CONVERT_TO_RDRR: s = to_rdrr(src, p, q, out_path, &r, e); break;
     case QP_CONVERT_TO_TRLM: s = to_trlm(src, p, out_path, &r, e); break;
+    case QP_CONVERT_TO_SAFETENSORS: s = to_safetensors(src, p, out_path, &r, e); break;
     default: s = to_bullet(src, p, out_path, &r, e); break;
     }
     if (s == QP_OK && res) *res = r;

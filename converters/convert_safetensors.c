@@ -1,7 +1,22 @@
 /* converters/convert_safetensors.h: any readable model -> a Hugging Face folder. */
+#include <strings.h>
+
 #include "converters/convert_safetensors.h"
 #include "readers/model_check.h"
 #include "writers/safetensors_writer.h"
+
+bool qp_hf_dtype_from_name(const char *name, qp_encoding *out) {
+    static const struct {
+        const char *name;
+        qp_encoding enc;
+    } k[] = {{"keep", QP_ENC_COUNT}, {"F32", QP_ENC_F32}, {"F16", QP_ENC_F16}, {"BF16", QP_ENC_BF16}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (!name || strcasecmp(name, k[i].name) == 0) {
+            *out = name ? k[i].enc : QP_ENC_COUNT;
+            return true;
+        }
+    return false;
+}
 
 qp_status qp_convert_to_safetensors(const qp_model *src, const char *out, const qp_st_convert_opts *o,
                                     qp_st_convert_stats *st, qp_err *e) {

@@ -18,6 +18,10 @@ typedef struct qp_st_convert_stats {
     qp_hf_folder_result folder;
 } qp_st_convert_stats;
 
+/* The --quant of the target: "F32", "F16", "BF16" (any case) -> that encoding; NULL or "keep" ->
+ * QP_ENC_COUNT (F16/BF16 kept, others F32). False for any other name. */
+bool qp_hf_dtype_from_name(const char *name, qp_encoding *out);
+
 /* Writes the folder out (staged beside it and renamed: core/outfile.md; an existing out is
  * replaced only with force and only when it holds a previous HF folder, qp_hf_outdir_kind). Every
  * tensor is widened or kept (decoding a quantized tensor loses nothing), so no requantize flag

@@ -1,4 +1,4 @@
-/* Converting a model from a program: what `quantpack convert SRC --to gguf|rdrr|bullet` does,
+/* Converting a model from a program: what `quantpack convert SRC --to gguf|rdrr|bullet|trlm|safetensors` does,
  * as one call over the converters (converters/convert_api.c).
  *
  * Use: qp_model_open (quantpack/model.h) -> qp_convert_params_default -> set target, quant and
@@ -19,11 +19,15 @@
  *   (readers/trlm.md). quant: NULL or "auto" (ternary projections, as SDK v1), "ternary",
  *   "bf16", "q8_0" (the current SDK's --quantization); a LoRA adapter is taken by the command
  *   only. A source that is not a Hugging Face folder is staged as one beside the output.
+ * - QP_CONVERT_TO_SAFETENSORS: a Hugging Face folder (model.safetensors, config.json,
+ *   generation_config.json, tokenizer files), as `convert --to safetensors` writes it
+ *   (converters/hf_folder.md). quant: NULL or "keep" (F16/BF16 tensors kept, others F32), "F32",
+ *   "F16", "BF16" (any case). Decoding quantized tensors only widens them: no allow_requantize.
  *
  * Output rule (core/outfile.md), the same as the command's: nothing appears at out_path unless
  * the whole conversion succeeded (the output is written under a partial name beside it and
  * renamed); an existing output is replaced only with params.force, and then only a regular file
- * or (RDRR) a folder holding a previous RDRR package; an output that resolves to the source is
+ * or a folder holding a previous package of the target's kind (RDRR, TRLM, HF folder); an output that resolves to the source is
  * always refused (QP_ERR_IO naming the path).
  *
  * Memory: bounded by the largest tensor (GGUF: at most 16 MiB of encoded rows in flight plus one
@@ -59,11 +63,12 @@ typedef enum qp_convert_target {
     QP_CONVERT_TO_RDRR = 1,   /* one RDRR directory */
     QP_CONVERT_TO_BULLET = 2, /* one .bullet file */
     QP_CONVERT_TO_TRLM = 3,   /* one TRLM directory (Trillim) */
+    QP_CONVERT_TO_SAFETENSORS = 4, /* one Hugging Face folder */
     QP_CONVERT_TARGET_COUNT
 } qp_convert_target;
 
 /* Called on the calling thread after each tensor is written: tensors_done of n_tensors,
- * bytes_done output bytes so far. GGUF and RDRR report every tensor; BULLET and TRLM report once, when
+ * bytes_done output bytes so far. GGUF, RDRR and SAFETENSORS report every tensor; BULLET and TRLM report once, when
  * the file is complete. It must not call qp_convert_model. */
 typedef void (*qp_convert_progress_cb)(void *user, int64_t tensors_done, int64_t n_tensors,
                                        uint64_t bytes_done);

@@ -111,6 +111,12 @@ check "pkg-config consumer: TRLM bf16" 0 "progress: [0-9]+ ([0-9]+) of \1 tensor
 for f in qmodel.tensors rope.cache inference.config config.json; do
   check "library TRLM $f = command TRLM $f" 0 "" cmp "$TMP/k256.trlm/$f" "$TMP/k256-cli.trlm/$f"
 done
+check "pkg-config consumer: safetensors F16" 0 "progress: [0-9]+ ([0-9]+) of \1 tensors.*verdict: PASS" \
+  "$TMP/embed_pc" "$MODEL" "$TMP/k256.st" safetensors F16 "$TMP/st.receipt.json" 4
+"$QP" convert "$MODEL" --to safetensors --quant F16 -o "$TMP/k256-cli.st" >/dev/null 2>&1
+for f in model.safetensors config.json generation_config.json tokenizer.json tokenizer_config.json; do
+  check "library safetensors $f = command safetensors $f" 0 "" cmp "$TMP/k256.st/$f" "$TMP/k256-cli.st/$f"
+done
 check "static consumer: real GGUF Q4_K_M" 0 "verdict: PASS" \
   "$TMP/cm-static/embed" "$STORIES" "$TMP/stories-q4.gguf" gguf Q4_K_M "$TMP/s.receipt.json" 4
 check "= llama.cpp's Q4_K_M (real fixture)" 0 "" cmp "$TMP/stories-q4.gguf" "$STORIES_Q4"

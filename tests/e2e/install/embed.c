@@ -2,7 +2,7 @@
  * test_install.sh builds it with pkg-config and with find_package): converts a model, verifies
  * the output against it with a receipt, and generates a few tokens greedily from the output.
  *
- * usage: embed SRC OUT gguf|rdrr|trlm QUANT RECEIPT N_TOKENS
+ * usage: embed SRC OUT gguf|rdrr|trlm|safetensors QUANT RECEIPT N_TOKENS
  * stdout: "ids: <prompt ids> <generated ids>" (as `quantpack run --print-ids` prints them), then
  * "text: <decoded>", "progress: <callbacks> <tensors>", "verdict: PASS|FAIL".
  * Also checks that a conversion whose cancellation flag is set returns QP_ERR_CANCELLED and
@@ -76,7 +76,7 @@ static qp_status generate(const qp_model *m, const char *prompt, int n_new, qp_e
 
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: embed SRC OUT gguf|rdrr|trlm QUANT RECEIPT N_TOKENS\n");
+        fprintf(stderr, "usage: embed SRC OUT gguf|rdrr|trlm|safetensors QUANT RECEIPT N_TOKENS\n");
         return 2;
     }
     if (strcmp(qp_version(), QP_VERSION_STRING) != 0) {
@@ -89,9 +89,10 @@ int main(int argc, char **argv) {
 
     qp_convert_params p;
     qp_convert_params_default(&p);
-    p.target = strcmp(argv[3], "rdrr") == 0   ? QP_CONVERT_TO_RDRR
-               : strcmp(argv[3], "trlm") == 0 ? QP_CONVERT_TO_TRLM
-                                              : QP_CONVERT_TO_GGUF;
+    p.target = strcmp(argv[3], "rdrr") == 0          ? QP_CONVERT_TO_RDRR
+               : strcmp(argv[3], "trlm") == 0        ? QP_CONVERT_TO_TRLM
+               : strcmp(argv[3], "safetensors") == 0 ? QP_CONVERT_TO_SAFETENSORS
+                                                     : QP_CONVERT_TO_GGUF;
     p.quant = argv[4];
     qp_cancel_flag cancel;
     atomic_init(&cancel, true);
