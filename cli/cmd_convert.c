@@ -214,7 +214,7 @@ static const char k_convert_usage[] =
     "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
     "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR\n"
-    "       quantpack convert SRC --to trlm -o DIR [--quant auto|ternary|bf16|q8_0] [--lora PEFT_DIR]\n"
+    "       quantpack convert SRC --to trlm -o DIR [--quant Q] [--lora PEFT_DIR]\n"
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n"
     "       quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, Qwen3, BitNet float or packed),\n"
@@ -232,9 +232,10 @@ static const char k_convert_usage[] =
     "trlm: Trillim TRLM from a Hugging Face safetensors folder (any other source is first\n"
     "     written as one: converters/hf_folder.md): the SDK's quantize manifest (kept as\n"
     "     DIR/.quantize_manifest.bin for HF sources), qmodel.tensors, rope.cache, qmodel.lora with\n"
-    "     --lora, config and tokenizer files, and DIR/inference.config (the --config values of\n"
-    "     `inference DIR --config ...`). --quant: the SDK's --quantization of the 2-D weights:\n"
-    "     auto = ternary (SDK v1), bf16, q8_0.\n"
+    "     --lora, config and tokenizer files, trillim_config.json (the SDK's bundle metadata,\n"
+    "     format 5) and DIR/inference.config (the --config values of `inference DIR --config\n"
+    "     ...`). --quant: the SDK's --quantization of the 2-D weights: auto (= ternary), ternary,\n"
+    "     bf16, q8_0, q8_0_blocked_32 (int8), q1_0_128, grouped_ternary_128.\n"
     "bullet: a .bullet file for bullet-core (see bullet-pack --help).\n"
     "safetensors: a Hugging Face folder (model.safetensors, config.json, generation_config.json,\n"
     "     tokenizer.json + tokenizer_config.json + special_tokens_map.json from any vocabulary)\n"
@@ -268,7 +269,7 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--to", NULL, QP_CLI_STR, &a->to, .used_by = TO_ARG, .arg = "TARGET",
          .help = "gguf (default), rdrr, trlm, bullet or safetensors"},
         {"--quant", "-q", QP_CLI_STR, &a->quant, .used_by = G | QP_TO_RDRR | T | S, .arg = "Q",
-         .help = "[gguf,rdrr] target encoding recipe;\n[trlm] the SDK's --quantization: auto (ternary), bf16, q8_0;"
+         .help = "[gguf,rdrr] target encoding recipe;\n[trlm] the SDK's --quantization: auto (ternary), bf16, q8_0, ...;"
                  "\n[safetensors] F32, F16 or BF16"},
         {"--output", "-o", QP_CLI_STR, &a->out, .used_by = G | QP_TO_RDRR | T | B | S, .arg = "OUT",
          .help = "output file or directory"},

@@ -104,7 +104,8 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
                               .tokenizer = a->tokenizer, .force = a->force,
                               .allow_nonfinite = a->allow_nonfinite};
     if (a->quant && !qp_trillim_target_from_name(a->quant, &o.target))
-        return qp_cli_usage_error("convert --to trlm: unknown --quant '%s' (auto, ternary, bf16, q8_0)", a->quant);
+        return qp_cli_usage_error("convert --to trlm: unknown --quant '%s' (auto, ternary, bf16, q8_0, "
+                                   "q8_0_blocked_32, int8, q1_0_128, grouped_ternary_128)", a->quant);
     qp_err e;
     qp_err_clear(&e);
     qp_open_opts oo = {0};

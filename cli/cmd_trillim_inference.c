@@ -163,10 +163,22 @@ static int read_init(kv_block *b, qp_inf_config *c, init_extra *x) {
     if ((rc = parse_id_list("eos_tokens", x->eos, INT32_MAX, QP_TRILLIM_MAX_EOS, eos, &n_eos)) != 0) return rc;
     c->num_eos_tokens = n_eos;
     for (int64_t k = 0; k < n_eos; k++) c->eos[k] = eos[k];
-    for (int k = QP_INF_FIELD_THREADS + 1; k < n_rows; k++) /* every text but eos_tokens: non-empty */
-        if (given[k] && rows[k].kind == QP_CLI_STR && !**(const char **)rows[k].dst)
+    /* every text but eos_tokens and quantization (the SDK sends its bundle's value, "" when the
+       bundle has none): non-empty */
+    for (int k = QP_INF_FIELD_THREADS + 1; k < n_rows; k++)
+        if (given[k] && rows[k].kind == QP_CLI_STR && !**(const char **)rows[k].dst &&
+            (const char **)rows[k].dst != &x->quantization)
             return qp_inf_error(PROG, "init block: %s is empty", rows[k].name);
     return 0;
+}
+
+/* The init block's quantization is what the SDK read from the bundle's trillim_config.json:
+ * when both are there they must agree. */
+static int check_quantization(const qp_inf_session *s, const char *dir, const char *quantization) {
+    const qp_meta *mq = qp_model_meta(qp_inf_session_model(s), "trillim.quantization");
+    if (!quantization || !quantization[0] || !mq || !mq->str || strcmp(mq->str, quantization) == 0) return 0;
+    return qp_inf_error(PROG, "init block: quantization '%s' but %s/trillim_config.json says '%s'", quantization,
+                        dir, mq->str);
 }
 
 /* One request block -> r (ids into buf, n_ctx entries); *quit on a count of 0 or EOF. */
@@ -219,6 +231,7 @@ int qp_cmd_trillim_inference(int argc, char **argv) {
     if ((rc = read_init(&init, &c, &x)) == 0 && x.lora_dir && !(lora = qp_path_join(x.lora_dir, "qmodel.lora")))
         rc = qp_cli_error(QP_ERR_NOMEM, PROG ": out of memory");
     if (rc == 0) rc = qp_inf_session_open(PROG, dir, lora, &c, &s);
+    if (rc == 0) rc = check_quantization(s, dir, x.quantization);
     /* the prompt buffer: max positions were checked against rope.cache */
     if (rc == 0 && !(buf = qp_malloc((size_t)c.max_position_embeddings * sizeof *buf)))
         rc = qp_cli_error(QP_ERR_NOMEM, PROG ": out of memory");

@@ -143,6 +143,7 @@ void qp_inf_session_close(qp_inf_session *s) {
 
 int64_t qp_inf_session_position(const qp_inf_session *s) { return s->pos; }
 int64_t qp_inf_session_vocab(const qp_inf_session *s) { return s->vocab; }
+const qp_model *qp_inf_session_model(const qp_inf_session *s) { return s->m; }
 
 int qp_inf_check_sampling(const char *prog, const qp_inf_request *r) {
     if (r->temperature < 0) return qp_inf_error(prog, "temperature %g is negative", r->temperature);

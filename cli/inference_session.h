@@ -47,6 +47,8 @@ void qp_inf_session_close(qp_inf_session *s);
 /* Tokens in the KV cache (the last kv_position printed). */
 int64_t qp_inf_session_position(const qp_inf_session *s);
 int64_t qp_inf_session_vocab(const qp_inf_session *s);
+/* The open model (borrowed, valid until close). */
+const qp_model *qp_inf_session_model(const qp_inf_session *s);
 /* The sampling values of r in range (the message names the field): 0 or the exit code. */
 int qp_inf_check_sampling(const char *prog, const qp_inf_request *r);
 /* Runs r: keeps r->keep cached tokens, prefills r->tokens, samples until an EOS id, max_tokens

@@ -122,7 +122,8 @@ static qp_status to_trlm(const qp_model *m, const qp_convert_params *p, const ch
     qp_trlm_convert_opts to = {.target = QP_TRILLIM_TARGET_AUTO, .force = p->force,
                                .allow_nonfinite = p->allow_nonfinite};
     if (p->quant && !qp_trillim_target_from_name(p->quant, &to.target))
-        return qp_fail(e, QP_ERR_ARG, "%s: unknown TRLM quant '%s' (auto, ternary, bf16, q8_0)",
+        return qp_fail(e, QP_ERR_ARG, "%s: unknown TRLM quant '%s' (auto, ternary, bf16, q8_0, q8_0_blocked_32, int8, "
+                      "q1_0_128, grouped_ternary_128)",
                        out_path, p->quant);
     qp_trlm_convert_stats st = {0, false};
     qp_status s = qp_convert_to_trlm(m, out_path, &to, &st, e);

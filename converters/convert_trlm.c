@@ -5,7 +5,9 @@
 
 #include "converters/convert_trlm.h"
 #include "converters/hf_folder.h"
+#include "converters/trillim_bundle.h"
 #include "converters/trillim_quantize.h"
+#include "core/json.h"
 #include "readers/model_check.h"
 #include "writers/trlm_writer.h"
 
@@ -33,11 +35,13 @@ static qp_status stage_hf_folder(const qp_model *src, const char *out, qp_outdir
     return s;
 }
 
-/* The Hugging Face side files the SDK reads, and the tokenizer file given, copied beside. */
+/* The Hugging Face side files the SDK copies into a bundle (_output.py _MODEL_ALLOWLIST), and
+ * the tokenizer file given, copied beside. */
 static qp_status copy_side_files(const char *hf, const char *tok, qp_outdir *od, qp_err *e) {
-    static const char *const k_side[] = {"config.json", "generation_config.json", "tokenizer.json",
-                                         "tokenizer_config.json", "tokenizer.model",
-                                         "special_tokens_map.json"};
+    static const char *const k_side[] = {
+        "added_tokens.json", "chat_template.jinja", "config.json", "generation_config.json", "merges.txt",
+        "sentencepiece.bpe.model", "special_tokens_map.json", "spiece.model", "tokenizer.json",
+        "tokenizer.model", "tokenizer_config.json", "vocab.json", "vocab.txt"};
     qp_status s = QP_OK;
     for (size_t i = 0; s == QP_OK && i < sizeof k_side / sizeof k_side[0]; i++) {
         char *from = qp_path_join(hf, k_side[i]);
@@ -60,8 +64,8 @@ static qp_status copy_side_files(const char *hf, const char *tok, qp_outdir *od,
 /* inference.config: the one-line configuration the v1 inference binary reads. */
 static qp_status write_inference_config(const qp_trillim_config *c, const char *path, qp_err *e) {
     char line[1024], eps[40], theta[40];
-    qp_trillim_py_float(c->norm_eps, eps, sizeof eps);
-    qp_trillim_py_float(c->rope_theta, theta, sizeof theta);
+    qp_py_float_repr(c->norm_eps, eps, sizeof eps);
+    qp_py_float_repr(c->rope_theta, theta, sizeof theta);
     int n = snprintf(line, sizeof line, "%d %d %lld %lld %lld %lld %lld %lld %lld %lld %s %s %d %d %d %d 0 %d",
                      c->arch_type, c->activation, (long long)c->hidden, (long long)c->intermediate,
                      (long long)c->n_layers, (long long)c->n_heads, (long long)c->n_kv_heads,
@@ -112,9 +116,9 @@ static qp_status quantize_from_manifest(const char *hf, const qp_trillim_config 
 qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
                              qp_trlm_convert_stats *st, qp_err *e) {
     qp_outdir *od = NULL, *stage = NULL;
-    char *mpath = NULL, *cfgp = NULL;
+    char *mpath = NULL, *cfgp = NULL, *bundlep = NULL;
     int64_t n_tensors = 0;
-    qp_trillim_config c;
+    qp_trillim_config c = {0};
     const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
     qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
     if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &stage, e);
@@ -128,11 +132,13 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     }
     if (s == QP_OK && (!(mpath = stage ? qp_outdir_join(stage, ".quantize_manifest.bin")
                                        : qp_outdir_join(od, ".quantize_manifest.bin")) ||
-                       !(cfgp = qp_outdir_join(od, "inference.config"))))
+                       !(cfgp = qp_outdir_join(od, "inference.config")) ||
+                       !(bundlep = qp_outdir_join(od, "trillim_config.json"))))
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
     if (s == QP_OK) s = quantize_from_manifest(hf, &c, o, mpath, od, &n_tensors, e);
     if (s == QP_OK) s = copy_side_files(hf, o->tokenizer, od, e);
     if (s == QP_OK) s = write_inference_config(&c, cfgp, e);
+    if (s == QP_OK) s = qp_trillim_bundle_write(hf, &c, bundlep, e);
     if (s == QP_OK) {
         s = qp_outdir_commit(od, e);
         od = NULL;
@@ -141,6 +147,8 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     qp_outdir_abort(stage);
     qp_free(mpath);
     qp_free(cfgp);
+    qp_free(bundlep);
+    qp_trillim_config_free(&c);
     if (s == QP_OK && st) {
         st->n_tensors = n_tensors;
         st->has_tokenizer = src->vocab.n_tokens > 0;

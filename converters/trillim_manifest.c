@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/buf.h"
 #include "core/json.h"
@@ -425,57 +426,6 @@ qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **
     return QP_OK;
 }
 
-/* ---- Python float text ------------------------------------------------------------------------ */
-
-void qp_trillim_py_float(double v, char *buf, size_t cap) {
-    if (!isfinite(v)) {
-        snprintf(buf, cap, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-        return;
-    }
-    char tmp[64];
-    int prec = 1;
-    for (; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
-        if (strtod(tmp, NULL) == v) break;
-    }
-    /* digits and exponent of the shortest form */
-    char digits[32];
-    size_t nd = 0;
-    const char *p = tmp;
-    bool neg = false;
-    if (*p == '-') neg = true, p++;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9') digits[nd++] = *p;
-    int exp10 = *p == 'e' ? atoi(p + 1) : 0;
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
-    digits[nd] = '\0';
-    size_t o = 0;
-    char res[80];
-    if (neg) res[o++] = '-';
-    if (exp10 < -4 || exp10 >= 16) {
-        res[o++] = digits[0];
-        if (nd > 1) {
-            res[o++] = '.';
-            for (size_t i = 1; i < nd; i++) res[o++] = digits[i];
-        }
-        o += (size_t)snprintf(res + o, sizeof res - o, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
-    } else if (exp10 < 0) {
-        res[o++] = '0';
-        res[o++] = '.';
-        for (int i = 0; i < -exp10 - 1; i++) res[o++] = '0';
-        for (size_t i = 0; i < nd; i++) res[o++] = digits[i];
-    } else {
-        for (int i = 0; i <= exp10; i++) res[o++] = (size_t)i < nd ? digits[i] : '0';
-        res[o++] = '.';
-        if ((size_t)exp10 + 1 < nd)
-            for (size_t i = (size_t)exp10 + 1; i < nd; i++) res[o++] = digits[i];
-        else
-            res[o++] = '0';
-    }
-    res[o] = '\0';
-    snprintf(buf, cap, "%s", res);
-}
-
 /* ---- build from a safetensors directory ------------------------------------------------------- */
 
 typedef struct st_shard {
@@ -719,18 +669,19 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     c->norm_eps = cJSON_IsNumber(eps) ? eps->valuedouble : 1e-6;
     cJSON *th = cJSON_GetObjectItemCaseSensitive(cfg, "rope_theta");
     c->rope_theta = cJSON_IsNumber(th) ? th->valuedouble : 10000.0;
-    qp_trillim_py_float(c->norm_eps, c->norm_eps_text, sizeof c->norm_eps_text);
-    qp_trillim_py_float(c->rope_theta, c->rope_theta_text, sizeof c->rope_theta_text);
+    qp_py_float_repr(c->norm_eps, c->norm_eps_text, sizeof c->norm_eps_text);
+    qp_py_float_repr(c->rope_theta, c->rope_theta_text, sizeof c->rope_theta_text);
     cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
-    if (cJSON_IsString(act) && act->valuestring[0]) {
-        const char *v = act->valuestring;
-        if (!strcmp(v, "silu") || !strcmp(v, "swish") || !strcmp(v, "SiLU")) c->activation = 1;
-        else if (!strcmp(v, "relu_squared") || !strcmp(v, "relu2")) c->activation = 0;
-        else {
-            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unknown activation function '%s' (silu, swish, "
-                        "relu_squared, relu2)", cfg_path, v);
-            goto done;
-        }
+    if (act && !cJSON_IsNull(act) && (c->activation = qp_trillim_activation_of(act)) < 0) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unsupported activation function hidden_act %s (the "
+                    "SDK's: silu, swish, relu_squared, relu2, relu_sqr)",
+                    cfg_path, cJSON_IsString(act) ? act->valuestring : qp_json_kind(act));
+        goto done;
+    }
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(cfg, "_name_or_path");
+    if (!(c->source_model = qp_strdup(cJSON_IsString(src) ? src->valuestring : ""))) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
     }
     cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "attention_bias");
     c->qkv_bias = cJSON_IsBool(ab) ? cJSON_IsTrue(ab) : false;
@@ -785,7 +736,22 @@ done:
     names_free(&names);
     cJSON_Delete(cfg);
     qp_free(cfg_path);
+    if (s != QP_OK) qp_trillim_config_free(c);
     return s;
+}
+
+void qp_trillim_config_free(qp_trillim_config *c) {
+    qp_free(c->source_model);
+    c->source_model = NULL;
+}
+
+int qp_trillim_activation_of(const cJSON *hidden_act) {
+    static const struct { const char *name; int act; } k_acts[] = {
+        {"relu_squared", 0}, {"relu2", 0}, {"relu_sqr", 0}, {"silu", 1}, {"swish", 1}};
+    if (!cJSON_IsString(hidden_act)) return -1;
+    for (size_t k = 0; k < sizeof k_acts / sizeof k_acts[0]; k++)
+        if (strcasecmp(hidden_act->valuestring, k_acts[k].name) == 0) return k_acts[k].act;
+    return -1;
 }
 
 /* ---- manifest build --------------------------------------------------------------------------- */
@@ -825,6 +791,9 @@ static bool layer_of(const char *key, int64_t *layer) {
     return false;
 }
 
+/* The embedding_key of the SDK's BITNET and LLAMA arch entries. */
+static const char k_embedding_key[] = "model.embed_tokens.weight";
+
 static void sort_key(item *it, const qp_trillim_config *c) {
     const char *key = it->key;
     static const char *const llama_order[] = {"input_layernorm", "self_attn.k_proj", "self_attn.v_proj",
@@ -851,8 +820,8 @@ static void sort_key(item *it, const qp_trillim_config *c) {
     int64_t layer;
     it->k1 = it->k2 = -1;
     it->k3 = 0;
-    if (strstr(key, "embed_tokens") && !strstr(key, "lm_head")) it->k0 = 0;
-    else if (strstr(key, "lm_head")) it->k0 = 0, it->k1 = 0;
+    if (strcmp(key, k_embedding_key) == 0) it->k0 = 0;
+    else if (strncmp(key, "lm_head.", 8) == 0) it->k0 = 0, it->k1 = 0;
     else if (strcmp(key, "model.norm.weight") == 0) it->k0 = 1;
     else if (layer_of(key, &layer)) {
         it->k0 = 2;
@@ -1098,17 +1067,41 @@ static qp_status find_scale(manifest_build *b, const item *x, qp_trillim_entry *
     return QP_OK;
 }
 
-/* One manifest entry: shape (padded as the SDK pads), where the bytes are, and the action. */
+static const char *const k_target_names[QP_TRILLIM_TARGET_COUNT] = {
+    "auto", "ternary", "bf16", "q8_0", "q8_0_blocked_32", "q1_0_128", "grouped_ternary_128"};
+
 bool qp_trillim_target_from_name(const char *name, qp_trillim_target *t) {
-    static const char *const k_names[] = {"auto", "ternary", "bf16", "q8_0"};
-    for (size_t k = 0; k < sizeof k_names / sizeof k_names[0]; k++)
-        if (strcmp(name, k_names[k]) == 0) {
+    if (strcasecmp(name, "int8") == 0) name = "q8_0_blocked_32"; /* the SDK's one alias */
+    for (int k = 0; k < QP_TRILLIM_TARGET_COUNT; k++)
+        if (strcasecmp(name, k_target_names[k]) == 0) {
             *t = (qp_trillim_target)k;
             return true;
         }
     return false;
 }
 
+const char *qp_trillim_quantization_name(qp_trillim_target t, int arch_type) {
+    static const char *const k_display[QP_TRILLIM_TARGET_COUNT] = {
+        "auto", "ternary", "bf16", "q8_0", "q8_0_blocked_32", "binary", "grouped-ternary"};
+    static const char *const k_auto_by_arch[] = {"ternary", "ternary", "ternary", "ternary",
+                                                 "binary", "grouped-ternary", "bf16"};
+    if (t != QP_TRILLIM_TARGET_AUTO) return k_display[t];
+    return arch_type >= 0 && arch_type <= 6 ? k_auto_by_arch[arch_type] : "ternary";
+}
+
+/* _quantization_target_action for the BITNET/LLAMA arch ids this builder takes. */
+static uint8_t target_action(qp_trillim_target t, uint8_t dtype) {
+    static const uint8_t k_action[QP_TRILLIM_TARGET_COUNT] = {
+        QP_TRILLIM_TERNARY_QUANTIZE, QP_TRILLIM_TERNARY_QUANTIZE, QP_TRILLIM_BF16_RAW,
+        QP_TRILLIM_Q8_0_QUANTIZE, QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE, QP_TRILLIM_Q1_0_128,
+        QP_TRILLIM_GROUP_TERNARY_QUANTIZE};
+    bool prequantized = dtype == QP_TRILLIM_I8 || dtype == QP_TRILLIM_U8;
+    if (prequantized && (t == QP_TRILLIM_TARGET_AUTO || t == QP_TRILLIM_TARGET_TERNARY))
+        return QP_TRILLIM_REPACK_TERNARY;
+    return k_action[t];
+}
+
+/* One manifest entry: shape (padded as the SDK pads), where the bytes are, and the action. */
 static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *t, qp_err *e) {
     const qp_trillim_config *c = b->c;
     const st_shard *sh = &b->shards.v[x->shard];
@@ -1123,8 +1116,8 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path,
                        x->key);
     bool is_1d = col == 1;
-    bool is_embed = strstr(x->key, "embed_tokens") && !strstr(x->key, "lm_head");
-    bool is_head = strstr(x->key, "lm_head") != NULL;
+    bool is_embed = strcmp(x->key, k_embedding_key) == 0;
+    bool is_head = strncmp(x->key, "lm_head.", 8) == 0;
     bool quant = !(is_1d || is_embed || is_head);
     bool padded = false;
     uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
@@ -1142,16 +1135,8 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
     t->shard = (uint16_t)x->shard;
     t->data_offset = sh->data_start + begin;
     t->data_size = end - begin;
-    if (is_embed) t->action = c->tie_embeddings ? QP_TRILLIM_EMBEDDING_I8 : QP_TRILLIM_BF16_RAW;
-    else if (is_head) t->action = QP_TRILLIM_EMBEDDING_I8;
-    else if (quant && c->target == QP_TRILLIM_TARGET_BF16 && dt != QP_TRILLIM_I8 && dt != QP_TRILLIM_U8)
-        t->action = QP_TRILLIM_BF16_RAW;
-    else if (quant && c->target == QP_TRILLIM_TARGET_Q8_0 && dt != QP_TRILLIM_I8 && dt != QP_TRILLIM_U8)
-        t->action = QP_TRILLIM_Q8_0_QUANTIZE;
-    else if (quant)
-        t->action = (dt == QP_TRILLIM_I8 || dt == QP_TRILLIM_U8) ? QP_TRILLIM_REPACK_TERNARY
-                                                                 : QP_TRILLIM_TERNARY_QUANTIZE;
-    else t->action = QP_TRILLIM_BF16_RAW;
+    t->action = quant ? target_action(c->target, dt) : QP_TRILLIM_BF16_RAW;
+    if (t->action == QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE) t->padded_rows = (t->padded_rows + 31) / 32 * 32;
     return t->action == QP_TRILLIM_REPACK_TERNARY ? find_scale(b, x, t, e) : QP_OK;
 }
 
@@ -1204,6 +1189,16 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
     for (int i = 0; i < b.n_items; i++) {
         if ((s = plan_entry(&b, &b.items[i], &m->entries[i], e)) != QP_OK) goto done;
         m->n_entries = (uint32_t)(i + 1);
+    }
+    /* one TEXT_CORE section over the entries (none without entries) */
+    m->has_sections = true;
+    if (!(m->sections = qp_calloc(1, sizeof *m->sections))) {
+        s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (m->n_entries > 0) {
+        m->n_sections = 1;
+        m->sections[0] = (qp_trillim_section){QP_TRILLIM_SECTION_TEXT_CORE, 0, m->n_entries};
     }
     if (abs_adapter && (s = build_lora(abs_adapter, c, &b.shards, m, e)) != QP_OK) goto done;
     s = take_shards(&b, m, e);

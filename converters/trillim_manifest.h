@@ -1,6 +1,6 @@
 /* The Trillim SDK quantize manifest (.quantize_manifest.bin), v1 and the current SDK's form (a
  * sections block after the entries, actions 4-7): parse and validate untrusted bytes, serialize,
- * and build one from a Hugging Face safetensors directory exactly as the SDK v1 write_manifest()
+ * and build one from a Hugging Face safetensors directory exactly as the current SDK's build_manifest()
  * does. Layout and rules: readers/trlm.md (v1), converters/trillim_sdk.md (current SDK). */
 #ifndef QP_TRILLIM_MANIFEST_H
 #define QP_TRILLIM_MANIFEST_H
@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "quantpack/status.h"
 
@@ -107,19 +109,31 @@ void qp_trillim_manifest_free(qp_trillim_manifest *m);
 QP_NODISCARD qp_status qp_trillim_manifest_serialize(const qp_trillim_manifest *m, uint8_t **out, size_t *len,
                                                      qp_err *e);
 
-/* The SDK v1 ModelConfig, as from_config_json(config.json, model_dir) computes it. */
-/* The current SDK's --quantization for the quantizable 2-D float weights (its
- * _quantization_target_action): AUTO = SDK v1's rule (TERNARY_QUANTIZE), BF16 = BF16_RAW, Q8_0 =
- * Q8_0_QUANTIZE. I8/U8 sources stay REPACK_TERNARY; embedding, lm_head and 1-D as SDK v1. */
+/* The current SDK's --quantization (quantize/_quantization.py), the action of the quantizable
+ * 2-D float weights (its _quantization_target_action): AUTO = TERNARY_QUANTIZE for BITNET/LLAMA,
+ * TERNARY = the same, BF16 = BF16_RAW, Q8_0, Q8_0_BLOCKED_32 (alias "int8"), Q1_0_128,
+ * GROUPED_TERNARY_128 = the actions of those names. I8/U8 sources take REPACK_TERNARY under
+ * AUTO and TERNARY. Embedding, lm_head and 1-D tensors: BF16_RAW. */
 typedef enum qp_trillim_target {
     QP_TRILLIM_TARGET_AUTO = 0,
     QP_TRILLIM_TARGET_TERNARY,
     QP_TRILLIM_TARGET_BF16,
     QP_TRILLIM_TARGET_Q8_0,
+    QP_TRILLIM_TARGET_Q8_0_BLOCKED_32,
+    QP_TRILLIM_TARGET_Q1_0_128,
+    QP_TRILLIM_TARGET_GROUPED_TERNARY_128,
+    QP_TRILLIM_TARGET_COUNT
 } qp_trillim_target;
-/* "auto", "ternary", "bf16", "q8_0" -> *t; false for any other name. */
+/* The SDK's names ("auto", "ternary", "bf16", "q8_0", "q8_0_blocked_32", "int8", "q1_0_128",
+ * "grouped_ternary_128"; case-insensitive, as normalize_quantization) -> *t; false otherwise. */
 bool qp_trillim_target_from_name(const char *name, qp_trillim_target *t);
+/* The quantization name trillim_config.json records (the SDK's _quantization_name): the
+ * target's display name ("binary" for q1_0_128, "grouped-ternary" for grouped_ternary_128), for
+ * AUTO the arch's default ("ternary" for BITNET and LLAMA). */
+const char *qp_trillim_quantization_name(qp_trillim_target t, int arch_type);
 
+/* The model config as the SDK's load_model_config reads config.json (SDK v1's ModelConfig
+ * fields plus the current SDK's source_model). */
 typedef struct qp_trillim_config {
     int arch_type;  /* 1 BITNET, 2 LLAMA */
     int activation; /* 0 RELU_SQR, 1 SILU */
@@ -132,13 +146,19 @@ typedef struct qp_trillim_config {
     int64_t eos[QP_TRILLIM_MAX_EOS];
     char norm_eps_text[40], rope_theta_text[40]; /* Python str() of the floats */
     qp_trillim_target target; /* the quantizable 2-D float weights' action; set by the caller */
+    char *source_model;       /* str(config.json's _name_or_path), "" when absent; owned */
 } qp_trillim_config;
 
 QP_NODISCARD qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e);
+void qp_trillim_config_free(qp_trillim_config *c); /* the owned strings; c itself is the caller's */
+/* config.json's hidden_act as the SDK maps it (case-insensitive): 0 RELU_SQR for relu_squared,
+ * relu2, relu_sqr; 1 SILU for silu, swish; -1 for anything else (refused by the SDK). */
+int qp_trillim_activation_of(const cJSON *hidden_act);
 
 /* Builds the manifest for the safetensors model in model_dir (model.safetensors or the index)
  * and, when adapter_dir is non-NULL, the LoRA block from adapter_config.json +
- * adapter_model.safetensors. Tensor order, actions, padding and skip rules as SDK v1. Shard
+ * adapter_model.safetensors, in the current SDK's form (build_manifest: one TEXT_CORE section
+ * over the entries, actions from c->target). Tensor order, padding and skip rules as the SDK. Shard
  * paths are absolute (model_dir and adapter_dir resolved as the SDK resolves them), so the
  * manifest works from any directory. */
 QP_NODISCARD qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
@@ -146,8 +166,5 @@ QP_NODISCARD qp_status qp_trillim_manifest_build(const char *model_dir, const qp
                                                  qp_err *e);
 /* LoRA rank ("r") of adapter_dir/adapter_config.json. */
 QP_NODISCARD qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e);
-
-/* Python's repr/str of a float (shortest round-trip digits, "1e-05", "10000.0"). */
-void qp_trillim_py_float(double v, char *buf, size_t cap);
 
 #endif

@@ -2,10 +2,12 @@
 #include "core/json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/strmap.h"
+#include "core/utf8.h"
 #include "quantpack/core.h"
 
 bool qp_json_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out) {
@@ -73,4 +75,110 @@ qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool b
     free(text);
     qp_free(path);
     return s;
+}
+
+/* ---- Python's text of values ------------------------------------------------------------ */
+
+void qp_py_float_repr(double v, char *buf, size_t cap) {
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return;
+    }
+    char tmp[64];
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    /* digits and exponent of the shortest form */
+    char digits[32];
+    size_t nd = 0;
+    const char *p = tmp;
+    bool neg = false;
+    if (*p == '-') neg = true, p++;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9') digits[nd++] = *p;
+    int exp10 = *p == 'e' ? atoi(p + 1) : 0;
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = '\0';
+    size_t o = 0;
+    char res[80];
+    if (neg) res[o++] = '-';
+    if (exp10 < -4 || exp10 >= 16) {
+        res[o++] = digits[0];
+        if (nd > 1) {
+            res[o++] = '.';
+            for (size_t i = 1; i < nd; i++) res[o++] = digits[i];
+        }
+        o += (size_t)snprintf(res + o, sizeof res - o, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
+    } else if (exp10 < 0) {
+        res[o++] = '0';
+        res[o++] = '.';
+        for (int i = 0; i < -exp10 - 1; i++) res[o++] = '0';
+        for (size_t i = 0; i < nd; i++) res[o++] = digits[i];
+    } else {
+        for (int i = 0; i <= exp10; i++) res[o++] = (size_t)i < nd ? digits[i] : '0';
+        res[o++] = '.';
+        if ((size_t)exp10 + 1 < nd)
+            for (size_t i = (size_t)exp10 + 1; i < nd; i++) res[o++] = digits[i];
+        else
+            res[o++] = '0';
+    }
+    res[o] = '\0';
+    snprintf(buf, cap, "%s", res);
+}
+
+/* A string as Python's json.dumps writes it with ensure_ascii: '"', '\\', \b \f \n \r \t short,
+ * every other code point outside ' '..'~' as \uXXXX (UTF-16 surrogate pairs above U+FFFF). */
+static bool dump_py_str(qp_buf *b, const char *s) {
+    static const char k_short[][3] = {['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n", ['\r'] = "\\r",
+                                      ['\t'] = "\\t", ['"'] = "\\\"", ['\\'] = "\\\\"};
+    const uint8_t *p = (const uint8_t *)s;
+    size_t n = strlen(s), at = 0;
+    qp_buf_u8(b, '"');
+    while (at < n) {
+        uint32_t cp;
+        size_t bad = 0, used = qp_utf8_decode(p + at, n - at, &cp, &bad);
+        if (used == 0 || bad) return false;
+        at += used;
+        if (cp < sizeof k_short / sizeof k_short[0] && k_short[cp][0]) qp_buf_str(b, k_short[cp]);
+        else if (cp >= 0x20 && cp <= 0x7e) qp_buf_u8(b, (uint8_t)cp);
+        else if (cp <= 0xffff) qp_buf_printf(b, "\\u%04x", (unsigned)cp);
+        else qp_buf_printf(b, "\\u%04x\\u%04x", 0xd800u + ((cp - 0x10000u) >> 10), 0xdc00u + ((cp - 0x10000u) & 0x3ffu));
+    }
+    return qp_buf_u8(b, '"');
+}
+
+static int cmp_member_names(const void *x, const void *y) {
+    return strcmp((*(const cJSON *const *)x)->string, (*(const cJSON *const *)y)->string);
+}
+
+bool qp_json_dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int depth) {
+    if (depth > 64) return false;
+    if (!v || cJSON_IsNull(v)) return qp_buf_str(b, "null");
+    if (cJSON_IsBool(v)) return qp_buf_str(b, cJSON_IsTrue(v) ? "true" : "false");
+    if (cJSON_IsString(v)) return dump_py_str(b, v->valuestring);
+    if (cJSON_IsNumber(v)) {
+        int64_t i;
+        if (qp_json_int(v, -QP_JSON_INT_MAX, QP_JSON_INT_MAX, &i)) return qp_buf_printf(b, "%lld", (long long)i);
+        char f[40];
+        qp_py_float_repr(v->valuedouble, f, sizeof f);
+        return qp_buf_str(b, f);
+    }
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) return false;
+    int n = cJSON_GetArraySize(v);
+    const cJSON **items = qp_malloc((size_t)(n > 0 ? n : 1) * sizeof *items);
+    if (!items) return false;
+    int k = 0;
+    for (const cJSON *it = v->child; it && k < n; it = it->next) items[k++] = it;
+    bool obj = cJSON_IsObject(v), ok = true;
+    if (obj && sort_keys) qsort(items, (size_t)k, sizeof *items, cmp_member_names);
+    qp_buf_u8(b, obj ? '{' : '[');
+    for (int i = 0; ok && i < k; i++) {
+        if (i) qp_buf_u8(b, ',');
+        if (obj) ok = dump_py_str(b, items[i]->string) && qp_buf_u8(b, ':');
+        ok = ok && qp_json_dump_py(b, items[i], sort_keys, depth + 1);
+    }
+    qp_free((void *)items);
+    return ok && qp_buf_u8(b, obj ? '}' : ']');
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "quantpack/status.h"
 
 /* 2^53: every integer of at most this magnitude is exact in a double, and no larger one is. */
@@ -38,5 +39,13 @@ QP_NODISCARD qp_status qp_json_unique_keys(const cJSON *obj, const char *file, c
 /* Writes j as dir/name (pretty-printed; qp_file_write_atomic) and deletes j. built: whether the
  * caller finished building j; false (an allocation failed on the way) returns QP_ERR_NOMEM. */
 QP_NODISCARD qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool built, qp_err *e);
+
+/* Python's repr/str of a float: the shortest round-trip digits ("1e-05", "10000.0", "0.1"). */
+void qp_py_float_repr(double v, char *buf, size_t cap);
+/* Appends Python's json.dumps(v, separators=(",", ":"), sort_keys=sort_keys) (ensure_ascii, the
+ * default) of v; depth counts nesting (pass 0; deeper than 64 fails). Numbers: an integral
+ * value within 2^53 as an integer (cJSON cannot tell 2 from 2.0), others as Python's float repr.
+ * False on invalid UTF-8, too deep a value or out of memory. */
+bool qp_json_dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int depth);
 
 #endif

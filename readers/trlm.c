@@ -9,6 +9,7 @@
 #include "readers/hf_config.h"
 #include "core/rope.h"
 #include "readers/trlm_format.h"
+#include "readers/trlm_bundle.h"
 
 static char *dir_of(const char *path) {
     const char *sl = strrchr(path, '/');
@@ -279,6 +280,30 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
     return expose_blocks(m, r, data, path, idx, t, e);
 }
 
+/* trillim_config.json (the current SDK's bundle metadata), when the folder has one: a model
+ * bundle whose architecture agrees with qmodel.tensors' arch id; its fields become metadata
+ * (converters/trillim_sdk.md "trillim_config.json"). */
+static qp_status read_bundle(qp_model *m, const char *dir, uint32_t arch, qp_err *e) {
+    static const char *const k_arch_names[] = {"unknown", "bitnet", "llama", "qwen35", "bonsai",
+                                               "bonsai_ternary", "qwen3"};
+    qp_trlm_bundle b;
+    bool present = false;
+    qp_status s = qp_trlm_bundle_read(dir, &b, &present, e);
+    if (s != QP_OK || !present) return s;
+    if (strcmp(b.type, "model") != 0)
+        return qp_fail(e, QP_ERR_FORMAT, "%s/%s: type '%s': a LoRA adapter bundle, not a model (give it as "
+                       "the adapter of its base model)", dir, QP_TRLM_BUNDLE_FILE, b.type);
+    if (b.architecture[0] && (arch >= sizeof k_arch_names / sizeof k_arch_names[0] ||
+                              strcmp(b.architecture, k_arch_names[arch]) != 0))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s/%s: architecture '%s' but qmodel.tensors has arch id %u (%s)", dir,
+                       QP_TRLM_BUNDLE_FILE, b.architecture, arch,
+                       arch < sizeof k_arch_names / sizeof k_arch_names[0] ? k_arch_names[arch] : "?");
+    if ((s = qp_model_meta_u32(m, "trillim.format_version", (uint32_t)b.format_version, e)) != QP_OK ||
+        (s = qp_model_meta_str(m, "trillim.quantization", b.quantization, strlen(b.quantization), e)) != QP_OK)
+        return s;
+    return b.config_hash[0] ? qp_model_meta_str(m, "trillim.base_model_config_hash", b.config_hash, 64, e) : QP_OK;
+}
+
 qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_err *e) {
     (void)o;
     char *dir = NULL, *tpath = NULL, *rpath = NULL, *cpath = NULL, *tokp = NULL, *tokc = NULL;
@@ -382,6 +407,7 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     rope_info ri = {0};
     if (qp_path_exists(rpath) && (s = read_rope(m, rpath, &ri, e)) != QP_OK) goto done;
     if (qp_path_exists(cpath) && (s = qp_hf_config_read(m, cpath, e)) != QP_OK) goto done;
+    if ((s = read_bundle(m, dir, arch, e)) != QP_OK) goto done;
     if (qp_path_exists(tokp)) {
         qp_err te;
         qp_err_clear(&te);

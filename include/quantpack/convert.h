@@ -15,9 +15,10 @@
  *   in the nearest readable one (listed in the manifest's quantizationInfo.dtypeChanges).
  * - QP_CONVERT_TO_BULLET: one .bullet file for bullet-core, BQ4 weights; quant must be NULL.
  * - QP_CONVERT_TO_TRLM: a TRLM directory for the Trillim SDK (qmodel.tensors, rope.cache,
- *   inference.config and the Hugging Face side files), as `convert --to trlm` writes it
- *   (readers/trlm.md). quant: NULL or "auto" (ternary projections, as SDK v1), "ternary",
- *   "bf16", "q8_0" (the current SDK's --quantization); a LoRA adapter is taken by the command
+ *   trillim_config.json, inference.config and the Hugging Face side files), as `convert --to
+ *   trlm` writes it (readers/trlm.md). quant: NULL or "auto" (ternary projections), "ternary",
+ *   "bf16", "q8_0", "q8_0_blocked_32" ("int8"), "q1_0_128", "grouped_ternary_128" (the current
+ *   SDK's --quantization); a LoRA adapter is taken by the command
  *   only. A source that is not a Hugging Face folder is staged as one beside the output.
  * - QP_CONVERT_TO_SAFETENSORS: a Hugging Face folder (model.safetensors, config.json,
  *   generation_config.json, tokenizer files), as `convert --to safetensors` writes it

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # trillim-quantize as the current Trillim SDK (GitHub Trillim/Trillim, quantize/_manifest.py
 # run_model_quantizer) launches it: the manifest our convert --to trlm wrote (absolute shard
-# paths, so it works from any directory), the SDK's whole flag list incl. --rope-dim; the
-# current SDK's manifest form (sections block) built here from the v1 one; arch ids 3-6 and
+# paths, so it works from any directory, in the current SDK's form: a sections block), the SDK's
+# whole flag list incl. --rope-dim; arch ids 3-6 and
 # partial rotary refused by name (exit 3). converters/trillim_sdk.md.
 set -u
 BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
@@ -29,11 +29,16 @@ O="$TMP/trq_run/out"; mkdir -p "$O"
 ok "trillim-quantize from / with the SDK's flags (exit $?: $(head -c 200 "$TMP/trq_err"))" "[ -s '$O/qmodel.tensors' ]"
 ok "same qmodel.tensors as convert" "cmp -s '$O/qmodel.tensors' '$D/qmodel.tensors'"
 ok "same rope.cache as convert" "cmp -s '$O/rope.cache' '$D/rope.cache'"
-# the current SDK's form: the same entries + u32 n_sections=1 + {u8 1, u32 0, u32 n_entries}
+# convert writes the current SDK's form (build_manifest): the entries, then u32 n_sections = 1 and
+# {u8 1 TEXT_CORE, u32 first 0, u32 count n_entries}, nothing after (no LoRA)
 n_ent=$(od -An -tu4 -j$((4 + first)) -N4 "$M" | tr -d ' ')
-M2="$TMP/trq_run/sdk.manifest"
-{ cat "$M"; printf '\001\000\000\000\001\000\000\000\000'; printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((n_ent & 255)) $((n_ent >> 8 & 255)) 0 0)"; } > "$M2"
-ok "sections manifest is 13 bytes longer" "[ $(stat -c %s "$M2") -eq $(( $(stat -c %s "$M") + 13 )) ]"
+sec_at=$((8 + first + 55 * n_ent))
+ok "manifest = entries + one 9-byte section ($(stat -c %s "$M") bytes)" "[ $(stat -c %s "$M") -eq $((sec_at + 13)) ]"
+ok "sections block: 1 x {TEXT_CORE, 0, $n_ent}" \
+  "[ '$(od -An -tu4 -j$sec_at -N4 "$M" | tr -d ' ') $(od -An -tu1 -j$((sec_at + 4)) -N1 "$M" | tr -d ' ') $(od -An -tu4 -j$((sec_at + 5)) -N8 "$M" | tr -s ' ' | sed 's/^ //')' = '1 1 0 $n_ent' ]"
+ok "the embedding (entry 0) is BF16_RAW, every projection TERNARY_QUANTIZE (--quantization auto)" \
+  "[ '$(for ((i = 0; i < n_ent; i++)); do od -An -tu1 -j$((8 + first + 55 * i)) -N1 "$M"; done | tr -d ' \n')' = '$(for ((i = 0; i < n_ent; i++)); do c=$(od -An -tu4 -j$((8 + first + 55 * i + 6)) -N4 "$M" | tr -d ' '); [ $i -gt 0 ] && [ "$c" -gt 1 ] && printf 1 || printf 0; done)' ]"
+M2="$TMP/trq_run/sdk.manifest"; cp "$M" "$M2"
 O2="$TMP/trq_run/out2"; mkdir -p "$O2"
 "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings >/dev/null 2>"$TMP/trq_err"
 ok "the sections form quantizes (exit $?: $(head -c 200 "$TMP/trq_err"))" "cmp -s '$O2/qmodel.tensors' '$D/qmodel.tensors'"
