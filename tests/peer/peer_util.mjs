@@ -45,3 +45,18 @@ export function tally() {
   };
   return t;
 }
+
+// Varied text for tokenizer comparisons: emoji (modifiers, ZWJ, flags), CJK, tabs and CRLF, odd
+// spaces, code, accents and scripts, a long run, numbers, edge spaces, plain prose.
+export const EXTRA_TEXTS = [
+  'Emoji: 👍🏽 👨‍👩‍👧‍👦 🇯🇵 ❤️ and 🦙 llamas',
+  '中文分词测试：我爱北京天安门。日本語のテキスト、한국어 텍스트',
+  '\tTabs\tand\t\ttabs\n\tindented\r\nCRLF line\r\n',
+  'Mixed    spaces   and\u00a0no-break\u2003em space\u3000ideographic',
+  'code: for (int i = 0; i < n; i++) { x[i] += y[i] * 2; } // done',
+  'Ünïcödé àccents, ß, Ω, Ж, ع, ह, ไทย',
+  'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+  'Numbers 1234567890 3.14159 -42 1e10 0x1F',
+  ' leading and trailing spaces ',
+  'Once upon a time, there was a little girl named Lily.',
+];

@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { requireEnv, requireFiles, tally } from './peer_util.mjs';
+import { EXTRA_TEXTS, requireEnv, requireFiles, tally } from './peer_util.mjs';
 
 const [binDir, peerDir, realDir, tmpRoot] = requireEnv('QP_BIN_DIR', 'QP_PEER_DIR', 'QP_REAL_FIXTURES', 'QP_TMP_DIR');
 const tool = path.join(binDir, 'qp-test-hf-tokenizer');
@@ -33,18 +33,7 @@ const readInp = (name) => {
   parts.pop(); // the file ends with the separator
   return parts;
 };
-const extra = [
-  'Emoji: 👍🏽 👨‍👩‍👧‍👦 🇯🇵 ❤️ and 🦙 llamas',
-  '中文分词测试：我爱北京天安门。日本語のテキスト、한국어 텍스트',
-  '\tTabs\tand\t\ttabs\n\tindented\r\nCRLF line\r\n',
-  'Mixed    spaces   and\u00a0no-break\u2003em space\u3000ideographic',
-  'code: for (int i = 0; i < n; i++) { x[i] += y[i] * 2; } // done',
-  'Ünïcödé àccents, ß, Ω, Ж, ع, ह, ไทย',
-  'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
-  'Numbers 1234567890 3.14159 -42 1e10 0x1F',
-  ' leading and trailing spaces ',
-  'Once upon a time, there was a little girl named Lily. She loved to play outside.',
-];
+const extra = [...EXTRA_TEXTS, 'Once upon a time, there was a little girl named Lily. She loved to play outside.'];
 const specials = (s) => [`${s.bos}Hello${s.eos} world`, `text ${s.eos}${s.eos}  after`, `${s.unk} unknown ${s.bos}`];
 
 const sources = [

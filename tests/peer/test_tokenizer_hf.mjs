@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { requireEnv, requireFiles, tally } from './peer_util.mjs';
+import { EXTRA_TEXTS, requireEnv, requireFiles, tally } from './peer_util.mjs';
 
 const [binDir, peerDir, realDir] = requireEnv('QP_BIN_DIR', 'QP_PEER_DIR', 'QP_REAL_FIXTURES');
 const quantpack = path.join(binDir, 'quantpack');
@@ -29,19 +29,7 @@ const sep = '\n__ggml_vocab_test__\n';
 const parts = readFileSync(inpPath, 'utf8').split(sep);
 parts.pop(); // the file ends with the separator
 for (const s of parts) inputs.push({ name: 'vocab', bytes: Buffer.from(s, 'utf8') });
-const extra = [
-  'Emoji: 👍🏽 👨‍👩‍👧‍👦 🇯🇵 ❤️ and 🦙 llamas',
-  '中文分词测试：我爱北京天安门。日本語のテキスト、한국어 텍스트',
-  '\tTabs\tand\t\ttabs\n\tindented\r\nCRLF line\r\n',
-  'Mixed    spaces   and\u00a0no-break\u2003em space\u3000ideographic',
-  'code: for (int i = 0; i < n; i++) { x[i] += y[i] * 2; } // done',
-  'Ünïcödé àccents, ß, Ω, Ж, ع, ह, ไทย',
-  'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
-  'Numbers 1234567890 3.14159 -42 1e10 0x1F',
-  ' leading and trailing spaces ',
-  'Once upon a time, there was a little girl named Lily.',
-];
-for (const s of extra) inputs.push({ name: 'extra', bytes: Buffer.from(s, 'utf8') });
+for (const s of EXTRA_TEXTS) inputs.push({ name: 'extra', bytes: Buffer.from(s, 'utf8') });
 const invalid = [
   Buffer.from([0x61, 0xff, 0x62]), // a, invalid byte, b
   Buffer.from([0x48, 0x69, 0x20, 0xe2, 0x82, 0x20, 0x6f, 0x6b]), // truncated 3-byte sequence
