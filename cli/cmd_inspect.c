@@ -206,6 +206,8 @@ static int print_json(const qp_model *m, const findings *f) {
     cJSON_AddBoolToObject(ja, "tie_embeddings", a->tie_embeddings);
     cJSON_AddBoolToObject(ja, "qkv_bias", a->qkv_bias);
     cJSON_AddBoolToObject(ja, "sub_norms", a->sub_norms);
+    cJSON_AddNumberToObject(ja, "n_experts", (double)a->n_experts);
+    cJSON_AddNumberToObject(ja, "n_experts_used", (double)a->n_experts_used);
     cJSON_AddStringToObject(ja, "activation", qp_act_name(a->act));
     cJSON_AddStringToObject(ja, "activation_quant", a->act_int8 ? "int8_per_token" : "none");
     cJSON_AddNumberToObject(ja, "bos_id", a->bos_id);
@@ -296,6 +298,9 @@ static void print_human(const qp_model *m, const findings *f) {
            "bos %d, eos %d\n", qp_act_name(a->act), a->act_int8 ? "int8 per-token" : "float",
            a->tie_embeddings ? "yes" : "no",
            a->qkv_bias ? "yes" : "no", a->sub_norms ? "yes" : "no", a->bos_id, a->eos_id);
+    if (a->n_experts > 0)
+        printf("  mixture of experts: %" PRId64 " experts, %" PRId64 " per token\n", a->n_experts,
+               a->n_experts_used);
     const qp_vocab *v = &m->vocab;
     printf("\ntokenizer: %s", (unsigned)v->model < 4 ? k_tok_names[v->model] : "?");
     if (v->pre[0]) printf(" (pre-tokenizer %s)", v->pre);

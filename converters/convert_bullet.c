@@ -373,6 +373,7 @@ qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bull
     memset(st, 0, sizeof *st);
     /* never write a model the runtime rejects (readers/model_check.h) */
     qp_status cs = qp_model_check_for_write(m, o->allow_nonfinite, e);
+    if (cs == QP_OK) cs = qp_model_refuse_experts(m, ".bullet (bullet-core)", e);
     if (cs != QP_OK) return cs;
     if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
     bullet_plan p = {.m = m};

@@ -90,6 +90,7 @@ void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_reci
     ro->n_layer = nl;
     ro->is_70b = arch && strcmp(arch, "llama") == 0 && nl == 80 && m->arch.n_heads > 0 &&
                  m->arch.n_heads != ro->n_head_kv;
+    ro->n_expert = m->arch.n_experts;
 }
 
 qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e) {
@@ -235,15 +236,10 @@ static bool exactly_ternary(const float *x, int64_t n, float *s_out) {
     return true;
 }
 
-static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const qp_convert_opts *o,
-                             qp_gguf_writer *w, float *qk_scale, qp_err *e) {
+/* The bytes of one entry's source tensor (or of one expert slice of a merged entry). */
+static qp_status write_data(const qp_model *m, const qp_plan_entry *pe, const qp_convert_opts *o,
+                            qp_gguf_writer *w, float *qk_scale, qp_err *e) {
     const qp_tensor *t = pe->src;
-    if (pe->src_kind == QP_SRC_SCALE_OF_PREV) { /* the scale the QK256 entry before it chose */
-        uint8_t b[4];
-        qp_store_f32le(b, *qk_scale);
-        qp_status s = qp_gguf_writer_write(w, b, sizeof b, e);
-        return s == QP_OK ? qp_gguf_writer_end_tensor(w, e) : s;
-    }
     if (qp_encoding_has_sibling_scale(pe->dst_enc)) { /* a copy keeps its source's scale (1: none) */
         *qk_scale = 1.0f;
         if (qp_encoding_has_sibling_scale(pe->src_enc)) (void)qp_gguf_sibling_scale(m, t, qk_scale);
@@ -258,7 +254,7 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
             done += k;
         }
         release_source(t);
-        return qp_gguf_writer_end_tensor(w, e);
+        return QP_OK;
     }
     job j = {0};
     j.pe = pe;
@@ -365,7 +361,35 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
     qp_free(scratch);
     if (s != QP_OK) return s;
     release_source(t);
-    return qp_gguf_writer_end_tensor(w, e);
+    return QP_OK;
+}
+
+/* One output tensor: its source's bytes, or a merged MoE entry's experts one after the other
+ * (each a 2-D slice with its own rows of importance weights), so memory stays bounded by one
+ * expert's chunk of rows. */
+static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const qp_convert_opts *o,
+                             qp_gguf_writer *w, float *qk_scale, qp_err *e) {
+    qp_status s = QP_OK;
+    if (pe->src_kind == QP_SRC_SCALE_OF_PREV) { /* the scale the QK256 entry before it chose */
+        uint8_t b[4];
+        qp_store_f32le(b, *qk_scale);
+        s = qp_gguf_writer_write(w, b, sizeof b, e);
+    } else if (pe->n_parts > 0) {
+        for (int64_t x = 0; s == QP_OK && x < pe->n_parts; x++) {
+            qp_plan_entry part = *pe;
+            part.src = pe->parts[x];
+            part.parts = NULL;
+            part.n_parts = 0;
+            part.n_dims = 2;
+            part.ne[2] = 1;
+            part.dst_bytes = pe->dst_bytes / (size_t)pe->n_parts;
+            part.imatrix = pe->imatrix ? pe->imatrix + x * pe->ne[0] : NULL;
+            s = write_data(m, &part, o, w, qk_scale, e);
+        }
+    } else {
+        s = write_data(m, pe, o, w, qk_scale, e);
+    }
+    return s == QP_OK ? qp_gguf_writer_end_tensor(w, e) : s;
 }
 
 static bool is_split_key(const char *k) { return strncmp(k, "split.", 6) == 0; }

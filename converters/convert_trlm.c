@@ -121,6 +121,7 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     qp_trillim_config c = {0};
     const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
     qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
+    if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
     if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &stage, e);
     /* hf: the Hugging Face folder the SDK's manifest describes (a staged one is removed at the
        end, and its manifest with it) */

@@ -116,6 +116,11 @@ qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, const qp_plan
         if (s == QP_OK) s = add_u32_opt(w, arch, "attention.value_length", head_dim, e);
     }
     if (s == QP_OK) s = add_u32_opt(w, arch, "rope.dimension_count", head_dim, e);
+    /* MoE: llama.cpp's LLM_KV_EXPERT_COUNT / LLM_KV_EXPERT_USED_COUNT (convert_hf_to_gguf.py's
+       add_expert_count / add_expert_used_count, after the rope keys) */
+    if (s == QP_OK) s = add_u32_opt(w, arch, "expert_count", a->n_experts, e);
+    if (s == QP_OK && a->n_experts > 0)
+        s = add_u32_opt(w, arch, "expert_used_count", a->n_experts_used, e);
     if (s == QP_OK)
         s = add_f32_key(w, arch, "rope.freq_base", a->rope_theta > 0 ? a->rope_theta : 10000.0f, e);
     if (s == QP_OK)

@@ -165,6 +165,7 @@ typedef struct qstate {
     int n_gqa;
     int n_attention_wv, i_attention_wv, n_ffn_down, i_ffn_down;
     int64_t n_fallback;
+    int64_t n_expert; /* llama.cpp's hparams.n_expert (its MoE rules) */
 } qstate;
 
 static bool ftype_is(const qstate *qs, qp_quant a) { return qs->o->quant == a; }
@@ -181,13 +182,15 @@ static qp_encoding attn_v_type(qstate *qs, qp_encoding t) {
         t = QP_ENC_Q6_K;
     else if (ftype_is(qs, QP_QUANT_Q4_K_S) && i < 4) t = QP_ENC_Q5_K;
     if (qs->o->is_70b && (t == QP_ENC_Q3_K || t == QP_ENC_Q4_K)) t = QP_ENC_Q5_K;
+    if (qs->n_expert == 8) t = QP_ENC_Q8_0; /* "for the 8-expert model, bumping this to Q8_0" */
     ++qs->i_attention_wv;
     return t;
 }
 
-/* ... for ffn_down: i counts ffn_down tensors, n is the layer count */
-static qp_encoding ffn_down_type(qstate *qs, qp_encoding t) {
-    const int i = qs->i_ffn_down, n = qs->n_ffn_down;
+/* ... for ffn_down: i counts ffn_down tensors (with experts: the layer in the name, llama.cpp's
+ * layer_info), n is the layer count */
+static qp_encoding ffn_down_type(qstate *qs, qp_encoding t, const char *name) {
+    const int i = qs->n_expert > 1 ? qp_recipe_layer_of(name) : qs->i_ffn_down, n = qs->n_ffn_down;
     const bool imatrix = qs->o->tensor.imatrix != NULL;
     if (ftype_is(qs, QP_QUANT_Q2_K)) t = QP_ENC_Q3_K;
     else if (ftype_is(qs, QP_QUANT_Q2_K_S)) {
@@ -210,8 +213,17 @@ static qp_encoding ffn_down_type(qstate *qs, qp_encoding t) {
     return t;
 }
 
-/* llama_tensor_get_type_impl for the ftypes we write (no experts: the n_expert == 8 rules and the
- * IQ1/IQ2/IQ3 mixtures are not reproduced). */
+/* llama_tensor_get_type_impl for the ftypes we write, with its MoE rules (n_expert == 8: attn_v
+ * and attn_k Q8_0, attn_output Q5_K for the K-quant mixes; ffn_down by the layer in its name);
+ * the IQ1/IQ2/IQ3 mixtures are not reproduced. */
+static bool attn_output_moe_q5k(const qstate *qs) {
+    static const qp_quant k_q5k[] = {QP_QUANT_Q2_K, QP_QUANT_Q3_K_S, QP_QUANT_Q3_K_M, QP_QUANT_IQ4_NL,
+                                     QP_QUANT_Q4_K_S, QP_QUANT_Q4_K_M, QP_QUANT_IQ4_XS};
+    for (size_t i = 0; i < sizeof k_q5k / sizeof k_q5k[0]; i++)
+        if (ftype_is(qs, k_q5k[i])) return true;
+    return false;
+}
+
 static qp_encoding llama_type_impl(qstate *qs, qp_encoding new_type, const qp_plan_entry *pe, cat c) {
     const qp_recipe_opts *o = qs->o;
     if (c == CAT_OUTPUT || (qs->tied && c == CAT_TOKEN_EMBD)) {
@@ -223,10 +235,14 @@ static qp_encoding llama_type_impl(qstate *qs, qp_encoding new_type, const qp_pl
         else if (ftype_is(qs, QP_QUANT_TQ1_0) || ftype_is(qs, QP_QUANT_TQ2_0)) new_type = QP_ENC_Q4_K;
     } else if (cat_is_attn_v(c)) {
         new_type = attn_v_type(qs, new_type);
+    } else if (c == CAT_ATTN_K) {
+        if (qs->n_expert == 8) new_type = QP_ENC_Q8_0;
     } else if (c == CAT_FFN_DOWN) {
-        new_type = ffn_down_type(qs, new_type);
+        new_type = ffn_down_type(qs, new_type, pe->name);
     } else if (c == CAT_ATTN_OUTPUT) {
-        if (!qs->falcon) {
+        if (!qs->falcon && qs->n_expert == 8) {
+            if (attn_output_moe_q5k(qs)) new_type = QP_ENC_Q5_K;
+        } else if (!qs->falcon) {
             if (ftype_is(qs, QP_QUANT_Q2_K)) new_type = QP_ENC_Q3_K;
             else if (ftype_is(qs, QP_QUANT_Q3_K_M)) new_type = QP_ENC_Q4_K;
             else if (ftype_is(qs, QP_QUANT_Q3_K_L)) new_type = QP_ENC_Q5_K;
@@ -292,6 +308,7 @@ void qp_plan_free(qp_plan *p) {
     if (!p) return;
     if (p->names)
         for (int64_t i = 0; i < p->n; i++) qp_free(p->names[i]);
+    for (int64_t i = 0; p->t && i < p->n; i++) qp_free(p->t[i].parts);
     qp_free(p->names);
     qp_free(p->t);
     qp_free(p->skipped);
@@ -327,6 +344,62 @@ static bool is_sibling_scale(const qp_model *m, const qp_tensor *t) {
     snprintf(w, sizeof w, "%.*s.weight", (int)(n - 6), t->name);
     const qp_tensor *wt = qp_model_find(m, w);
     return wt && qp_encoding_has_sibling_scale(wt->enc);
+}
+
+static size_t plan_src_bytes(const qp_plan_entry *pe) {
+    size_t n = 0;
+    for (int64_t i = 0; i < pe->n_parts; i++) n += pe->parts[i]->nbytes;
+    return pe->n_parts ? n : pe->src->nbytes;
+}
+
+/* An HF expert's name "blk.L.ffn_{gate,up,down}.E.weight" (readers/name_map.h): the merged
+ * output name "blk.L.ffn_*_exps.weight" into merged and E; false for any other name. */
+static bool expert_part(const char *name, char *merged, size_t cap, int64_t *index) {
+    static const char *const k_kinds[] = {"ffn_gate", "ffn_up", "ffn_down"};
+    int layer = qp_recipe_layer_of(name);
+    const char *p = layer >= 0 ? strchr(name + 4, '.') : NULL;
+    if (!p) return false;
+    p++;
+    for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++) {
+        size_t kl = strlen(k_kinds[k]);
+        if (strncmp(p, k_kinds[k], kl) != 0 || p[kl] != '.' || !isdigit((unsigned char)p[kl + 1]))
+            continue;
+        char *end;
+        long long x = strtoll(p + kl + 1, &end, 10);
+        if (strcmp(end, ".weight") != 0 || x < 0 || x > 100000) return false;
+        int n = snprintf(merged, cap, "blk.%d.%s_exps.weight", layer, k_kinds[k]);
+        *index = x;
+        return n > 0 && (size_t)n < cap;
+    }
+    return false;
+}
+
+/* The sources of a merged expert entry (pe->src is expert 0): expert x from "<stem>.x.weight",
+ * each 2-D of expert 0's shape and encoding; ne[2] = n_expert. */
+static qp_status gather_experts(const qp_model *m, int64_t n_expert, qp_plan_entry *pe, qp_err *e) {
+    if (n_expert <= 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is an expert, but the configuration "
+                       "gives no expert count", m->path, pe->src->name);
+    const char *stem_end = strstr(pe->name, "_exps.weight");
+    pe->parts = qp_calloc((size_t)n_expert, sizeof *pe->parts);
+    if (!pe->parts || !stem_end) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    pe->n_parts = n_expert;
+    const qp_tensor *t0 = pe->src;
+    for (int64_t x = 0; x < n_expert; x++) {
+        char nm[128];
+        snprintf(nm, sizeof nm, "%.*s.%lld.weight", (int)(stem_end - pe->name), pe->name, (long long)x);
+        const qp_tensor *t = qp_model_find(m, nm);
+        if (!t)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: expert tensor '%s' of '%s' is missing (%lld "
+                           "experts)", m->path, nm, pe->name, (long long)n_expert);
+        if (t->enc != t0->enc || t->n_dims != 2 || t->ne[0] != t0->ne[0] || t->ne[1] != t0->ne[1])
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: expert tensor '%s' differs in shape or "
+                           "encoding from '%s'", m->path, t->name, t0->name);
+        pe->parts[x] = t;
+    }
+    pe->n_dims = 3;
+    pe->ne[2] = n_expert;
+    return QP_OK;
 }
 
 /* The named rules by which a source tensor is left out of an output (recipes.md "Every tensor
@@ -519,6 +592,10 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     if (m->format != QP_FORMAT_GGUF && dst == pe->src_enc && pe->src_kind == QP_SRC_PLAIN &&
         (dst == QP_ENC_F16 || dst == QP_ENC_BF16) && (nd == 1 || strstr(pe->name, "_norm.weight")))
         dst = QP_ENC_F32;
+    /* ... and so is the MoE router (convert_hf_to_gguf.py keeps FFN_GATE_INP in F32) */
+    if (m->format != QP_FORMAT_GGUF && strstr(pe->name, "ffn_gate_inp.weight") &&
+        (dst == QP_ENC_F16 || dst == QP_ENC_BF16))
+        dst = QP_ENC_F32;
     pe->dst_enc = dst;
     pe->convert = pe->src_kind != QP_SRC_PLAIN || dst != pe->src_enc || pe->permute_heads > 0;
     if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))
@@ -559,7 +636,7 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': row length %lld is not a multiple of "
                        "the %s block size %lld", m->path, pe->name, (long long)pe->ne[0],
                        tr->upper_name, (long long)tr->block_elems);
-    if (!pe->convert && pe->dst_bytes != pe->src->nbytes)
+    if (!pe->convert && pe->dst_bytes != plan_src_bytes(pe))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': %zu bytes where %zu were expected",
                        m->path, pe->name, pe->src->nbytes, pe->dst_bytes);
     qp_status s = pe->convert && tr->quantize_imatrix ? attach_imatrix(o, m, pe, c, e) : QP_OK;
@@ -601,9 +678,18 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
                         m->arch_name ? m->arch_name : "unknown");
             break;
         }
-        char *copy = qp_strdup(name);
+        char merged[128];
+        int64_t ex = -1;
+        if (m->format != QP_FORMAT_GGUF && expert_part(name, merged, sizeof merged, &ex)) {
+            if (ex >= o->n_expert && o->n_expert > 0)
+                s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is expert %lld of %lld", m->path,
+                            t->name, (long long)ex, (long long)o->n_expert);
+            if (ex > 0 && o->n_expert > 0) continue; /* a slice of the entry made at expert 0 */
+            name = merged;
+        }
+        char *copy = s == QP_OK ? qp_strdup(name) : NULL;
         if (!copy) {
-            s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+            if (s == QP_OK) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
             break;
         }
         qp_plan_entry *pe = &p.t[p.n];
@@ -613,6 +699,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         pe->src_enc = t->enc;
         pe->n_dims = effective_dims(t->ne, t->n_dims);
         for (int d = 0; d < QP_MAX_DIMS; d++) pe->ne[d] = d < t->n_dims ? t->ne[d] : 1;
+        if (ex >= 0 && (s = gather_experts(m, o->n_expert, pe, e)) != QP_OK) break;
         if (qp_encoding_has_sibling_scale(t->enc)) { /* rows decode at unit scale, times the sibling */
             char sn[160];
             if (qp_gguf_scale_name(t->name, sn, sizeof sn)) pe->src_scale = qp_model_find(m, sn);
@@ -652,7 +739,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         }
     }
     if (s == QP_OK && o->sort_llama && p.n > 1) qsort(p.t, (size_t)p.n, sizeof *p.t, cmp_llama);
-    qstate qs = {.o = o, .arch = m->arch_name, .tied = true};
+    qstate qs = {.o = o, .arch = m->arch_name, .tied = true, .n_expert = o->n_expert};
     qs.falcon = m->arch_name && strcmp(m->arch_name, "falcon") == 0;
     qs.n_gqa = o->n_head_kv > 0 && o->n_head > 0 ? (int)(o->n_head / o->n_head_kv) : 1;
     for (int64_t i = 0; i < p.n && s == QP_OK; i++) {
@@ -669,7 +756,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
     for (int64_t i = 0; i < p.n && s == QP_OK; i++) {
         s = plan_entry_target(&qs, m, &p.t[i], e);
         if (s == QP_OK) {
-            p.src_bytes += p.t[i].src->nbytes;
+            p.src_bytes += plan_src_bytes(&p.t[i]);
             p.dst_bytes += p.t[i].dst_bytes;
         }
     }

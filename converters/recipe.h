@@ -91,6 +91,11 @@ typedef struct qp_plan_entry {
     bool ternary;            /* quantized with a per-tensor ternary scale (BitNet recipes) */
     const float *imatrix;    /* importance weights, ne[0] per expert (ne[2]); NULL: none */
     int64_t permute_heads;   /* > 0: HF -> GGUF q/k row permutation with this many heads */
+    /* MoE experts stored one 2-D tensor each (HF) merged into llama.cpp's 3-D ffn_*_exps: the
+       n_parts sources of slices 0..n_parts-1 (ne[2]), written one after the other (src =
+       parts[0]); NULL otherwise. Owned by the plan. */
+    const qp_tensor **parts;
+    int64_t n_parts;
 } qp_plan_entry;
 
 /* A source tensor left out of the output by a named rule (recipes.md "Every tensor accounted
@@ -133,6 +138,7 @@ typedef struct qp_recipe_opts {
     int64_t n_head, n_head_kv; /* for permute_qk */
     int64_t n_layer;        /* for use_more_bits on ffn_down (block_count) */
     bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
+    int64_t n_expert;       /* MoE experts per layer (llama.cpp hparams.n_expert; 0: dense) */
     qp_tensor_options tensor; /* llama-quantize's per-tensor options and importance matrix */
 } qp_recipe_opts;
 

@@ -225,6 +225,7 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
     static const char *const u32_keys[] = {
         "context_length", "embedding_length", "block_count", "feed_forward_length",
         "attention.head_count", "attention.head_count_kv", "rope.dimension_count",
+        "expert_count", "expert_used_count",
     };
     for (size_t i = 0; i < sizeof u32_keys / sizeof u32_keys[0]; i++)
         expect_type(m, arch_key(k, sizeof k, arch, u32_keys[i]), QP_META_U32);
@@ -243,6 +244,9 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
     if (arch_int(m, arch_key(k, sizeof k, arch, "attention.key_length"), &v)) a->head_dim = v;
     else if (arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->head_dim = v;
     else if (a->n_heads > 0) a->head_dim = a->hidden / a->n_heads;
+    /* MoE (llama.cpp's n_expert / n_expert_used; runtime.md "Mixture of experts") */
+    if (arch_int(m, arch_key(k, sizeof k, arch, "expert_count"), &v)) a->n_experts = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "expert_used_count"), &v)) a->n_experts_used = v;
     double d;
     if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"), &d))
         a->norm_eps = (float)d;

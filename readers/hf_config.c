@@ -98,6 +98,9 @@ static const struct {
        bitnet_b1_58 (silu: llama.cpp's "bitnet"); arch_name is set from hidden_act below */
     {"BitNetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet-b1.58"},
     {"BitnetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet"},
+    /* Mixtral-style MoE: Mistral's attention, experts as llama.cpp's "llama" with expert_count
+       (num_local_experts / num_experts_per_tok read by moe_fields) */
+    {"MixtralForCausalLM", "mixtral", QP_FAMILY_MISTRAL, "llama"},
 };
 
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
@@ -184,6 +187,27 @@ static qp_status token_id_field(qp_model *m, const cJSON *root, const char *key,
     md->raw = raw;
     md->raw_size = (size_t)n * 4;
     return QP_OK;
+}
+
+/* Mixtral's router: num_local_experts experts per layer, num_experts_per_tok of them per token
+ * (transformers MixtralConfig defaults 8 and 2 when the architecture is Mixtral). */
+static qp_status moe_fields(const cJSON *root, bool mixtral, const char *file, qp_arch *a,
+                            qp_err *e) {
+    int64_t v;
+    bool have;
+    if (mixtral) {
+        a->n_experts = 8;
+        a->n_experts_used = 2;
+    }
+    qp_status s = get_uint(root, "num_local_experts", QP_HF_MAX_EXPERTS, file, &v, &have, e);
+    if (s == QP_OK && have) a->n_experts = v;
+    if (s == QP_OK) s = get_uint(root, "num_experts_per_tok", QP_HF_MAX_EXPERTS, file, &v, &have, e);
+    if (s == QP_OK && have) a->n_experts_used = v;
+    if (s == QP_OK && a->n_experts > 0 &&
+        (a->n_experts_used < 1 || a->n_experts_used > a->n_experts))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: num_experts_per_tok %lld is not in 1..num_local_experts "
+                    "(%lld)", file, (long long)a->n_experts_used, (long long)a->n_experts);
+    return s;
 }
 
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
@@ -282,6 +306,9 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     a->act_int8 = a->family == QP_FAMILY_BITNET;
     if (a->family == QP_FAMILY_BITNET)
         m->arch_name = a->act == QP_ACT_SILU ? "bitnet" : "bitnet-b1.58";
+    if (s == QP_OK)
+        s = moe_fields(root, fam >= 0 && strcmp(k_families[fam].hf_arch, "MixtralForCausalLM") == 0,
+                       file, a, e);
     if (s == QP_OK) s = token_id_field(m, root, "bos_token_id", file, &a->bos_id, e);
     if (s == QP_OK) s = token_id_field(m, root, "eos_token_id", file, &a->eos_id, e);
     if (s == QP_OK) {

@@ -13,6 +13,7 @@
 #define QP_HF_JSON_MAX_BYTES ((size_t)512 << 20) /* tokenizer.json / config.json file size */
 #define QP_HF_MAX_TOKENS ((int64_t)1 << 22)       /* token ids must be below this */
 #define QP_HF_MAX_MERGES ((int64_t)1 << 24)
+#define QP_HF_MAX_EXPERTS 512 /* llama.cpp's LLAMA_MAX_EXPERTS */
 
 /* Parses config.json text into m->arch, m->arch_name and "hf.config.*" metadata. `file` names
  * the source in messages. Unknown architectures are kept (family UNKNOWN) with a problem. */

@@ -55,6 +55,65 @@ static qp_status check_mat(const qp_model *m, const char *name, int64_t cols, in
     return QP_OK;
 }
 
+const char *qp_expert_kind_name(qp_expert_kind k) {
+    static const char *const names[3] = {"ffn_gate", "ffn_up", "ffn_down"};
+    return (unsigned)k < 3 ? names[k] : "?";
+}
+
+static bool shape_is(const qp_tensor *t, int64_t a, int64_t b, int64_t c) {
+    return t->ne[0] == a && t->ne[1] == b && t->ne[2] == c && t->ne[3] == 1;
+}
+
+qp_status qp_model_expert(const qp_model *m, int64_t layer, qp_expert_kind kind, int64_t expert,
+                          int64_t n_experts, int64_t cols, int64_t rows, const qp_tensor **t,
+                          int64_t *slice, qp_err *e) {
+    char nm[96];
+    const char *kn = qp_expert_kind_name(kind);
+    snprintf(nm, sizeof nm, "blk.%lld.%s_exps.weight", (long long)layer, kn);
+    const qp_tensor *x = qp_model_find(m, nm);
+    int64_t n = n_experts, sl = expert;
+    if (!x) {
+        snprintf(nm, sizeof nm, "blk.%lld.%s.%lld.weight", (long long)layer, kn, (long long)expert);
+        qp_status s = qp_model_need(m, nm, &x, e);
+        if (s != QP_OK) return s;
+        n = 1;
+        sl = 0;
+    }
+    if (!shape_is(x, cols, rows, n))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' has shape ne=[%lld, %lld, %lld, %lld]; "
+                       "the runtime expects ne=[%lld, %lld, %lld] (%lld experts)", m->path, nm,
+                       (long long)x->ne[0], (long long)x->ne[1], (long long)x->ne[2],
+                       (long long)x->ne[3], (long long)cols, (long long)rows, (long long)n,
+                       (long long)n_experts);
+    *t = x;
+    *slice = sl;
+    return QP_OK;
+}
+
+/* A MoE layer: the router ffn_gate_inp [dim, n_experts] and every expert's gate/up/down. */
+static qp_status check_moe_layer(const qp_model *m, const qp_runtime_config *c, int64_t l,
+                                 qp_err *e) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "blk.%lld.ffn_gate_inp.weight", (long long)l);
+    qp_status s = check_mat(m, nm, c->dim, c->n_experts, false, e);
+    for (int64_t x = 0; s == QP_OK && x < c->n_experts; x++)
+        for (int k = 0; s == QP_OK && k < 3; k++) {
+            const qp_tensor *t;
+            int64_t sl;
+            bool down = k == QP_EXPERT_DOWN;
+            s = qp_model_expert(m, l, (qp_expert_kind)k, x, c->n_experts, down ? c->ffn_dim : c->dim,
+                                down ? c->dim : c->ffn_dim, &t, &sl, e);
+        }
+    return s;
+}
+
+/* The FFN width of a MoE model from expert 0 of layer 0 (merged or not); 0 when absent. */
+static int64_t expert_ffn(const qp_model *m) {
+    const qp_tensor *t = qp_model_find(m, "blk.0.ffn_gate_exps.weight");
+    if (!t) t = qp_model_find(m, "blk.0.ffn_gate.0.weight");
+    return t ? t->ne[1] : 0;
+}
+
 static qp_status check_vec(const qp_model *m, const char *name, int64_t n, bool optional,
                            qp_err *e) {
     const qp_tensor *t = qp_model_find(m, name);
@@ -82,6 +141,11 @@ static qp_status check_config(const qp_model *m, const qp_runtime_config *c, qp_
             QP_OK ||
         (s = range(m, "the K/V head count", c->n_kv_heads, c->n_heads, e)) != QP_OK)
         return s;
+    if (c->n_experts > 0 &&
+        ((s = range(m, "the expert count (expert_count)", c->n_experts, 512, e)) != QP_OK ||
+         (s = range(m, "the experts used per token (expert_used_count)", c->n_experts_used,
+                    c->n_experts, e)) != QP_OK))
+        return s;
     if (c->n_heads % c->n_kv_heads != 0)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the head count %lld is not a multiple of the "
                        "K/V head count %lld", m->path, (long long)c->n_heads,
@@ -103,14 +167,16 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     if ((s = qp_model_need(m, "token_embd.weight", &emb, e)) != QP_OK ||
         (s = qp_model_need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK ||
         (s = qp_model_need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK ||
-        (s = qp_model_need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK)
+        (a->n_experts <= 0 && (s = qp_model_need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK))
         return s;
     qp_runtime_config c;
     memset(&c, 0, sizeof c);
     c.family = a->family;
     c.dim = pick(a->hidden, emb->ne[0]);
     c.vocab = pick(a->vocab, emb->ne[1]);
-    c.ffn_dim = pick(a->intermediate, g0->ne[1]);
+    c.ffn_dim = pick(a->intermediate, g0 ? g0->ne[1] : expert_ffn(m));
+    c.n_experts = a->n_experts > 0 ? a->n_experts : 0;
+    c.n_experts_used = c.n_experts > 0 ? a->n_experts_used : 0;
     c.n_layers = a->n_layers;
     if (c.n_layers <= 0) { /* count the layers present */
         char nm[64];
@@ -153,9 +219,11 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
             (s = check_mat(m, NM("attn_k.weight"), dim, kvdim, bn, e)) != QP_OK ||
             (s = check_mat(m, NM("attn_v.weight"), dim, kvdim, bn, e)) != QP_OK ||
             (s = check_mat(m, NM("attn_output.weight"), qdim, dim, bn, e)) != QP_OK ||
-            (s = check_mat(m, NM("ffn_gate.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
-            (s = check_mat(m, NM("ffn_up.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
-            (s = check_mat(m, NM("ffn_down.weight"), c.ffn_dim, dim, bn, e)) != QP_OK ||
+            (c.n_experts > 0 && (s = check_moe_layer(m, &c, l, e)) != QP_OK) ||
+            (c.n_experts == 0 &&
+             ((s = check_mat(m, NM("ffn_gate.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
+              (s = check_mat(m, NM("ffn_up.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
+              (s = check_mat(m, NM("ffn_down.weight"), c.ffn_dim, dim, bn, e)) != QP_OK)) ||
             (s = check_vec(m, NM("attn_norm.weight"), dim, false, e)) != QP_OK ||
             (s = check_vec(m, NM("ffn_norm.weight"), dim, false, e)) != QP_OK)
             return s;
@@ -174,6 +242,14 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     }
     if (out) *out = c;
     return QP_OK;
+}
+
+qp_status qp_model_refuse_experts(const qp_model *m, const char *target, qp_err *e) {
+    if (m->arch.n_experts <= 0) return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' is a mixture of experts (%lld "
+                   "experts, %lld per token); %s has no place for experts (GGUF and RDRR hold them)",
+                   m->path, m->arch_name ? m->arch_name : qp_family_name(m->arch.family),
+                   (long long)m->arch.n_experts, (long long)m->arch.n_experts_used, target);
 }
 
 qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e) {

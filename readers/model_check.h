@@ -23,6 +23,23 @@ QP_NODISCARD qp_status qp_model_check(const qp_model *m, qp_runtime_config *cfg,
  * 'x' needed by the runtime is missing" when absent. */
 QP_NODISCARD qp_status qp_model_need(const qp_model *m, const char *name, const qp_tensor **out, qp_err *e);
 
+/* MoE expert matrices (runtime/runtime.md "Mixture of experts"). Expert e of kind k in layer L
+ * is stored either merged, llama.cpp's 3-D "blk.L.ffn_{gate,up,down}_exps.weight" with
+ * ne=[cols, rows, n_experts] (slice e), or as its own 2-D "blk.L.ffn_{gate,up,down}.e.weight"
+ * ne=[cols, rows] (HF sources through readers/name_map.h; slice 0). */
+typedef enum qp_expert_kind { QP_EXPERT_GATE = 0, QP_EXPERT_UP = 1, QP_EXPERT_DOWN = 2 } qp_expert_kind;
+/* "ffn_gate", "ffn_up", "ffn_down" */
+const char *qp_expert_kind_name(qp_expert_kind k);
+/* The tensor holding expert `expert` (merged first) with its shape checked, and the expert's
+ * slice in it. QP_ERR_UNSUPPORTED naming the tensor when absent or of another shape. */
+QP_NODISCARD qp_status qp_model_expert(const qp_model *m, int64_t layer, qp_expert_kind kind,
+                                       int64_t expert, int64_t n_experts, int64_t cols,
+                                       int64_t rows, const qp_tensor **t, int64_t *slice, qp_err *e);
+
+/* For outputs that cannot hold a mixture of experts (TRLM, .bullet): QP_ERR_UNSUPPORTED naming
+ * the architecture and the target when m has experts; QP_OK otherwise. */
+QP_NODISCARD qp_status qp_model_refuse_experts(const qp_model *m, const char *target, qp_err *e);
+
 /* True when the runtime reads "<name>" as a BitNet packed U8 projection of rows x cols
  * (microsoft/bitnet-b1.58: U8 [rows/4, cols] with a "<name>_scale"). */
 bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows);

@@ -33,7 +33,18 @@ static const name_pair k_layer[] = {
     /* 1bitLLM's bitnet_b1_58 names for the same norms (llama.cpp's converter maps them so) */
     {"self_attn.inner_attn_ln", "attn_sub_norm"},
     {"mlp.ffn_layernorm", "ffn_sub_norm"},
+    /* Mixtral's router */
+    {"block_sparse_moe.gate", "ffn_gate_inp"},
 };
+
+/* Mixtral's experts: "block_sparse_moe.experts.E.<w>" <-> "<ffn>.E" (llama.cpp's per-expert
+ * names LLM_TENSOR_FFN_*_EXP; converters merge them into ffn_*_exps, converters/recipes.md) */
+static const name_pair k_expert[] = {
+    {"w1", "ffn_gate"},
+    {"w2", "ffn_down"},
+    {"w3", "ffn_up"},
+};
+static const char k_hf_experts[] = "block_sparse_moe.experts.";
 
 /* Longest first: ".weight_scale" must win over ".weight" (which is not its suffix anyway, but
  * keep the order explicit). */
@@ -79,6 +90,36 @@ static const char *emit(char *buf, size_t cap, int n) {
     return buf;
 }
 
+/* module (module_len bytes, no suffix) as an expert name of the from side; writes the other
+ * side's "<module>" into out (outcap bytes). */
+static bool map_expert(const char *module, size_t module_len, bool to_gguf, char *out,
+                       size_t outcap) {
+    size_t pl = to_gguf ? strlen(k_hf_experts) : 0;
+    if (to_gguf && (module_len <= pl || memcmp(module, k_hf_experts, pl) != 0)) return false;
+    for (size_t i = 0; i < N_OF(k_expert); i++) {
+        const char *from = to_gguf ? NULL : k_expert[i].gguf;
+        unsigned ex = 0;
+        if (to_gguf) {
+            size_t d = parse_layer(module + pl, module_len - pl, &ex);
+            if (!d || !stem_eq(module + pl + d + 1, module_len - pl - d - 1, k_expert[i].hf)) continue;
+            int n = snprintf(out, outcap, "%s.%u", k_expert[i].gguf, ex);
+            return n > 0 && (size_t)n < outcap;
+        }
+        size_t fl = strlen(from);
+        if (module_len <= fl + 1 || memcmp(module, from, fl) != 0 || module[fl] != '.') continue;
+        /* parse_layer wants a trailing '.': check the digits run to the end */
+        size_t dl = module_len - fl - 1;
+        char digits[16];
+        if (dl >= sizeof digits - 1) continue;
+        memcpy(digits, module + fl + 1, dl);
+        digits[dl] = '.';
+        if (parse_layer(digits, dl + 1, &ex) != dl) continue;
+        int n = snprintf(out, outcap, "%s%u.%s", k_hf_experts, ex, k_expert[i].hf);
+        return n > 0 && (size_t)n < outcap;
+    }
+    return false;
+}
+
 static const char *map(const char *name, char *buf, size_t cap, bool to_gguf) {
     if (!name || !buf || cap == 0) return NULL;
     size_t stem_len;
@@ -106,6 +147,10 @@ static const char *map(const char *name, char *buf, size_t cap, bool to_gguf) {
                         snprintf(buf, cap, "%s%u.%s%s", to_gguf ? "blk." : "model.layers.", layer, to,
                                  suffix));
     }
+    char ex[64];
+    if (map_expert(module, module_len, to_gguf, ex, sizeof ex))
+        return emit(buf, cap, snprintf(buf, cap, "%s%u.%s%s", to_gguf ? "blk." : "model.layers.",
+                                       layer, ex, suffix));
     return NULL;
 }
 

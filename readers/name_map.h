@@ -10,6 +10,10 @@
  *   model.layers.N.mlp.gate_proj     <-> blk.N.ffn_gate    (up_proj, down_proj alike)
  *   model.layers.N.self_attn.attn_sub_norm <-> blk.N.attn_sub_norm   (BitNet)
  *   model.layers.N.mlp.ffn_sub_norm  <-> blk.N.ffn_sub_norm           (BitNet)
+ *   model.layers.N.block_sparse_moe.gate <-> blk.N.ffn_gate_inp       (Mixtral router)
+ *   model.layers.N.block_sparse_moe.experts.E.w1 <-> blk.N.ffn_gate.E (w2: ffn_down, w3: ffn_up;
+ *                                                   llama.cpp's per-expert names, merged into
+ *                                                   blk.N.ffn_*_exps by the converters)
  * with the suffix ".weight", ".bias" or ".weight_scale" (BitNet packed checkpoints) kept as is.
  * Everything else (rotary_emb.inv_freq, unknown modules, other suffixes) is unmapped.
  *

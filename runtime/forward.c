@@ -6,6 +6,8 @@
  *              [BitNet: a = rmsnorm(a) * attn_sub_norm]; x += Wo a;
  *              h = rmsnorm(x) * ffn_norm; f = act(Wgate h) * (Wup h)  (SiLU, or ReLU^2);
  *              [BitNet: f = rmsnorm(f) * ffn_sub_norm]; x += Wdown f
+ *              [MoE: p = softmax(Wrouter h); the k best experts e_j, w_j = p_ej / sum p;
+ *               x += sum_j w_j * Wdown_ej (silu(Wgate_ej h) * (Wup_ej h))]
  *   logits = Wout (rmsnorm(x) * output_norm)
  * Conventions and the BitNet activation quantization: runtime/runtime.md. */
 #include <math.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/rope.h"
+#include "readers/model_check.h"
 #include "runtime/runtime_internal.h"
 
 /* Prompts are run in batches of at most this many tokens (activation buffers grow to it). */
@@ -42,6 +45,13 @@ struct qp_runtime {
     float *scratch;   /* n_threads * 2 * max_cols, for row dequantization */
     int64_t scratch_cols;
     float *k_cache, *v_cache; /* [layer][pos][kv_dim] */
+    /* MoE (NULL for a dense FFN), for bcap tokens: */
+    float *moe_probs;  /* n_experts per token: router logits, then their softmax */
+    int32_t *moe_sel;  /* n_experts_used per token: chosen experts, best first */
+    float *moe_w;      /* n_experts_used per token: their renormalized weights */
+    int64_t *moe_slot; /* per gathered token of one expert: token * n_experts_used + rank */
+    float *moe_x;      /* gathered inputs of one expert (dim each), then its outputs */
+    float *moe_out;    /* n_experts_used * dim per token: weighted expert outputs, by rank */
 };
 
 static void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps) {
@@ -131,7 +141,10 @@ static void choose_fast_dots(qp_runtime *rt) {
     for (int64_t l = 0; l < w->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         qp_wmat *lm[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (int i = 0; i < 7; i++) fast_dot_for(rt, lm[i]);
+        for (int i = 0; i < (L->experts ? 4 : 7); i++) fast_dot_for(rt, lm[i]);
+        if (!L->experts) continue;
+        fast_dot_for(rt, &L->router);
+        for (int64_t i = 0; i < 3 * rt->cfg.n_experts; i++) fast_dot_for(rt, &L->experts[i]);
     }
 }
 
@@ -157,6 +170,13 @@ static void free_batch(qp_runtime *rt) {
                      rt->act_s,  rt->rope_cos, rt->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
     qp_free(rt->act_i8);
+    float *moe[] = {rt->moe_probs, rt->moe_w, rt->moe_x, rt->moe_out};
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) qp_free(moe[i]);
+    qp_free(rt->moe_sel);
+    qp_free(rt->moe_slot);
+    rt->moe_probs = rt->moe_w = rt->moe_x = rt->moe_out = NULL;
+    rt->moe_sel = NULL;
+    rt->moe_slot = NULL;
     for (int i = 0; i < QP_ACT_SLOTS; i++) {
         qp_free(rt->act_q[i]);
         rt->act_q[i] = NULL;
@@ -190,6 +210,16 @@ static bool alloc_batch(qp_runtime *rt, int64_t n) {
     rt->rope_cos = alloc_f(n * (c->head_dim / 2), &ok);
     rt->rope_sin = alloc_f(n * (c->head_dim / 2), &ok);
     rt->act_i8 = ok ? qp_calloc((size_t)(n * rt->act_cols), 1) : NULL;
+    if (c->n_experts > 0) {
+        int64_t k = c->n_experts_used;
+        rt->moe_probs = alloc_f(n * c->n_experts, &ok);
+        rt->moe_w = alloc_f(n * k, &ok);
+        rt->moe_x = alloc_f(n * c->dim, &ok);
+        rt->moe_out = alloc_f(n * k * c->dim, &ok);
+        rt->moe_sel = ok ? qp_calloc((size_t)(n * k), sizeof *rt->moe_sel) : NULL;
+        rt->moe_slot = ok ? qp_calloc((size_t)n, sizeof *rt->moe_slot) : NULL;
+        ok = ok && rt->moe_sel && rt->moe_slot;
+    }
     for (int i = 0; i < QP_ACT_SLOTS && ok && rt->act_q_ld > 0; i++)
         if (!(rt->act_q[i] = qp_calloc((size_t)n, rt->act_q_ld))) ok = false;
     if (!ok || !rt->act_i8) {
@@ -365,6 +395,87 @@ static void matmul(qp_runtime *rt, const qp_matvec_task *tasks, int n, int64_t n
     qp_matmul_multi(rt->pool, tasks, n, nt, rt->scratch, rt->scratch_cols);
 }
 
+/* The gated FFN activation in place: g[i] = act(g[i]) * u[i] (SiLU, or ReLU^2). */
+static void ffn_act(const qp_runtime_config *c, float *g, const float *u, int64_t n) {
+    if (c->act == QP_ACT_RELU2) {
+        for (int64_t i = 0; i < n; i++) {
+            float r = g[i] > 0.0f ? g[i] : 0.0f;
+            g[i] = r * r * u[i];
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) g[i] = g[i] * (1.0f / (1.0f + expf(-g[i]))) * u[i];
+    }
+}
+
+/* Router of nt tokens (llama.cpp's build_moe_ffn, softmax gating): probs = softmax(logits);
+ * the n_experts_used largest, best first (equal probabilities: the lower expert id); their
+ * weights divided by their sum (clamped below at 6.103515625e-5, as llama.cpp). */
+static void moe_route(qp_runtime *rt, int64_t nt) {
+    int64_t ne = rt->cfg.n_experts, k = rt->cfg.n_experts_used;
+    for (int64_t t = 0; t < nt; t++) {
+        float *p = rt->moe_probs + t * ne;
+        int32_t *sel = rt->moe_sel + t * k;
+        float *w = rt->moe_w + t * k;
+        softmax(p, ne);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < k; j++) {
+            int32_t best = -1;
+            for (int64_t x = 0; x < ne; x++) {
+                bool taken = false;
+                for (int64_t i = 0; i < j; i++) taken = taken || sel[i] == x;
+                if (!taken && (best < 0 || p[x] > p[best])) best = (int32_t)x;
+            }
+            sel[j] = best;
+            w[j] = p[best];
+            sum += w[j];
+        }
+        if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
+        for (int64_t j = 0; j < k; j++) w[j] /= sum;
+    }
+}
+
+/* The MoE FFN of nt tokens, input h in rt->xb, result back in rt->xb: per expert, the tokens
+ * that chose it are gathered and run as one batch (gate, up, act, down); each token's result is
+ * sum over its ranks j of w_j * down_j, added in rank order as llama.cpp does. */
+static void moe_ffn(qp_runtime *rt, const qp_layer_weights *L, int64_t nt) {
+    const qp_runtime_config *c = &rt->cfg;
+    int64_t dim = c->dim, ffn = c->ffn_dim, k = c->n_experts_used;
+    act_in in_r = {rt->xb, dim, dim, nt, false, {NULL}};
+    qp_matvec_task r_task = task_for(rt, &L->router, &in_r, rt->moe_probs, c->n_experts);
+    matmul(rt, &r_task, 1, nt);
+    moe_route(rt, nt);
+    for (int64_t x = 0; x < c->n_experts; x++) {
+        int64_t n = 0;
+        for (int64_t s = 0; s < nt * k; s++) {
+            if (rt->moe_sel[s] != x) continue;
+            memcpy(rt->moe_x + n * dim, rt->xb + (s / k) * dim, (size_t)dim * sizeof(float));
+            rt->moe_slot[n++] = s;
+        }
+        if (n == 0) continue;
+        const qp_wmat *W = &L->experts[3 * x];
+        act_in in = {rt->moe_x, dim, dim, n, false, {NULL}};
+        qp_matvec_task gu[2] = {task_for(rt, &W[QP_EXPERT_GATE], &in, rt->hb, ffn),
+                                task_for(rt, &W[QP_EXPERT_UP], &in, rt->hb2, ffn)};
+        matmul(rt, gu, 2, n);
+        ffn_act(c, rt->hb, rt->hb2, n * ffn);
+        act_in in_d = {rt->hb, ffn, ffn, n, false, {NULL}};
+        qp_matvec_task d_task = task_for(rt, &W[QP_EXPERT_DOWN], &in_d, rt->moe_x, dim);
+        matmul(rt, &d_task, 1, n);
+        for (int64_t i = 0; i < n; i++) {
+            float *o = rt->moe_out + rt->moe_slot[i] * dim, wt = rt->moe_w[rt->moe_slot[i]];
+            const float *y = rt->moe_x + i * dim;
+            for (int64_t d = 0; d < dim; d++) o[d] = y[d] * wt;
+        }
+    }
+    for (int64_t t = 0; t < nt; t++) {
+        float *h = rt->xb + t * dim;
+        const float *o = rt->moe_out + t * k * dim;
+        memcpy(h, o, (size_t)dim * sizeof(float));
+        for (int64_t j = 1; j < k; j++)
+            for (int64_t d = 0; d < dim; d++) h[d] += o[j * dim + d];
+    }
+}
+
 /* Runs nt <= bcap tokens at positions pos .. pos+nt-1 (checked by the callers). With
  * all_logits every token's logits go there (row t at t * vocab) and the last one's also to
  * rt->logits; else with last_logits only the last token's go to rt->logits; else none. */
@@ -430,21 +541,16 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         /* feed-forward */
         for (int64_t t = 0; t < nt; t++)
             rmsnorm(rt->xb + t * dim, x + t * dim, L->ffn_norm, dim, eps);
+        if (L->experts) {
+            moe_ffn(rt, L, nt);
+            for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
+            continue;
+        }
         act_in in_f = {rt->xb, dim, dim, nt, false, {NULL}};
         qp_matvec_task gu[2] = {task_for(rt, &L->w_gate, &in_f, rt->hb, ffn),
                                 task_for(rt, &L->w_up, &in_f, rt->hb2, ffn)};
         matmul(rt, gu, 2, nt);
-        if (c->act == QP_ACT_RELU2) {
-            for (int64_t i = 0; i < nt * ffn; i++) {
-                float g = rt->hb[i] > 0.0f ? rt->hb[i] : 0.0f;
-                rt->hb[i] = g * g * rt->hb2[i];
-            }
-        } else {
-            for (int64_t i = 0; i < nt * ffn; i++) {
-                float g = rt->hb[i];
-                rt->hb[i] = g * (1.0f / (1.0f + expf(-g))) * rt->hb2[i];
-            }
-        }
+        ffn_act(c, rt->hb, rt->hb2, nt * ffn);
         float *fi = rt->hb;
         if (L->ffn_sub_norm) {
             for (int64_t t = 0; t < nt; t++)

@@ -167,6 +167,52 @@ static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int
     return QP_OK;
 }
 
+/* Expert x's kind-k matrix of layer l: a slice of llama.cpp's merged 3-D tensor or its own 2-D
+ * one (readers/model_check.h), used in place. */
+static qp_status bind_expert(const qp_model *m, const qp_runtime_config *cfg, int64_t l,
+                             qp_expert_kind k, int64_t x, qp_wmat *w, qp_err *e) {
+    bool down = k == QP_EXPERT_DOWN;
+    int64_t cols = down ? cfg->ffn_dim : cfg->dim, rows = down ? cfg->dim : cfg->ffn_dim;
+    const qp_tensor *t;
+    int64_t slice;
+    qp_status s = qp_model_expert(m, l, k, x, cfg->n_experts, cols, rows, &t, &slice, e);
+    size_t rb;
+    /* rows x slices <= 2^22 x 512: no overflow (model_check's ranges) */
+    if (s == QP_OK) s = check_bytes(m, t, rows * t->ne[2], cols, &rb, e);
+    if (s != QP_OK) return s;
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    if (tr->flags & (QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %s keeps a per-tensor scale, which "
+                       "the runtime does not split between experts", m->path, t->name,
+                       tr->upper_name);
+    memset(w, 0, sizeof *w);
+    w->name = t->canon ? t->canon : t->name;
+    w->data = t->data + (size_t)slice * (size_t)rows * rb;
+    w->tr = tr;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = rb;
+    w->scale = 1.0f;
+    w->act_i8 = (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
+    w->use_i8 = w->act_i8 && tr->vec_dot_i8 != NULL;
+    return QP_OK;
+}
+
+/* A MoE layer's router and experts. */
+static qp_status bind_moe(const qp_model *m, const qp_runtime_config *cfg, int64_t l,
+                          qp_layer_weights *L, qp_err *e) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "blk.%lld.ffn_gate_inp.weight", (long long)l);
+    qp_status s = bind_mat(m, nm, cfg->dim, cfg->n_experts, false, false, false, &L->router, e);
+    if (s != QP_OK) return s;
+    L->experts = qp_calloc((size_t)cfg->n_experts * 3, sizeof *L->experts);
+    if (!L->experts) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int64_t x = 0; s == QP_OK && x < cfg->n_experts; x++)
+        for (int k = 0; s == QP_OK && k < 3; k++)
+            s = bind_expert(m, cfg, l, (qp_expert_kind)k, x, &L->experts[3 * x + k], e);
+    return s;
+}
+
 /* A 1-D tensor of n elements into a new F32 array. Absent and optional: *out = NULL. */
 static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool optional,
                           float **out, qp_err *e) {
@@ -233,11 +279,14 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
             (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, i8, &L->wk, e)) != QP_OK ||
             (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, i8, &L->wv, e)) != QP_OK ||
             (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, i8, &L->wo, e)) != QP_OK ||
-            (s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_gate, e)) !=
-                QP_OK ||
-            (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_up, e)) != QP_OK ||
-            (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down, e)) !=
-                QP_OK ||
+            (cfg->n_experts > 0 && (s = bind_moe(m, cfg, l, L, e)) != QP_OK) ||
+            (cfg->n_experts == 0 &&
+             ((s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_gate,
+                            e)) != QP_OK ||
+              (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_up, e)) !=
+                  QP_OK ||
+              (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down,
+                            e)) != QP_OK)) ||
             (s = bind_vec(m, NM("attn_norm.weight"), dim, false, &L->attn_norm, e)) != QP_OK ||
             (s = bind_vec(m, NM("ffn_norm.weight"), dim, false, &L->ffn_norm, e)) != QP_OK)
             goto fail;
@@ -279,6 +328,7 @@ void qp_weights_free(qp_weights *w) {
         qp_free(L->bv);
         qp_free(L->q_norm);
         qp_free(L->k_norm);
+        qp_free(L->experts);
     }
     qp_free(w->layers);
     qp_free(w->output_norm);

@@ -92,6 +92,9 @@ typedef struct qp_arch {
     /* BitNet: the inputs of the seven projections are quantized to int8 per token (BitLinear;
      * bitnet.cpp). Set by the readers from what the source says (runtime/runtime.md). */
     bool act_int8;
+    /* Mixture of experts (Mixtral): n_experts FFNs per layer, a router picks n_experts_used per
+     * token (runtime/runtime.md "Mixture of experts"); 0 for a dense FFN. */
+    int64_t n_experts, n_experts_used;
     int32_t bos_id;        /* -1 when none */
     int32_t eos_id;        /* -1 when none */
 } qp_arch;

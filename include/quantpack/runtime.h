@@ -40,6 +40,7 @@ typedef struct qp_runtime_config {
     bool qkv_bias, sub_norms, tied_output;
     bool qk_norm;  /* per-head RMS norms of q and k before RoPE (Qwen3) */
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
+    int64_t n_experts, n_experts_used; /* MoE FFN (0: dense); ffn_dim is one expert's width */
     int n_threads;
     bool exact;        /* the path that runs (qp_runtime_opts.exact) */
     int n_fast_mats;   /* matrices on a fast dot (0 on the exact path) */

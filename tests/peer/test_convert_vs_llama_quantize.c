@@ -23,7 +23,10 @@ typedef random_llama shape;
  * and llama.cpp must load the result (llama_model_load_from_file). */
 static void check_hf(const char *tmp) {
     const char *fx = qp_test_env("QP_FIXTURES_DIR", "fixtures");
-    static const char *const k_hf[] = {"llama-tied", "llama-gqa-untied", "llama-sharded", "qwen2"};
+    /* mixtral: 8 experts merged into ffn_*_exps, so llama-quantize's MoE rules (n_expert == 8:
+       attn_v/attn_k Q8_0, attn_output Q5_K; ffn_down by layer name) pick every type */
+    static const char *const k_hf[] = {"llama-tied", "llama-gqa-untied", "llama-sharded", "qwen2",
+                                       "mixtral"};
     for (size_t i = 0; i < sizeof k_hf / sizeof k_hf[0]; i++) {
         char src[4300], f32[4300], ours[4300], theirs[4300];
         snprintf(src, sizeof src, "%s/%s", fx, k_hf[i]);

@@ -3,7 +3,8 @@
  * bitnet-packed tensors unpack, by the formula of encodings/enc_ternary.md implemented here
  * independently, to exactly the bitnet-float weights; llama-sharded holds exactly the tensors of
  * llama-gqa-untied; llama-k256 has its 256/512-wide shapes (all Q4_K/Q6_K under Q4_K_M), GQA 8/4,
- * an untied lm_head and the documented value scales. Safetensors files are parsed here with a minimal independent parser. */
+ * an untied lm_head and the documented value scales; mixtral has Mixtral's config keys and
+ * tensors (router [8, 256] with 4x the projections' std, 8 experts of w1/w3 [256, 256] and w2). Safetensors files are parsed here with a minimal independent parser. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -16,7 +17,7 @@
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
-                                       "qwen3"};
+                                       "qwen3", "mixtral"};
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
@@ -409,6 +410,48 @@ static void check_qwen3(const char *dir) {
     st_free(&f);
 }
 
+/* mixtral: MixtralForCausalLM with 8 experts, top-2; per layer the router and 8 x 3 expert
+ * matrices instead of mlp.*, all BF16 [*, 256]; router std 4w, expert std w (fixtures/README.md). */
+static void check_mixtral(const char *dir) {
+    char md[2048], p[2300];
+    snprintf(md, sizeof md, "%s/mixtral", dir);
+    cJSON *cfg = load_json(md, "config.json");
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
+    QP_CHECK(cJSON_IsArray(ar) && cJSON_IsString(ar->child) &&
+             strcmp(ar->child->valuestring, "MixtralForCausalLM") == 0);
+    QP_CHECK_EQ_INT(json_int(cfg, "num_local_experts"), 8);
+    QP_CHECK_EQ_INT(json_int(cfg, "num_experts_per_tok"), 2);
+    QP_CHECK_EQ_INT(json_int(cfg, "intermediate_size"), 256);
+    cJSON_Delete(cfg);
+    snprintf(p, sizeof p, "%s/model.safetensors", md);
+    st_file f;
+    QP_CHECK(st_load(&f, p));
+    if (!f.header) return;
+    int n = 0;
+    for (cJSON *t = f.header->child; t; t = t->next) n += strcmp(t->string, "__metadata__") != 0;
+    /* embed, norm, lm_head + per layer 2 norms, 4 attention, router, 24 experts */
+    QP_CHECK_EQ_INT(n, 3 + 2 * (2 + 4 + 1 + 24));
+    QP_CHECK_MSG(!cJSON_GetObjectItemCaseSensitive(f.header, "model.layers.0.mlp.gate_proj.weight"),
+                 "mixtral has a dense mlp");
+    const double w = 0.05 / sqrt(3.0);
+    st_view v;
+    bool ok = st_get(&f, "model.layers.1.block_sparse_moe.gate.weight", &v);
+    QP_CHECK_MSG(ok && v.shape[0] == 8 && v.shape[1] == 256, "mixtral: router");
+    if (ok) QP_CHECK_MSG(fabs(bf16_std(&v, 0) / (4 * w) - 1) < 0.05, "router std %g", bf16_std(&v, 0));
+    for (int x = 0; x < 8; x++) {
+        static const char *const wn[3] = {"w1", "w2", "w3"};
+        for (int k = 0; k < 3; k++) {
+            char nm[128];
+            snprintf(nm, sizeof nm, "model.layers.1.block_sparse_moe.experts.%d.%s.weight", x, wn[k]);
+            ok = st_get(&f, nm, &v);
+            QP_CHECK_MSG(ok && strcmp(v.dtype, "BF16") == 0 && v.shape[0] == 256 && v.shape[1] == 256,
+                         "mixtral: %s", nm);
+            if (ok && x == 7) QP_CHECK_MSG(fabs(bf16_std(&v, 0) / w - 1) < 0.02, "%s std", nm);
+        }
+    }
+    st_free(&f);
+}
+
 int main(void) {
     const char *bin = qp_test_env("QP_BIN_DIR", "bin");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
@@ -428,7 +471,7 @@ int main(void) {
         QP_CHECK_MSG(files >= 5, "%s: %d files", k_models[i], files);
         check_consistency(a, k_models[i]);
     }
-    /* nothing but the seven model folders (no staging debris) */
+    /* nothing but the model folders (no staging debris) */
     int entries = 0;
     DIR *d = opendir(b);
     struct dirent *ent;
@@ -440,6 +483,7 @@ int main(void) {
     check_sharded(a);
     check_k256(a);
     check_qwen3(a);
+    check_mixtral(a);
     QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();
