@@ -91,6 +91,7 @@ void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_reci
     ro->is_70b = arch && strcmp(arch, "llama") == 0 && nl == 80 && m->arch.n_heads > 0 &&
                  m->arch.n_heads != ro->n_head_kv;
     ro->n_expert = m->arch.n_experts;
+    ro->merge_experts = true;
 }
 
 qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e) {

@@ -375,6 +375,13 @@ static cJSON *manifest_fields(const qp_model *m, const qp_rdrr_convert_opts *o, 
                  (ct ? set_str(ctj, "type", ct) : true) && set_bool(ctj, "enabled", ct != NULL);
         }
     }
+    /* DOPPLER's moeConfig (its converter's normalizeMoEConfig; readers/rdrr.md) */
+    cJSON *moe = NULL;
+    if (ok && a->n_experts > 0)
+        ok = (moe = cJSON_AddObjectToObject(j, "moeConfig")) &&
+             cJSON_AddNumberToObject(moe, "numExperts", (double)a->n_experts) &&
+             cJSON_AddNumberToObject(moe, "numExpertsPerToken", (double)a->n_experts_used) &&
+             cJSON_AddStringToObject(moe, "expertFormat", "mixtral");
     ok = ok && (ident = cJSON_AddObjectToObject(j, "artifactIdentity")) &&
          cJSON_AddStringToObject(ident, "sourceFormat", qp_format_name(m->format)) &&
          cJSON_AddStringToObject(ident, "artifactCompleteness", "complete");
@@ -613,6 +620,18 @@ static qp_status carry_tokenizer(const qp_model *m, qp_rdrr_writer *w, const cha
     return s;
 }
 
+/* DOPPLER's Mixtral experts are the HF per-expert tensors (its expert-loader reads
+ * "[model.]layers.N.block_sparse_moe.experts.E.w{1,2,3}.weight"; readers/rdrr.md "Mixture of
+ * experts"); llama.cpp's merged ffn_*_exps have no such names and names are never remapped. */
+static qp_status check_moe_layout(const qp_model *m, qp_err *e) {
+    if (m->arch.n_experts <= 0 || m->format == QP_FORMAT_SAFETENSORS || m->format == QP_FORMAT_RDRR)
+        return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: a %s mixture of experts (%lld experts) keeps them "
+                   "merged in ffn_*_exps, which DOPPLER's expert loader cannot read: convert the "
+                   "Hugging Face checkpoint to RDRR instead", m->path, qp_format_name(m->format),
+                   (long long)m->arch.n_experts);
+}
+
 qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, const char *out_dir,
                           qp_rdrr_convert_result *res, qp_err *e) {
     if (!m || !o || !out_dir) return qp_fail(e, QP_ERR_ARG, "convert rdrr: NULL argument");
@@ -630,6 +649,7 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         ro.n_head = m->arch.n_heads;
         ro.n_head_kv = m->arch.n_kv_heads > 0 ? m->arch.n_kv_heads : m->arch.n_heads;
         ro.n_layer = m->arch.n_layers;
+        ro.n_expert = m->arch.n_experts; /* experts stay one tensor each (readers/rdrr.md) */
         if (o->quant != QP_QUANT_Q4_K_M && o->quant != QP_QUANT_Q6_K && o->quant != QP_QUANT_F16 &&
             o->quant != QP_QUANT_BF16 && o->quant != QP_QUANT_F32)
             return qp_fail(e, QP_ERR_UNSUPPORTED, "RDRR output: --quant %s is not a dtype DOPPLER's "
@@ -639,7 +659,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         have_plan = true;
     }
     /* never write a model the runtime rejects (readers/model_check.h) */
-    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK) {
+    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK ||
+        (s = check_moe_layout(m, e)) != QP_OK) {
         if (have_plan) qp_plan_free(&plan);
         return s;
     }

@@ -680,7 +680,8 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         }
         char merged[128];
         int64_t ex = -1;
-        if (m->format != QP_FORMAT_GGUF && expert_part(name, merged, sizeof merged, &ex)) {
+        if (o->merge_experts && m->format != QP_FORMAT_GGUF &&
+            expert_part(name, merged, sizeof merged, &ex)) {
             if (ex >= o->n_expert && o->n_expert > 0)
                 s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is expert %lld of %lld", m->path,
                             t->name, (long long)ex, (long long)o->n_expert);

@@ -139,6 +139,8 @@ typedef struct qp_recipe_opts {
     int64_t n_layer;        /* for use_more_bits on ffn_down (block_count) */
     bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
     int64_t n_expert;       /* MoE experts per layer (llama.cpp hparams.n_expert; 0: dense) */
+    bool merge_experts;     /* per-expert HF tensors -> llama.cpp's merged ffn_*_exps (GGUF);
+                               false: one entry per expert (RDRR keeps the source's tensors) */
     qp_tensor_options tensor; /* llama-quantize's per-tensor options and importance matrix */
 } qp_recipe_opts;
 

@@ -543,6 +543,21 @@ static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
     a->act = strcmp(act, "relu2") == 0 ? QP_ACT_RELU2
              : strncmp(act, "gelu", 4) == 0 ? QP_ACT_GELU : QP_ACT_SILU;
     a->tie_embeddings = bool_or(outp, "tieWordEmbeddings", false);
+    /* DOPPLER's moeConfig (Mixtral-style experts, one tensor each; readers/rdrr.md) */
+    const cJSON *moe = cJSON_GetObjectItemCaseSensitive(man, "moeConfig");
+    if (moe && !cJSON_IsNull(moe)) {
+        a->n_experts = int_or(moe, "numExperts", 0);
+        a->n_experts_used = int_or(moe, "numExpertsPerToken", 0);
+        const char *fmt = str_or(moe, "expertFormat", "");
+        if (a->n_experts <= 0 || a->n_experts_used <= 0 || a->n_experts_used > a->n_experts ||
+            strcmp(fmt, "mixtral") != 0)
+            return qp_fail(e, a->n_experts > 0 && strcmp(fmt, "mixtral") != 0 ? QP_ERR_UNSUPPORTED
+                                                                          : QP_ERR_CORRUPT,
+                           "%s: moeConfig {numExperts %lld, numExpertsPerToken %lld, expertFormat "
+                           "'%.32s'}: only Mixtral-style experts with 1 <= per token <= experts are "
+                           "read", r->mpath, (long long)a->n_experts, (long long)a->n_experts_used,
+                           fmt);
+    }
     a->qkv_bias = bool_or(att, "attentionBias", false);
     a->bos_id = -1;
     a->eos_id = -1;

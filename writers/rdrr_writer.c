@@ -19,6 +19,7 @@ typedef struct rdrr_group {
     char id[32];
     char type[16];
     int64_t layer; /* -1 when none */
+    int64_t expert; /* "layer.N.expert.M": M; -1 otherwise */
     qp_sha256 *h;
     cJSON *tensors; /* array of names */
     int *shards;
@@ -97,6 +98,20 @@ static long layer_index(const char *name) {
     return v;
 }
 
+/* DOPPLER's MoE names (its classification.js): /experts?[._](\d+)/ is an expert, E its number;
+ * block_sparse_moe.gate / router / moe.gate the router. */
+static long expert_index(const char *name) {
+    for (const char *p = strstr(name, "expert"); p; p = strstr(p + 1, "expert")) {
+        const char *d = p + 6 + (p[6] == 's');
+        if ((*d == '.' || *d == '_') && isdigit((unsigned char)d[1])) return strtol(d + 1, NULL, 10);
+    }
+    return -1;
+}
+
+static bool is_router(const char *name) {
+    return strstr(name, "block_sparse_moe.gate") || strstr(name, "router") || strstr(name, "moe.gate");
+}
+
 const char *qp_rdrr_group_of(const char *name, char *buf, size_t cap) {
     const char *r = "";
     long li;
@@ -114,7 +129,10 @@ const char *qp_rdrr_group_of(const char *name, char *buf, size_t cap) {
              strstr(name, ".ln_f.") || (strstr(name, "final") && strstr(name, "norm")))
         r = "head";
     else if ((li = layer_index(name)) >= 0) {
-        snprintf(buf, cap, "layer.%ld", li);
+        long ex = expert_index(name);
+        if (ex >= 0) snprintf(buf, cap, "layer.%ld.expert.%ld", li, ex);
+        else if (is_router(name)) snprintf(buf, cap, "layer.%ld.shared", li);
+        else snprintf(buf, cap, "layer.%ld", li);
         return buf;
     }
     snprintf(buf, cap, "%s", r);
@@ -129,6 +147,8 @@ const char *qp_rdrr_role_of(const char *name) {
     size_t n = strlen(name);
     if (n >= 13 && strcmp(name + n - 13, "output.weight") == 0 && !strstr(name, "attn_"))
         return "lm_head";
+    if (strstr(name, "shared_expert") || expert_index(name) >= 0) return "expert";
+    if (is_router(name)) return "router";
     if (strstr(name, "norm")) return "norm";
     if (n >= 7 && strcmp(name + n - 7, ".weight") == 0) return "matmul";
     return "other";
@@ -228,9 +248,13 @@ static qp_status group_get(qp_rdrr_writer *w, const char *id, rdrr_group **out, 
     memset(g, 0, sizeof *g);
     snprintf(g->id, sizeof g->id, "%s", id);
     g->layer = -1;
+    g->expert = -1;
     if (has_prefix(id, "layer.")) {
-        snprintf(g->type, sizeof g->type, "layer");
-        g->layer = strtol(id + 6, NULL, 10);
+        char *end;
+        g->layer = strtol(id + 6, &end, 10);
+        if (has_prefix(end, ".expert.")) g->expert = strtol(end + 8, NULL, 10);
+        /* DOPPLER's getGroupType: "layer.N.expert.M" is an expert group */
+        snprintf(g->type, sizeof g->type, "%s", g->expert >= 0 ? "expert" : "layer");
     } else {
         snprintf(g->type, sizeof g->type, "%s", id);
     }
@@ -573,7 +597,8 @@ qp_status qp_rdrr_writer_finish(qp_rdrr_writer *w, cJSON *fields, qp_err *e) {
             g->tensors = NULL;
         }
         ok = ok && cJSON_AddStringToObject(j, "hash", hex) &&
-             (g->layer < 0 || cJSON_AddNumberToObject(j, "layerIndex", (double)g->layer));
+             (g->layer < 0 || cJSON_AddNumberToObject(j, "layerIndex", (double)g->layer)) &&
+             (g->expert < 0 || cJSON_AddNumberToObject(j, "expertIndex", (double)g->expert));
         if (!ok) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", w->out_path);
     }
     if (s == QP_OK) {

@@ -4,7 +4,8 @@
 // DOPPLER's standalone LoRA adapter validator + safetensors loader.
 // Cases: stories260K-Q4_K_M.llamacpp.gguf (one shard; its Q5_0/Q8_0 stored as F32), stories260K.gguf with --shard-size 4096
 // (spanning tensors), HF llama-tied -> Q4_K_M (padded rows), llama-gqa-untied -> F16 multi-shard,
-// a signed model, and a PEFT LoRA adapter written here.
+// a signed model, a Mixtral-style MoE (HF mixtral -> Q4_K_M: moeConfig, expert/router groups and
+// roles as DOPPLER classifies them) and a PEFT LoRA adapter written here.
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES, QP_FIXTURES_DIR, QP_TMP_DIR. Exit 77 = skipped.
 import { execFileSync } from 'node:child_process';
 import { createHash, createPublicKey, verify as edVerify } from 'node:crypto';
@@ -22,6 +23,8 @@ if (!existsSync(path.join(dopplerDir, 'package.json'))) skip(`doppler-gpu is not
 const { parseManifest, classifyTensorRole } = await import(
   pathToFileURL(path.join(dopplerDir, 'src/tooling-exports/manifest.js')).href);
 const { parseTensorMap } = await import(pathToFileURL(path.join(dopplerDir, 'src/formats/rdrr/parsing.js')).href);
+const { classifyTensor, getGroupType, parseGroupExpertIndex } = await import(
+  pathToFileURL(path.join(dopplerDir, 'src/formats/rdrr/classification.js')).href);
 const { buildTensorBlockMerkleRoot } = await import(
   pathToFileURL(path.join(dopplerDir, 'src/formats/rdrr/integrity.js')).href);
 const adapterMod = await import(pathToFileURL(path.join(dopplerDir, 'src/experimental/adapters/adapter-manifest.js')).href);
@@ -104,7 +107,13 @@ async function checkModel(label, dir, opts = {}) {
       const t = raw.tensors[n];
       (t.spans ?? [{ shardIndex: t.shard }]).forEach((s) => shards.add(s.shardIndex));
       const mm = n.match(/^blk\.(\d+)\./) ?? n.match(/layers?[._](\d+)/);
-      if (mm) check(gid === `layer.${mm[1]}` && g.layerIndex === Number(mm[1]), `${label}: ${n} in ${gid}`);
+      // MoE (HF names): DOPPLER's own classifier gives layer.N.expert.M / layer.N.shared
+      const moe = !n.startsWith('blk.') && /experts?[._]\d|block_sparse_moe\.gate/.test(n);
+      if (moe) {
+        const want = classifyTensor(n, 'mixtral');
+        check(gid === want && g.type === getGroupType(gid, 'mixtral') && g.layerIndex === Number(mm[1]) &&
+              (g.expertIndex ?? undefined) === parseGroupExpertIndex(gid), `${label}: ${n} in ${gid} (DOPPLER: ${want}, type ${g.type})`);
+      } else if (mm) check(gid === `layer.${mm[1]}` && g.layerIndex === Number(mm[1]), `${label}: ${n} in ${gid}`);
       else if (/token_embd|embed_tokens/.test(n)) check(gid === 'embed', `${label}: ${n} in embed`);
       else if (/^output|lm_head|model\.norm/.test(n)) check(gid === 'head', `${label}: ${n} in head`);
     }
@@ -210,6 +219,24 @@ if (fixDir && existsSync(path.join(fixDir, 'llama-tied'))) {
   const r2 = await checkModel('llama-gqa-untied F16 (64 KiB shards)', out2, { expectSpans: true });
   if (r2) check(r2.raw.shards.length > 1, 'multi-shard');
   cases.push('lt-q4', 'gqa-f16');
+}
+// Mixtral-style MoE (issue 16): every check above (parseManifest with moeConfig, roles expert /
+// router and groups layer.N.expert.M / layer.N.shared as DOPPLER classifies them, group hashes,
+// Merkle roots), Q4_K_M here (the load test covers F16 through DOPPLER's expert loader)
+if (fixDir && existsSync(path.join(fixDir, 'mixtral'))) {
+  const out = path.join(tmp, 'mixtral-q4');
+  run(qp, ['convert', path.join(fixDir, 'mixtral'), '--to', 'rdrr', '--quant', 'Q4_K_M', '-o', out, '--quiet']);
+  const r = await checkModel('mixtral Q4_K_M (MoE)', out);
+  if (r) {
+    const moe = r.raw.moeConfig ?? {};
+    check(moe.numExperts === 8 && moe.numExpertsPerToken === 2 && moe.expertFormat === 'mixtral', `mixtral: moeConfig ${JSON.stringify(moe)}`);
+    const groups = Object.keys(r.raw.groups);
+    check(groups.filter((g) => /^layer\.\d+\.expert\.\d+$/.test(g)).length === 16 && groups.includes('layer.1.shared'),
+      `mixtral: 16 expert groups and the router groups (${groups.join(' ')})`);
+    const roles = Object.values(r.raw.tensors).map((t) => t.role);
+    check(roles.filter((x) => x === 'expert').length === 48 && roles.filter((x) => x === 'router').length === 2, 'mixtral: 48 experts, 2 routers');
+  }
+  cases.push('mixtral');
 }
 
 // LoRA: a PEFT adapter written here (2 layers, q_proj + v_proj, rank 4, F16 / F32)

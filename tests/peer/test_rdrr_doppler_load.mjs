@@ -30,7 +30,8 @@
 // with a chat template added, llama-gqa-untied F16 in 64 KiB shards (spanning tensors),
 // gguf-to-rdrr of stories260K.gguf (4 KiB shards, spanning) and of llama.cpp's
 // stories260K-Q4_K_M GGUF (Q5_0/Q8_0 stored as exact F32), stories260K.gguf -> RDRR Q4_K_M (the
-// issue's case: Q8_0 fallbacks -> F16), and a PEFT LoRA adapter.
+// issue's case: Q8_0 fallbacks -> F16), mixtral F16 (Mixtral-style MoE: DOPPLER's expert loader
+// on every expert), and a PEFT LoRA adapter.
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_TMP_DIR, QP_FIXTURES_DIR, QP_REAL_FIXTURES. Exit 77 = skipped.
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -265,6 +266,63 @@ if (fixDir && existsSync(path.join(fixDir, 'llama-tied'))) {
     check(r5.raw.inference.chatTemplate.type === 'chatml' && r5.raw.inference.chatTemplate.enabled === true, 'qwen2: inference.chatTemplate chatml');
   }
   cases.push('llama-tied F32/Q4_K_M', 'llama-k256', 'gqa F16 spans', 'qwen2 chat');
+}
+
+// Mixtral-style MoE (issue 16; readers/rdrr.md "Mixture of experts"): the HF per-expert tensors
+// pass through, grouped layer.N.expert.E / layer.N.shared with moeConfig {8, 2, "mixtral"}.
+// DOPPLER's parser and loader must see a MoE model (isMoE, its expert groups) and its expert
+// loader (loadExpert: the Mixtral-style w1/w3/w2 names) must give every expert's gate/up/down
+// equal bit for bit to our decoding of the same bytes; our runtime must run the package
+// (`quantpack verify` against the HF source passes, 16-bit class).
+async function checkMoE(label, dir) {
+  const text = readFileSync(path.join(dir, 'manifest.json'), 'utf8');
+  const raw = JSON.parse(text);
+  let manifest;
+  try { manifest = parseManifest(text); } catch (e) { check(false, `${label}: parseManifest: ${e.message}`); return; }
+  const ne = raw.moeConfig?.numExperts, nl = raw.architecture.numLayers;
+  check(ne === 8 && raw.moeConfig.numExpertsPerToken === 2 && raw.moeConfig.expertFormat === 'mixtral',
+    `${label}: moeConfig ${JSON.stringify(raw.moeConfig)}`);
+  const L = newLoader(dir, raw, manifest);
+  const locs = await buildTensorLocations(manifest, {
+    hasCustomLoader: true, loadTensorsJson: async () => readFileSync(path.join(dir, 'tensors.json'), 'utf8'),
+  });
+  for (const [n, l] of locs) L.tensorLocations.set(n, l);
+  L.isMoE = L.manifest && (L.manifest.moeConfig?.numExperts ?? 0) > 1;
+  check(L.isMoE === true, `${label}: DOPPLER sees a MoE model`);
+  let experts = 0;
+  for (let l = 0; l < nl; l++) {
+    const g = raw.groups[`layer.${l}.shared`];
+    check(g && g.tensors.length === 1 && raw.tensors[g.tensors[0]].role === 'router', `${label}: layer ${l} router group`);
+    for (let x = 0; x < ne; x++) {
+      const grp = raw.groups[`layer.${l}.expert.${x}`];
+      check(grp && grp.type === 'expert' && grp.layerIndex === l && grp.expertIndex === x && grp.tensors.length === 3,
+        `${label}: group layer.${l}.expert.${x}`);
+      let w;
+      try { w = await L.loadExpert(l, x); } catch (e) { check(false, `${label}: DOPPLER loadExpert(${l}, ${x}): ${e.message}`); continue; }
+      for (const [k, wn] of [['gate', 'w1'], ['up', 'w3'], ['down', 'w2']]) {
+        const name = `model.layers.${l}.block_sparse_moe.experts.${x}.${wn}.weight`;
+        let got = w?.[k];
+        if (isCpuWeightBuffer(got)) got = got.data;
+        if (got instanceof Uint16Array) got = convertF16ToF32CPU(got);
+        const ours = ourDecode(dir, raw, name, raw.tensors[name]);
+        check(got instanceof Float32Array && bitsEqual(got, ours), `${label}: expert ${l}.${x} ${k} (${name}): DOPPLER's expert loader = ours`);
+      }
+      experts++;
+    }
+  }
+  console.log(`${label}: DOPPLER loaded ${experts} experts (moeConfig ${JSON.stringify(raw.moeConfig)})`);
+}
+
+if (fixDir && existsSync(path.join(fixDir, 'mixtral'))) {
+  const src = path.join(fixDir, 'mixtral'), out = path.join(tmp, 'mixtral-f16');
+  convert(src, out, '--quant', 'F16');
+  const r = await checkPackage('mixtral F16 (MoE)', out);
+  if (r) check(Object.values(r.raw.tensors).filter((t) => t.role === 'expert').length === 2 * 8 * 3, 'mixtral: 48 expert tensors');
+  await checkMoE('mixtral F16 (MoE)', out);
+  let verdict = '';
+  try { verdict = run(qp, ['verify', out, '--against', src, '-n', '8']).toString(); } catch (e) { verdict = String(e.stdout ?? e.message); }
+  check(/verdict: PASS/.test(verdict), `mixtral: quantpack verify RDRR vs HF: ${verdict.trim().split('\n').pop()}`);
+  cases.push('mixtral MoE');
 }
 
 if (realDir && existsSync(path.join(realDir, 'stories260K.gguf'))) {
