@@ -680,6 +680,14 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         }
         char merged[128];
         int64_t ex = -1;
+        if (o->n_expert <= 0 && (strstr(name, "ffn_gate_inp.") || strstr(name, "_exps.") ||
+                                 expert_part(name, merged, sizeof merged, &ex))) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' has no place in the output: it "
+                        "belongs to a mixture of experts, but the configuration gives no expert "
+                        "count (num_local_experts / expert_count)", m->path, t->name);
+            break;
+        }
+        ex = -1;
         if (o->merge_experts && m->format != QP_FORMAT_GGUF &&
             expert_part(name, merged, sizeof merged, &ex)) {
             if (ex >= o->n_expert && o->n_expert > 0)

@@ -1,8 +1,10 @@
 /* Issue 11, item 2: a converter never drops what it does not map. A Llama folder (the generated
- * llama-tied fixture) with one more tensor: Mixtral-style expert weights, a Phi-3 fused qkv, a
- * Gemma-2 extra norm each fail the plan with QP_ERR_UNSUPPORTED naming the tensor (the same
- * folder without it plans fine); a rotary inv_freq is skipped by its named rule and listed in
- * plan.skipped. The CLI: `convert` exits 3 naming the tensor and writes nothing. */
+ * llama-tied fixture) with one more tensor: Mixtral-style expert weights or router in a model
+ * whose config has no experts, a Phi-3 fused qkv, a Gemma-2 extra norm each fail the plan with
+ * QP_ERR_UNSUPPORTED naming the tensor (the same folder without it plans fine); a rotary inv_freq is skipped by its named rule and listed in
+ * plan.skipped. The CLI: `convert` exits 3 naming the tensor and writes nothing; an architecture
+ * the readers do not know is refused by name; a Mixtral config over dense tensors is refused
+ * naming the missing router. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,8 +111,9 @@ int main(void) {
         const char *name;
         int64_t rows, cols;
     } k_unmapped[] = {
-        {"model.layers.0.block_sparse_moe.experts.0.w1.weight", 128, 64}, /* Mixtral experts */
-        {"model.layers.0.block_sparse_moe.gate.weight", 4, 64},           /* Mixtral router */
+        /* Mixtral expert and router in a model whose config has no experts */
+        {"model.layers.0.block_sparse_moe.experts.0.w1.weight", 128, 64},
+        {"model.layers.0.block_sparse_moe.gate.weight", 4, 64},
         {"model.layers.0.self_attn.qkv_proj.weight", 192, 64},            /* Phi-3 fused qkv */
         {"model.layers.0.mlp.gate_up_proj.weight", 256, 64},              /* Phi-3 fused gate_up */
         {"model.layers.0.pre_feedforward_layernorm.weight", 64, 0},       /* Gemma-2 extra norm */
@@ -139,8 +142,14 @@ int main(void) {
     int rc = system(cmd);
     QP_CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 3, "convert with experts: status %d", rc);
     QP_CHECK(!qp_path_exists(out));
-    /* an architecture the readers do not know is refused by name, not converted as another */
-    snprintf(dir, sizeof dir, "%s/mixtral", g_tmp);
+    /* an architecture the readers do not know is refused by name, not converted as another;
+     * a Mixtral config over a dense model's tensors: refused naming the missing router */
+    static const struct { const char *arch, *want; } k_arch[] = {
+        {"GPTNeoXForCausalLM", "not supported for conversion"},
+        {"MixtralForCausalLM", "blk.0.ffn_gate_inp.weight' needed by the runtime is missing"},
+    };
+    for (size_t ai = 0; ai < sizeof k_arch / sizeof k_arch[0]; ai++) {
+    snprintf(dir, sizeof dir, "%s/arch%zu", g_tmp, ai);
     make_model(dir, NULL, 0, 0);
     char cfg[1300];
     snprintf(cfg, sizeof cfg, "%s/config.json", dir);
@@ -155,15 +164,16 @@ int main(void) {
         char *fixed = malloc(n + 16);
         size_t pre = (size_t)(at - text);
         memcpy(fixed, text, pre);
-        int k = snprintf(fixed + pre, n + 16 - pre, "MixtralForCausalLM%s", at + strlen("LlamaForCausalLM"));
+        int k = snprintf(fixed + pre, n + 16 - pre, "%s%s", k_arch[ai].arch, at + strlen("LlamaForCausalLM"));
         QP_CHECK_EQ_INT(qp_file_write_atomic(cfg, fixed, pre + (size_t)k, &e), QP_OK);
         free(fixed);
     }
     free(text);
     snprintf(cmd, sizeof cmd, "'%s/quantpack' convert '%s' --to gguf --quant F16 -o '%s' 2>&1 | "
-             "grep -q 'not supported for conversion'", bin, dir, out);
-    QP_CHECK_MSG(system(cmd) == 0, "an unknown architecture is not refused by name");
+             "grep -q \"%s\"", bin, dir, out, k_arch[ai].want);
+    QP_CHECK_MSG(system(cmd) == 0, "%s over llama tensors: no \"%s\"", k_arch[ai].arch, k_arch[ai].want);
     QP_CHECK(!qp_path_exists(out));
+    }
     QP_CHECK_EQ_INT(qp_path_remove_tree(g_tmp, NULL), QP_OK);
     return qp_test_finish();
 }
