@@ -471,7 +471,7 @@ int main(void) {
          * llama.cpp routes with its own activations, so a near-tie between the 2nd and 3rd expert
          * would change the FFN; measured on this machine's libllama CPU variant:
          *   Q4_K_M (Q4_K/Q5_K/Q6_K/Q8_0 by llama-quantize's n_expert == 8 rules): A min 0.99968,
-         *          48/48; F 0.99997; B 1.0000000 (max |diff| 0.0094); C 0.99967; V mean cosine
+         *          48/48; F 0.99993; B 1.0000000 (max |diff| 0.0094); C 0.99967; V mean cosine
          *          0.9974, KL 0.093, top-1 0.955 (exact), 0.094 / 0.961 (fast)
          *   Q8_0:  A min 0.99986, 48/48; F 0.99998, 47/48 (one flip 0.0073 apart); B 1.0000000
          *   F16:   A min 0.9999996, 48/48; B 1.0000000
