@@ -156,12 +156,16 @@ static qp_status write_tensors(const qp_model *m, const char *dir, const qp_hf_p
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
-    const char *cls = hf_class(a->family);
+    /* a mixture of experts is transformers' Mixtral (its per-expert names: readers/name_map.h) */
+    const bool moe = a->n_experts > 0;
+    const char *cls = moe ? "MixtralForCausalLM" : hf_class(a->family);
     if (!cls) return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: family %s has no Hugging Face class", m->path, qp_family_name(a->family));
     const int32_t bos = a->bos_id >= 0 ? a->bos_id : m->vocab.bos_id, eos = a->eos_id >= 0 ? a->eos_id : m->vocab.eos_id;
     cJSON *j = cJSON_CreateObject(), *archs = cJSON_AddArrayToObject(j, "architectures");
     bool ok = archs && cJSON_AddItemToArray(archs, cJSON_CreateString(cls)) &&
-              cJSON_AddStringToObject(j, "model_type", qp_family_name(a->family)) &&
+              cJSON_AddStringToObject(j, "model_type", moe ? "mixtral" : qp_family_name(a->family)) &&
+              (!moe || (cJSON_AddNumberToObject(j, "num_local_experts", (double)a->n_experts) &&
+                        cJSON_AddNumberToObject(j, "num_experts_per_tok", (double)a->n_experts_used))) &&
               cJSON_AddNumberToObject(j, "hidden_size", (double)a->hidden) &&
               cJSON_AddNumberToObject(j, "intermediate_size", (double)a->intermediate) &&
               cJSON_AddNumberToObject(j, "num_hidden_layers", (double)a->n_layers) &&
