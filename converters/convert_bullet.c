@@ -151,10 +151,10 @@ static qp_status check_model(const qp_model *m, bullet_dims *d, const qp_tensor 
     int64_t nh = a->n_heads, nkv = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
     int64_t hd = a->head_dim > 0 ? a->head_dim : (nh > 0 ? dim / nh : 0);
     int64_t layers = a->n_layers;
-    if (a->family == QP_FAMILY_BITNET || a->sub_norms || a->qkv_bias || a->qk_norm ||
-        qp_model_find(m, "blk.0.attn_q_norm.weight") || a->act != QP_ACT_SILU)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s models (biases, sub-norms, q/k norms or a "
-                       "non-SiLU FFN) "
+    if (a->family == QP_FAMILY_BITNET || a->family == QP_FAMILY_PHI3 || a->sub_norms || a->qkv_bias ||
+        a->qk_norm || qp_model_find(m, "blk.0.attn_q_norm.weight") || a->act != QP_ACT_SILU)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s models (biases, sub-norms, q/k norms, fused "
+                       "q/k/v or gate/up, or a non-SiLU FFN) "
                        "cannot be written for bullet-core's runtime, which has none of these",
                        m->path, a->family == QP_FAMILY_BITNET ? "BitNet" : qp_family_name(a->family));
     if (nh <= 0 || nkv <= 0 || nh % nkv != 0 || hd <= 0 || nh * hd != dim || layers <= 0)

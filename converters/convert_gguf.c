@@ -19,6 +19,7 @@ const char *qp_convert_gguf_arch(const qp_model *m) {
     case QP_FAMILY_MISTRAL: return "llama";
     case QP_FAMILY_QWEN2: return "qwen2";
     case QP_FAMILY_QWEN3: return "qwen3";
+    case QP_FAMILY_PHI3: return "phi3";
     /* the consumer that runs the kind (readers/gguf.md "BitNet architectures"): llama.cpp's
        "bitnet" is the SiLU graph, bitnet.cpp's "bitnet-b1.58" the ReLU^2 one */
     case QP_FAMILY_BITNET:

@@ -92,6 +92,23 @@ qp_status qp_gguf_bitnet_keys(const char *arch, bool ms_i2s, qp_gguf_writer *w, 
     return s;
 }
 
+/* The keys of one architecture beyond the common ones, as convert_hf_to_gguf.py writes them. */
+static qp_status arch_keys(const qp_model *m, const char *arch, qp_gguf_writer *w, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    char key[128];
+    qp_status s = QP_OK;
+    if (a->family == QP_FAMILY_PHI3) { /* Phi3MiniModel: sliding_window (0 when null) always */
+        const qp_meta *orig = qp_model_meta(m, "hf.config.original_max_position_embeddings");
+        if (orig && orig->type == QP_META_I64)
+            s = add_u32_opt(w, arch, "rope.scaling.original_context_length", orig->v.i, e);
+        snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+        if (s == QP_OK && a->sliding_window > (int64_t)UINT32_MAX)
+            s = qp_fail(e, QP_ERR_LIMIT, "%s = %lld does not fit u32", key, (long long)a->sliding_window);
+        if (s == QP_OK) s = qp_gguf_writer_add_u32(w, key, (uint32_t)a->sliding_window, e);
+    }
+    return s;
+}
+
 qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, const qp_plan *plan,
                               qp_gguf_writer *w, qp_err *e) {
     const qp_arch *a = &m->arch;
@@ -126,6 +143,7 @@ qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, const qp_plan
     if (s == QP_OK)
         s = add_f32_key(w, arch, "attention.layer_norm_rms_epsilon",
                         a->norm_eps > 0 ? a->norm_eps : 1e-5f, e);
+    if (s == QP_OK) s = arch_keys(m, arch, w, e);
     if (s == QP_OK) s = tokenizer_kvs(m, w, e);
     if (s == QP_OK) s = qp_gguf_bitnet_keys(arch, qp_plan_has_ms_i2s(plan), w, e);
     if (s == QP_OK) s = qp_gguf_writer_add_u32(w, "general.quantization_version", 2, e);

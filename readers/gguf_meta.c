@@ -208,6 +208,10 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->family = QP_FAMILY_QWEN3;
         a->rope_style = QP_ROPE_NEOX;
         a->qk_norm = true;
+    } else if (strcmp(arch, "phi3") == 0) { /* llama.cpp's phi3: NEOX, attn_qkv, ffn_up = gate|up */
+        a->family = QP_FAMILY_PHI3;
+        a->rope_style = QP_ROPE_NEOX;
+        a->swa_pattern = 1;
     } else if (qp_gguf_bitnet_arch(arch, has_ms_i2s(m), &a->act, &a->act_int8)) {
         a->family = QP_FAMILY_BITNET;
         a->rope_style = QP_ROPE_NEOX; /* llama.cpp and bitnet.cpp: LLAMA_ROPE_TYPE_NEOX */
@@ -252,6 +256,8 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->norm_eps = (float)d;
     a->rope_theta = 10000.0f;
     if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "rope.freq_base"), &d)) a->rope_theta = (float)d;
+    if (a->swa_pattern > 0 && arch_int(m, arch_key(k, sizeof k, arch, "attention.sliding_window"), &v))
+        a->sliding_window = v;
 
     if (m->n_tensors > 0) {
         a->tie_embeddings = !has_tensor(m, "output.weight");

@@ -94,6 +94,7 @@ static const struct {
     {"MistralForCausalLM", "mistral", QP_FAMILY_MISTRAL, "llama"},
     {"Qwen2ForCausalLM", "qwen2", QP_FAMILY_QWEN2, "qwen2"},
     {"Qwen3ForCausalLM", "qwen3", QP_FAMILY_QWEN3, "qwen3"},
+    {"Phi3ForCausalLM", "phi3", QP_FAMILY_PHI3, "phi3"},
     /* microsoft/bitnet-b1.58-2B-4T (relu2: bitnet.cpp's "bitnet-b1.58") and 1bitLLM's
        bitnet_b1_58 (silu: llama.cpp's "bitnet"); arch_name is set from hidden_act below */
     {"BitNetForCausalLM", "bitnet", QP_FAMILY_BITNET, "bitnet-b1.58"},
@@ -237,7 +238,7 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
             m->arch_name = nm ? qp_arena_strdup(qp_model_arena(m), nm) : NULL;
             if (nm && !m->arch_name) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
             qp_model_add_problem(m, "%s: architecture '%s' is not one quantpack maps (Llama, Mistral, "
-                                    "Qwen2, Qwen3, BitNet); read as family unknown", file,
+                                    "Qwen2, Qwen3, Phi-3, BitNet); read as family unknown", file,
                                  arch0 ? arch0 : model_type ? model_type : "(none given)");
         }
     }
@@ -289,6 +290,12 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     if (s == QP_OK && have && b) a->qkv_bias = true;
     a->sub_norms = a->family == QP_FAMILY_BITNET;
     a->qk_norm = a->family == QP_FAMILY_QWEN3; /* Qwen3Attention's q_norm / k_norm */
+    /* Phi-3's sliding_window (every layer; null: none) */
+    if (s == QP_OK && a->family == QP_FAMILY_PHI3) {
+        s = get_uint(root, "sliding_window", INT32_MAX, file, &v, &have, e);
+        if (s == QP_OK && have) a->sliding_window = v;
+        a->swa_pattern = 1;
+    }
     a->act = QP_ACT_SILU;
     const char *act = get_str(root, "hidden_act");
     if (!act) act = get_str(root, "hidden_activation");

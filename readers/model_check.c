@@ -159,40 +159,68 @@ static qp_status check_config(const qp_model *m, const qp_runtime_config *c, qp_
     return QP_OK;
 }
 
+/* The layers present, counted by their first matrix. */
+static int64_t count_layers(const qp_model *m, bool fused_qkv) {
+    char nm[64];
+    int64_t l = 0;
+    for (; l <= QP_CHECK_MAX_LAYERS; l++) {
+        snprintf(nm, sizeof nm, fused_qkv ? "blk.%lld.attn_qkv.weight" : "blk.%lld.attn_q.weight",
+                 (long long)l);
+        if (!qp_model_find(m, nm)) break;
+    }
+    return l;
+}
+
+/* Rope variants the runtime does not compute are refused, not run as plain RoPE: Phi-3's
+ * su/longrope scaling (HF rope_scaling, GGUF rope_factors_long/short) and partial rotation. */
+static qp_status check_rope_extras(const qp_model *m, qp_err *e) {
+    if (m->arch.family != QP_FAMILY_PHI3) return QP_OK;
+    const qp_meta *rs = qp_model_meta(m, "hf.config.rope_scaling");
+    if (rs || qp_model_find(m, "rope_factors_long.weight") || qp_model_find(m, "rope_factors_short.weight"))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: Phi-3 rope scaling (%s) is not implemented by the "
+                       "runtime; only models without rope_scaling (the 4k ones) are supported",
+                       m->path, rs && rs->str ? rs->str : "rope_factors_long/short");
+    const qp_meta *pr = qp_model_meta(m, "hf.config.partial_rotary_factor");
+    double f = !pr ? 1.0 : pr->type == QP_META_F64 ? pr->v.f : pr->type == QP_META_I64 ? (double)pr->v.i : 0.0;
+    if (f != 1.0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: partial_rotary_factor other than 1 is not "
+                       "implemented by the runtime", m->path);
+    return QP_OK;
+}
+
 qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     if (!m) return qp_fail(e, QP_ERR_ARG, "qp_model_check: NULL model");
     const qp_arch *a = &m->arch;
     const qp_tensor *emb = NULL, *q0 = NULL, *k0 = NULL, *g0 = NULL;
     qp_status s;
-    if ((s = qp_model_need(m, "token_embd.weight", &emb, e)) != QP_OK ||
-        (s = qp_model_need(m, "blk.0.attn_q.weight", &q0, e)) != QP_OK ||
-        (s = qp_model_need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK ||
-        (a->n_experts <= 0 && (s = qp_model_need(m, "blk.0.ffn_gate.weight", &g0, e)) != QP_OK))
-        return s;
     qp_runtime_config c;
     memset(&c, 0, sizeof c);
+    /* Phi-3: q, k, v in one attn_qkv (llama.cpp also takes them apart), gate and up in ffn_up */
+    c.fused_qkv = qp_model_find(m, "blk.0.attn_qkv.weight") && !qp_model_find(m, "blk.0.attn_q.weight");
+    c.fused_gate_up = a->family == QP_FAMILY_PHI3;
+    if ((s = check_rope_extras(m, e)) != QP_OK ||
+        (s = qp_model_need(m, "token_embd.weight", &emb, e)) != QP_OK ||
+        (s = qp_model_need(m, c.fused_qkv ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight", &q0, e)) != QP_OK ||
+        (!c.fused_qkv && (s = qp_model_need(m, "blk.0.attn_k.weight", &k0, e)) != QP_OK) ||
+        (a->n_experts <= 0 &&
+         (s = qp_model_need(m, c.fused_gate_up ? "blk.0.ffn_up.weight" : "blk.0.ffn_gate.weight", &g0, e)) != QP_OK))
+        return s;
     c.family = a->family;
     c.dim = pick(a->hidden, emb->ne[0]);
     c.vocab = pick(a->vocab, emb->ne[1]);
-    c.ffn_dim = pick(a->intermediate, g0 ? g0->ne[1] : expert_ffn(m));
+    c.ffn_dim = pick(a->intermediate, !g0 ? expert_ffn(m) : c.fused_gate_up ? g0->ne[1] / 2 : g0->ne[1]);
     c.n_experts = a->n_experts > 0 ? a->n_experts : 0;
     c.n_experts_used = c.n_experts > 0 ? a->n_experts_used : 0;
-    c.n_layers = a->n_layers;
-    if (c.n_layers <= 0) { /* count the layers present */
-        char nm[64];
-        int64_t l = 0;
-        for (; l <= QP_CHECK_MAX_LAYERS; l++) {
-            snprintf(nm, sizeof nm, "blk.%lld.attn_q.weight", (long long)l);
-            if (!qp_model_find(m, nm)) break;
-        }
-        c.n_layers = l;
-    }
+    c.n_layers = a->n_layers > 0 ? a->n_layers : count_layers(m, c.fused_qkv);
     c.n_heads = a->n_heads;
     if (c.n_heads <= 0)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the head count is %lld (the architecture must "
                        "give it)", m->path, (long long)c.n_heads);
-    c.head_dim = pick(a->head_dim, q0->ne[1] / c.n_heads);
-    c.n_kv_heads = pick(a->n_kv_heads, c.head_dim > 0 ? k0->ne[1] / c.head_dim : 0);
+    c.head_dim = pick(a->head_dim, c.fused_qkv ? c.dim / c.n_heads : q0->ne[1] / c.n_heads);
+    int64_t kv_rows = c.fused_qkv ? (q0->ne[1] - c.n_heads * c.head_dim) / 2 : k0->ne[1];
+    c.n_kv_heads = pick(a->n_kv_heads, c.head_dim > 0 ? kv_rows / c.head_dim : 0);
+    c.sliding_window = a->sliding_window;
+    c.swa_pattern = a->swa_pattern;
     c.norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-5f;
     c.rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
     c.rope_style = a->rope_style;
@@ -215,14 +243,16 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     for (int64_t l = 0; l < c.n_layers; l++) {
         char nm[96];
 #define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
-        if ((s = check_mat(m, NM("attn_q.weight"), dim, qdim, bn, e)) != QP_OK ||
-            (s = check_mat(m, NM("attn_k.weight"), dim, kvdim, bn, e)) != QP_OK ||
-            (s = check_mat(m, NM("attn_v.weight"), dim, kvdim, bn, e)) != QP_OK ||
+        if ((c.fused_qkv && (s = check_mat(m, NM("attn_qkv.weight"), dim, qdim + 2 * kvdim, bn, e)) != QP_OK) ||
+            (!c.fused_qkv && ((s = check_mat(m, NM("attn_q.weight"), dim, qdim, bn, e)) != QP_OK ||
+                              (s = check_mat(m, NM("attn_k.weight"), dim, kvdim, bn, e)) != QP_OK ||
+                              (s = check_mat(m, NM("attn_v.weight"), dim, kvdim, bn, e)) != QP_OK)) ||
             (s = check_mat(m, NM("attn_output.weight"), qdim, dim, bn, e)) != QP_OK ||
             (c.n_experts > 0 && (s = check_moe_layer(m, &c, l, e)) != QP_OK) ||
             (c.n_experts == 0 &&
-             ((s = check_mat(m, NM("ffn_gate.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
-              (s = check_mat(m, NM("ffn_up.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
+             ((c.fused_gate_up && (s = check_mat(m, NM("ffn_up.weight"), dim, 2 * c.ffn_dim, bn, e)) != QP_OK) ||
+              (!c.fused_gate_up && ((s = check_mat(m, NM("ffn_gate.weight"), dim, c.ffn_dim, bn, e)) != QP_OK ||
+                                    (s = check_mat(m, NM("ffn_up.weight"), dim, c.ffn_dim, bn, e)) != QP_OK)) ||
               (s = check_mat(m, NM("ffn_down.weight"), c.ffn_dim, dim, bn, e)) != QP_OK)) ||
             (s = check_vec(m, NM("attn_norm.weight"), dim, false, e)) != QP_OK ||
             (s = check_vec(m, NM("ffn_norm.weight"), dim, false, e)) != QP_OK)
@@ -290,7 +320,7 @@ qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_e
     }
     if (m->format == QP_FORMAT_SAFETENSORS && m->arch.family == QP_FAMILY_UNKNOWN)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported for conversion "
-                       "(Llama, Mistral, Qwen2, Qwen3 and BitNet are)", m->path,
+                       "(Llama, Mistral, Qwen2, Qwen3, Phi-3 and BitNet are)", m->path,
                        m->arch_name ? m->arch_name : "unknown");
     qp_status s = qp_model_check(m, NULL, e);
     if (s != QP_OK || allow_nonfinite) return s;

@@ -24,6 +24,8 @@ static const name_pair k_layer[] = {
     {"self_attn.o_proj", "attn_output"},
     {"self_attn.q_norm", "attn_q_norm"}, /* Qwen3 */
     {"self_attn.k_norm", "attn_k_norm"},
+    {"self_attn.qkv_proj", "attn_qkv"},  /* Phi-3: q, k, v rows in one matrix (kept fused) */
+    {"mlp.gate_up_proj", "ffn_up"},      /* Phi-3: gate rows then up rows (llama.cpp's ffn_up) */
     {"post_attention_layernorm", "ffn_norm"},
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},

@@ -357,7 +357,16 @@ static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, floa
 typedef struct attn_job {
     qp_runtime *rt;
     int64_t layer, pos0;
+    int64_t window; /* > 0: a position attends to the last `window` positions (itself included) */
 } attn_job;
+
+/* The attention window of layer l (0: all earlier positions): llama.cpp's sliding-window layers
+ * (LLAMA_SWA_TYPE_STANDARD masks keys with pos - key_pos >= n_swa; HF's sliding_window the same). */
+static int64_t layer_window(const qp_runtime_config *c, int64_t l) {
+    if (c->sliding_window <= 0) return 0;
+    if (c->swa_pattern > 1 && l % c->swa_pattern >= c->swa_pattern - 1) return 0;
+    return c->sliding_window;
+}
 
 static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
     attn_job *j = ctx;
@@ -377,11 +386,12 @@ static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
         int64_t kvh = h / group;
         const float *kc = rt->k_cache + loff + (size_t)(kvh * hd);
         const float *vc = rt->v_cache + loff + (size_t)(kvh * hd);
-        for (int64_t t = 0; t <= pos; t++) att[t] = dot(kc + (size_t)t * (size_t)kvdim, q, hd) * scale;
-        softmax(att, pos + 1);
+        int64_t t0 = j->window > 0 && pos >= j->window ? pos - j->window + 1 : 0;
+        for (int64_t t = t0; t <= pos; t++) att[t] = dot(kc + (size_t)t * (size_t)kvdim, q, hd) * scale;
+        softmax(att + t0, pos + 1 - t0);
         float *o = rt->att_out + tk * qdim + h * hd;
         for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
-        for (int64_t t = 0; t <= pos; t++) {
+        for (int64_t t = t0; t <= pos; t++) {
             const float *v = vc + (size_t)t * (size_t)kvdim;
             float a = att[t];
             if (simd) qp_attn_accum_avx2(o, v, a, hd);
@@ -521,7 +531,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
             memcpy(rt->v_cache + at, v, (size_t)kvdim * sizeof(float));
         }
 
-        attn_job aj = {rt, l, pos};
+        attn_job aj = {rt, l, pos, layer_window(c, l)};
         /* an item costs ~2 * (pos+1) * head_dim multiply-adds */
         int64_t per_item = 2 * (pos + (nt + 1) / 2) * hd + 1;
         qp_pool_run(rt->pool, nt * c->n_heads, per_item >= 16384 ? 1 : 16384 / per_item,

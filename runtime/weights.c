@@ -245,6 +245,58 @@ void qp_wmat_row(const qp_wmat *w, int64_t r, float *out) {
         for (int64_t i = 0; i < w->cols; i++) out[i] *= w->scale;
 }
 
+/* Layer l's tensor named suffix, in a caller's char nm[96]. */
+#define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
+
+/* Rows r0 .. r0+n-1 of w, borrowing w's data (a part of a fused matrix). */
+static qp_wmat row_view(const qp_wmat *w, int64_t r0, int64_t n) {
+    qp_wmat v = *w;
+    v.data = w->data + (size_t)r0 * w->row_bytes;
+    v.rows = n;
+    v.owned = NULL;
+    return v;
+}
+
+/* Layer l's q, k, v: three matrices, or (cfg->fused_qkv, Phi-3) the row ranges [0, qdim),
+ * [qdim, qdim + kvdim), [qdim + kvdim, qdim + 2 kvdim) of blk.l.attn_qkv, as llama.cpp views it. */
+static qp_status bind_qkv(const qp_model *m, const qp_runtime_config *cfg, int64_t l, bool bn,
+                          bool i8, qp_layer_weights *L, qp_err *e) {
+    int64_t dim = cfg->dim, qdim = cfg->n_heads * cfg->head_dim, kvdim = cfg->n_kv_heads * cfg->head_dim;
+    char nm[96];
+    qp_status s;
+    if (cfg->fused_qkv) {
+        qp_wmat qkv = {0};
+        if ((s = bind_mat(m, NM("attn_qkv.weight"), dim, qdim + 2 * kvdim, false, bn, i8, &qkv, e)) != QP_OK)
+            return s;
+        L->wq = row_view(&qkv, 0, qdim);
+        L->wk = row_view(&qkv, qdim, kvdim);
+        L->wv = row_view(&qkv, qdim + kvdim, kvdim);
+        return QP_OK;
+    }
+    if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, bn, i8, &L->wq, e)) != QP_OK ||
+        (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, i8, &L->wk, e)) != QP_OK)
+        return s;
+    return bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, i8, &L->wv, e);
+}
+
+/* Layer l's gate and up: two matrices, or (cfg->fused_gate_up, Phi-3) the first and second
+ * halves of blk.l.ffn_up [dim, 2 ffn] (HF gate_up_proj.chunk(2): gate first). */
+static qp_status bind_gate_up(const qp_model *m, const qp_runtime_config *cfg, int64_t l, bool bn,
+                              bool i8, qp_layer_weights *L, qp_err *e) {
+    int64_t dim = cfg->dim, ffn = cfg->ffn_dim;
+    char nm[96];
+    qp_status s;
+    if (cfg->fused_gate_up) {
+        qp_wmat gu = {0};
+        if ((s = bind_mat(m, NM("ffn_up.weight"), dim, 2 * ffn, false, bn, i8, &gu, e)) != QP_OK) return s;
+        L->w_gate = row_view(&gu, 0, ffn);
+        L->w_up = row_view(&gu, ffn, ffn);
+        return QP_OK;
+    }
+    if ((s = bind_mat(m, NM("ffn_gate.weight"), dim, ffn, false, bn, i8, &L->w_gate, e)) != QP_OK) return s;
+    return bind_mat(m, NM("ffn_up.weight"), dim, ffn, false, bn, i8, &L->w_up, e);
+}
+
 qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
     memset(w, 0, sizeof *w);
     const qp_arch *a = &m->arch;
@@ -274,17 +326,11 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
     for (int64_t l = 0; l < cfg->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         char nm[96];
-#define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
-        if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, bn, i8, &L->wq, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, i8, &L->wk, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, i8, &L->wv, e)) != QP_OK ||
+        if ((s = bind_qkv(m, cfg, l, bn, i8, L, e)) != QP_OK ||
             (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, i8, &L->wo, e)) != QP_OK ||
             (cfg->n_experts > 0 && (s = bind_moe(m, cfg, l, L, e)) != QP_OK) ||
             (cfg->n_experts == 0 &&
-             ((s = bind_mat(m, NM("ffn_gate.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_gate,
-                            e)) != QP_OK ||
-              (s = bind_mat(m, NM("ffn_up.weight"), dim, cfg->ffn_dim, false, bn, i8, &L->w_up, e)) !=
-                  QP_OK ||
+             ((s = bind_gate_up(m, cfg, l, bn, i8, L, e)) != QP_OK ||
               (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down,
                             e)) != QP_OK)) ||
             (s = bind_vec(m, NM("attn_norm.weight"), dim, false, &L->attn_norm, e)) != QP_OK ||
@@ -305,7 +351,6 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
              (s = bind_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, &L->bk, e)) != QP_OK ||
              (s = bind_vec(m, NM("attn_v.bias"), kvdim, !a->qkv_bias, &L->bv, e)) != QP_OK))
             goto fail;
-#undef NM
     }
     return QP_OK;
 fail:

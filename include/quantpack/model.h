@@ -40,10 +40,11 @@ typedef enum qp_family {
     QP_FAMILY_QWEN2,
     QP_FAMILY_BITNET,
     QP_FAMILY_QWEN3,  /* Qwen2's graph without q/k/v bias, with per-head q/k RMS norms */
+    QP_FAMILY_PHI3,   /* Llama's block with fused attn_qkv and gate+up in one ffn_up */
     QP_FAMILY_COUNT
 } qp_family;
 
-QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet", "qwen3" */
+QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet", "qwen3", "phi3" */
 
 typedef enum qp_rope_style {
     QP_ROPE_NORM = 0, /* rotate adjacent pairs (2i, 2i+1): llama2.c, GGUF "llama" */
@@ -88,6 +89,9 @@ typedef struct qp_arch {
     bool sub_norms;        /* BitNet attn_sub_norm / ffn_sub_norm */
     bool qk_norm;          /* per-head RMS norms of q and k before RoPE (Qwen3 attn_q_norm /
                               attn_k_norm, [head_dim] each) */
+    int64_t sliding_window; /* > 0: a sliding layer attends to the last sliding_window positions */
+    int32_t swa_pattern;   /* layer l slides when sliding_window > 0 and (swa_pattern <= 1 or
+                              l % swa_pattern < swa_pattern - 1), llama.cpp's set_swa_pattern */
     qp_act act;
     /* BitNet: the inputs of the seven projections are quantized to int8 per token (BitLinear;
      * bitnet.cpp). Set by the readers from what the source says (runtime/runtime.md). */

@@ -39,6 +39,10 @@ typedef struct qp_runtime_config {
     qp_act act;
     bool qkv_bias, sub_norms, tied_output;
     bool qk_norm;  /* per-head RMS norms of q and k before RoPE (Qwen3) */
+    bool fused_qkv;     /* q, k, v are row ranges of one attn_qkv [dim, qdim + 2 kvdim] (Phi-3) */
+    bool fused_gate_up; /* gate, up are the two halves of one ffn_up [dim, 2 ffn] (Phi-3) */
+    int64_t sliding_window; /* qp_arch's; 0: every layer attends to every earlier position */
+    int32_t swa_pattern;
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
     int64_t n_experts, n_experts_used; /* MoE FFN (0: dense); ffn_dim is one expert's width */
     int n_threads;

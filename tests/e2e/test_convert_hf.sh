@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # quantpack convert on the generated HF fixtures (qp-gen-fixtures: llama-tied, llama-gqa-untied,
-# llama-sharded, qwen2):
+# llama-sharded, qwen2, qwen3, phi-fused):
 # - F32 and F16 outputs verify against the HF source with the runtime's default thresholds: names,
 #   the q/k permutation (llama), shapes and metadata are right (max |diff| ~1e-5 for F32);
 # - the GGUF key/values have llama.cpp's types (u32 counts, f32 eps/theta, bool add_bos, ...);
@@ -16,7 +16,7 @@ fail=0; pass=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
-for m in llama-tied llama-gqa-untied llama-sharded qwen2; do
+for m in llama-tied llama-gqa-untied llama-sharded qwen2 qwen3 phi-fused; do
   for q in F32 F16; do
     "$QP" convert "$FX/$m" --quant $q -o "$TMP/$m-$q.gguf" 2>"$TMP/err" || { bad "$m $q: $(cat "$TMP/err")"; continue; }
     "$QP" verify "$TMP/$m-$q.gguf" --against "$FX/$m" -n 8 >"$TMP/v" 2>&1 && ok || bad "verify $m $q: $(tail -4 "$TMP/v")"
@@ -45,6 +45,29 @@ grep -E "^  [a-z]" "$TMP/inspect" | tail -1 | grep -q "general.file_type" && ok 
 # norms are F32 (llama.cpp's kernels expect F32 norms), qwen2 keeps its q/k/v biases
 grep -Eq "^blk.0.attn_norm.weight +F32" "$TMP/inspect" && ok || bad "attn_norm not F32"
 "$QP" inspect "$TMP/qwen2-q4.gguf" | grep -Eq "^blk.0.attn_q.bias +F32" && ok || bad "qwen2 attn_q.bias"
+
+# issue 16: qwen3 (q/k norms, head_dim 128 over hidden 256) and phi3 (fused attn_qkv, ffn_up =
+# gate|up) as llama.cpp's converter writes them (tests/peer/test_runtime_vs_llama_quant.c loads them)
+"$QP" inspect "$TMP/qwen3-F16.gguf" >"$TMP/i3" 2>&1
+grep -Eq "general.architecture +string +\"qwen3\"" "$TMP/i3" && ok || bad "qwen3 architecture"
+grep -Eq "qwen3.attention.key_length +u32 +128" "$TMP/i3" && ok || bad "qwen3 key_length"
+grep -Eq "^blk.1.attn_k_norm.weight +F32 +\[128\]" "$TMP/i3" && ok || bad "qwen3 attn_k_norm"
+"$QP" inspect "$TMP/phi-fused-F16.gguf" >"$TMP/ip" 2>&1
+grep -Eq "general.architecture +string +\"phi3\"" "$TMP/ip" && ok || bad "phi3 architecture"
+grep -Eq "phi3.attention.sliding_window +u32 +2047" "$TMP/ip" && ok || bad "phi3 sliding_window"
+grep -Eq "^blk.0.attn_qkv.weight +F16 +\[512, 256\]" "$TMP/ip" && ok || bad "phi3 attn_qkv"
+grep -Eq "^blk.0.ffn_up.weight +F16 +\[1024, 256\]" "$TMP/ip" && ok || bad "phi3 ffn_up (gate|up)"
+grep -q "ffn_gate" "$TMP/ip" && bad "phi3 has an ffn_gate" || ok
+# refused clearly: bullet-core has no q/k norms or fused matrices; Phi-3 longrope is not computed
+for m in qwen3 phi-fused; do
+  "$QP" convert "$FX/$m" --to bullet -o "$TMP/$m.bullet" 2>"$TMP/err"; rc=$?
+  [ $rc -eq 3 ] && grep -q "cannot be written for bullet-core" "$TMP/err" && ok || bad "$m bullet: exit $rc $(cat "$TMP/err")"
+done
+cp -r "$FX/phi-fused" "$TMP/phi-long"
+sed -i 's/"rope_scaling": null/"rope_scaling": {"type": "longrope", "long_factor": [1], "short_factor": [1]}/' "$TMP/phi-long/config.json"
+"$QP" convert "$TMP/phi-long" --quant F16 -o "$TMP/phi-long.gguf" 2>"$TMP/err"; rc=$?
+[ $rc -eq 3 ] && grep -q "Phi-3 rope scaling .* is not implemented" "$TMP/err" && ok || bad "phi3 longrope: exit $rc $(cat "$TMP/err")"
+[ ! -e "$TMP/phi-long.gguf" ] && ok || bad "phi3 longrope wrote an output"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -384,7 +384,7 @@ int main(void) {
     const char *bin_dir = qp_test_env("QP_BIN_DIR", "bin");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
     char stories[1024], tied[4096], gqa[4096], qwen[4096], k256[4096], bns[4096], qp[4096];
-    char qwen3[4096];
+    char qwen3[4096], phi3[4096];
     char mixtral[4096];
     qp_test_path(stories, sizeof stories, real, "stories260K.gguf");
     qp_test_path(tied, sizeof tied, fixtures, "llama-tied");
@@ -394,13 +394,14 @@ int main(void) {
     qp_test_path(bns, sizeof bns, fixtures, "bitnet-silu");
     qp_test_path(qwen3, sizeof qwen3, fixtures, "qwen3");
     qp_test_path(mixtral, sizeof mixtral, fixtures, "mixtral");
+    qp_test_path(phi3, sizeof phi3, fixtures, "phi-fused");
     qp_test_path(qp, sizeof qp, bin_dir, "quantpack");
     if (!qp_path_exists(llama_peer_lib()))
         QP_SKIP("libllama peer not installed (%s)", llama_peer_lib());
     if (!qp_path_exists(stories)) QP_SKIP("real fixture %s not found", stories);
     if (!qp_path_is_dir(tied) || !qp_path_is_dir(gqa) || !qp_path_is_dir(qwen) ||
         !qp_path_is_dir(k256) || !qp_path_is_dir(bns) || !qp_path_is_dir(qwen3) ||
-        !qp_path_is_dir(mixtral))
+        !qp_path_is_dir(mixtral) || !qp_path_is_dir(phi3))
         QP_SKIP("generated fixtures not found under %s", fixtures);
     if (!qp_path_exists(qp)) QP_SKIP("quantpack not built (%s)", qp);
     QP_CHECK_MSG(qp_test_mkdir_p(tmp), "cannot create %s", tmp);
@@ -480,6 +481,12 @@ int main(void) {
         {"mixtral", mixtral, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995, 0},
         {"mixtral", mixtral, gen_prompt, 16, 48, 0.9995, 0, 1.0, false, false, "Q8_0", 7, 0, 0.9999, 0},
         {"mixtral", mixtral, gen_prompt, 16, 48, 0.99999, 0, 1.0, false, false, "F16", 1, 0, 0.99999, 0},
+        /* Issue 16: phi3 (llama.cpp's "phi3": attn_qkv and ffn_up = gate|up kept fused as its
+         * converter writes them, untied): Q4_K_M, Q8_0, F16. Measured: Q4_K_M A min 0.99986,
+         * B 1.0000000, 48/48, verify 4-bit pass; Q8_0 A 0.99989, 48/48; F16 A 0.9999999 */
+        {"phi3", phi3, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995, 0},
+        {"phi3", phi3, gen_prompt, 16, 48, 0.999, 0, 1.0, false, false, "Q8_0", 7, 0, 0.9995, 0},
+        {"phi3", phi3, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], bin_dir, tmp);
 
