@@ -1,6 +1,8 @@
 /* HF <-> GGUF tensor names (readers/name_map.h). Pure string work on caller buffers. */
 #include "readers/name_map.h"
 
+#include "core/model_internal.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,8 +26,6 @@ static const name_pair k_layer[] = {
     {"self_attn.o_proj", "attn_output"},
     {"self_attn.q_norm", "attn_q_norm"}, /* Qwen3 */
     {"self_attn.k_norm", "attn_k_norm"},
-    {"self_attn.qkv_proj", "attn_qkv"},  /* Phi-3: q, k, v rows in one matrix (kept fused) */
-    {"mlp.gate_up_proj", "ffn_up"},      /* Phi-3: gate rows then up rows (llama.cpp's ffn_up) */
     {"post_attention_layernorm", "ffn_norm"},
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},
@@ -47,6 +47,12 @@ static const name_pair k_expert[] = {
     {"w3", "ffn_up"},
 };
 static const char k_hf_experts[] = "block_sparse_moe.experts.";
+/* Phi-3's fused modules, mapped (HF -> GGUF only) for that family alone: in another
+ * architecture they are not the model's tensors, and gate_up_proj would collide with up_proj. */
+static const name_pair k_layer_phi3[] = {
+    {"self_attn.qkv_proj", "attn_qkv"}, /* q, k, v rows in one matrix (kept fused) */
+    {"mlp.gate_up_proj", "ffn_up"},     /* gate rows then up rows (llama.cpp's ffn_up) */
+};
 
 /* Longest first: ".weight_scale" must win over ".weight" (which is not its suffix anyway, but
  * keep the order explicit). */
@@ -122,7 +128,8 @@ static bool map_expert(const char *module, size_t module_len, bool to_gguf, char
     return false;
 }
 
-static const char *map(const char *name, char *buf, size_t cap, bool to_gguf) {
+static const char *map(const char *name, char *buf, size_t cap, bool to_gguf,
+                       const name_pair *layer_tab, size_t n_layer_tab) {
     if (!name || !buf || cap == 0) return NULL;
     size_t stem_len;
     const char *suffix = split_suffix(name, &stem_len);
@@ -141,9 +148,9 @@ static const char *map(const char *name, char *buf, size_t cap, bool to_gguf) {
     if (!digits) return NULL;
     const char *module = name + pl + digits + 1;
     size_t module_len = stem_len - pl - digits - 1;
-    for (size_t i = 0; i < N_OF(k_layer); i++) {
-        const char *from = to_gguf ? k_layer[i].hf : k_layer[i].gguf;
-        const char *to = to_gguf ? k_layer[i].gguf : k_layer[i].hf;
+    for (size_t i = 0; i < n_layer_tab; i++) {
+        const char *from = to_gguf ? layer_tab[i].hf : layer_tab[i].gguf;
+        const char *to = to_gguf ? layer_tab[i].gguf : layer_tab[i].hf;
         if (stem_eq(module, module_len, from))
             return emit(buf, cap,
                         snprintf(buf, cap, "%s%u.%s%s", to_gguf ? "blk." : "model.layers.", layer, to,
@@ -157,9 +164,21 @@ static const char *map(const char *name, char *buf, size_t cap, bool to_gguf) {
 }
 
 const char *qp_name_map_hf_to_gguf(const char *hf_name, char *buf, size_t cap) {
-    return map(hf_name, buf, cap, true);
+    return map(hf_name, buf, cap, true, k_layer, N_OF(k_layer));
 }
 
 const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap) {
-    return map(gguf_name, buf, cap, false);
+    return map(gguf_name, buf, cap, false, k_layer, N_OF(k_layer));
+}
+
+qp_status qp_name_map_family(qp_model *m, qp_err *e) {
+    if (m->arch.family != QP_FAMILY_PHI3) return QP_OK;
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        qp_tensor *t = &m->tensors[i];
+        char buf[256];
+        if (t->canon || !map(t->name, buf, sizeof buf, true, k_layer_phi3, N_OF(k_layer_phi3))) continue;
+        if (!(t->canon = qp_arena_strdup(qp_model_arena(m), buf)))
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    }
+    return QP_OK;
 }

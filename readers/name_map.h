@@ -10,6 +10,9 @@
  *   model.layers.N.mlp.gate_proj     <-> blk.N.ffn_gate    (up_proj, down_proj alike)
  *   model.layers.N.self_attn.attn_sub_norm <-> blk.N.attn_sub_norm   (BitNet)
  *   model.layers.N.mlp.ffn_sub_norm  <-> blk.N.ffn_sub_norm           (BitNet)
+ *   model.layers.N.self_attn.q_norm  <-> blk.N.attn_q_norm  (k_norm alike; Qwen3)
+ *   model.layers.N.self_attn.qkv_proj -> blk.N.attn_qkv, mlp.gate_up_proj -> blk.N.ffn_up
+ *                                       (Phi-3 only: qp_name_map_family)
  *   model.layers.N.block_sparse_moe.gate <-> blk.N.ffn_gate_inp       (Mixtral router)
  *   model.layers.N.block_sparse_moe.experts.E.w1 <-> blk.N.ffn_gate.E (w2: ffn_down, w3: ffn_up;
  *                                                   llama.cpp's per-expert names, merged into
@@ -28,10 +31,15 @@
 
 #include <stddef.h>
 
+#include "quantpack/model.h"
+
 /* Writes the GGUF name of hf_name into buf (cap bytes, NUL included) and returns buf; returns
  * NULL when the name has no GGUF equivalent or does not fit. */
 const char *qp_name_map_hf_to_gguf(const char *hf_name, char *buf, size_t cap);
 /* The inverse: GGUF name -> HF name; NULL when unmapped or when it does not fit. */
 const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap);
+/* After the architecture is known: a family's own module names (Phi-3's self_attn.qkv_proj ->
+ * attn_qkv, mlp.gate_up_proj -> ffn_up) on tensors still without a canonical name. */
+QP_NODISCARD qp_status qp_name_map_family(qp_model *m, qp_err *e);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "core/model_internal.h"
 #include "readers/hf_config.h"
+#include "readers/name_map.h"
 #include "readers/safetensors_format.h"
 
 typedef qp_status (*reader_fn)(qp_model *, const char *, const qp_open_opts *, qp_err *);
@@ -119,6 +120,7 @@ qp_status qp_model_open(const char *path, const qp_open_opts *opts, qp_model **o
         qp_status s = qp_model_new(f, path, &m, e);
         if (s != QP_OK) return s;
         s = k_readers[i].read(m, path, opts, e);
+        if (s == QP_OK) s = qp_name_map_family(m, e);
         if (s == QP_OK) s = qp_model_finish(m, e);
         if (s == QP_OK && opts->tokenizer_path && m->vocab.n_tokens <= 0)
             s = tokenizer_for(m, opts->tokenizer_path, e);

@@ -28,6 +28,8 @@ static const struct {
     {"model.layers.4.self_attn.q_proj.weight_scale", "blk.4.attn_q.weight_scale"},
     {"model.layers.4.mlp.down_proj.weight_scale", "blk.4.ffn_down.weight_scale"},
     {"model.layers.123456.mlp.up_proj.weight", "blk.123456.ffn_up.weight"},
+    {"model.layers.2.self_attn.q_norm.weight", "blk.2.attn_q_norm.weight"}, /* Qwen3 */
+    {"model.layers.2.self_attn.k_norm.weight", "blk.2.attn_k_norm.weight"},
 };
 
 static const char *const k_unmapped_hf[] = {
@@ -48,6 +50,9 @@ static const char *const k_unmapped_hf[] = {
     "model.layers.0.weight",
     "model.layers.0.mlp.weight",
     "model.layers.-1.mlp.up_proj.weight",
+    /* Phi-3's fused modules map only for that family (qp_name_map_family) */
+    "model.layers.0.self_attn.qkv_proj.weight",
+    "model.layers.0.mlp.gate_up_proj.weight",
 };
 
 static const char *const k_unmapped_gguf[] = {
