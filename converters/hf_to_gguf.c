@@ -76,6 +76,8 @@ static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) 
         if (ids[i] >= 0) s = qp_gguf_writer_add_u32(w, k_ids[i], (uint32_t)ids[i], e);
     if (s == QP_OK) s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos, e);
     if (s == QP_OK) s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_eos_token", v->add_eos, e);
+    if (s == QP_OK && v->model == QP_TOK_SPM && v->no_space_prefix)
+        s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_space_prefix", false, e);
     /* the chat template, where convert_hf_to_gguf.py writes it (runtime/chat.md) */
     const char *ct = qp_model_chat_template(m);
     if (s == QP_OK && ct) s = qp_gguf_writer_add_str(w, "tokenizer.chat_template", ct, strlen(ct), e);

@@ -400,6 +400,8 @@ static qp_status apply_vocab(qp_model *m, qp_err *e) {
     bool b;
     if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_bos_token", &b)) vb->add_bos = b;
     if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_eos_token", &b)) vb->add_eos = b;
+    expect_type(m, "tokenizer.ggml.add_space_prefix", QP_META_BOOL);
+    if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_space_prefix", &b)) vb->no_space_prefix = !b;
     return QP_OK;
 }
 

@@ -357,37 +357,153 @@ typedef struct tok_build {
     qp_strmap ids;  /* token text -> id; keys are the arena copies */
 } tok_build;
 
-/* The byte-level pre-tokenizers a tokenizer.json's Split regex names, as llama.cpp names them;
- * qp_hf_pre_regex (the tokenizer.json writer) and tok_kind (this reader) share the table. */
+/* The byte-level pre-tokenizers a tokenizer.json's pre_tokenizer describes, as llama.cpp names
+ * them: each form is the sequence of splitting steps of the pre_tokenizer (Split regexes as the
+ * published tokenizer.json files write them, Digits as \p{N} or \p{N}+, ByteLevel with use_regex
+ * as its built-in GPT-2 regex), with model.ignore_merges where that tells two names apart.
+ * qp_hf_pre_regex (the tokenizer.json writer) and tok_kind (this reader) share the table; the
+ * runtime's regexes for each name are in runtime/tokenizer_pre.c. */
 #define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
-#define LLAMA3_REGEX(digits)                                                                          \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" digits                          \
-    "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-static const struct {
-    const char *pre;   /* the name this reader gives the regex */
-    const char *regex;
-    bool ignore_merges; /* llama-bpe: a word that is a token is taken whole */
-    const char *aliases; /* other vocabulary names with the same regex, ',' around each */
-} k_pre_regexes[] = {
-    {"llama-bpe", LLAMA3_REGEX("{1,3}"), true, ",llama3,llama-v3,smaug-bpe,falcon3,pixtral,"},
-    {"qwen2", LLAMA3_REGEX(""), false, ",deepseek-r1-qwen,"},
-    {"gpt-2", GPT2_REGEX, false, ",,default,gpt2,phi-2,mpt,olmo,jais,trillion,granite-docling,"},
+#define HF_CONTRACTIONS "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+#define HF_TAIL "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define LLAMA3_REGEX(digits) HF_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" digits HF_TAIL
+#define HF_CASED(tail)                                                                              \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" tail         \
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" tail
+#define HF_SLASH_TAIL "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define HF_CJK "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+"
+
+typedef struct hf_pre_form {
+    const char *pre;      /* llama.cpp's name (tokenizer.ggml.pre) */
+    int ignore_merges;    /* the model.ignore_merges this form needs: 1, 0, or -1 for either */
+    const char *steps[7]; /* NULL-terminated */
+    const char *aliases;  /* other names with this form, ',' around each (the writer's lookup) */
+} hf_pre_form;
+
+static const hf_pre_form k_pre_forms[] = {
+    {"llama-bpe", 1, {LLAMA3_REGEX("{1,3}")},
+     ",llama3,llama-v3,falcon3,falcon-h1,pixtral,midm-2.0,lfm2,jina-v5-nano,"},
+    {"smaug-bpe", 0, {LLAMA3_REGEX("{1,3}")}, ",dbrx,glm4,chatglm-bpe,"},
+    {"qwen2", -1, {LLAMA3_REGEX("")},
+     ",deepseek-r1-qwen,kormo,f2llmv2,stablelm2,hunyuan,solar-open,megrez,grok-2,"},
+    {"gpt-2", -1, {GPT2_REGEX},
+     ",gpt2,phi-2,jina-es,jina-de,gigachat,jina-v2-es,jina-v2-de,a.x-4.0,mellum,modern-bert,jina-v1-en,"
+     "jina-v2-code,roberta-bpe,mpt,olmo,jais,trillion,granite-docling,exaone4,"},
+    {"starcoder", -1, {"\\p{N}", GPT2_REGEX},
+     ",refact,command-r,smollm,codeshell,exaone,minerva-7b,mellum2,"},
+    {"deepseek-coder", -1, {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", HF_CJK, "\\p{N}"}, ","},
+    {"deepseek-llm", -1,
+     {"[\r\n]",
+      "\\s?[A-Za-z\u00B5\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u01BA\u01BC-\u01BF\u01C4-\u0293\u0295-\u02AF"
+      "\u0370-\u0373\u0376\u0377\u037B-\u037D\u037F\u0386\u0388-\u038A\u038C\u038E-\u03A1\u03A3-\u03F5"
+      "\u03F7-\u0481\u048A-\u052F\u0531-\u0556\u10A0-\u10C5\u13A0-\u13F5\u13F8-\u13FD\u1C90-\u1CBA"
+      "\u1CBD-\u1CBF\u1D00-\u1D2B\u1D6B-\u1D77\u1D79-\u1D9A\u1E00-\u1F15\u1F18-\u1F1D\u1F20-\u1F45"
+      "\u1F48-\u1F4D\u1F50-\u1F57\u1F59\u1F5B\u1F5D\u1F5F-\u1F7D\u1F80-\u1FB4\u1FB6-\u1FBC\u1FBE"
+      "\u1FC2-\u1FC4\u1FC6-\u1FCC\u1FD0-\u1FD3\u1FD6-\u1FDB\u1FE0-\u1FEC\u1FF2-\u1FF4\u1FF6-\u1FFC"
+      "\u2102\u2107\u210A-\u2113\u2115\u2119-\u211D\u2124\u2126\u2128\u212A-\u212D\u212F-\u2134\u2139"
+      "\u213C-\u213F\u2145-\u2149\u214E\u2183\u2184\u2C00-\u2C7B\u2C7E-\u2CE4\u2CEB-\u2CEE\u2CF2\u2CF3"
+      "\uA640-\uA66D\uA680-\uA69B\uA722-\uA76F\uA771-\uA787\uA78B-\uA78E\uAB70-\uABBF\uFB00-\uFB06"
+      "\uFB13-\uFB17\uFF21-\uFF3A\uFF41-\uFF5A\U00010400-\U0001044F\U000104B0-\U000104D3"
+      "\U000104D8-\U000104FB\U00010C80-\U00010CB2\U00010CC0-\U00010CF2\U000118A0-\U000118DF"
+      "\U0001E900-\U0001E943]+",
+      "\\s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\u2018-\u201F\u3000-\u3002]+", "\\s+$", HF_CJK, "\\p{N}+"},
+     ","},
+    {"deepseek-v3", -1,
+     {"\\p{N}{1,3}", "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+",
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}"
+      "\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+     ",hunyuan-dense,joyai-llm,hy_v4,"},
+    {"tekken", 1, {HF_CASED("") "|\\p{N}" HF_SLASH_TAIL}, ","},
+    {"gpt-4o", -1, {HF_CASED(HF_CONTRACTIONS "?") "|\\p{N}{1,3}" HF_SLASH_TAIL},
+     ",llama4,kanana2,talkie,minimax-m2,"},
+    {"tiny_aya", -1, {"\\d{1,3}(?=(?:\\d{3})*\\b)", HF_CASED(HF_CONTRACTIONS "?") "|\\p{N}{1,3}" HF_SLASH_TAIL},
+     ",cohere2moe,"},
+    {"qwen35", -1,
+     {HF_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
+                      "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+     ","},
+    {"jais-2", -1,
+     {HF_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+                      "\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|"
+                      "\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"},
+     ","},
+    {"bailingmoe", -1,
+     {"'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|\\s*[\\r\\n]|"
+      "\\s+(?!\\S)|\\s+"},
+     ",bailingmoe2,llada-moe,"},
+    {"seed-coder", -1,
+     {HF_CONTRACTIONS "|[^\r\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\r\n]+|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+     ","},
+    {"exaone-moe", -1,
+     {HF_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+"
+                      "[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
+     ","},
+    {"minicpm5", 1, {"\\p{N}{1,3}", HF_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+" HF_TAIL}, ","},
 };
 
 const char *qp_hf_pre_regex(const char *pre, bool *ignore_merges) {
     char key[64];
     snprintf(key, sizeof key, ",%s,", pre ? pre : "");
-    for (size_t i = 0; i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++) {
-        if (strcmp(pre ? pre : "", k_pre_regexes[i].pre) != 0 && !strstr(k_pre_regexes[i].aliases, key))
-            continue;
-        *ignore_merges = k_pre_regexes[i].ignore_merges;
-        return k_pre_regexes[i].regex;
+    for (size_t i = 0; i < sizeof k_pre_forms / sizeof k_pre_forms[0]; i++) {
+        const hf_pre_form *f = &k_pre_forms[i];
+        if (strcmp(pre ? pre : "", f->pre) != 0 && !strstr(f->aliases, key)) continue;
+        if (f->steps[1]) return NULL; /* several steps: no single-regex form */
+        *ignore_merges = f->ignore_merges == 1;
+        return f->steps[0];
+    }
+    return NULL;
+}
+
+/* The pre_tokenizer's splitting steps in order (see k_pre_forms); false when a component is one
+ * no byte-level form has (Whitespace, Metaspace, Split on a string, ...). */
+typedef struct pre_steps {
+    const char *step[8];
+    int n;
+    bool known;
+} pre_steps;
+
+static void collect_steps(const cJSON *c, pre_steps *ps, int depth) {
+    const char *type = cJSON_IsObject(c) && depth < 8 ? get_str(c, "type") : NULL;
+    if (!type) {
+        ps->known = false;
+        return;
+    }
+    const char *step = NULL;
+    if (strcmp(type, "Sequence") == 0) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, "pretokenizers");
+        for (const cJSON *x = cJSON_IsArray(arr) ? arr->child : NULL; x; x = x->next) collect_steps(x, ps, depth + 1);
+        return;
+    }
+    if (strcmp(type, "ByteLevel") == 0) {
+        const cJSON *ur = cJSON_GetObjectItemCaseSensitive(c, "use_regex");
+        if (ur && !cJSON_IsTrue(ur)) return;
+        step = GPT2_REGEX;
+    } else if (strcmp(type, "Digits") == 0) {
+        step = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "individual_digits")) ? "\\p{N}" : "\\p{N}+";
+    } else if (strcmp(type, "Split") == 0) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(c, "pattern");
+        step = cJSON_IsObject(pat) ? get_str(pat, "Regex") : NULL;
+    }
+    if (!step || ps->n == 8) ps->known = false;
+    else ps->step[ps->n++] = step;
+}
+
+/* llama.cpp's name for a byte-level pre_tokenizer, or NULL when no form matches. */
+static const char *pre_name_of(const cJSON *pre_tokenizer, bool ignore_merges) {
+    pre_steps ps = {.known = true};
+    collect_steps(pre_tokenizer, &ps, 0);
+    for (size_t i = 0; ps.known && i < sizeof k_pre_forms / sizeof k_pre_forms[0]; i++) {
+        const hf_pre_form *f = &k_pre_forms[i];
+        if (f->ignore_merges >= 0 && f->ignore_merges != (int)ignore_merges) continue;
+        int k = 0;
+        while (k < ps.n && f->steps[k] && strcmp(f->steps[k], ps.step[k]) == 0) k++;
+        if (k == ps.n && !f->steps[k]) return f->pre;
     }
     return NULL;
 }
 
 typedef struct tok_hints {
-    bool byte_level, metaspace, byte_fallback_decoder, use_regex_default;
+    bool byte_level, metaspace, byte_fallback_decoder;
     const char *regex; /* first Split pattern.Regex found */
 } tok_hints;
 
@@ -405,8 +521,6 @@ static void scan_component(const cJSON *c, tok_hints *h, int depth) {
         }
     } else if (strcmp(type, "ByteLevel") == 0) {
         h->byte_level = true;
-        const cJSON *ur = cJSON_GetObjectItemCaseSensitive(c, "use_regex");
-        if (!ur || cJSON_IsTrue(ur)) h->use_regex_default = true;
     } else if (strcmp(type, "Metaspace") == 0) {
         h->metaspace = true;
     } else if (strcmp(type, "ByteFallback") == 0) {
@@ -599,6 +713,32 @@ static qp_status tok_sections(tok_build *tb, const cJSON *root, qp_err *e) {
     return QP_OK;
 }
 
+/* Whether a SentencePiece-style tokenizer.json adds the dummy-prefix space: a Prepend("▁")
+ * normalizer, or a Metaspace pre-tokenizer whose prepend_scheme is not "never" (add_prefix_space,
+ * default true, in older files). Gemma 3 has neither. */
+static bool spm_space_prefix(const cJSON *c, int depth) {
+    const char *type = cJSON_IsObject(c) && depth < 8 ? get_str(c, "type") : NULL;
+    if (!type) return false;
+    if (strcmp(type, "Sequence") == 0) {
+        static const char *const lists[] = {"normalizers", "pretokenizers"};
+        for (size_t i = 0; i < 2; i++) {
+            const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, lists[i]);
+            for (const cJSON *x = cJSON_IsArray(arr) ? arr->child : NULL; x; x = x->next)
+                if (spm_space_prefix(x, depth + 1)) return true;
+        }
+        return false;
+    }
+    if (strcmp(type, "Prepend") == 0) {
+        const char *p = get_str(c, "prepend");
+        return p && strcmp(p, "\u2581") == 0;
+    }
+    if (strcmp(type, "Metaspace") != 0) return false;
+    const char *scheme = get_str(c, "prepend_scheme");
+    if (scheme) return strcmp(scheme, "never") != 0;
+    const cJSON *aps = cJSON_GetObjectItemCaseSensitive(c, "add_prefix_space");
+    return !aps || cJSON_IsTrue(aps);
+}
+
 /* The tokenizer kind (WordPiece, SentencePiece-style BPE with byte fallback, byte-level BPE)
  * and llama.cpp's pre-tokenizer name from the pre_tokenizer / decoder components. */
 static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
@@ -615,15 +755,20 @@ static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
     tb->spm = spm;
     v->model = wordpiece ? QP_TOK_WPM : spm ? QP_TOK_SPM : QP_TOK_BPE;
     snprintf(v->pre, sizeof v->pre, "default");
+    if (spm)
+        v->no_space_prefix = !spm_space_prefix(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), 0) &&
+                             !spm_space_prefix(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), 0);
     if (!wordpiece && !spm && !h.byte_level)
         qp_model_add_problem(m, "%s: BPE without a ByteLevel or Metaspace component; read as "
                                 "byte-level BPE", tb->file);
     if (!spm && !wordpiece) {
-        const char *re = h.regex;
-        if (!re && h.use_regex_default) re = GPT2_REGEX;
-        for (size_t i = 0; re && i < sizeof k_pre_regexes / sizeof k_pre_regexes[0]; i++)
-            if (strcmp(re, k_pre_regexes[i].regex) == 0)
-                snprintf(v->pre, sizeof v->pre, "%s", k_pre_regexes[i].pre);
+        bool ignore_merges = false;
+        if ((s = get_bool(tb->model, "ignore_merges", tb->file, &ignore_merges, &have, e)) != QP_OK) return s;
+        const char *name = pre_name_of(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), ignore_merges);
+        if (name) snprintf(v->pre, sizeof v->pre, "%s", name);
+        else
+            qp_model_add_problem(m, "%s: a pre_tokenizer no llama.cpp pre-tokenizer matches; read as "
+                                    "llama.cpp's 'default'", tb->file);
     }
     if (h.regex) return qp_model_meta_str(m, "tokenizer.hf.pre_regex", h.regex, strlen(h.regex), e);
     return QP_OK;

@@ -17,7 +17,7 @@ typedef struct spm_sym {
 qp_status qp_tok_spm_init(qp_tokenizer *t, qp_err *e) {
     (void)e;
     static const char hex[] = "0123456789ABCDEF";
-    t->add_space_prefix = true; /* GGUF "llama" default (tokenizer.ggml.add_space_prefix) */
+    t->add_space_prefix = !t->v->no_space_prefix; /* GGUF tokenizer.ggml.add_space_prefix, default true */
     for (int b = 0; b < 256; b++) {
         char buf[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
         int32_t id = qp_tok_lookup(t, buf, 6);

@@ -151,6 +151,8 @@ typedef struct qp_vocab {
     char **merges;         /* "left right", as tokenizer.ggml.merges */
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when none */
     bool add_bos, add_eos;
+    bool no_space_prefix;  /* SentencePiece without the dummy-prefix space (GGUF
+                              tokenizer.ggml.add_space_prefix false; Gemma 3) */
     char *hf_json;         /* tokenizer.json text when the source had one (for carrying over) */
     size_t hf_json_len;
 } qp_vocab;
