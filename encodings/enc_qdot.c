@@ -56,15 +56,6 @@ float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
 
 /* ---- k-quants against Q8_K ---------------------------------------------------------------- */
 
-void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s12[j] & 63;
-        mn[j] = s12[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((s12[j + 8] & 0x0F) | ((s12[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((s12[j + 8] >> 4) | ((s12[j + 4] >> 6) << 4));
-    }
-}
-
 /* Q4_K and Q5_K (4-bit levels, plus bit 2j / 2j+1 of qh[l] << 4 for Q5_K's sub-blocks 2j / 2j+1):
  * sum_j sc_j (q_j . a_j) in integers, the mins through the activation block sums. */
 static float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes, size_t off_qs,
@@ -103,6 +94,18 @@ float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
 }
 float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
+}
+/* several tokens: by definition the single-token dot of each (the SIMD kernels share the weight
+ * unpacking between tokens and give these bits) */
+void qp_q4k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                              float *y, size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t++)
+        y[(size_t)t * ldy] = qp_q4k_dot_q8k_ref(w, (const uint8_t *)xq + (size_t)t * ldxq, n);
+}
+void qp_q5k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                              float *y, size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t++)
+        y[(size_t)t * ldy] = qp_q5k_dot_q8k_ref(w, (const uint8_t *)xq + (size_t)t * ldxq, n);
 }
 
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
@@ -200,4 +203,10 @@ float qp_i2s_arm_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
 }
 float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return ternary_dot(qk256_levels, QP_QK256_BYTES, -1, w, xq, n);
+}
+
+void qp_q6k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                              float *y, size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t++)
+        y[(size_t)t * ldy] = qp_q6k_dot_q8k_ref(w, (const uint8_t *)xq + (size_t)t * ldxq, n);
 }

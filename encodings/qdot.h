@@ -2,7 +2,11 @@
  * (encodings/encodings.md "Fast dots"). */
 #ifndef QP_QDOT_H
 #define QP_QDOT_H
+#include <stddef.h>
 #include <stdint.h>
+
+/* tokens whose dots share one unpacking of a weight block (vec_dot_q8_multi) */
+#define QP_QDOT_TOKENS 4
 
 /* The fixed reduction of 8 float lanes: (a0+a4)+(a2+a6) + (a1+a5)+(a3+a7), as an AVX2 256-bit
  * horizontal add does it (low + high 128, then movehl, then the odd lane). */
@@ -11,8 +15,16 @@ static inline float qp_qdot_hsum8(const float a[8]) {
     return (s0 + s2) + (s1 + s3);
 }
 
-/* Q4_K's 12 scale bytes -> 8 six-bit scales and 8 six-bit mins. */
-void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8_t mn[8]);
+/* Q4_K's (and Q5_K's) 12 scale bytes -> 8 six-bit scales and 8 six-bit mins; inline, as every
+ * super-block of every fast dot unpacks them. */
+static inline void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8_t mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s12[j] & 63;
+        mn[j] = s12[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s12[j + 8] & 0x0F) | ((s12[j] >> 6) << 4));
+        mn[j + 4] = (uint8_t)((s12[j + 8] >> 4) | ((s12[j + 4] >> 6) << 4));
+    }
+}
 
 /* scalar references: w a row of n elements, xq the activations in Q8_0 / Q8_K blocks */
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
@@ -20,6 +32,9 @@ float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
+void qp_q4k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q5k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q6k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
 float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
@@ -32,6 +47,9 @@ float qp_q4_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
+void qp_q4k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q5k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q6k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
 float qp_q5k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
@@ -44,6 +62,9 @@ float qp_q4_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
+void qp_q4k_dot_q8k_multi_vnni(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q5k_dot_q8k_multi_vnni(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q6k_dot_q8k_multi_vnni(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
 float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
@@ -56,6 +77,9 @@ float qp_q4_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k(const void *w, const void *xq, int64_t n);
+void qp_q4k_dot_q8k_multi(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q5k_dot_q8k_multi(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q6k_dot_q8k_multi(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
 float qp_q5k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k(const void *w, const void *xq, int64_t n);

@@ -17,20 +17,20 @@ QP_QDOT_LEGACY_Q8_0(, qp_q8_0_dot_q8_0_avx2, lane_sums, qp_q8_0_levels256, QP_Q8
 QP_QDOT_LEGACY_Q8_0(, qp_q4_0_dot_q8_0_avx2, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(, qp_q5_0_dot_q8_0_avx2, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
 
-/* Q4_K, and Q5_K when five (its fifth bits: bit 2j / 2j+1 of qh[l] for sub-blocks 2j / 2j+1) */
-static inline float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes, size_t off_qs,
-                              bool five) {
-    const uint8_t *wb = w, *ab = xq;
-    float sum = 0.0f;
+/* Q4_K, and Q5_K when five (its fifth bits: bit 2j / 2j+1 of qh[l] for sub-blocks 2j / 2j+1),
+ * for nt <= QP_QDOT_TOKENS tokens: each weight block is unpacked once, then every token takes the
+ * single-token operations in the single-token order (so y[t] is vec_dot_q8's bits). */
+static inline void k_min_dot(const void *w, const uint8_t *xq, size_t ldxq, int nt, int64_t n,
+                             size_t wbytes, size_t off_qs, bool five, float *y, size_t ldy) {
+    const uint8_t *wb = w;
+    float sum[QP_QDOT_TOKENS] = {0};
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes) {
         uint8_t sc[8], mn[8];
         qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
-        const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
         const uint8_t *q = wb + off_qs;
-        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
         const __m256i qh = five ? qp_load256(wb + QP_Q5_K_OFF_QH) : _mm256_setzero_si256();
-        __m256i acc = _mm256_setzero_si256();
+        __m256i lv[8], s[8];
         for (int j = 0; j < 4; j++) {
             const __m256i q4 = qp_load256(q + 32 * j);
             __m256i lo = _mm256_and_si256(q4, m4);
@@ -39,50 +39,93 @@ static inline float k_min_dot(const void *w, const void *xq, int64_t n, size_t w
                 lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
                 hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
             }
-            const __m256i a0 = qp_load256(a + 64 * j);
-            const __m256i a1 = qp_load256(a + 64 * j + 32);
-            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a0), _mm256_set1_epi16(sc[2 * j]));
-            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a1), _mm256_set1_epi16(sc[2 * j + 1]));
-            acc = _mm256_add_epi32(acc, _mm256_add_epi32(p0, p1));
+            lv[2 * j] = lo;
+            lv[2 * j + 1] = hi;
+            s[2 * j] = _mm256_set1_epi16(sc[2 * j]);
+            s[2 * j + 1] = _mm256_set1_epi16(sc[2 * j + 1]);
         }
-        const int32_t isum = qp_hsum256_epi32(acc);
-        const float da = qp_load_f32le(ab);
-        const float d = _cvtsh_ss(qp_load_u16le(wb)) * da;
-        const float dmin = _cvtsh_ss(qp_load_u16le(wb + 2)) * da;
-        sum = sum + d * (float)isum;
-        sum = sum - dmin * (float)msum;
+        const float dw = _cvtsh_ss(qp_load_u16le(wb)), dminw = _cvtsh_ss(qp_load_u16le(wb + 2));
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *ab = xq + (size_t)t * ldxq + (size_t)i * QP_Q8_K_BYTES;
+            const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+            __m256i acc = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++)
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lv[j], qp_load256(a + 32 * j)), s[j]));
+            const int32_t isum = qp_hsum256_epi32(acc);
+            const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
+            const float da = qp_load_f32le(ab);
+            sum[t] = sum[t] + (dw * da) * (float)isum;
+            sum[t] = sum[t] - (dminw * da) * (float)msum;
+        }
     }
-    return sum;
+    for (int t = 0; t < nt; t++) y[(size_t)t * ldy] = sum[t];
 }
 
 float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
-    return k_min_dot(w, xq, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false);
+    float y;
+    k_min_dot(w, xq, 0, 1, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false, &y, 1);
+    return y;
 }
 float qp_q5k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
-    return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
+    float y;
+    k_min_dot(w, xq, 0, 1, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true, &y, 1);
+    return y;
+}
+void qp_q4k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                               size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t += QP_QDOT_TOKENS) {
+        const int nt = n_tok - t < QP_QDOT_TOKENS ? (int)(n_tok - t) : QP_QDOT_TOKENS;
+        k_min_dot(w, (const uint8_t *)xq + (size_t)t * ldxq, ldxq, nt, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false,
+                  y + (size_t)t * ldy, ldy);
+    }
+}
+void qp_q5k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                               size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t += QP_QDOT_TOKENS) {
+        const int nt = n_tok - t < QP_QDOT_TOKENS ? (int)(n_tok - t) : QP_QDOT_TOKENS;
+        k_min_dot(w, (const uint8_t *)xq + (size_t)t * ldxq, ldxq, nt, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true,
+                  y + (size_t)t * ldy, ldy);
+    }
+}
+
+/* Q6_K for nt <= QP_QDOT_TOKENS tokens: levels and scales unpacked once per super-block, then the
+ * single-token operations per token in their order */
+static inline void q6k_dot(const void *w, const uint8_t *xq, size_t ldxq, int nt, int64_t n, float *y,
+                           size_t ldy) {
+    const uint8_t *wb = w;
+    float sum[QP_QDOT_TOKENS] = {0};
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES) {
+        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
+        __m256i u[8], s[8];
+        for (int h = 0; h < 2; h++) {
+            qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u + 4 * h);
+            for (int m = 0; m < 4; m++) s[4 * h + m] = qp_scale_pair16(scb[8 * h + 2 * m], scb[8 * h + 2 * m + 1]);
+        }
+        const float dw = _cvtsh_ss(qp_load_u16le(wb + QP_Q6_K_OFF_D));
+        for (int t = 0; t < nt; t++) {
+            const uint8_t *ab = xq + (size_t)t * ldxq + (size_t)i * QP_Q8_K_BYTES;
+            const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+            __m256i acc = _mm256_setzero_si256();
+            for (int k = 0; k < 8; k++)
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], qp_load256(a + 32 * k)), s[k]));
+            const int32_t isum = qp_hsum256_epi32(acc) - 32 * qp_q6k_bsum_dot(scb, ab + QP_Q8_K_OFF_BSUMS);
+            sum[t] = sum[t] + (dw * qp_load_f32le(ab)) * (float)isum;
+        }
+    }
+    for (int t = 0; t < nt; t++) y[(size_t)t * ldy] = sum[t];
 }
 
 float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
-    const uint8_t *wb = w, *ab = xq;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES, ab += QP_Q8_K_BYTES) {
-        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
-        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
-        __m256i acc = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            __m256i u[4];
-            qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u);
-            for (int m = 0; m < 4; m++) {
-                const __m256i av = _mm256_loadu_si256((const __m256i *)(const void *)(a + 128 * h + 32 * m));
-                const __m256i s = qp_scale_pair16(scb[8 * h + 2 * m], scb[8 * h + 2 * m + 1]);
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[m], av), s));
-            }
-        }
-        const int32_t isum = qp_hsum256_epi32(acc) - 32 * qp_q6k_bsum_dot(scb, ab + QP_Q8_K_OFF_BSUMS);
-        const float d = _cvtsh_ss(qp_load_u16le(wb + QP_Q6_K_OFF_D)) * qp_load_f32le(ab);
-        sum = sum + d * (float)isum;
+    float y;
+    q6k_dot(w, xq, 0, 1, n, &y, 1);
+    return y;
+}
+void qp_q6k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                               size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t += QP_QDOT_TOKENS) {
+        const int nt = n_tok - t < QP_QDOT_TOKENS ? (int)(n_tok - t) : QP_QDOT_TOKENS;
+        q6k_dot(w, (const uint8_t *)xq + (size_t)t * ldxq, ldxq, nt, n, y + (size_t)t * ldy, ldy);
     }
-    return sum;
 }
 
 /* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums */

@@ -166,6 +166,17 @@ QP_DISPATCH_QDOT(q4_0_dot_q8_0)
 QP_DISPATCH_QDOT(q5_0_dot_q8_0)
 QP_DISPATCH_QDOT(q4k_dot_q8k)
 QP_DISPATCH_QDOT(q6k_dot_q8k)
+#define QP_DISPATCH_QDOT_MULTI(NAME)                                                             \
+    void qp_##NAME(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, \
+                   size_t ldy) {                                                                 \
+        const int lv = qdot_level();                                                             \
+        if (lv >= 2) qp_##NAME##_vnni(w, xq, ldxq, n_tok, n, y, ldy);                            \
+        else if (lv >= 1) qp_##NAME##_avx2(w, xq, ldxq, n_tok, n, y, ldy);                       \
+        else qp_##NAME##_ref(w, xq, ldxq, n_tok, n, y, ldy);                                     \
+    }
+QP_DISPATCH_QDOT_MULTI(q4k_dot_q8k_multi)
+QP_DISPATCH_QDOT_MULTI(q5k_dot_q8k_multi)
+QP_DISPATCH_QDOT_MULTI(q6k_dot_q8k_multi)
 QP_DISPATCH_QDOT(q5k_dot_q8k)
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)

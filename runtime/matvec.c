@@ -228,6 +228,11 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
     const uint8_t *row = w->data + (size_t)r * w->row_bytes;
     float *y = tk->y + r;
     size_t ldy = (size_t)tk->ldy;
+    if (w->act_q && w->tr->vec_dot_q8_multi && n_tok > 1) {
+        w->tr->vec_dot_q8_multi(row, tk->xq, tk->ldxq, n_tok, w->cols, y, ldy);
+        finish(tk, y, ldy, n_tok);
+        return;
+    }
     if (w->act_q) {
         for (int64_t t = 0; t < n_tok; t++)
             y[(size_t)t * ldy] = w->tr->vec_dot_q8(row, tk->xq + (size_t)t * tk->ldxq, w->cols);
