@@ -169,6 +169,15 @@ static int read_init(kv_block *b, qp_inf_config *c, init_extra *x) {
         if (given[k] && rows[k].kind == QP_CLI_STR && !**(const char **)rows[k].dst &&
             (const char **)rows[k].dst != &x->quantization)
             return qp_inf_error(PROG, "init block: %s is empty", rows[k].name);
+    /* DarkNet's runtime requantization (the SDK passes the user's strings through) has no
+       counterpart here: the reference runtime computes from the stored weights */
+    const char *const requant[][2] = {{"lora_quant", x->lora_quant}, {"unembed_quant", x->unembed_quant},
+                                      {"model_quant", x->model_quant}};
+    for (size_t k = 0; k < sizeof requant / sizeof requant[0]; k++)
+        if (requant[k][1])
+            return qp_inf_error(PROG, "init block: %s=%s is not supported (quantpack runs the stored weights; "
+                                "requantize with `quantpack convert --to trlm --quant` instead)",
+                                requant[k][0], requant[k][1]);
     return 0;
 }
 

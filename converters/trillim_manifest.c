@@ -15,6 +15,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/utf8.h"
+#include "readers/trlm_bundle.h"
 #include "readers/safetensors_format.h"
 #include "quantpack/core.h"
 
@@ -746,12 +747,7 @@ void qp_trillim_config_free(qp_trillim_config *c) {
 }
 
 int qp_trillim_activation_of(const cJSON *hidden_act) {
-    static const struct { const char *name; int act; } k_acts[] = {
-        {"relu_squared", 0}, {"relu2", 0}, {"relu_sqr", 0}, {"silu", 1}, {"swish", 1}};
-    if (!cJSON_IsString(hidden_act)) return -1;
-    for (size_t k = 0; k < sizeof k_acts / sizeof k_acts[0]; k++)
-        if (strcasecmp(hidden_act->valuestring, k_acts[k].name) == 0) return k_acts[k].act;
-    return -1;
+    return cJSON_IsString(hidden_act) ? qp_trlm_activation_of(hidden_act->valuestring) : -1;
 }
 
 /* ---- manifest build --------------------------------------------------------------------------- */

@@ -421,15 +421,24 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     /* the chat template, also when the folder has no tokenizer.json (runtime/chat.md) */
     if ((s = qp_hf_chat_template_read(m, tokc, e)) != QP_OK) goto done;
     qp_arch *a = &m->arch;
+    /* the activation as the SDK's runtime takes it (_resolve_activation): config.json's
+       hidden_act, case-insensitive, else the arch's default (BITNET relu2, LLAMA silu) */
+    const qp_meta *ha = qp_model_meta(m, "hf.config.hidden_act");
+    int act = ha && ha->type == QP_META_STRING ? qp_trlm_activation_of(ha->str) : arch == QP_TRLM_ARCH_BITNET ? 0 : 1;
+    if (act < 0) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unsupported activation function hidden_act '%s' (the Trillim "
+                    "runtime's: silu, swish, relu_squared, relu2, relu_sqr)", cpath, ha->str);
+        goto done;
+    }
     if (arch == QP_TRLM_ARCH_BITNET) {
         a->family = QP_FAMILY_BITNET;
-        a->act = QP_ACT_RELU2;
+        a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
         a->act_int8 = true; /* DarkNet's BitNet products take int8 activations */
         if (!m->arch_name) m->arch_name = "bitnet-b1.58";
     } else {
         if (a->family != QP_FAMILY_LLAMA && a->family != QP_FAMILY_MISTRAL && a->family != QP_FAMILY_QWEN2)
             a->family = QP_FAMILY_LLAMA;
-        if (a->act != QP_ACT_RELU2) a->act = QP_ACT_SILU;
+        a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
         if (!m->arch_name) m->arch_name = "llama";
     }
     a->hidden = b.hidden_orig;

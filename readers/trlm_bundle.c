@@ -1,6 +1,7 @@
 /* trillim_config.json and the base-model config hash (readers/trlm_bundle.h). */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/buf.h"
 #include "core/hash.h"
@@ -141,4 +142,12 @@ qp_status qp_trlm_config_hash(const char *config_path, char hex[65], qp_err *e) 
     cJSON_Delete(id);
     cJSON_Delete(cfg);
     return s;
+}
+
+int qp_trlm_activation_of(const char *hidden_act) {
+    static const struct { const char *name; int act; } k_acts[] = {
+        {"relu_squared", 0}, {"relu2", 0}, {"relu_sqr", 0}, {"silu", 1}, {"swish", 1}};
+    for (size_t k = 0; k < sizeof k_acts / sizeof k_acts[0]; k++)
+        if (strcasecmp(hidden_act, k_acts[k].name) == 0) return k_acts[k].act;
+    return -1;
 }

@@ -32,4 +32,8 @@ QP_NODISCARD qp_status qp_trlm_bundle_read(const char *dir, qp_trlm_bundle *out,
  * folded into the top level. The head counts must be positive integers (CORRUPT otherwise). */
 QP_NODISCARD qp_status qp_trlm_config_hash(const char *config_path, char hex[65], qp_err *e);
 
+/* config.json's hidden_act as the SDK maps it (_ACTIVATION_MAP, case-insensitive): 0 RELU_SQR
+ * for relu_squared, relu2, relu_sqr; 1 SILU for silu, swish; -1 for anything else. */
+int qp_trlm_activation_of(const char *hidden_act);
+
 #endif

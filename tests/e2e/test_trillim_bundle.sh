@@ -105,6 +105,17 @@ bad_bundle "quantization not a string" "j.quantization=5" "'quantization'"
 bad_bundle "hash not hex" "j.base_model_config_hash='xyz'" "base_model_config_hash"
 bad_bundle "not JSON" "j='{'" "not valid JSON"
 
+# the activation is config.json's hidden_act as the SDK's runtime maps it (not forced for BitNet)
+act_case() { # HIDDEN_ACT EXPECT(relu2|silu|refused)
+  rm -rf "$W/act"; cp -r "$W/bf" "$W/act"
+  node -e 'const fs=require("fs"),p=process.argv[1]+"/config.json";const c=JSON.parse(fs.readFileSync(p));c.hidden_act=process.argv[2];fs.writeFileSync(p,JSON.stringify(c))' "$W/act" "$1"
+  "$BIN/quantpack" inspect "$W/act" >"$W/out" 2>"$W/err"; local rc=$?
+  if [ "$2" = refused ]; then
+    check "hidden_act $1 refused (exit $rc: $(head -c 200 "$W/err"))" "[ $rc -eq 3 ] && grep -q \"hidden_act '$1'\" '$W/err'"
+  else
+    check "hidden_act $1 on a BitNet TRLM runs $2 ($(grep -o 'activation [a-z0-9]*' "$W/out"))" "[ $rc -eq 0 ] && grep -q 'activation $2 ' '$W/out'"
+  fi; }
+act_case SiLU silu; act_case relu_sqr relu2; act_case swish silu; act_case gelu refused
 # trillim-inference: quantization= is the bundle's quantization (the SDK reads it from there)
 init() { # QUANT
   local pairs=(arch_type=1 activation=0 hidden_dim=128 intermediate_dim=256 num_layers=2 num_heads=4

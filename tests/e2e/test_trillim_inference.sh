@@ -67,8 +67,13 @@ check "context end ids == run --ids -n 13" "[ '$RU' = '$P ${U[*]:0:13}' ]"
 mapfile -t E < <( { init 256 "$EOS,${T[0]}"; req 0 "$(csv $P)" 0; } | ti )
 check "an EOS id ends the response, not doubled (${E[*]})" "[ ${#E[@]} -eq 2 ] && [ '${E[0]}' = '${T[0]}' ] && [ '${E[1]}' = 5 ]"
 # optional init keys: threads and DarkNet's runtime quantization hints do not change the ids
-mapfile -t O < <( { init 256 $EOS num_threads=1 lora_quant=q8 unembed_quant=q4 model_quant=int8; req 0 "$(csv $P)" 5; } | ti )
-check "num_threads, lora_quant, unembed_quant, model_quant accepted, same ids" "[ '${O[*]}' = '${T[*]:0:7}' ]"
+mapfile -t O < <( { init 256 $EOS num_threads=1; req 0 "$(csv $P)" 5; } | ti )
+check "num_threads accepted, same ids" "[ '${O[*]}' = '${T[*]:0:7}' ]"
+# DarkNet's runtime requantization keys: refused naming the key and the value
+for kv in lora_quant=q8 unembed_quant=q4 model_quant=int8 model_quant=q8_0; do
+  { init 256 $EOS "$kv"; req 0 "$(csv $P)" 5; } | ti >/dev/null 2>"$TMP/ti_rq_err"; rc=$?
+  check "$kv refused: exit 3 naming it (exit $rc: $(head -c 160 "$TMP/ti_rq_err"))" "[ $rc -eq 3 ] && grep -q -- '$kv is not supported' '$TMP/ti_rq_err'"
+done
 # the April 2026 client sent reset= instead of kv_position=
 mapfile -t A < <( { init 256 $EOS; printf '8\nreset=1\ntokens=%s\ntemperature=0\ntop_k=50\ntop_p=0.9\nrepetition_penalty=1.0\nrep_penalty_lookback=64\nmax_tokens=5\n' "$(csv $P)"; } | ti )
 check "reset=1 (April 2026 form) == kv_position=0" "[ '${A[*]}' = '${T[*]:0:7}' ]"
