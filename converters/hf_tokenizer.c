@@ -196,20 +196,24 @@ static cJSON *sequence(const char *list_key, cJSON *const *items, int n) {
 }
 
 /* SentencePiece as HF's Llama converter writes it (legacy mode): "▁" before each stretch of text
- * (quantpack's dummy prefix: at the start and after every added token), spaces as "▁"; the
- * decoder undoes it. */
-static bool spm_pipeline(cJSON *root) {
-    cJSON *prepend = typed("Prepend");
+ * (quantpack's dummy prefix: at the start and after every added token) unless the vocabulary has
+ * none (no_space_prefix: Gemma's form, no Prepend and no Strip), spaces as "▁"; the decoder undoes
+ * it. */
+static bool spm_pipeline(cJSON *root, bool space_prefix) {
+    cJSON *prepend = space_prefix ? typed("Prepend") : NULL;
     if (prepend && !cJSON_AddStringToObject(prepend, "prepend", SPM_SPACE)) cJSON_Delete(prepend), prepend = NULL;
-    cJSON *norm[2] = {prepend, replace_step(" ", SPM_SPACE)};
-    cJSON *strip = typed("Strip");
+    cJSON *replace = replace_step(" ", SPM_SPACE);
+    cJSON *norm[2] = {prepend, replace};
+    cJSON *strip = space_prefix ? typed("Strip") : NULL;
     if (strip && !(cJSON_AddStringToObject(strip, "content", " ") && cJSON_AddNumberToObject(strip, "start", 1) &&
                    cJSON_AddNumberToObject(strip, "stop", 0)))
         cJSON_Delete(strip), strip = NULL;
     cJSON *dec[4] = {replace_step(SPM_SPACE, " "), typed("ByteFallback"), typed("Fuse"), strip};
-    return cJSON_AddItemToObject(root, "normalizer", sequence("normalizers", norm, 2)) &&
+    int n_norm = space_prefix ? 2 : 1, n_dec = space_prefix ? 4 : 3;
+    return cJSON_AddItemToObject(root, "normalizer",
+                                 sequence("normalizers", space_prefix ? norm : norm + 1, n_norm)) &&
            cJSON_AddNullToObject(root, "pre_tokenizer") &&
-           cJSON_AddItemToObject(root, "decoder", sequence("decoders", dec, 4));
+           cJSON_AddItemToObject(root, "decoder", sequence("decoders", dec, n_dec));
 }
 
 static cJSON *byte_level(bool add_prefix_space, bool use_regex) {
@@ -320,7 +324,8 @@ static qp_status write_tokenizer_json(const vocab_index *x, const char *dir, qp_
     cJSON *root = cJSON_CreateObject();
     bool ok = root && cJSON_AddStringToObject(root, "version", "1.0") && cJSON_AddNullToObject(root, "truncation") &&
               cJSON_AddNullToObject(root, "padding") && add_added_tokens(v, root) &&
-              (regex ? bpe_pipeline(root, regex) : spm_pipeline(root)) && post_processor(x->m, root);
+              (regex ? bpe_pipeline(root, regex) : spm_pipeline(root, !x->m->vocab.no_space_prefix)) &&
+              post_processor(x->m, root);
     qp_status s = ok ? bpe_model(x, root, ignore_merges, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
     if (s != QP_OK) {
         cJSON_Delete(root);

@@ -6,7 +6,9 @@
 //     encode(text, {add_special_tokens: false});
 //  2. the same after `quantpack convert` turns the tokenizer (a tiny HF model folder whose
 //     tokenizer.json is a link to the package's file) into a GGUF, tokenized from that GGUF;
-//  3. the GGUF names the pre-tokenizer as llama.cpp does (llama-bpe, qwen2) and keeps the vocabulary.
+//  3. the GGUF names the pre-tokenizer as llama.cpp does (llama-bpe, qwen2) and keeps the vocabulary;
+//  4. the HF tokenizer files quantpack writes from that GGUF, loaded by @huggingface/tokenizers,
+//     give the same ids (Gemma 3: SentencePiece without the dummy-prefix space).
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_TMP_DIR. Exit 77 when something is missing.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -103,18 +105,26 @@ for (const m of models) {
   symlinkSync(m.json, path.join(folder, 'tokenizer.json'));
   symlinkSync(m.cfg, path.join(folder, 'tokenizer_config.json'));
   execFileSync(quantpack, ['convert', folder, '--to', 'gguf', '--quant', 'F32', '-o', gguf]);
+  // 4. tokenizer files written back from the GGUF (converters/hf_tokenizer.c), loaded by HF
+  const back = path.join(tmp, `${m.name}.hf`);
+  mkdirSync(back);
+  execFileSync(tool, ['write', gguf, back]);
+  const hfBack = new Tokenizer(JSON.parse(readFileSync(path.join(back, 'tokenizer.json'), 'utf8')),
+    JSON.parse(readFileSync(path.join(back, 'tokenizer_config.json'), 'utf8')));
   let pass = 0;
   const got = { 'tokenizer.json': ours(m.json), gguf: ours(gguf) };
   for (const [i, text] of corpus.entries()) {
     const want = Array.from(hf.encode(text, { add_special_tokens: false }).ids);
-    for (const what of ['tokenizer.json', 'gguf']) {
+    got['HF files written from the GGUF'] = got['HF files written from the GGUF'] ?? [];
+    got['HF files written from the GGUF'][i] = Array.from(hfBack.encode(text, { add_special_tokens: false }).ids);
+    for (const what of Object.keys(got)) {
       const ids = got[what][i];
       const same = ids.length === want.length && ids.every((v, k) => v === want[k]);
       if (same) pass++;
       t.check(same, `${m.name} ${what} string ${i} ${JSON.stringify(text).slice(0, 60)}: HF [${want.slice(0, 20)}] quantpack [${ids.slice(0, 20)}]`);
     }
   }
-  console.log(`${m.name}: ${pass}/${2 * corpus.length} equal to @huggingface/tokenizers (tokenizer.json and converted GGUF)`);
+  console.log(`${m.name}: ${pass}/${3 * corpus.length} equal to @huggingface/tokenizers (tokenizer.json, converted GGUF, HF files written from the GGUF)`);
   const tok = JSON.parse(execFileSync(quantpack, ['inspect', gguf, '--json']).toString()).tokenizer;
   const want = { llama3: ['gpt2', 'llama-bpe'], qwen3: ['gpt2', 'qwen2'], gemma3: ['llama', ''] }[m.name];
   t.check(tok.model === want[0] && tok.pre === want[1] && tok.n_tokens === nVocab,
