@@ -3,7 +3,8 @@
 # run_model_quantizer) launches it: the manifest our convert --to trlm wrote (absolute shard
 # paths, so it works from any directory, in the current SDK's form: a sections block), the SDK's
 # whole flag list incl. --rope-dim; arch ids 3-6 and
-# partial rotary refused by name (exit 3). converters/trillim_sdk.md.
+# partial rotary refused by name (exit 3); YaRN tables against HF's formula and corrupt YARN
+# trailers refused naming the offset. converters/trillim_sdk.md.
 set -u
 BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
 [ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
@@ -131,6 +132,25 @@ yarn_case() { # name extra-args
 cp "$FIX"/bitnet-float/*.json "$O2/"
 yarn_case betas "--yarn-factor 4.0 --yarn-orig-max-pos 64 --yarn-beta-fast 32.0 --yarn-beta-slow 1.0"
 yarn_case defaults "--yarn-factor 4.0 --yarn-orig-max-pos 64"
+# a corrupt YARN trailer (readers/trlm.c read_yarn_trailer): each patch of the betas bundle's
+# rope.cache is refused when the model is opened, exit 3, naming the file and the trailer's offset
+YB="$TMP/trq_run/yarn_betas"; YT=$(( $(stat -c %s "$YB/rope.cache") - 48 ))
+yarn_bad() { # name, byte offset in the trailer, bytes (printf escapes), stderr fragment
+  local OB="$TMP/trq_run/yarn_bad"; rm -rf "$OB"; cp -r "$YB" "$OB"
+  printf "$3" | dd of="$OB/rope.cache" bs=1 seek=$((YT + $2)) conv=notrunc 2>/dev/null
+  "$BIN/quantpack" inspect "$OB" >/dev/null 2>"$TMP/trq_err"; local rc=$?
+  ok "yarn trailer $1 refused (exit $rc: $(head -c 200 "$TMP/trq_err"))" \
+    "[ $rc -eq 3 ] && grep -q 'rope.cache: offset $YT' '$TMP/trq_err' && grep -q '$4' '$TMP/trq_err'"; }
+yarn_bad "magic" 0 'YARM' "not a YARN trailer"
+yarn_bad "rope dim" 4 '\x07' "out of range"
+yarn_bad "factor 0.5" 8 '\x00\x00\x00\x00\x00\x00\xe0\x3f' "factor 0.5"
+yarn_bad "factor NaN" 8 '\xff\xff\xff\xff\xff\xff\xff\x7f' "out of range"
+yarn_bad "original positions 0" 16 '\x00\x00\x00\x00' "original positions 0"
+yarn_bad "attention factor" 40 '\x00\x00\x00\x00\x00\x00\x00\x40' "attention factor 2"
+OB="$TMP/trq_run/yarn_bad"; rm -rf "$OB"; cp -r "$YB" "$OB"; truncate -s -1 "$OB/rope.cache"
+"$BIN/quantpack" inspect "$OB" >/dev/null 2>"$TMP/trq_err"; rc=$?
+ok "rope.cache one byte short of its trailer refused (exit $rc: $(head -c 200 "$TMP/trq_err"))" \
+  "[ $rc -eq 3 ] && grep -q 'YARN trailer' '$TMP/trq_err'"
 refused() { # name, extra args, stderr fragment
   "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings $2 >/dev/null 2>"$TMP/trq_err"; local rc=$?
   ok "$1 (exit $rc: $(head -c 160 "$TMP/trq_err"))" "[ $rc -eq 3 ] && grep -q '$3' '$TMP/trq_err'"; }
