@@ -55,6 +55,16 @@ static void prompts_free(prompt_list *pl) {
 }
 
 /* Adds a text prompt (tokenized) or an "ids:" prompt. Returns an exit code or -1 on success. */
+/* --tokenizer is for the model without one (a llama2.c checkpoint): a model whose own files
+ * give a tokenizer (an HF folder, a GGUF) keeps it, so one flag serves OUT and SRC. */
+static qp_status open_with_tokenizer(const char *path, const qp_open_opts *oo, qp_model **m, qp_err *e) {
+    qp_status s = qp_model_open(path, NULL, m, e);
+    if (s != QP_OK || !oo->tokenizer_path || (*m)->vocab.n_tokens > 0) return s;
+    qp_model_close(*m);
+    *m = NULL;
+    return qp_model_open(path, oo, m, e);
+}
+
 static int add_prompt(prompt_list *pl, const char *line, const qp_tokenizer *tok,
                       const qp_model *tm, int64_t lineno) {
     if (pl->n == VERIFY_MAX_PROMPTS)
@@ -248,7 +258,7 @@ int qp_cmd_verify(int argc, char **argv) {
         {"--n-predict", "-n", QP_CLI_I64, &n_gen, .lo = 1, .hi = 65536, .arg = "N",
          .help = "greedy tokens generated after each prompt (default 32)"},
         {"--tokenizer", NULL, QP_CLI_STR, &oo.tokenizer_path, .arg = "FILE",
-         .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
+         .help = "tokenizer for OUT or SRC when it has none (llama2.c tokenizer.bin)"},
         QP_CLI_THREADS(&threads, 0),
         {"--min-cosine", NULL, QP_CLI_F64, &min_cos, .arg = "X", .help = "mean cosine over positions must be >= X"},
         {"--max-kl", NULL, QP_CLI_F64, &max_kl, .flo = 0, .fhi = DBL_MAX, .arg = "X",
@@ -291,8 +301,8 @@ int qp_cmd_verify(int argc, char **argv) {
     char *json = NULL;
     int rc = QP_EXIT_OK;
     if (!pl) return qp_cli_error(QP_ERR_NOMEM, "out of memory");
-    if (qp_model_open(out_path, &oo, &out, &e) != QP_OK ||
-        qp_model_open(src_path, &oo, &src, &e) != QP_OK) {
+    if (open_with_tokenizer(out_path, &oo, &out, &e) != QP_OK ||
+        open_with_tokenizer(src_path, &oo, &src, &e) != QP_OK) {
         rc = qp_cli_fail(&e);
         goto done;
     }

@@ -154,5 +154,13 @@ expect "a model's .safetensors file: refused with its folder named" 3 "one file 
   "$Q" convert "$FX/llama-tied/model.safetensors" --to gguf --quant F16 -o "$T/none.gguf"
 check "tokenize --pieces" 0 "     1 '<s>'.*   403 '▁Once'.*   378 '▁time'" \
   "$Q" tokenize "$R/stories260K.gguf" --pieces "Once upon a time"
+# verify --tokenizer serves the side without a tokenizer (the llama2.c checkpoint); an HF folder
+# that has its own keeps it (tok512.bin was read as its tokenizer.model: CORRUPT)
+"$Q" convert "$R/stories260K.bin" --tokenizer "$R/tok512.bin" --to safetensors -o "$T/st260" 2>/dev/null ||
+  bad "setup: stories260K.bin -> safetensors"
+check "verify HF folder against llama2.c with --tokenizer" 0 "verdict: PASS" \
+  "$Q" verify "$T/st260" --against "$R/stories260K.bin" --tokenizer "$R/tok512.bin" -n 2
+check "verify llama2.c against HF folder with --tokenizer" 0 "verdict: PASS" \
+  "$Q" verify "$R/stories260K.bin" --against "$T/st260" --tokenizer "$R/tok512.bin" -n 2
 
 finish
