@@ -20,10 +20,22 @@
 
 #include "qp_test.h"
 #include "quantpack/core.h"
+#include "quantpack/encoding.h"
 
 extern char **environ;
 
 /* ---- files --------------------------------------------------------------------------------- */
+
+/* The highest SIMD level of this CPU (0 scalar, 1 avx2, 2 avx512), read once before any
+ * qp_encoding_simd_force (tests call it first); tests run every level up to it. */
+static inline int qp_test_max_simd_level(void) {
+    static int lv = -1;
+    if (lv < 0) {
+        const char *l = qp_encoding_simd_level();
+        lv = strcmp(l, "avx512") == 0 ? 2 : (strcmp(l, "avx2") == 0 ? 1 : 0);
+    }
+    return lv;
+}
 
 /* The whole file, malloc'd (free()), with a NUL byte after its *n bytes; NULL when it cannot be
  * opened or read in full. */

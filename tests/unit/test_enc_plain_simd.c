@@ -15,18 +15,8 @@
 
 #include "encodings/plain_kernels.h"
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
-
-/* The highest SIMD level of this CPU (0 scalar, 1 avx2, 2 avx512), read once before any
- * qp_encoding_simd_force (main calls it first); tests run every level up to it. */
-static int max_level(void) {
-    static int lv = -1;
-    if (lv < 0) {
-        const char *l = qp_encoding_simd_level();
-        lv = strcmp(l, "avx512") == 0 ? 2 : (strcmp(l, "avx2") == 0 ? 1 : 0);
-    }
-    return lv;
-}
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) { /* uniform in [-1, 1) */
@@ -68,7 +58,7 @@ static void test_len(int64_t n, double *worst_rel) {
         /* scalar: a F16/BF16 dot is the F32 dot of the widened row */
         QP_CHECK_MSG(same_bits(ref, qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n)),
                      "%s n=%lld scalar", tr->name, (long long)n);
-        for (int lv = 0; lv <= max_level(); lv++) {
+        for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
             qp_encoding_simd_force(lv);
             float d = tr->vec_dot_f32(row, x, n);
             float d32 = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n);
@@ -127,7 +117,7 @@ static void test_blocks(qp_encoding enc, double *worst_rel) {
         float ref = tr->vec_dot_f32(row, x, n);
         double bound = 0.0;
         for (int64_t i = 0; i < n; i++) bound += fabs((double)wd[i] * (double)x[i]);
-        for (int lv = 0; lv <= max_level(); lv++) {
+        for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
             qp_encoding_simd_force(lv);
             float d = tr->vec_dot_f32(row, x, n);
             float d32 = qp_encoding_get(QP_ENC_F32)->vec_dot_f32(wd, x, n);
@@ -151,7 +141,7 @@ static void test_f16_all_patterns(void) {
         h[2 * i] = (uint8_t)(i & 0xff);
         h[2 * i + 1] = (uint8_t)(i >> 8);
     }
-    for (int lv = 0; lv <= max_level(); lv++) {
+    for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
         qp_encoding_simd_force(lv);
         qp_encoding_get(QP_ENC_F16)->dequantize(h, y, 65536);
         int bad = 0;
@@ -168,7 +158,7 @@ static void test_f16_all_patterns(void) {
 }
 
 int main(void) {
-    max_level();
+    qp_test_max_simd_level();
     double worst = 0.0;
     for (int64_t n = 1; n <= 67; n++) test_len(n, &worst);
     const int64_t big[] = {255, 256, 1408, 4096};

@@ -16,17 +16,6 @@
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
 
-/* The highest SIMD level of this CPU (0 scalar, 1 avx2, 2 avx512), read once before any
- * qp_encoding_simd_force (main calls it first); tests run every level up to it. */
-static int max_level(void) {
-    static int lv = -1;
-    if (lv < 0) {
-        const char *l = qp_encoding_simd_level();
-        lv = strcmp(l, "avx512") == 0 ? 2 : (strcmp(l, "avx2") == 0 ? 1 : 0);
-    }
-    return lv;
-}
-
 #define MAX_IDS 512
 #define V 512
 
@@ -41,7 +30,7 @@ static void check_model(const char *path, const char *tok_path, const int32_t *g
     }
     static float all[MAX_IDS * V], tbt[MAX_IDS * V];
     static const int32_t once[5] = {1, 403, 407, 261, 378};
-    for (int lv = 0; lv <= max_level(); lv++) {
+    for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
         qp_encoding_simd_force(lv);
         for (int threads = 1; threads <= 2; threads++) {
             qp_runtime *rt = NULL;
@@ -102,7 +91,7 @@ static void check_model(const char *path, const char *tok_path, const int32_t *g
 }
 
 int main(void) {
-    max_level();
+    qp_test_max_simd_level();
     const char *dir = qp_test_real_dir();
     char bin[1024], gguf[1024], tok[1024], ids[1024], lg[1024];
     qp_test_path(bin, sizeof bin, dir, "stories260K.bin");

@@ -9,19 +9,9 @@
 
 #include "core/model_internal.h"
 #include "qp_test.h"
+#include "qp_test_util.h"
 #include "quantpack/quantpack.h"
 #include "quantpack/runtime.h"
-
-/* The highest SIMD level of this CPU (0 scalar, 1 avx2, 2 avx512), read once before any
- * qp_encoding_simd_force (main calls it first); tests run every level up to it. */
-static int max_level(void) {
-    static int lv = -1;
-    if (lv < 0) {
-        const char *l = qp_encoding_simd_level();
-        lv = strcmp(l, "avx512") == 0 ? 2 : (strcmp(l, "avx2") == 0 ? 1 : 0);
-    }
-    return lv;
-}
 
 typedef struct cfg {
     int dim, ffn, layers, heads, kv, vocab;
@@ -671,7 +661,7 @@ static void test_batch(void) {
         g_tern_vals = cases[ci].tern;
         build(&b, c, 4000 + ci);
         g_tern_vals = false;
-        for (int lv = 0; lv <= max_level(); lv++) {
+        for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
             qp_encoding_simd_force(lv);
             QP_CHECK(run_all(&b, 1, 80, toks, N, c->vocab, NULL, ref));
             for (int threads = 1; threads <= 3; threads++) {
@@ -757,7 +747,7 @@ static void test_fast(void) {
         g_exact_path = true;
         QP_CHECK(run_all(&b, 2, 80, toks, N, c.vocab, NULL, exact));
         g_exact_path = false;
-        for (int lv = 0; lv <= max_level(); lv += (max_level() > 1 ? max_level() : 1)) {
+        for (int lv = 0; lv <= qp_test_max_simd_level(); lv += (qp_test_max_simd_level() > 1 ? qp_test_max_simd_level() : 1)) {
             qp_encoding_simd_force(lv);
             QP_CHECK_MSG(run_all(&b, 1, 80, toks, N, c.vocab, NULL, tbt), "%s: fast run", nm);
             for (int threads = 1; threads <= 3; threads++) {
@@ -787,7 +777,7 @@ static void test_fast(void) {
 }
 
 int main(void) {
-    max_level();
+    qp_test_max_simd_level();
     test_fast();
     test_batch();
     test_llama();

@@ -17,15 +17,6 @@
 
 enum { N_POS = 40, SPLIT = 13 };
 
-static int max_level(void) {
-    static int lv = -1;
-    if (lv < 0) {
-        const char *l = qp_encoding_simd_level();
-        lv = strcmp(l, "avx512") == 0 ? 2 : (strcmp(l, "avx2") == 0 ? 1 : 0);
-    }
-    return lv;
-}
-
 static void ids(int32_t *t) {
     t[0] = 406; /* BOS */
     for (int i = 1; i < N_POS; i++) t[i] = (int32_t)((i * 7919u + 13u) % 400u);
@@ -69,7 +60,7 @@ static bool run(const qp_model *m, bool exact, int threads, int mode, float *out
 static float g_ref[N_POS * 512], g_got[N_POS * 512];
 
 static void check_batches(const qp_model *m, const char *what) {
-    for (int lv = 0; lv <= max_level(); lv = lv < max_level() ? max_level() : lv + 1) {
+    for (int lv = 0; lv <= qp_test_max_simd_level(); lv = lv < qp_test_max_simd_level() ? qp_test_max_simd_level() : lv + 1) {
         qp_encoding_simd_force(lv);
         for (int exact = 0; exact <= 1; exact++)
             for (int threads = 1; threads <= 2; threads++) {
@@ -88,11 +79,11 @@ static void check_batches(const qp_model *m, const char *what) {
                 }
             }
     }
-    qp_encoding_simd_force(max_level());
+    qp_encoding_simd_force(qp_test_max_simd_level());
 }
 
 int main(void) {
-    max_level();
+    qp_test_max_simd_level();
     const char *fx = qp_test_env("QP_FIXTURES_DIR", "fixtures");
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
     char src[4096], gguf[4300];
