@@ -6,20 +6,20 @@
 #include <unistd.h>
 
 #include "cli/inference_session.h"
-#include "quantpack/runtime.h"
-#include "quantpack/sampler.h"
+#include "quantpack/generate.h"
 #include "readers/trlm_format.h"
 
 struct qp_inf_session {
     const char *prog;
     qp_inf_config c;
     qp_model *m;
-    qp_runtime *rt;
-    qp_sampler *sm;
+    qp_gen_session *gen; /* the library's generation loop (include/quantpack/generate.h) */
     int64_t n_ctx, vocab, pos;
-    /* hist[k]: the token at cache position k; every request's sampler re-accepts hist[0..pos-1]
-       first, so the repetition penalty looks back across requests exactly as attention does */
-    int32_t *hist;
+    /* hist[0..pos): the tokens the client's kv_position counts (the generated ones included);
+       the generation session runs those it does not hold yet with the next request's prompt.
+       prompt: that request's prompt, hist[0..keep) then its new tokens. */
+    int32_t *hist, *prompt;
+    int32_t eos[QP_TRILLIM_MAX_EOS];
 };
 
 #define INF_INT(field, max) {#field, NULL, QP_CLI_I64, &c->field, .lo = 0, .hi = (max)}
@@ -118,11 +118,13 @@ int qp_inf_session_open(const char *prog, const char *dir, const char *lora_file
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         threads = nc > 3 ? (int)nc - 2 : 1;
     }
+    for (int k = 0; k < c->num_eos_tokens; k++) s->eos[k] = c->eos[k] >= 0 ? (int32_t)c->eos[k] : -1;
     qp_runtime_opts ro = {.n_threads = threads, .n_ctx = s->n_ctx, .exact = false};
     qp_err e;
     qp_err_clear(&e);
-    if (qp_runtime_new(s->m, &ro, &s->rt, &e) != QP_OK) rc = qp_cli_fail(&e);
-    else if (!(s->hist = qp_malloc((size_t)s->n_ctx * sizeof *s->hist)))
+    if (qp_gen_session_new(s->m, &ro, &s->gen, &e) != QP_OK) rc = qp_cli_fail(&e);
+    else if (!(s->hist = qp_malloc((size_t)s->n_ctx * sizeof *s->hist)) ||
+             !(s->prompt = qp_malloc((size_t)s->n_ctx * sizeof *s->prompt)))
         rc = qp_cli_error(QP_ERR_NOMEM, "%s: out of memory for %lld positions", prog, (long long)s->n_ctx);
     if (rc != QP_EXIT_OK) {
         qp_inf_session_close(s);
@@ -135,8 +137,8 @@ int qp_inf_session_open(const char *prog, const char *dir, const char *lora_file
 void qp_inf_session_close(qp_inf_session *s) {
     if (!s) return;
     qp_free(s->hist);
-    qp_sampler_free(s->sm);
-    qp_runtime_free(s->rt);
+    qp_free(s->prompt);
+    qp_gen_session_free(s->gen);
     qp_model_close(s->m);
     qp_free(s);
 }
@@ -157,51 +159,46 @@ int qp_inf_check_sampling(const char *prog, const qp_inf_request *r) {
     return 0;
 }
 
-/* A fresh sampler with this request's parameters whose history is the cached tokens. */
-static int start_sampler(qp_inf_session *s, const qp_inf_request *r) {
-    qp_err e;
-    qp_err_clear(&e);
-    qp_sampler_params sp;
-    qp_sampler_params_default(&sp);
-    sp.temperature = (float)r->temperature;
-    sp.top_k = (int32_t)r->top_k;
-    sp.top_p = (float)r->top_p;
-    sp.repeat_penalty = (float)r->repetition_penalty;
-    sp.repeat_last_n = (int32_t)r->rep_penalty_lookback;
-    qp_sampler_free(s->sm);
-    s->sm = NULL;
-    if (qp_sampler_new(&sp, s->vocab, &s->sm, &e) != QP_OK) return qp_cli_fail(&e);
-    for (int64_t k = 0; k < s->pos; k++)
-        if (qp_sampler_accept(s->sm, s->hist[k], &e) != QP_OK) return qp_cli_fail(&e);
-    return 0;
+/* This request's generation parameters; arg: the session, which on_token prints to. */
+static void request_params(qp_inf_session *s, const qp_inf_request *r, qp_gen_params *p) {
+    qp_gen_params_default(p);
+    p->sampler.temperature = (float)r->temperature;
+    p->sampler.top_k = (int32_t)r->top_k;
+    p->sampler.top_p = (float)r->top_p;
+    p->sampler.repeat_penalty = (float)r->repetition_penalty;
+    p->sampler.repeat_last_n = (int32_t)r->rep_penalty_lookback;
+    p->max_tokens = r->max_tokens > 0 ? r->max_tokens : -1; /* 0: until EOS or the cache is full */
+    p->end_ids = s->eos;
+    p->n_end_ids = (size_t)s->c.num_eos_tokens;
 }
 
-/* Cache positions keep.. get tokens (the cache is rewound to keep first); *logits: the last one's.
- * Without new tokens the last kept one is run again, since its logits are not kept. */
-static int prefill(qp_inf_session *s, const qp_inf_request *r, float **logits) {
-    const int32_t *tokens = r->tokens;
-    int64_t n = r->n_tokens, at = r->keep;
-    if (n == 0) {
-        if (at == 0) return qp_inf_error(s->prog, "%s", "a request with no tokens and an empty cache");
-        tokens = &s->hist[--at];
-        n = 1;
-    }
-    if (at + n > s->n_ctx)
+/* A generated token goes to the client, and to the cache while it has room (a token sampled
+ * with the cache full is printed but not cached). */
+static void emit_token(qp_inf_session *s, int32_t tok) {
+    printf("%d\n", tok);
+    fflush(stdout);
+    if (s->pos < s->n_ctx) s->hist[s->pos++] = tok;
+}
+
+static bool on_token(void *arg, int32_t tok, const char *text, size_t len) {
+    (void)text;
+    (void)len;
+    if (tok >= 0) emit_token(arg, tok);
+    return true;
+}
+
+/* The prompt: cache positions 0..keep then the new tokens; without new tokens the last kept one
+ * is run again, since its logits are not kept (the generation session does so itself). */
+static int make_prompt(qp_inf_session *s, const qp_inf_request *r, int64_t *n) {
+    if (r->n_tokens == 0 && r->keep == 0)
+        return qp_inf_error(s->prog, "%s", "a request with no tokens and an empty cache");
+    if (r->keep + r->n_tokens > s->n_ctx)
         return qp_inf_error(s->prog, "%lld new tokens at kv_position %lld exceed max_position_embeddings %lld",
-                            (long long)n, (long long)at, (long long)s->n_ctx);
-    if (at == 0) qp_runtime_reset(s->rt);
-    qp_err e;
-    qp_err_clear(&e);
-    if (qp_runtime_forward_batch(s->rt, tokens, n, at, NULL, logits, &e) != QP_OK) return qp_cli_fail(&e);
-    memmove(s->hist + at, tokens, (size_t)n * sizeof *tokens);
-    s->pos = at + n;
+                            (long long)r->n_tokens, (long long)r->keep, (long long)s->n_ctx);
+    memcpy(s->prompt, s->hist, (size_t)r->keep * sizeof *s->prompt);
+    memcpy(s->prompt + r->keep, r->tokens, (size_t)r->n_tokens * sizeof *r->tokens);
+    *n = r->keep + r->n_tokens;
     return 0;
-}
-
-static bool is_eos(const qp_inf_config *c, int32_t tok) {
-    for (int k = 0; k < c->num_eos_tokens; k++)
-        if (tok == c->eos[k]) return true;
-    return false;
 }
 
 int qp_inf_session_generate(qp_inf_session *s, const qp_inf_request *r) {
@@ -212,27 +209,22 @@ int qp_inf_session_generate(qp_inf_session *s, const qp_inf_request *r) {
         if (r->tokens[k] < 0 || r->tokens[k] >= s->vocab)
             return qp_inf_error(s->prog, "token id %d is outside the vocabulary (0..%lld)", r->tokens[k],
                                 (long long)s->vocab - 1);
-    float *logits = NULL;
-    int rc = prefill(s, r, &logits);
-    if (rc == 0) rc = start_sampler(s, r);
+    int64_t n = 0;
+    int rc = make_prompt(s, r, &n);
     if (rc) return rc;
+    memcpy(s->hist, s->prompt, (size_t)n * sizeof *s->hist);
+    s->pos = n;
+    qp_gen_params p;
+    request_params(s, r, &p);
+    p.on_token = on_token;
+    p.arg = s;
+    qp_gen_result res;
     qp_err e;
     qp_err_clear(&e);
-    bool eos = false;
-    for (int64_t g = 1;; g++) {
-        int32_t tok;
-        if (qp_sampler_sample(s->sm, logits, &tok, &e) != QP_OK || qp_sampler_accept(s->sm, tok, &e) != QP_OK)
-            return qp_cli_fail(&e);
-        printf("%d\n", tok);
-        fflush(stdout);
-        eos = is_eos(&s->c, tok);
-        if (s->pos >= s->n_ctx) break; /* the cache is full: the token is printed but not cached */
-        if (qp_runtime_forward(s->rt, tok, s->pos, &logits, &e) != QP_OK) return qp_cli_fail(&e);
-        s->hist[s->pos++] = tok;
-        if (eos || (r->max_tokens > 0 && g >= r->max_tokens)) break;
-    }
+    if (qp_gen_generate(s->gen, s->prompt, n, &p, &res, &e) != QP_OK) return qp_cli_fail(&e);
+    if (res.stop == QP_GEN_STOP_EOS) emit_token(s, res.end_token);
     /* a stop other than EOS: the client waits for an EOS id, so one ends the response */
-    if (!eos && s->c.num_eos_tokens > 0) printf("%lld\n", (long long)s->c.eos[0]);
+    else if (s->c.num_eos_tokens > 0) printf("%lld\n", (long long)s->c.eos[0]);
     printf("%lld\n", (long long)s->pos);
     return qp_cli_flush_stdout();
 }

@@ -113,6 +113,14 @@ qp_status qp_gen_tokenize(const qp_gen_session *s, const char *text, size_t len,
     return st;
 }
 
+/* Whether id ends this call's generation: p's end ids when it names them, else the session's. */
+static bool ends_generation(const qp_gen_session *s, const qp_gen_params *p, int32_t id) {
+    if (!p->end_ids) return qp_gen_is_end_token(s, id);
+    for (size_t i = 0; i < p->n_end_ids; i++)
+        if (p->end_ids[i] == id) return true;
+    return false;
+}
+
 bool qp_gen_is_end_token(const qp_gen_session *s, int32_t id) {
     for (int i = 0; i < s->n_end; i++)
         if (s->end_ids[i] == id) return true;
@@ -345,8 +353,9 @@ static qp_status generate_loop(qp_gen_session *s, qp_sampler *smp, text_out *t, 
         int32_t next = -1;
         qp_status st = qp_sampler_sample(smp, s->logits, &next, e);
         if (st != QP_OK) return st;
-        if (qp_gen_is_end_token(s, next)) {
+        if (ends_generation(s, p, next)) {
             r->stop = QP_GEN_STOP_EOS;
+            r->end_token = next;
             return QP_OK;
         }
         r->n_generated++;
@@ -368,7 +377,7 @@ static qp_status generate_loop(qp_gen_session *s, qp_sampler *smp, text_out *t, 
 
 qp_status qp_gen_generate(qp_gen_session *s, const int32_t *prompt, int64_t n_prompt,
                           const qp_gen_params *p, qp_gen_result *res, qp_err *e) {
-    qp_gen_result r = {.n_prompt = n_prompt};
+    qp_gen_result r = {.n_prompt = n_prompt, .end_token = -1};
     text_out t = {.p = p};
     qp_sampler *smp = NULL;
     double t0 = now_s();

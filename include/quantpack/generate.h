@@ -104,16 +104,19 @@ typedef struct qp_gen_params {
     const char *const *stop;   /* n_stop stop strings (borrowed for the call; "" ignored) */
     size_t n_stop;
     const volatile sig_atomic_t *cancel; /* may be NULL; non-zero stops (QP_GEN_STOP_CANCELLED) */
+    const int32_t *end_ids;    /* non-NULL: these n_end_ids ids (0 allowed: none) end generation */
+    size_t n_end_ids;          /* instead of the vocabulary's (a client that names its EOS ids) */
     qp_gen_on_token on_token;  /* may be NULL */
     void *arg;
 } qp_gen_params;
 
 /* sampler defaults (qp_sampler_params_default), max_tokens -1, no stop strings, no cancel flag,
- * no callback. */
+ * the vocabulary's end tokens, no callback. */
 QP_API void qp_gen_params_default(qp_gen_params *p);
 
 typedef struct qp_gen_result {
     qp_gen_stop stop;
+    int32_t end_token;    /* the end-of-generation token sampled (stop EOS), else -1 */
     int64_t n_prompt;     /* tokens of the prompt */
     int64_t n_reused;     /* of them already in the KV cache (not run again) */
     int64_t n_generated;  /* tokens sampled and passed to the callback (no end token) */

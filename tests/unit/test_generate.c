@@ -2,7 +2,7 @@
  * against an independent path: a second runtime run token by token with argmax (the llama2.c
  * loop), and the tokenizer's pieces. Covers prefix reuse across turns, stop strings (spanning
  * tokens, held prefixes released), max_tokens, the context end, cancel, a callback stop, pieces
- * that are whole UTF-8 (checked with the C library's mbrtowc) and the error statuses. */
+ * that are whole UTF-8 (checked with the C library's mbrtowc), end_ids and the error statuses. */
 #include <locale.h>
 #include <signal.h>
 #include <wchar.h>
@@ -224,6 +224,28 @@ int main(void) {
     printf("hot sampling: %zu bytes, %zu of them non-ASCII\n", c10.len, multi);
     QP_CHECK(whole_utf8(c10.text, c10.len));
     QP_CHECK_EQ_INT(r.n_reused, 0);
+
+    /* 9. end_ids replaces the vocabulary's end tokens: the first greedy run's third token ends it, and
+     * is reported; with an empty list it is an ordinary token */
+    if (c1.n >= 3) {
+        collect c11 = {0};
+        qp_gen_params_default(&gp);
+        gp.max_tokens = 40;
+        gp.on_token = on_token;
+        gp.arg = &c11;
+        gp.end_ids = &c1.ids[2];
+        gp.n_end_ids = 1;
+        QP_CHECK(qp_gen_generate(s, p1, n1, &gp, &r, &e) == QP_OK);
+        QP_CHECK(r.stop == QP_GEN_STOP_EOS && r.end_token == c1.ids[2] && c11.n == 2);
+        QP_CHECK(memcmp(c11.ids, c1.ids, 2 * sizeof *c1.ids) == 0);
+        collect c12 = {0};
+        gp.arg = &c12;
+        gp.n_end_ids = 0; /* the same token is now passed on */
+        gp.max_tokens = 3;
+        QP_CHECK(qp_gen_generate(s, p1, n1, &gp, &r, &e) == QP_OK);
+        QP_CHECK(r.stop == QP_GEN_STOP_MAX_TOKENS && r.end_token == -1 && c12.n == 3);
+        QP_CHECK(memcmp(c12.ids, c1.ids, 3 * sizeof *c1.ids) == 0);
+    }
 
     qp_free(p1);
     qp_free(more);
