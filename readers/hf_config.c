@@ -353,6 +353,7 @@ typedef struct tok_build {
     char **tokens;
     uint32_t *lens;
     int32_t *types;
+    uint8_t *added_flags; /* QP_ADDED_* per id; NULL until an added token has one */
     float *scores;  /* SentencePiece-style BPE only */
     qp_strmap ids;  /* token text -> id; keys are the arena copies */
 } tok_build;
@@ -821,6 +822,24 @@ static qp_status tok_fill_vocab(tok_build *tb, qp_err *e) {
     return QP_OK;
 }
 
+/* HF AddedToken's lstrip / rstrip / single_word / normalized booleans of entry x into id's flags. */
+static qp_status set_added_flags(tok_build *tb, const cJSON *x, int64_t id, qp_err *e) {
+    static const struct { const char *key; uint8_t flag; } k_flags[] = {
+        {"lstrip", QP_ADDED_LSTRIP}, {"rstrip", QP_ADDED_RSTRIP},
+        {"single_word", QP_ADDED_SINGLE_WORD}, {"normalized", QP_ADDED_NORMALIZED}};
+    uint8_t f = 0;
+    for (size_t k = 0; k < sizeof k_flags / sizeof k_flags[0]; k++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, k_flags[k].key))) f |= k_flags[k].flag;
+    if (!f) return QP_OK;
+    if (!tb->added_flags) {
+        tb->added_flags = qp_arena_alloc(tb->arena, (size_t)tb->n);
+        if (!tb->added_flags)
+            return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for added-token flags", tb->file);
+    }
+    tb->added_flags[id] = f;
+    return QP_OK;
+}
+
 /* added_tokens: their type always; their text where the id is new. An added token that gives a
  * model.vocab id different text is refused: HF keeps encoding with model.vocab's text and decodes
  * with the added one, a vocabulary holds one text per id, so the encoder would lose the model's
@@ -834,6 +853,7 @@ static qp_status tok_fill_added(tok_build *tb, qp_err *e) {
         bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "special")) ||
                        looks_special(content);
         int32_t ty = special ? QP_TOKTYPE_CONTROL : QP_TOKTYPE_USER_DEFINED;
+        if ((s = set_added_flags(tb, x, id, e)) != QP_OK) return s;
         if (tb->tokens[id] && strcmp(tb->tokens[id], content) == 0) {
             tb->types[id] = ty; /* as llama.cpp: added_tokens decide the type, even of <unk> */
             continue;
@@ -900,6 +920,7 @@ static void tok_publish(tok_build *tb, const cJSON *root) {
     v->tokens = tb->tokens;
     v->token_lens = tb->lens;
     v->types = tb->types;
+    v->added_flags = tb->added_flags;
     v->scores = tb->scores;
     v->unk_id = lookup_id(tb, tb->unk_text);
     v->add_bos = tb->spm;

@@ -349,6 +349,36 @@ static int32_t special_at(const qp_tokenizer *t, const char *text, size_t len, s
     return -1;
 }
 
+/* Code point of the well-formed UTF-8 sequence at text[i] (n bytes). */
+static uint32_t utf8_at(const char *text, size_t i, size_t n) {
+    const uint8_t *p = (const uint8_t *)text + i;
+    static const uint8_t lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    uint32_t cp = p[0] & lead_mask[n];
+    for (size_t k = 1; k < n; k++) cp = cp << 6 | (p[k] & 0x3F);
+    return cp;
+}
+
+/* End of the whitespace (White_Space, as Rust's char::is_whitespace) starting at text[i]. */
+static size_t space_run_after(const char *text, size_t len, size_t i) {
+    while (i < len) {
+        size_t n = qp_utf8_lead_len((uint8_t)text[i]);
+        if (n > len - i || !(qp_unicode_flags(utf8_at(text, i, n)) & QP_UC_WS)) break;
+        i += n;
+    }
+    return i;
+}
+
+/* Start of the whitespace that ends at text[i], not before text[start]. */
+static size_t space_run_before(const char *text, size_t start, size_t i) {
+    while (i > start) {
+        size_t j = i - 1;
+        while (j > start && ((uint8_t)text[j] & 0xC0) == 0x80) j--;
+        if (!(qp_unicode_flags(utf8_at(text, j, i - j)) & QP_UC_WS)) break;
+        i = j;
+    }
+    return i;
+}
+
 static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t len,
                                  bool prev_special, qp_ids *out, qp_err *e) {
     switch (t->model) {
@@ -375,7 +405,8 @@ qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t le
     bool nomem = false;
     if (add_bos && t->v->bos_id >= 0 && t->v->bos_id < t->n_tokens)
         nomem = !qp_ids_push(&out, t->v->bos_id);
-    /* Split out special tokens (leftmost, longest first), encode the text between them. */
+    /* Split out special tokens (leftmost, longest first), encode the text between them. An added
+     * token with lstrip / rstrip also takes the whitespace before / after it (HF AddedToken). */
     bool prev_special = true;
     size_t start = 0, i = 0;
     while (!nomem && s == QP_OK && i < len) {
@@ -387,13 +418,16 @@ qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t le
             i++;
             continue;
         }
-        if (i > start) {
-            s = encode_fragment(t, text + start, i - start, prev_special, &out, e);
+        uint8_t flags = t->v->added_flags ? t->v->added_flags[id] : 0;
+        size_t end = flags & QP_ADDED_LSTRIP ? space_run_before(text, start, i) : i;
+        if (end > start) {
+            s = encode_fragment(t, text + start, end - start, prev_special, &out, e);
             if (s != QP_OK) break;
         }
         nomem = !qp_ids_push(&out, id);
         prev_special = true;
         i += tl;
+        if (flags & QP_ADDED_RSTRIP) i = space_run_after(text, len, i);
         start = i;
     }
     if (!nomem && s == QP_OK && start < len)

@@ -139,6 +139,14 @@ enum {
     QP_TOKTYPE_BYTE = 6,
 };
 
+/* Flags of a tokenizer.json added token (HF AddedToken). */
+enum {
+    QP_ADDED_LSTRIP = 1,      /* whitespace before it is part of the match (dropped) */
+    QP_ADDED_RSTRIP = 2,      /* whitespace after it is part of the match (dropped) */
+    QP_ADDED_SINGLE_WORD = 4, /* read, not applied (runtime/tokenizer.md) */
+    QP_ADDED_NORMALIZED = 8   /* read, not applied (runtime/tokenizer.md) */
+};
+
 typedef struct qp_vocab {
     qp_tok_model model;
     char pre[48];          /* byte-level pre-tokenizer name ("default", "llama-bpe", ...) */
@@ -147,6 +155,8 @@ typedef struct qp_vocab {
     uint32_t *token_lens;
     float *scores;         /* may be NULL */
     int32_t *types;        /* QP_TOKTYPE_*; may be NULL */
+    uint8_t *added_flags;  /* QP_ADDED_* of tokenizer.json added_tokens; may be NULL (GGUF
+                              cannot hold them: llama.cpp sets them per model in code) */
     int64_t n_merges;
     char **merges;         /* "left right", as tokenizer.ggml.merges */
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when none */

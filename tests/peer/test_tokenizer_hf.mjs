@@ -2,10 +2,14 @@
 // the same ids as @huggingface/tokenizers 0.2.0 (encode with add_special_tokens:false) on every
 // string of llama.cpp's ggml-vocab-phi-3 test file and on extra strings (emoji, CJK, tabs, long
 // runs, invalid UTF-8: quantpack gets the raw bytes, the peer the string Node decodes from them
-// with U+FFFD replacement, which is quantpack's documented handling). Prints "N passed, N failed".
+// with U+FFFD replacement, which is quantpack's documented handling). Then added tokens with
+// lstrip / rstrip (`--special`, HF's AddedToken whitespace absorption): phi-3's own file (rstrip on
+// </s> and its chat tokens) and a copy with lstrip / both set on some of them, on strings with
+// spaces, tabs, newlines and Unicode spaces around special tokens. Prints "N passed, N failed".
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES. Exit 77 when something is missing.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -38,27 +42,57 @@ const invalid = [
 ];
 for (const b of invalid) inputs.push({ name: 'invalid-utf8', bytes: b });
 
-const t = tally();
-for (const [i, inp] of inputs.entries()) {
-  const text = inp.bytes.toString('utf8'); // U+FFFD for ill-formed sequences
-  const want = Array.from(hf.encode(text, { add_special_tokens: false }).ids);
-  let got;
+function quantpackIds(file, bytes, extra) {
   try {
-    const out = execFileSync(quantpack, ['tokenize', tokJson, '--no-bos', '--stdin'], {
-      input: inp.bytes,
+    const out = execFileSync(quantpack, ['tokenize', file, '--no-bos', ...extra, '--stdin'], {
+      input: bytes,
       encoding: 'utf8',
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    got = out.trim() === '' ? [] : out.trim().split(' ').map(Number);
+    return out.trim() === '' ? [] : out.trim().split(' ').map(Number);
   } catch (err) {
-    got = `error: ${err.stderr || err.message}`;
+    return `error: ${err.stderr || err.message}`;
   }
+}
+
+function check(t, name, peer, file, bytes, extra) {
+  const text = bytes.toString('utf8'); // U+FFFD for ill-formed sequences
+  const want = Array.from(peer.encode(text, { add_special_tokens: false }).ids);
+  const got = quantpackIds(file, bytes, extra);
   if (Array.isArray(got) && got.length === want.length && got.every((v, k) => v === want[k])) {
     t.passed++;
   } else {
     t.failed++;
-    console.error(`${inp.name} #${i} ${JSON.stringify(text).slice(0, 80)}:\n  hf        ${want.join(' ')}\n  quantpack ${Array.isArray(got) ? got.join(' ') : got}`);
+    console.error(`${name} ${JSON.stringify(text).slice(0, 80)}:\n  hf        ${want.join(' ')}\n  quantpack ${Array.isArray(got) ? got.join(' ') : got}`);
   }
 }
-console.log(`tokenizer.json (phi-3) vs @huggingface/tokenizers ${pkg.version}: ${inputs.length} strings`);
-t.finish(t.passed === inputs.length);
+
+const t = tally();
+for (const [i, inp] of inputs.entries()) check(t, `${inp.name} #${i}`, hf, tokJson, inp.bytes, []);
+
+// Special tokens with whitespace around them. phi-3: rstrip on </s> and <|assistant|> ... <|end|>,
+// <|user|>; none on <unk>, <s>. The copy adds lstrip to <|end|> and </s>, lstrip and rstrip to <s>.
+const SPECIAL_TEXTS = [
+  'a <|end|> b', 'a<|end|>\tb', '<|user|>\n hi  <|end|>\n\n<|assistant|>', 'x</s>  y', '  <unk>  z',
+  'end \u00a0\u3000<|end|>\u2003\u00a0tail', '<|end|>', ' <|end|> ', '<|end|>   ', '   <|end|>',
+  '<s> a </s> b <s>  c', 'q<|end|><|end|> <|end|>  r', '<|system|>\r\n sys<|end|>\r\n<|user|> x',
+  'no special here  ', ' \n<|placeholder1|>\n ', 'x <unk>\t<|end|> y',
+];
+const strips = JSON.parse(readFileSync(tokJson, 'utf8'));
+for (const a of strips.added_tokens) {
+  if (a.content === '<|end|>' || a.content === '</s>') a.lstrip = true;
+  if (a.content === '<s>') a.lstrip = a.rstrip = true;
+}
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'qp-added-'));
+const stripsJson = path.join(tmp, 'tokenizer.json');
+writeFileSync(stripsJson, JSON.stringify(strips));
+const hfStrips = new Tokenizer(strips, JSON.parse(readFileSync(tokCfg, 'utf8')));
+for (const s of SPECIAL_TEXTS) {
+  check(t, 'special', hf, tokJson, Buffer.from(s, 'utf8'), ['--special']);
+  check(t, 'special-lstrip', hfStrips, stripsJson, Buffer.from(s, 'utf8'), ['--special']);
+}
+rmSync(tmp, { recursive: true, force: true });
+const total = inputs.length + 2 * SPECIAL_TEXTS.length;
+console.log(`tokenizer.json (phi-3) vs @huggingface/tokenizers ${pkg.version}: ${inputs.length} strings, ` +
+            `${SPECIAL_TEXTS.length} with special tokens x 2 files (rstrip as shipped, lstrip added)`);
+t.finish(t.passed === total);
