@@ -10,6 +10,12 @@
 #include "core/hash.h"
 #include "writers/rdrr_writer.h"
 
+static void on_progress(void *ud, int64_t k, int64_t n, const char *name, uint64_t src_done,
+                        uint64_t src_total, uint64_t out_bytes) {
+    (void)out_bytes;
+    qp_cli_progress_show(ud, k, n, name, src_done, src_total);
+}
+
 static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     qp_err e = {0};
     uint8_t sk[64];
@@ -49,10 +55,17 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     }
     qp_rdrr_convert_result r;
     memset(&r, 0, sizeof r);
+    qp_cli_progress pr;
+    qp_cli_progress_start(&pr);
+    o.progress = on_progress;
+    o.progress_ud = &pr;
     qp_status s = qp_convert_rdrr(m, &o, a->out, &r, &e);
     sodium_memzero(sk, sizeof sk);
     qp_model_close(m);
-    if (s != QP_OK) return qp_cli_fail(&e);
+    if (s != QP_OK) {
+        qp_cli_progress_end(&pr);
+        return qp_cli_fail(&e);
+    }
     if (!a->quiet) {
         double el = qp_cli_now_s() - t0;
         fprintf(stderr, "quantpack: wrote %s: %lld tensors, %d shard%s, %.2f MB in %.2f s%s%s\n",

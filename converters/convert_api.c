@@ -54,9 +54,13 @@ static void relay_gguf(void *ud, int64_t k, int64_t n, const qp_plan_entry *pe, 
     r->p->progress(r->p->progress_user, k, n, done);
 }
 
-static void relay_rdrr(void *ud, int64_t k, int64_t n, uint64_t done) {
+static void relay_rdrr(void *ud, int64_t k, int64_t n, const char *name, uint64_t src_done,
+                       uint64_t src_total, uint64_t out_bytes) {
+    (void)name;
+    (void)src_done;
+    (void)src_total;
     const progress_relay *r = ud;
-    r->p->progress(r->p->progress_user, k, n, done);
+    r->p->progress(r->p->progress_user, k, n, out_bytes);
 }
 
 static qp_status to_gguf(const qp_model *m, const qp_convert_params *p, qp_quant q,

@@ -675,6 +675,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
     dtype_changes changes = {0};
     if (!(changes.list = cJSON_CreateArray())) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
     int64_t n = have_plan ? plan.n : m->n_tensors, padded_count = 0;
+    uint64_t src_total = 0, src_done = 0;
+    for (int64_t i = 0; i < n; i++) src_total += have_plan ? plan.t[i].src->nbytes : m->tensors[i].nbytes;
     for (int64_t i = 0; s == QP_OK && i < n; i++) {
         if (o->cancel && atomic_load(o->cancel)) {
             s = qp_fail(e, QP_ERR_CANCELLED, "%s: cancelled before tensor %lld of %lld", out_dir,
@@ -711,8 +713,10 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
             if (padded) padded_count++;
         }
         tally_add(&t, pe->src->name, dst, pe->src->n_dims);
+        src_done += pe->src->nbytes;
         if (s == QP_OK && o->progress)
-            o->progress(o->progress_ud, i + 1, n, qp_rdrr_writer_total_bytes(w));
+            o->progress(o->progress_ud, i + 1, n, pe->src->name, src_done, src_total,
+                        qp_rdrr_writer_total_bytes(w));
     }
     const char *tok_kind = NULL, *note = NULL;
     if (s == QP_OK) s = carry_tokenizer(m, w, &tok_kind, &note, e);

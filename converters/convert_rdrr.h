@@ -20,7 +20,10 @@
 #include "quantpack/model.h"
 #include "writers/rdrr_writer.h"
 
-typedef void (*qp_rdrr_progress_fn)(void *ud, int64_t k, int64_t n, uint64_t bytes_done);
+/* After tensor k of n (1-based), named name: source bytes read of src_total (what the shared
+ * progress line shows, cli/cli.h) and out_bytes written so far (qp_convert_model's bytes_done). */
+typedef void (*qp_rdrr_progress_fn)(void *ud, int64_t k, int64_t n, const char *name, uint64_t src_done,
+                                    uint64_t src_total, uint64_t out_bytes);
 
 typedef struct qp_rdrr_convert_opts {
     bool passthrough;            /* keep every tensor's bytes (gguf-to-rdrr) */
