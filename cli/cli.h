@@ -136,6 +136,11 @@ void qp_cli_clean_up_on_signals(void);
 /* Monotonic clock in seconds (durations only). */
 double qp_cli_now_s(void);
 
+/* The --dry-run table of a conversion plan (converters/recipe.h) on stdout: tensor, shape, source
+ * and target encoding, bytes, action; then the totals (cli/cmd_convert.c). */
+struct qp_plan;
+void qp_cli_print_plan(const struct qp_plan *p);
+
 /* The conversion progress line of every convert target: "[k/n] name  pct%  MB/s" rewritten in
  * place on stderr, only when stderr is a terminal and the run has lasted a second (short runs and
  * logs stay quiet); a newline ends it after the last tensor. qp_cli_progress_start first. */

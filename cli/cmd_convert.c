@@ -29,7 +29,7 @@ static void shape_str(const qp_plan_entry *pe, char *buf, size_t n) {
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
-static void print_plan(const qp_plan *p) {
+void qp_cli_print_plan(const qp_plan *p) {
     printf("%-40s %-16s %-8s %-8s %12s %12s %s\n", "tensor", "shape", "source", "target",
            "src bytes", "out bytes", "action");
     for (int64_t i = 0; i < p->n; i++) {
@@ -177,7 +177,7 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     }
     int rc = QP_EXIT_OK;
     if (a->dry_run) {
-        print_plan(&plan);
+        qp_cli_print_plan(&plan);
     } else if (qp_convert_gguf_write(m, &plan, &co, out, &e) != QP_OK) {
         qp_cli_progress_end(&pr);
         rc = qp_cli_fail(&e);
@@ -213,7 +213,7 @@ static const struct {
 static const char k_convert_usage[] =
     "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
-    "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR\n"
+    "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR [--dry-run]\n"
     "       quantpack convert SRC --to trlm -o DIR [--quant Q] [--lora PEFT_DIR]\n"
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n"
     "       quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]\n\n"
@@ -276,8 +276,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B | S,
          .arg = "FILE", .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
         QP_CLI_THREADS(&a->threads, G | QP_TO_RDRR),
-        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | S,
-         .help = "[gguf,safetensors] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
+        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | QP_TO_RDRR | S,
+         .help = "[gguf,rdrr,safetensors] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
         {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
          .help = "[gguf,rdrr] quantized sources may be quantized again"},
         {"--imatrix", NULL, QP_CLI_STR, &a->imatrix, .used_by = G, .arg = "FILE",

@@ -16,6 +16,19 @@ static void on_progress(void *ud, int64_t k, int64_t n, const char *name, uint64
     qp_cli_progress_show(ud, k, n, name, src_done, src_total);
 }
 
+/* --dry-run: the plan as RDRR would store it; closes m, writes nothing. */
+static int print_plan(qp_model *m, const qp_rdrr_convert_opts *o) {
+    qp_err e = {0};
+    qp_plan plan;
+    qp_status s = qp_convert_rdrr_plan(m, o, &plan, &e);
+    if (s == QP_OK) {
+        qp_cli_print_plan(&plan); /* the entries point into m */
+        qp_plan_free(&plan);
+    }
+    qp_model_close(m);
+    return s == QP_OK ? QP_EXIT_OK : qp_cli_fail(&e);
+}
+
 static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
     qp_err e = {0};
     uint8_t sk[64];
@@ -53,6 +66,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
         sodium_memzero(sk, sizeof sk);
         return qp_cli_usage_error("%s: %s is not a GGUF file (%s)", a->cmd, a->src, qp_format_name(f));
     }
+    if (a->dry_run) return print_plan(m, &o);
     qp_rdrr_convert_result r;
     memset(&r, 0, sizeof r);
     qp_cli_progress pr;
@@ -82,8 +96,9 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
 /* convert --to rdrr and gguf-to-rdrr (options parsed by cli/cmd_convert.c). */
 int qp_cli_convert_rdrr(const qp_cli_convert_args *args) {
     const qp_cli_convert_args a = *args;
-    if (!a.out) return qp_cli_usage_error("%s: -o OUT is required", a.cmd);
+    if (!a.out && !a.dry_run) return qp_cli_usage_error("%s: -o OUT is required", a.cmd);
     if (!a.gguf_only && qp_lora_is_adapter_dir(a.src)) {
+        if (a.dry_run) return qp_cli_usage_error("%s: --dry-run plans a model, not a LoRA adapter", a.cmd);
         qp_lora_opts lo;
         memset(&lo, 0, sizeof lo);
         lo.name = a.model_id;
@@ -110,6 +125,7 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *args) {
     if (!a.quant)
         return qp_cli_usage_error("%s: --quant is required (Q4_K_M, Q6_K, F16, BF16, F32, keep)", a.cmd);
     bool keep = strcmp(a.quant, "keep") == 0;
+    if (keep && a.dry_run) return qp_cli_usage_error("%s: --dry-run needs a --quant recipe, not keep", a.cmd);
     return run_convert(&a, keep);
 }
 

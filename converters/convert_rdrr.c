@@ -632,38 +632,69 @@ static qp_status check_moe_layout(const qp_model *m, qp_err *e) {
                    (long long)m->arch.n_experts);
 }
 
+/* The recipe's plan (no passthrough) and the checks every RDRR output passes: nothing written. */
+static qp_status rdrr_recipe_plan(const qp_model *m, const qp_rdrr_convert_opts *o, qp_plan *plan,
+                                  qp_err *e) {
+    qp_recipe_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.quant = o->quant;
+    ro.allow_requantize = o->allow_requantize;
+    ro.permute_qk = false; /* RDRR keeps the source's rows and names */
+    ro.sort_llama = false;
+    ro.n_head = m->arch.n_heads;
+    ro.n_head_kv = m->arch.n_kv_heads > 0 ? m->arch.n_kv_heads : m->arch.n_heads;
+    ro.n_layer = m->arch.n_layers;
+    ro.n_expert = m->arch.n_experts; /* experts stay one tensor each (readers/rdrr.md) */
+    if (o->quant != QP_QUANT_Q4_K_M && o->quant != QP_QUANT_Q6_K && o->quant != QP_QUANT_F16 &&
+        o->quant != QP_QUANT_BF16 && o->quant != QP_QUANT_F32)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "RDRR output: --quant %s is not a dtype DOPPLER's "
+                                              "loader decodes (Q4_K_M, Q6_K, F16, BF16, F32)",
+                       qp_quant_name(o->quant));
+    qp_status s = qp_recipe_plan(m, &ro, plan, e);
+    if (s != QP_OK) return s;
+    /* never write a model the runtime rejects (readers/model_check.h) */
+    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK || (s = check_moe_layout(m, e)) != QP_OK)
+        qp_plan_free(plan);
+    return s;
+}
+
+qp_status qp_convert_rdrr_plan(const qp_model *m, const qp_rdrr_convert_opts *o, qp_plan *plan, qp_err *e) {
+    if (!m || !o || !plan || o->passthrough) return qp_fail(e, QP_ERR_ARG, "rdrr plan: bad argument");
+    qp_status s = rdrr_recipe_plan(m, o, plan, e);
+    if (s != QP_OK) return s;
+    plan->dst_bytes = 0;
+    plan->n_fallback = 0;
+    for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
+        qp_plan_entry *pe = &plan->t[i];
+        const char *why = NULL;
+        qp_encoding dst = rdrr_store_enc(pe->dst_enc, pe->src->ne[0], false, &why);
+        int64_t row_len = pe->src->ne[0], n_el = qp_tensor_nelements(pe->src);
+        size_t row_bytes = 0;
+        if (dst == QP_ENC_COUNT || row_len <= 0 || n_el % row_len ||
+            !qp_encoding_padded_row_bytes(dst, row_len, &row_bytes))
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s cannot be stored in RDRR",
+                        m->path, pe->src->name, qp_rdrr_dtype_name(pe->dst_enc));
+        pe->fallback |= why != NULL;
+        pe->convert |= dst != pe->src_enc;
+        pe->dst_enc = dst;
+        pe->dst_bytes = row_bytes * (size_t)(n_el / (row_len > 0 ? row_len : 1));
+        plan->dst_bytes += pe->dst_bytes;
+        plan->n_fallback += pe->fallback;
+    }
+    if (s != QP_OK) qp_plan_free(plan);
+    return s;
+}
+
 qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, const char *out_dir,
                           qp_rdrr_convert_result *res, qp_err *e) {
     if (!m || !o || !out_dir) return qp_fail(e, QP_ERR_ARG, "convert rdrr: NULL argument");
     qp_plan plan;
     memset(&plan, 0, sizeof plan);
-    bool have_plan = false;
-    qp_status s = QP_OK;
-    if (!o->passthrough) {
-        qp_recipe_opts ro;
-        memset(&ro, 0, sizeof ro);
-        ro.quant = o->quant;
-        ro.allow_requantize = o->allow_requantize;
-        ro.permute_qk = false; /* RDRR keeps the source's rows and names */
-        ro.sort_llama = false;
-        ro.n_head = m->arch.n_heads;
-        ro.n_head_kv = m->arch.n_kv_heads > 0 ? m->arch.n_kv_heads : m->arch.n_heads;
-        ro.n_layer = m->arch.n_layers;
-        ro.n_expert = m->arch.n_experts; /* experts stay one tensor each (readers/rdrr.md) */
-        if (o->quant != QP_QUANT_Q4_K_M && o->quant != QP_QUANT_Q6_K && o->quant != QP_QUANT_F16 &&
-            o->quant != QP_QUANT_BF16 && o->quant != QP_QUANT_F32)
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "RDRR output: --quant %s is not a dtype DOPPLER's "
-                                                  "loader decodes (Q4_K_M, Q6_K, F16, BF16, F32)",
-                           qp_quant_name(o->quant));
-        if ((s = qp_recipe_plan(m, &ro, &plan, e)) != QP_OK) return s;
-        have_plan = true;
-    }
-    /* never write a model the runtime rejects (readers/model_check.h) */
-    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK ||
-        (s = check_moe_layout(m, e)) != QP_OK) {
-        if (have_plan) qp_plan_free(&plan);
-        return s;
-    }
+    bool have_plan = !o->passthrough;
+    qp_status s = have_plan ? rdrr_recipe_plan(m, o, &plan, e)
+                            : qp_model_check_for_write(m, o->allow_nonfinite, e);
+    if (s == QP_OK && !have_plan) s = check_moe_layout(m, e);
+    if (s != QP_OK) return s;
     qp_rdrr_writer *w = NULL;
     s = qp_rdrr_writer_open(out_dir, &o->w, &w, e);
     if (s != QP_OK) {

@@ -50,6 +50,11 @@ typedef struct qp_rdrr_convert_result {
 
 /* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.
  * res may be NULL. */
+/* --dry-run: the plan of a (non-passthrough) conversion with each entry's encoding and bytes as
+ * stored in RDRR (the DOPPLER dtype rule; fallback set where that differs from the recipe's);
+ * the same checks as qp_convert_rdrr, nothing written. Free with qp_plan_free. */
+QP_NODISCARD qp_status qp_convert_rdrr_plan(const qp_model *m, const qp_rdrr_convert_opts *o, qp_plan *plan,
+                                            qp_err *e);
 QP_NODISCARD qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, const char *out_dir,
                                        qp_rdrr_convert_result *res, qp_err *e);
 

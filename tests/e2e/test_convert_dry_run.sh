@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# convert --dry-run for the targets beyond gguf/safetensors (issue 17): exit 0, OUT not created,
+# a plan naming each tensor's source and target encoding. RDRR: the plan's target encoding and
+# bytes are what the conversion then stores (manifest.json dtype and size of every tensor), on
+# llama.cpp's own Q4_K_M of stories260K (its Q5_0/Q8_0 fallbacks become Q4_K padded rows / F16)
+# and on the F32 stories260K.gguf.
+set -u
+BIN="${QP_BIN_DIR:?}"; R="${QP_REAL_FIXTURES:-/work/shared/fixtures/real}"; TMP="${QP_TMP_DIR:-/tmp}/convert-dry-run.$$"
+QP="$BIN/quantpack"
+mkdir -p "$TMP"; trap 'rm -rf "$TMP"' EXIT
+fail=0; pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# plan rows "name shape... SRC DST srcbytes outbytes action" -> "name DST outbytes"
+plan_rows() { awk 'NR > 1 && NF >= 6 && $0 !~ /^skipped / && $0 !~ /tensors, / {
+    for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $(i+1) ~ /^[0-9]+$/) { print $1, $(i-1), $(i+1); break } }' "$1" | sort; }
+
+for src in "$R/stories260K.gguf" "$R/gguf/stories260K-Q4_K_M.llamacpp.gguf"; do
+  [ -f "$src" ] || { bad "missing fixture $src"; continue; }
+  for q in Q4_K_M F16; do
+    tag="$(basename "$src").$q"
+    extra=(); case "$src" in *llamacpp*) [ "$q" = Q4_K_M ] && extra=(--allow-requantize);; esac
+    "$QP" convert "$src" --to rdrr --quant "$q" "${extra[@]}" -o "$TMP/out" --dry-run >"$TMP/plan" 2>"$TMP/err"
+    rc=$?
+    [ $rc -eq 0 ] && ok || { bad "$tag: --dry-run exit $rc: $(cat "$TMP/err")"; continue; }
+    [ ! -e "$TMP/out" ] && ok || bad "$tag: --dry-run created $TMP/out"
+    head -1 "$TMP/plan" | grep -q "source *target" && ok || bad "$tag: no plan header"
+    grep -q "^48 tensors, " "$TMP/plan" && ok || bad "$tag: no '48 tensors' total: $(tail -1 "$TMP/plan")"
+    "$QP" convert "$src" --to rdrr --quant "$q" "${extra[@]}" -o "$TMP/out" >/dev/null 2>"$TMP/err" \
+      || { bad "$tag: convert failed: $(cat "$TMP/err")"; continue; }
+    plan_rows "$TMP/plan" | sed 's/ Q4_K / Q4_K_M /' >"$TMP/want"
+    python3 - "$TMP/out/manifest.json" >"$TMP/got" <<'PY' || bad "$tag: manifest unreadable"
+import json, sys
+t = json.load(open(sys.argv[1]))["tensors"]
+for n in sorted(t): print(n, t[n]["dtype"], t[n]["size"])
+PY
+    [ "$(wc -l <"$TMP/want")" -eq 48 ] && ok || bad "$tag: $(wc -l <"$TMP/want") plan rows parsed"
+    diff "$TMP/want" "$TMP/got" >"$TMP/diff" && ok || bad "$tag: plan != stored: $(head -5 "$TMP/diff")"
+    rm -rf "$TMP/out"
+  done
+done
+grep -q " Q5_0 *Q4_K " <("$QP" convert "$R/gguf/stories260K-Q4_K_M.llamacpp.gguf" --to rdrr --quant Q4_K_M \
+  --allow-requantize --dry-run 2>&1) && ok || bad "plan does not name Q5_0 -> Q4_K"
+"$QP" convert "$R/stories260K.gguf" --to rdrr --quant keep -o "$TMP/out" --dry-run >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$TMP/out" ] && ok || bad "--quant keep --dry-run not a usage error"
+
+echo "convert_dry_run: $pass passed, $fail failed"
+[ $fail -eq 0 ]
