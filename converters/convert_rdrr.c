@@ -674,6 +674,8 @@ qp_status qp_convert_rdrr_plan(const qp_model *m, const qp_rdrr_convert_opts *o,
             !qp_encoding_padded_row_bytes(dst, row_len, &row_bytes))
             s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s cannot be stored in RDRR",
                         m->path, pe->src->name, qp_rdrr_dtype_name(pe->dst_enc));
+        else
+            s = qp_recipe_check_requantize(m, pe, dst, o->allow_requantize, e);
         pe->fallback |= why != NULL;
         pe->convert |= dst != pe->src_enc;
         pe->dst_enc = dst;
@@ -732,6 +734,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
                         qp_rdrr_dtype_name(pe->dst_enc));
             break;
         }
+        if (have_plan && (s = qp_recipe_check_requantize(m, pe, dst, o->allow_requantize, e)) != QP_OK)
+            break;
         if (why && !note_change(&changes, pe->src->name, pe->dst_enc, dst, why)) {
             s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
             break;

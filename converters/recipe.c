@@ -153,6 +153,19 @@ static bool enc_is_quantized(qp_encoding enc) {
     return t && (t->flags & QP_ENC_FLAG_BLOCK);
 }
 
+qp_status qp_recipe_check_requantize(const qp_model *m, const qp_plan_entry *pe, qp_encoding dst,
+                                     bool allow_requantize, qp_err *e) {
+    const qp_encoding_traits *st = qp_encoding_get(pe->src_enc), *tr = qp_encoding_get(dst);
+    /* widening to a float type is always allowed (it loses nothing more); any other
+       quantized -> quantized change needs the flag */
+    if (allow_requantize || pe->src_kind != QP_SRC_PLAIN || dst == pe->src_enc ||
+        !enc_is_quantized(pe->src_enc) || !tr || (tr->flags & QP_ENC_FLAG_FLOAT))
+        return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is already quantized (%s); converting it "
+                   "to %s would requantize it: pass --allow-requantize to accept the extra loss",
+                   m->path, pe->name, st->upper_name, tr->upper_name);
+}
+
 static int64_t blck(qp_encoding enc) {
     const qp_encoding_traits *t = qp_encoding_get(enc);
     return t ? t->block_elems : 1;
@@ -609,14 +622,8 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
     pe->ggml_type = qp_encoding_gguf_type(dst);
     if (pe->convert) {
         const qp_encoding_traits *st = qp_encoding_get(pe->src_enc);
-        /* widening to a float type is always allowed (it loses nothing more); any other
-           quantized -> quantized change needs the flag */
-        if (pe->src_kind == QP_SRC_PLAIN && enc_is_quantized(pe->src_enc) &&
-            !(tr->flags & QP_ENC_FLAG_FLOAT) && !o->allow_requantize)
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is already quantized (%s); "
-                           "converting it to %s would requantize it: pass --allow-requantize to "
-                           "accept the extra loss", m->path, pe->name, st->upper_name,
-                           tr->upper_name);
+        qp_status rs = qp_recipe_check_requantize(m, pe, dst, o->allow_requantize, e);
+        if (rs != QP_OK) return rs;
         if (pe->src_kind == QP_SRC_PLAIN && (!st || !st->dequantize))
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': cannot decode source encoding %s",
                            m->path, pe->name, st ? st->upper_name : "?");

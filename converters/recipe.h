@@ -117,6 +117,12 @@ typedef struct qp_plan {
     char **names;            /* owned name strings */
 } qp_plan;
 
+/* The one requantize rule of every target (recipes.md): a plain quantized source tensor stored
+ * as another quantized encoding needs allow_requantize; widening to F32/F16/BF16 never does.
+ * The error names the tensor and both encodings. */
+QP_NODISCARD qp_status qp_recipe_check_requantize(const qp_model *m, const qp_plan_entry *pe, qp_encoding dst,
+                                                  bool allow_requantize, qp_err *e);
+
 /* llama-quantize's per-tensor options (recipes.md "Per-tensor options"); all zero: none. */
 typedef struct qp_tensor_options {
     bool has_output_type, has_token_embd_type; /* false: the recipe's own choice */

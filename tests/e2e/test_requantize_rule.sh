@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One requantize rule for every target (issue 17, converters/recipe.h qp_recipe_check_requantize):
+# a quantized source tensor stored as another quantized encoding needs --allow-requantize (exit 3
+# naming the tensor and both encodings, nothing written); widening to F16/F32 never does.
+# Source: llama.cpp's own Q4_K_M of stories260K (its 64-wide rows are Q5_0 and Q8_0 there).
+set -u
+BIN="${QP_BIN_DIR:?}"; R="${QP_REAL_FIXTURES:-/work/shared/fixtures/real}"; TMP="${QP_TMP_DIR:-/tmp}/requantize-rule.$$"
+QP="$BIN/quantpack"; SRC="$R/gguf/stories260K-Q4_K_M.llamacpp.gguf"
+mkdir -p "$TMP"; trap 'rm -rf "$TMP"' EXIT
+fail=0; pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+[ -f "$SRC" ] || { echo "FAIL: missing $SRC"; exit 1; }
+
+# rdrr --quant Q4_K_M: DOPPLER has no Q5_0 decoder, so Q5_0 would become Q4_K (padded rows)
+for dry in "" --dry-run; do
+  "$QP" convert "$SRC" --to rdrr --quant Q4_K_M -o "$TMP/out" $dry >/dev/null 2>"$TMP/err"
+  rc=$?
+  [ $rc -eq 3 ] && ok || bad "rdrr Q4_K_M $dry: exit $rc, want 3"
+  grep -q "tensor 'token_embd.weight' is already quantized (Q5_0); converting it to Q4_K .*--allow-requantize" "$TMP/err" \
+    && ok || bad "rdrr Q4_K_M $dry: message: $(cat "$TMP/err")"
+  [ ! -e "$TMP/out" ] && ok || bad "rdrr Q4_K_M $dry: wrote $TMP/out"
+done
+"$QP" convert "$SRC" --to rdrr --quant Q4_K_M --allow-requantize -o "$TMP/out" >/dev/null 2>"$TMP/err" \
+  && [ -f "$TMP/out/manifest.json" ] && ok || bad "rdrr Q4_K_M --allow-requantize: $(cat "$TMP/err")"
+rm -rf "$TMP/out"
+for q in F16 F32; do
+  "$QP" convert "$SRC" --to rdrr --quant $q -o "$TMP/out" >/dev/null 2>"$TMP/err" && ok \
+    || bad "rdrr $q (widening) refused: $(cat "$TMP/err")"
+  rm -rf "$TMP/out"
+done
+
+echo "requantize_rule: $pass passed, $fail failed"
+[ $fail -eq 0 ]
