@@ -23,6 +23,7 @@ int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     co.model_name = a->name;
     co.checksum = a->checksum;
     co.allow_nonfinite = a->allow_nonfinite;
+    co.allow_requantize = a->allow_requantize;
     if (!a->out) return qp_cli_usage_error("%s: -o MODEL.bullet is required", name);
     char buf[256];
     const char *tasks[QP_BULLET_N_TASKS + 1];

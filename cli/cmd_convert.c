@@ -245,11 +245,14 @@ static const char k_convert_usage[] =
 
 static const char k_bullet_usage[] =
     "usage: bullet-pack SRC [--tokenizer FILE] -o MODEL.bullet [--heads gen,sentiment,...]\n"
-    "                   [--head-weights FILE.safetensors] [--name NAME] [--checksum]\n\n"
+    "                   [--head-weights FILE.safetensors] [--name NAME] [--checksum]\n"
+    "                   [--allow-requantize]\n\n"
     "Packs a Llama-family model (safetensors directory, GGUF, llama2.c + --tokenizer, or\n"
     ".bullet) for bullet-core: its tensor names, BQ4 weights, BULK tokenizer, header JSON.\n"
     "Grouped K/V heads are written repeated, a narrower FFN zero-padded to 4 x hidden and\n"
-    "NEOX q/k rows reordered (all exact); what bullet-core would misread is refused.\n";
+    "NEOX q/k rows reordered (all exact); what bullet-core would misread is refused.\n"
+    "A source tensor that is already quantized (not F32/F16/BF16) is refused unless\n"
+    "--allow-requantize.\n";
 
 static const char k_g2r_usage[] =
     "usage: gguf-to-rdrr MODEL.gguf OUT [--shard-size BYTES] [--sign KEY]\n\n"
@@ -278,8 +281,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         QP_CLI_THREADS(&a->threads, G | QP_TO_RDRR),
         {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | QP_TO_RDRR | S,
          .help = "[gguf,rdrr,safetensors] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
-        {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR,
-         .help = "[gguf,rdrr] quantized sources may be quantized again"},
+        {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR | B,
+         .help = "[gguf,rdrr,bullet] quantized sources may be quantized again"},
         {"--imatrix", NULL, QP_CLI_STR, &a->imatrix, .used_by = G, .arg = "FILE",
          .help = "[gguf] importance matrix from llama-imatrix (.dat or GGUF), as\nllama-quantize --imatrix"},
         {"--output-tensor-type", NULL, QP_CLI_STR, &a->output_tensor_type, .used_by = G,

@@ -111,6 +111,7 @@ static qp_status to_bullet(const qp_model *m, const qp_convert_params *p, const 
     qp_bullet_convert_opts bo;
     memset(&bo, 0, sizeof bo);
     bo.allow_nonfinite = p->allow_nonfinite;
+    bo.allow_requantize = p->allow_requantize;
     qp_bullet_convert_stats st;
     memset(&st, 0, sizeof st);
     qp_status s = qp_convert_to_bullet(m, out_path, &bo, &st, e);

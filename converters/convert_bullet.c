@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "converters/convert_bullet.h"
+#include "converters/recipe.h"
 #include "quantpack/core.h"
 #include "quantpack/encoding.h"
 #include "readers/model_check.h"
@@ -364,6 +365,18 @@ static void fill_info(const qp_model *m, const bullet_dims *d, const qp_bullet_c
     info->checksum = o->checksum;
 }
 
+/* Every tensor is stored as BQ4: a quantized source tensor needs allow_requantize (the one rule,
+ * converters/recipe.h). */
+static qp_status check_requantize(const bullet_plan *p, bool allow_requantize, qp_err *e) {
+    for (int64_t i = 0; i < p->n; i++) {
+        const qp_tensor *src = p->jobs[i].src;
+        qp_plan_entry pe = {.name = src->name, .src = src, .src_kind = QP_SRC_PLAIN, .src_enc = src->enc};
+        qp_status s = qp_recipe_check_requantize(p->m, &pe, QP_ENC_BQ4, allow_requantize, e);
+        if (s != QP_OK) return s;
+    }
+    return QP_OK;
+}
+
 qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bullet_convert_opts *o,
                                qp_bullet_convert_stats *st, qp_err *e) {
     static const qp_bullet_convert_opts k_default = {0};
@@ -396,6 +409,7 @@ qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bull
         if ((s = plan_layer(&p, l, e)) != QP_OK) goto done;
     if ((s = plan_output(&p, emb, &st->tied, e)) != QP_OK) goto done;
     if ((s = plan_heads(&p, o, &heads, e)) != QP_OK) goto done;
+    if ((s = check_requantize(&p, o->allow_requantize, e)) != QP_OK) goto done;
     char name[128];
     base_name(m->path, name, sizeof name);
     qp_bullet_info info;

@@ -18,6 +18,7 @@ typedef struct qp_bullet_convert_opts {
     const char *head_weights;     /* safetensors with "<task>_head.weight" [n_out, hidden] */
     bool checksum;                /* CSUM record before END! */
     bool allow_nonfinite;         /* write NaN/Inf weights instead of refusing them */
+    bool allow_requantize;        /* a quantized source tensor may become BQ4 */
 } qp_bullet_convert_opts;
 
 typedef struct qp_bullet_convert_stats {

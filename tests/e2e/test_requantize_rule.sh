@@ -2,6 +2,7 @@
 # One requantize rule for every target (issue 17, converters/recipe.h qp_recipe_check_requantize):
 # a quantized source tensor stored as another quantized encoding needs --allow-requantize (exit 3
 # naming the tensor and both encodings, nothing written); widening to F16/F32 never does.
+# Targets: rdrr (the encoding its dtype rule stores) and bullet (BQ4 for every tensor).
 # Source: llama.cpp's own Q4_K_M of stories260K (its 64-wide rows are Q5_0 and Q8_0 there).
 set -u
 BIN="${QP_BIN_DIR:?}"; R="${QP_REAL_FIXTURES:-/work/shared/fixtures/real}"; TMP="${QP_TMP_DIR:-/tmp}/requantize-rule.$$"
@@ -29,6 +30,21 @@ for q in F16 F32; do
     || bad "rdrr $q (widening) refused: $(cat "$TMP/err")"
   rm -rf "$TMP/out"
 done
+
+# bullet: every tensor is BQ4, so any quantized source tensor needs the flag (convert and bullet-pack)
+for cmd in "quantpack convert --to bullet" bullet-pack; do
+  "$BIN"/$cmd "$SRC" -o "$TMP/m.bullet" >/dev/null 2>"$TMP/err"
+  rc=$?
+  [ $rc -eq 3 ] && ok || bad "$cmd: exit $rc, want 3"
+  grep -q "tensor 'token_embd.weight' is already quantized (Q5_0); converting it to BQ4 .*--allow-requantize" "$TMP/err" \
+    && ok || bad "$cmd: message: $(cat "$TMP/err")"
+  [ ! -e "$TMP/m.bullet" ] && ok || bad "$cmd: wrote $TMP/m.bullet"
+  "$BIN"/$cmd "$SRC" --allow-requantize -o "$TMP/m.bullet" >/dev/null 2>"$TMP/err" && [ -s "$TMP/m.bullet" ] \
+    && ok || bad "$cmd --allow-requantize: $(cat "$TMP/err")"
+  rm -f "$TMP/m.bullet"
+done
+"$QP" convert "$R/stories260K.gguf" --to bullet -o "$TMP/m.bullet" >/dev/null 2>"$TMP/err" && ok \
+  || bad "bullet from F32 refused: $(cat "$TMP/err")"
 
 echo "requantize_rule: $pass passed, $fail failed"
 [ $fail -eq 0 ]
