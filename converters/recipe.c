@@ -536,6 +536,14 @@ static bool requires_imatrix(const qstate *qs, cat c, qp_encoding t) {
     }
 }
 
+/* --token-embedding-type / --output-tensor-type: the type they give a tensor of category c. */
+static bool explicit_type(const qp_recipe_opts *o, cat c, qp_encoding *t) {
+    if (o->tensor.has_token_embd_type && c == CAT_TOKEN_EMBD) *t = o->tensor.token_embd_type;
+    else if (o->tensor.has_output_type && c == CAT_OUTPUT) *t = o->tensor.output_type;
+    else return false;
+    return true;
+}
+
 /* llama_tensor_get_type (a tensor that allows quantization): the per-tensor options, then the
  * ftype's mixture unless --pure or a --tensor-type pattern chose, then the shape fallback. */
 static qp_status llama_get_type(qstate *qs, const qp_model *m, qp_plan_entry *pe, cat c,
@@ -543,9 +551,7 @@ static qp_status llama_get_type(qstate *qs, const qp_model *m, qp_plan_entry *pe
     const qp_recipe_opts *o = qs->o;
     qp_status st = QP_OK;
     qp_encoding t = default_type(o->quant);
-    if (o->tensor.has_token_embd_type && c == CAT_TOKEN_EMBD) t = o->tensor.token_embd_type;
-    else if (o->tensor.has_output_type && c == CAT_OUTPUT) t = o->tensor.output_type;
-    else if (enc_is_quantized(t)) {
+    if (!explicit_type(o, c, &t) && enc_is_quantized(t)) {
         const qp_tensor_type_override *ov = override_of(o, pe->name, &st, m->path, e);
         if (st != QP_OK) return st;
         if (ov) t = ov->enc;
@@ -584,16 +590,8 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
                 dst = t;
                 pe->ternary = (tt->flags & (QP_ENC_FLAG_TERNARY | QP_ENC_FLAG_SIBLING_SCALE)) != 0;
             }
-        } else if (o->tensor.has_token_embd_type && c == CAT_TOKEN_EMBD) {
-            dst = o->tensor.token_embd_type;
-        } else if (o->tensor.has_output_type && c == CAT_OUTPUT) {
-            dst = o->tensor.output_type;
-        } else if (src == QP_ENC_F32 || src == QP_ENC_F16) {
-            dst = src;
-        } else if (src == QP_ENC_BF16) {
-            dst = QP_ENC_F32; /* exact */
-        } else {
-            dst = src;
+        } else if (!explicit_type(o, c, &dst)) {
+            dst = src == QP_ENC_BF16 ? QP_ENC_F32 : src; /* kept; BF16 widened exactly */
         }
     } else if (allows_quantization(pe->name, nd) && !(o->tensor.leave_output && c == CAT_OUTPUT)) {
         qp_status s = llama_get_type(qs, m, pe, c, &dst, e);
