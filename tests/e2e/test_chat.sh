@@ -14,7 +14,7 @@ Q="$B/quantpack"; M="$R/stories260K.gguf"
 command -v script >/dev/null || { echo "skipped: script(1) is not installed"; exit 77; }
 T=$(mktemp -d "${QP_TMP_DIR:-/tmp}/chat.XXXXXX" 2>/dev/null || mktemp -d)
 trap 'rm -rf "$T"' EXIT
-ok() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; fi; }
+ok() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; return 1; fi; }
 cat >"$T/chatml.jinja" <<'EOF'
 {% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}
 EOF
@@ -47,14 +47,15 @@ check "--chat-template missing file" 4 "nope.jinja" "$Q" chat "$M" --chat-templa
 # 3. on a terminal: prompt, history, Ctrl-C stops a long reply, /quit. The feeder waits for what it
 # reacts to (the prompt, the echoed line, a reply's tok/s, the stop note), so a loaded machine that
 # takes seconds to open the model does not turn keys into input typed before the prompt or Ctrl-C
-# into a kill at start-up.
+# into a kill at start-up. script(1) runs its command through $SHELL -c; `exec` makes chat the
+# terminal's only process whatever that shell is (dash forks, and Ctrl-C killed it: exit 130).
 wait_for() { # FILE PATTERN [COUNT]: until PATTERN is on COUNT lines of FILE (20 s at most)
   local i; for ((i = 0; i < 400; i++)); do
     [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "${3:-1}" ] && return 0; sleep 0.05; done; return 1; }
 : >"$T/tty"
 { wait_for "$T/tty" '> '; printf 'Once upon a time\r'; wait_for "$T/tty" 'tok/s'; printf '\033[A\r'
   wait_for "$T/tty" 'tok/s' 2; printf '/quit\r'; sleep 0.5; } |
-  timeout 60 script -qec "${CH[*]}" /dev/null >"$T/tty" 2>&1
+  timeout 60 script -qec "exec ${CH[*]}" /dev/null >"$T/tty" 2>&1
 ok "terminal chat exits 0" '[ $? -eq 0 ]'
 ok "terminal: the prompt is shown" 'grep -q "> " "$T/tty"'
 ok "terminal: up arrow resent the line (2 replies)" '[ "$(grep -c "tok/s" "$T/tty")" -eq 2 ]'
@@ -62,9 +63,10 @@ start=$(date +%s)
 : >"$T/tty2"
 { wait_for "$T/tty2" '> '; printf 'Once upon a time\r'; wait_for "$T/tty2" 'Once upon a time'; sleep 1.5
   printf '\003'; wait_for "$T/tty2" 'stopped by Ctrl-C'; printf '/quit\r'; sleep 0.5; } |
-  timeout 60 script -qec "$Q chat $M --chat-template $T/chatml.jinja -n -1 -c 65536" /dev/null >"$T/tty2" 2>&1
+  timeout 60 script -qec "exec $Q chat $M --chat-template $T/chatml.jinja -n -1 -c 65536" /dev/null >"$T/tty2" 2>&1
 rc=$?
 secs=$(( $(date +%s) - start ))
 ok "Ctrl-C: the reply stops and the chat goes on to /quit (exit $rc, ${secs} s)" \
-  '[ $rc -eq 0 ] && grep -q "stopped by Ctrl-C" "$T/tty2" && [ $secs -lt 20 ]'
+  '[ $rc -eq 0 ] && grep -q "stopped by Ctrl-C" "$T/tty2" && [ $secs -lt 20 ]' ||
+  { echo "the terminal showed:"; tail -c 2000 "$T/tty2" | cat -v; }
 finish
