@@ -6,6 +6,7 @@
 #include "core/json.h"
 #include "quantpack/core.h"
 #include "readers/trlm_bundle.h"
+#include "readers/trlm_format.h"
 
 static bool put_py_str(qp_buf *b, const char *s) {
     cJSON *v = cJSON_CreateString(s);
@@ -62,7 +63,7 @@ qp_status qp_trillim_bundle_write(const char *model_dir, const qp_trillim_config
     bool ok = put_py_str(&b, c->source_model ? c->source_model : "");
     qp_buf_printf(&b, ",\n  \"architecture\": \"%s\",\n  \"platforms\": [\n    \"x86_64\",\n    \"aarch64\"\n  ],\n"
                   "  \"base_model_config_hash\": \"%s\",\n  \"remote_code\": %s\n}\n",
-                  c->arch_type == 1 ? "bitnet" : "llama", hash, requires_remote_code(model_dir) ? "true" : "false");
+                  qp_trlm_arch_name((uint32_t)c->arch_type), hash, requires_remote_code(model_dir) ? "true" : "false");
     if (b.oom) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
     else if (!ok) s = qp_fail(e, QP_ERR_CORRUPT, "%s/config.json: _name_or_path is not valid UTF-8", model_dir);
     else s = qp_file_write_atomic(out_path, b.p, b.len, e);

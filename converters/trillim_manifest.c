@@ -522,11 +522,14 @@ static qp_status tensor_info(const st_shard *sh, const char *key, uint8_t *dt, i
     return QP_OK;
 }
 
-/* Architecture registry of SDK v1 (plus Mistral / Qwen2 as LLAMA, a documented extension). */
+/* Architecture registry of the current SDK (quantize/_config.py _ARCH_REGISTRY; plus Mistral /
+ * Qwen2 as LLAMA, a documented extension). Qwen3_5ForConditionalGeneration is QWEN35 (refused by
+ * the caller). */
 static int arch_of(const char *name) {
     static const struct { const char *n; int a; } k[] = {
         {"bitnetforcausallm", 1}, {"bitnetbpeforcausallm", 1}, {"llamaforcausallm", 2},
-        {"mistralforcausallm", 2}, {"qwen2forcausallm", 2}};
+        {"mistralforcausallm", 2}, {"qwen2forcausallm", 2}, {"qwen3_5forconditionalgeneration", 3},
+        {"qwen3forcausallm", 6}};
     char low[128];
     size_t i = 0;
     for (; name[i] && i + 1 < sizeof low; i++)
@@ -624,6 +627,38 @@ static qp_status cfg_int(const cJSON *cfg, const char *file, const char *key, in
     return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not an integer", file, key, qp_json_kind(v));
 }
 
+/* _resolve_bonsai_arch_info: a Qwen3 folder's trillim_source.json {"architecture": "qwen3" |
+ * "bonsai" | "bonsai_ternary"} (any case, trimmed) makes it QWEN3 (6), BONSAI (4) or
+ * BONSAI_TERNARY (5); another value or a missing one is refused as the SDK refuses it. The SDK's
+ * deprecated README.md guess is not followed (converters/trillim_sdk.md). */
+static qp_status bonsai_arch(const char *model_dir, int *arch, qp_err *e) {
+    char *p = qp_path_join(model_dir, "trillim_source.json");
+    if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    cJSON *j = NULL;
+    qp_status s = qp_path_exists(p) ? read_json(p, &j, e) : QP_OK;
+    const cJSON *a = j ? cJSON_GetObjectItemCaseSensitive(j, "architecture") : NULL;
+    char v[32] = "";
+    if (j && cJSON_IsString(a)) {
+        const char *b = a->valuestring, *end = b + strlen(b);
+        while (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r') b++;
+        while (end > b && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r')) end--;
+        for (size_t i = 0; b + i < end && i + 1 < sizeof v; i++)
+            v[i] = (char)(b[i] >= 'A' && b[i] <= 'Z' ? b[i] + 32 : b[i]);
+    }
+    if (s == QP_OK && j) {
+        if (!cJSON_IsObject(j) || !v[0])
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: a JSON object with a non-empty \"architecture\" needed", p);
+        else if (strcmp(v, "bonsai") == 0) *arch = 4;
+        else if (strcmp(v, "bonsai_ternary") == 0) *arch = 5;
+        else if (strcmp(v, "qwen3") != 0)
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture marker '%s' (qwen3, bonsai, "
+                        "bonsai_ternary)", p, v);
+    }
+    cJSON_Delete(j);
+    qp_free(p);
+    return s;
+}
+
 qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e) {
     memset(c, 0, sizeof *c);
     char *cfg_path = qp_path_join(model_dir, "config.json");
@@ -638,9 +673,16 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     c->arch_type = arch_of(aname);
     if (!c->arch_type) {
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (BitNetForCausalLM, "
-                    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)", cfg_path, aname);
+                    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                    cfg_path, aname);
         goto done;
     }
+    if (c->arch_type == 3) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: '%s' is the SDK's QWEN35 (arch 3): its linear-attention "
+                    "layers are not run by this runtime", cfg_path, aname);
+        goto done;
+    }
+    if (c->arch_type == 6 && (s = bonsai_arch(model_dir, &c->arch_type, e)) != QP_OK) goto done;
     if ((s = model_names(model_dir, &names, e)) != QP_OK) goto done;
     bool bitnet = c->arch_type == 1;
     c->activation = bitnet ? 0 : 1;
@@ -704,8 +746,8 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
         }
     } else if (cJSON_IsNumber(eos)) {
         if (qp_json_int(eos, INT32_MIN, INT32_MAX, &eos_all[ne])) ne++;
-    } else if (!eos) {
-        eos_all[ne++] = 128009;
+    } else if (!eos) { /* the SDK runtime's _DEFAULT_EOS_TOKENS (QWEN3 151645; BONSAI has none: 2) */
+        eos_all[ne++] = c->arch_type == 6 ? 151645 : c->arch_type >= 4 ? 2 : 128009;
     }
     char *tok_path = qp_path_join(model_dir, "tokenizer.json");
     if (tok_path && qp_path_exists(tok_path)) {
@@ -796,9 +838,15 @@ static void sort_key(item *it, const qp_trillim_config *c) {
                                               "self_attn.q_proj", "self_attn.o_proj",
                                               "post_attention_layernorm", "mlp.gate_proj",
                                               "mlp.up_proj", "mlp.down_proj"};
+    static const char *const qwen3_order[] = {"input_layernorm", "self_attn.k_proj", "self_attn.v_proj",
+                                              "self_attn.q_proj", "self_attn.q_norm", "self_attn.k_norm",
+                                              "self_attn.o_proj", "post_attention_layernorm",
+                                              "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
     const char *order[12];
     int n = 0;
-    if (c->arch_type == 1) {
+    if (c->arch_type >= 4) {
+        for (size_t i = 0; i < sizeof qwen3_order / sizeof qwen3_order[0]; i++) order[n++] = qwen3_order[i];
+    } else if (c->arch_type == 1) {
         order[n++] = "input_layernorm";
         if (c->attn_sub_norm) order[n++] = "self_attn.attn_sub_norm";
         order[n++] = "self_attn.k_proj";
@@ -1085,8 +1133,13 @@ const char *qp_trillim_quantization_name(qp_trillim_target t, int arch_type) {
     return arch_type >= 0 && arch_type <= 6 ? k_auto_by_arch[arch_type] : "ternary";
 }
 
-/* _quantization_target_action for the BITNET/LLAMA arch ids this builder takes. */
-static uint8_t target_action(qp_trillim_target t, uint8_t dtype) {
+/* _quantization_target_action: AUTO is _quantized_tensor_action, by arch first (BONSAI
+ * Q1_0_128, BONSAI_TERNARY GROUP_TERNARY, QWEN3 BF16_RAW), then by dtype. */
+static uint8_t target_action(qp_trillim_target t, uint8_t dtype, int arch) {
+    static const uint8_t k_auto_by_arch[] = {[4] = QP_TRILLIM_Q1_0_128,
+                                             [5] = QP_TRILLIM_GROUP_TERNARY_QUANTIZE,
+                                             [6] = QP_TRILLIM_BF16_RAW};
+    if (t == QP_TRILLIM_TARGET_AUTO && arch >= 4 && arch <= 6) return k_auto_by_arch[arch];
     static const uint8_t k_action[QP_TRILLIM_TARGET_COUNT] = {
         QP_TRILLIM_TERNARY_QUANTIZE, QP_TRILLIM_TERNARY_QUANTIZE, QP_TRILLIM_BF16_RAW,
         QP_TRILLIM_Q8_0_QUANTIZE, QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE, QP_TRILLIM_Q1_0_128,
@@ -1114,7 +1167,8 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
     bool is_1d = col == 1;
     bool is_embed = strcmp(x->key, k_embedding_key) == 0;
     bool is_head = strncmp(x->key, "lm_head.", 8) == 0;
-    bool quant = !(is_1d || is_embed || is_head);
+    /* the Bonsai family quantizes the embedding and lm_head too (_is_bonsai_family) */
+    bool quant = c->arch_type == 4 || c->arch_type == 5 ? !is_1d : !(is_1d || is_embed || is_head);
     bool padded = false;
     uint32_t pr = (uint32_t)row, pc = (uint32_t)col;
     int64_t padded_shape[QP_ST_MAX_DIMS];
@@ -1131,7 +1185,7 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
     t->shard = (uint16_t)x->shard;
     t->data_offset = sh->data_start + begin;
     t->data_size = end - begin;
-    t->action = quant ? target_action(c->target, dt) : QP_TRILLIM_BF16_RAW;
+    t->action = quant ? target_action(c->target, dt, c->arch_type) : QP_TRILLIM_BF16_RAW;
     if (t->action == QP_TRILLIM_Q8_0_BLOCKED_32_QUANTIZE) t->padded_rows = (t->padded_rows + 31) / 32 * 32;
     return t->action == QP_TRILLIM_REPACK_TERNARY ? find_scale(b, x, t, e) : QP_OK;
 }

@@ -135,7 +135,7 @@ const char *qp_trillim_quantization_name(qp_trillim_target t, int arch_type);
 /* The model config as the SDK's load_model_config reads config.json (SDK v1's ModelConfig
  * fields plus the current SDK's source_model). */
 typedef struct qp_trillim_config {
-    int arch_type;  /* 1 BITNET, 2 LLAMA */
+    int arch_type;  /* 1 BITNET, 2 LLAMA, 4 BONSAI, 5 BONSAI_TERNARY, 6 QWEN3 */
     int activation; /* 0 RELU_SQR, 1 SILU */
     int64_t hidden, intermediate;           /* rounded up to multiples of 128 */
     int64_t hidden_orig, intermediate_orig; /* as config.json gives them */

@@ -19,6 +19,9 @@ static const qp_trlm_role k_pat_bias[] = {R(ATTN_NORM), R(K), R(K_BIAS), R(V), R
                                           R(Q_BIAS), R(O), R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
 static const qp_trlm_role k_pat_bitnet[] = {R(ATTN_NORM), R(ATTN_SUB_NORM), R(K), R(V), R(Q), R(O),
                                             R(FFN_NORM), R(GATE), R(UP), R(FFN_SUB_NORM), R(DOWN)};
+/* the current SDK's Qwen3ForCausalLM component_order (arch 4-6) */
+static const qp_trlm_role k_pat_qwen3[] = {R(ATTN_NORM), R(K), R(V), R(Q), R(Q_NORM), R(K_NORM), R(O),
+                                           R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
 #undef R
 
 typedef struct pattern {
@@ -73,7 +76,11 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
     rec[i].role = QP_TRLM_ROLE_OUTPUT_NORM, rec[i].layer = QP_TRLM_LAYER_NONE, i++;
     uint32_t rest = n - i;
     pattern pats[3];
-    if (o->arch == QP_TRLM_ARCH_BITNET) {
+    int n_pats = 3;
+    if (qp_trlm_arch_is_qwen3((uint32_t)o->arch)) {
+        pats[0] = (pattern){k_pat_qwen3, 11};
+        n_pats = 1;
+    } else if (o->arch == QP_TRLM_ARCH_BITNET) {
         pats[0] = (pattern){k_pat_bitnet, 11};
         pats[1] = (pattern){k_pat_llama, 9};
         pats[2] = (pattern){k_pat_bias, 12};
@@ -82,7 +89,7 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
         pats[1] = (pattern){k_pat_bias, 12};
         pats[2] = (pattern){k_pat_bitnet, 11};
     }
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < n_pats; p++) {
         if (rest == 0 || rest % pats[p].n != 0) continue;
         bool ok = true;
         for (uint32_t k = 0; k < rest && ok; k++) {
@@ -100,6 +107,11 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
                            QP_TRLM_MAX_LAYERS);
         return QP_OK;
     }
+    if (n_pats == 1)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: the %u per-layer tensor entries (after entry %u) do not "
+                       "follow the SDK's Qwen3 layer layout (11 per layer: input_layernorm, k, v, q, "
+                       "q_norm, k_norm, o, post_attention_layernorm, gate, up, down) in order and "
+                       "1-D/2-D shape", file, rest, i);
     return qp_fail(e, QP_ERR_CORRUPT, "%s: the %u per-layer tensor entries (after entry %u) follow "
                    "none of the SDK v1 layer layouts (Llama: 9 per layer, Llama with q/k/v bias: "
                    "12, BitNet with sub-norms: 11) in order and 1-D/2-D shape", file, rest, i);
@@ -146,6 +158,8 @@ static qp_status check_shapes(const qp_trillim_manifest *m, const qp_trillim_qua
         {QP_TRLM_ROLE_Q_BIAS, 0, rows0[QP_TRLM_ROLE_Q], "q rows"},
         {QP_TRLM_ROLE_K_BIAS, 0, rows0[QP_TRLM_ROLE_K], "k rows"},
         {QP_TRLM_ROLE_V_BIAS, 0, rows0[QP_TRLM_ROLE_V], "v rows"},
+        {QP_TRLM_ROLE_Q_NORM, 0, (uint32_t)o->head_dim, "head_dim"},
+        {QP_TRLM_ROLE_K_NORM, 0, (uint32_t)o->head_dim, "head_dim"},
     };
     for (uint32_t i = 0; i < m->n_entries; i++) {
         const qp_trlm_record *r = &rec[i];
@@ -383,14 +397,16 @@ done:
 
 /* --arch and the current SDK's rope flags (converters/trillim_sdk.md "Arch ids", "Rope"). */
 static qp_status check_arch_and_rope(const qp_trillim_quant_opts *o, qp_err *e) {
-    static const char *const k_sdk_arch[] = {"QWEN35", "BONSAI", "BONSAI_TERNARY", "QWEN3"};
-    if (o->arch >= 3 && o->arch <= 6)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "--arch %d (%s): its layers (%s) are not run by this "
-                       "runtime; 1 (BITNET) and 2 (LLAMA) are", o->arch, k_sdk_arch[o->arch - 3],
-                       o->arch == 3 ? "linear attention" : "per-head q_norm/k_norm");
-    if (o->arch != QP_TRLM_ARCH_BITNET && o->arch != QP_TRLM_ARCH_LLAMA)
-        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET), 2 (LLAMA); the SDK's 3-6 are refused",
-                       o->arch);
+    if (o->arch == QP_TRLM_ARCH_QWEN35)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "--arch 3 (QWEN35): its linear-attention layers "
+                       "(Qwen3.5's gated delta-net: in_proj_qkv/a/b/z, conv1d, A_log, dt_bias) are not "
+                       "run by this runtime; 1, 2 and 4-6 are");
+    if (o->arch < QP_TRLM_ARCH_BITNET || o->arch > QP_TRLM_ARCH_QWEN3)
+        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET), 2 (LLAMA), 4 (BONSAI), 5 "
+                       "(BONSAI_TERNARY), 6 (QWEN3); 3 (QWEN35) is refused", o->arch);
+    if (qp_trlm_arch_is_qwen3((uint32_t)o->arch) && o->head_dim <= 0)
+        return qp_fail(e, QP_ERR_ARG, "--arch %d (Qwen3 layers) needs --head-dim: the q_norm/k_norm "
+                       "length", o->arch);
     if (o->rope_dim != 0 && o->head_dim > 0 && o->rope_dim != o->head_dim)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "--rope-dim %lld with --head-dim %lld: partial rotary "
                        "embeddings are not run by this runtime (rope-dim must equal head-dim)",

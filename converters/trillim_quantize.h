@@ -14,7 +14,7 @@
 typedef struct qp_trillim_quant_opts {
     const char *manifest_path; /* names the manifest in messages */
     const char *output;        /* qmodel.tensors (required) */
-    int arch;                  /* 1 BITNET, 2 LLAMA (3-6 of the current SDK: see trillim_sdk.md) */
+    int arch;                  /* 1 BITNET, 2 LLAMA, 4-6 Qwen3 (BONSAI, BONSAI_TERNARY, QWEN3); 3 refused */
     int64_t hidden, intermediate, hidden_orig, intermediate_orig;
     double norm_eps;
     bool tie_embeddings;

@@ -284,8 +284,7 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
  * bundle whose architecture agrees with qmodel.tensors' arch id; its fields become metadata
  * (converters/trillim_sdk.md "trillim_config.json"). */
 static qp_status read_bundle(qp_model *m, const char *dir, uint32_t arch, qp_err *e) {
-    static const char *const k_arch_names[] = {"unknown", "bitnet", "llama", "qwen35", "bonsai",
-                                               "bonsai_ternary", "qwen3"};
+    const char *arch_name = qp_trlm_arch_name(arch);
     qp_trlm_bundle b;
     bool present = false;
     qp_status s = qp_trlm_bundle_read(dir, &b, &present, e);
@@ -293,11 +292,9 @@ static qp_status read_bundle(qp_model *m, const char *dir, uint32_t arch, qp_err
     if (strcmp(b.type, "model") != 0)
         return qp_fail(e, QP_ERR_FORMAT, "%s/%s: type '%s': a LoRA adapter bundle, not a model (give it as "
                        "the adapter of its base model)", dir, QP_TRLM_BUNDLE_FILE, b.type);
-    if (b.architecture[0] && (arch >= sizeof k_arch_names / sizeof k_arch_names[0] ||
-                              strcmp(b.architecture, k_arch_names[arch]) != 0))
+    if (b.architecture[0] && (!arch_name || strcmp(b.architecture, arch_name) != 0))
         return qp_fail(e, QP_ERR_CORRUPT, "%s/%s: architecture '%s' but qmodel.tensors has arch id %u (%s)", dir,
-                       QP_TRLM_BUNDLE_FILE, b.architecture, arch,
-                       arch < sizeof k_arch_names / sizeof k_arch_names[0] ? k_arch_names[arch] : "?");
+                       QP_TRLM_BUNDLE_FILE, b.architecture, arch, arch_name ? arch_name : "?");
     if ((s = qp_model_meta_u32(m, "trillim.format_version", (uint32_t)b.format_version, e)) != QP_OK ||
         (s = qp_model_meta_str(m, "trillim.quantization", b.quantization, strlen(b.quantization), e)) != QP_OK)
         return s;
@@ -347,8 +344,14 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 4: version %u (only 1)", tpath, ver);
         goto done;
     }
-    if (arch != QP_TRLM_ARCH_BITNET && arch != QP_TRLM_ARCH_LLAMA) {
-        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 8: architecture %u (1 BITNET or 2 LLAMA)", tpath, arch);
+    if (arch == QP_TRLM_ARCH_QWEN35) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 8: architecture 3 (QWEN35): its linear-attention "
+                    "layers are not run by this runtime", tpath);
+        goto done;
+    }
+    if (arch != QP_TRLM_ARCH_BITNET && arch != QP_TRLM_ARCH_LLAMA && !qp_trlm_arch_is_qwen3(arch)) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 8: architecture %u (1 BITNET, 2 LLAMA, 4 BONSAI, "
+                    "5 BONSAI_TERNARY, 6 QWEN3)", tpath, arch);
         goto done;
     }
     if (qp_load_u32le(p + 12) != 0) {
@@ -387,7 +390,7 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         goto done;
     }
     uint64_t prev_end = table + (uint64_t)b.n_tensors * QP_TRLM_RECORD_BYTES;
-    bool has_out = false, has_qb = false, has_sub = false;
+    bool has_out = false, has_qb = false, has_sub = false, has_qk_norm = false;
     int64_t qrows = 0, krows = 0, vocab = 0;
     for (uint32_t i = 0; i < b.n_tensors; i++) {
         size_t at = table + (size_t)i * QP_TRLM_RECORD_BYTES;
@@ -395,6 +398,7 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         has_out |= rec[i].role == QP_TRLM_ROLE_OUTPUT;
         has_qb |= rec[i].role == QP_TRLM_ROLE_Q_BIAS;
         has_sub |= rec[i].role == QP_TRLM_ROLE_ATTN_SUB_NORM;
+        has_qk_norm |= rec[i].role == QP_TRLM_ROLE_Q_NORM || rec[i].role == QP_TRLM_ROLE_K_NORM;
         if (rec[i].role == QP_TRLM_ROLE_Q) qrows = rec[i].rows;
         if (rec[i].role == QP_TRLM_ROLE_K) krows = rec[i].rows;
         if (rec[i].role == QP_TRLM_ROLE_EMBED) vocab = rec[i].rows;
@@ -402,6 +406,11 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     if ((b.flags & 1u) == has_out) {
         s = qp_fail(e, QP_ERR_CORRUPT, "%s: the tie flag (%u) contradicts the %s of an output record",
                     tpath, b.flags & 1u, has_out ? "presence" : "absence");
+        goto done;
+    }
+    if (has_qk_norm != qp_trlm_arch_is_qwen3(arch)) {
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: arch id %u %s q_norm/k_norm records (Qwen3's layers: arch 4-6 "
+                    "only, and there always)", tpath, arch, has_qk_norm ? "with" : "without");
         goto done;
     }
     rope_info ri = {0};
@@ -435,9 +444,15 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
         a->act_int8 = true; /* DarkNet's BitNet products take int8 activations */
         if (!m->arch_name) m->arch_name = "bitnet-b1.58";
+    } else if (qp_trlm_arch_is_qwen3(arch)) { /* QWEN3 and the Bonsai checkpoints of it */
+        a->family = QP_FAMILY_QWEN3;
+        a->qk_norm = true;
+        a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
+        if (!m->arch_name) m->arch_name = "qwen3";
     } else {
         if (a->family != QP_FAMILY_LLAMA && a->family != QP_FAMILY_MISTRAL && a->family != QP_FAMILY_QWEN2)
             a->family = QP_FAMILY_LLAMA;
+        a->qk_norm = false;
         a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
         if (!m->arch_name) m->arch_name = "llama";
     }

@@ -23,7 +23,15 @@ static const char *const k_role_fmt[QP_TRLM_ROLE_COUNT] = {
     [QP_TRLM_ROLE_Q_BIAS] = "blk.%u.attn_q.bias",
     [QP_TRLM_ROLE_K_BIAS] = "blk.%u.attn_k.bias",
     [QP_TRLM_ROLE_V_BIAS] = "blk.%u.attn_v.bias",
+    [QP_TRLM_ROLE_Q_NORM] = "blk.%u.attn_q_norm.weight",
+    [QP_TRLM_ROLE_K_NORM] = "blk.%u.attn_k_norm.weight",
 };
+
+const char *qp_trlm_arch_name(uint32_t arch) {
+    static const char *const k_names[] = {"unknown", "bitnet", "llama", "qwen35", "bonsai",
+                                          "bonsai_ternary", "qwen3"};
+    return arch >= 1 && arch < sizeof k_names / sizeof k_names[0] ? k_names[arch] : NULL;
+}
 
 const char *qp_trlm_role_name(qp_trlm_role r, uint32_t layer, char *buf, size_t cap) {
     if ((unsigned)r >= QP_TRLM_ROLE_COUNT || cap == 0) return NULL;
@@ -36,7 +44,8 @@ bool qp_trlm_role_is_1d(qp_trlm_role r) {
     switch (r) {
     case QP_TRLM_ROLE_OUTPUT_NORM: case QP_TRLM_ROLE_ATTN_NORM: case QP_TRLM_ROLE_ATTN_SUB_NORM:
     case QP_TRLM_ROLE_FFN_NORM: case QP_TRLM_ROLE_FFN_SUB_NORM: case QP_TRLM_ROLE_Q_BIAS:
-    case QP_TRLM_ROLE_K_BIAS: case QP_TRLM_ROLE_V_BIAS:
+    case QP_TRLM_ROLE_K_BIAS: case QP_TRLM_ROLE_V_BIAS: case QP_TRLM_ROLE_Q_NORM:
+    case QP_TRLM_ROLE_K_NORM:
         return true;
     default:
         return false;

@@ -33,7 +33,19 @@
 #define QP_TRLM_MAX_POS (1u << 22)
 #define QP_TRLM_LAYER_NONE 0xFFFFFFFFu
 
-enum { QP_TRLM_ARCH_UNKNOWN = 0, QP_TRLM_ARCH_BITNET = 1, QP_TRLM_ARCH_LLAMA = 2 };
+/* The SDK's ArchitectureType (components/llm/_config.py). QWEN35 (linear attention) is refused;
+ * BONSAI, BONSAI_TERNARY and QWEN3 are Qwen3 checkpoints (converters/trillim_sdk.md). */
+enum {
+    QP_TRLM_ARCH_UNKNOWN = 0, QP_TRLM_ARCH_BITNET = 1, QP_TRLM_ARCH_LLAMA = 2, QP_TRLM_ARCH_QWEN35 = 3,
+    QP_TRLM_ARCH_BONSAI = 4, QP_TRLM_ARCH_BONSAI_TERNARY = 5, QP_TRLM_ARCH_QWEN3 = 6
+};
+/* The SDK's name of an arch id, lower case as trillim_config.json writes it ("bitnet", "llama",
+ * "qwen35", "bonsai", "bonsai_ternary", "qwen3"); NULL for other ids. */
+const char *qp_trlm_arch_name(uint32_t arch);
+/* true for the arch ids whose layers are Qwen3's (per-head q_norm / k_norm): 4, 5, 6 */
+static inline bool qp_trlm_arch_is_qwen3(uint32_t arch) {
+    return arch >= QP_TRLM_ARCH_BONSAI && arch <= QP_TRLM_ARCH_QWEN3;
+}
 enum { QP_TRLM_ACTIVATION_RELU_SQR = 0, QP_TRLM_ACTIVATION_SILU = 1 };
 
 /* Storage kind of one tensor in qmodel.tensors. */
@@ -78,6 +90,8 @@ typedef enum qp_trlm_role {
     QP_TRLM_ROLE_Q_BIAS,
     QP_TRLM_ROLE_K_BIAS,
     QP_TRLM_ROLE_V_BIAS,
+    QP_TRLM_ROLE_Q_NORM, /* Qwen3 self_attn.q_norm [head_dim] (arch 4-6) */
+    QP_TRLM_ROLE_K_NORM, /* Qwen3 self_attn.k_norm [head_dim] */
     QP_TRLM_ROLE_COUNT
 } qp_trlm_role;
 

@@ -2,7 +2,7 @@
 # trillim-quantize as the current Trillim SDK (GitHub Trillim/Trillim, quantize/_manifest.py
 # run_model_quantizer) launches it: the manifest our convert --to trlm wrote (absolute shard
 # paths, so it works from any directory, in the current SDK's form: a sections block), the SDK's
-# whole flag list incl. --rope-dim; arch ids 3-6 and
+# whole flag list incl. --rope-dim; arch id 3 (and 4-6 on a Llama manifest) and
 # partial rotary refused by name (exit 3); YaRN tables against HF's formula and corrupt YARN
 # trailers refused naming the offset. converters/trillim_sdk.md.
 set -u
@@ -154,7 +154,9 @@ ok "rope.cache one byte short of its trailer refused (exit $rc: $(head -c 200 "$
 refused() { # name, extra args, stderr fragment
   "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings $2 >/dev/null 2>"$TMP/trq_err"; local rc=$?
   ok "$1 (exit $rc: $(head -c 160 "$TMP/trq_err"))" "[ $rc -eq 3 ] && grep -q '$3' '$TMP/trq_err'"; }
-for a in 3 4 5 6; do refused "--arch $a refused by name" "--arch $a" "not run by this runtime"; done
+refused "--arch 3 (QWEN35) refused by name" "--arch 3" "QWEN35.*linear-attention"
+# 4-6 run Qwen3 layers (e2e.trillim_qwen3): this Llama-layout manifest does not fit them
+for a in 4 5 6; do refused "--arch $a with a Llama-layout manifest refused" "--arch $a" "Qwen3 layer layout"; done
 refused "partial rotary refused" "--rope-dim 8" "partial rotary"
 "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --arch 9 >/dev/null 2>&1; rc=$?
 ok "--arch 9 is refused as usage (exit $rc)" "[ $rc -eq 2 ]"

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Qwen3 TRLM as the current Trillim SDK makes it (--arch 6 QWEN3, 4 BONSAI, 5 BONSAI_TERNARY:
+# converters/trillim_sdk.md). From the generated Qwen3 HF fixture (untied lm_head, per-head
+# q_norm/k_norm [128], head_dim 128 != hidden/heads):
+# - the manifest convert --to trlm writes equals, byte for byte, the one computed here in node by
+#   the SDK's build_manifest rules (quantize/_manifest.py + _config.py's Qwen3 component_order:
+#   sort key, padding, _quantization_target_action per arch, Bonsai quantizing embedding and
+#   lm_head, _round_up(rows, 32) for action 7, one TEXT_CORE section), for QWEN3 auto (bf16),
+#   QWEN3 q8_0_blocked_32, BONSAI auto (q1_0_128) and BONSAI_TERNARY auto (grouped ternary);
+# - every qmodel.tensors record (kind of the action, role of the Qwen3 order, layer, shape, size by
+#   the kind's block formula, data offset = the previous end aligned to 64) follows from that
+#   manifest; trillim_config.json names the arch and the SDK's quantization name;
+# - the TRLM runs and verifies against its source (BF16: max |diff| 0; q8_0: the 8-bit class);
+# - trillim-inference with the SDK's init block (arch_type 6 / 4) gives `quantpack run --ids`'
+#   ids; a wrong arch_type is refused; --arch 3 (QWEN35) is refused naming linear attention, a
+#   Qwen3_5ForConditionalGeneration source refused (the HF reader does not take it).
+set -u
+BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
+[ -f "$FIX/qwen3/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
+. "$(dirname "$0")/trillim_util.sh"
+mkdir -p "$TMP"; TMP=$(cd "$TMP" && pwd); FIX=$(cd "$FIX" && pwd)
+W="$TMP/trlm_qwen3"; rm -rf "$W"; mkdir -p "$W"
+
+# expect_manifest MODEL_DIR ARCH QUANT > bytes: the SDK's build_manifest for a single-file model
+expect_manifest() {
+  node - "$@" <<'EOF'
+const fs = require('fs'), [dir, archS, quant] = process.argv.slice(2), arch = Number(archS);
+const st = fs.realpathSync(dir) + '/model.safetensors', fd = fs.openSync(st, 'r');
+const lenb = Buffer.alloc(8); fs.readSync(fd, lenb, 0, 8, 0);
+const hlen = Number(lenb.readBigUInt64LE(0)), hb = Buffer.alloc(hlen); fs.readSync(fd, hb, 0, hlen, 8);
+const hdr = JSON.parse(hb.toString()), start = 8 + hlen;
+const cfg = JSON.parse(fs.readFileSync(dir + '/config.json'));
+const r128 = (v) => Math.ceil(v / 128) * 128;
+const H0 = cfg.hidden_size, I0 = cfg.intermediate_size, H = r128(H0), I = r128(I0), tie = !!cfg.tie_word_embeddings;
+const order = ['input_layernorm', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.q_proj', 'self_attn.q_norm',
+  'self_attn.k_norm', 'self_attn.o_proj', 'post_attention_layernorm', 'mlp.gate_proj', 'mlp.up_proj', 'mlp.down_proj'];
+const matches = (k, c) => k.endsWith('.' + c) || k.endsWith('.' + c + '.weight') || k.endsWith('.' + c + '.bias');
+const skip = (k) => k.includes('rotary_emb') || k.includes('inv_freq') || (tie && k === 'lm_head.weight') || k.endsWith('_scale');
+const sortKey = (k) => {
+  if (k === 'model.embed_tokens.weight') return [0, -1, -1, 0];
+  if (k.startsWith('lm_head.')) return [0, 0, -1, 0];
+  if (k === 'model.norm.weight') return [1, -1, -1, 0];
+  const m = /\.layers\.(\d+)\./.exec(k); if (!m) return [3, -1, -1, 0];
+  let p = order.findIndex((c) => matches(k, c)); if (p < 0) p = order.length;
+  return [2, Number(m[1]), p, k.endsWith('.bias') ? 1 : 0];
+};
+const cmp = (a, b) => { for (let i = 0; i < 4; i++) if (a[i] !== b[i]) return a[i] - b[i]; return 0; };
+const keys = Object.keys(hdr).filter((k) => k !== '__metadata__' && !skip(k));
+keys.sort((a, b) => cmp(sortKey(a), sortKey(b)));   // stable, as Python's sorted
+const bonsai = arch === 4 || arch === 5;
+const targetAction = (dt) => {
+  if (quant === 'auto') return arch === 4 ? 4 : arch === 5 ? 5 : arch === 6 ? 0 : (dt === 'I8' || dt === 'U8') ? 3 : 1;
+  return {bf16: 0, q8_0: 6, q8_0_blocked_32: 7, int8: 7, q1_0_128: 4, grouped_ternary_128: 5,
+    ternary: (dt === 'I8' || dt === 'U8') ? 3 : 1}[quant];
+};
+const dtc = {F32: 0, F16: 1, BF16: 2, I8: 3, U8: 4};
+const out = [];
+const u = (v, n) => { const b = Buffer.alloc(n); if (n === 8) b.writeBigUInt64LE(BigInt(v)); else b.writeUIntLE(v, 0, n); out.push(b); };
+u(1, 2); u(Buffer.byteLength(st), 2); out.push(Buffer.from(st)); u(keys.length, 4);
+for (const k of keys) {
+  const t = hdr[k], shape = t.shape, row = shape[0], col = shape.length >= 2 ? shape.slice(1).reduce((a, b) => a * b, 1) : 1;
+  const is1d = col === 1, isEmb = k === 'model.embed_tokens.weight', isHead = k.startsWith('lm_head.');
+  const q = bonsai ? !is1d : !(is1d || isEmb || isHead);
+  let ps = shape.slice(), padded = false;
+  ps = ps.map((d) => { if (d === I0 && I !== I0) { padded = true; return I; } if (d === H0 && H !== H0) { padded = true; return H; } return d; });
+  let pr = padded ? ps[0] : row, pc = padded ? (ps.length >= 2 ? ps.slice(1).reduce((a, b) => a * b, 1) : 1) : col;
+  const action = (isEmb || isHead) ? (bonsai ? targetAction(t.dtype) : 0) : q ? targetAction(t.dtype) : 0;
+  if (action === 7) pr = Math.ceil(pr / 32) * 32;
+  u(action, 1); u(dtc[t.dtype], 1); u(row, 4); u(col, 4); u(pr, 4); u(pc, 4); u(0, 2);
+  u(start + t.data_offsets[0], 8); u(t.data_offsets[1] - t.data_offsets[0], 8); u(0, 1); u(0, 2); u(0, 8); u(0, 8);
+}
+u(keys.length ? 1 : 0, 4); if (keys.length) { u(1, 1); u(0, 4); u(keys.length, 4); }
+process.stdout.write(Buffer.concat(out));
+EOF
+}
+
+# check_records TRLM_DIR MANIFEST ARCH: every record follows from the manifest entry of its index
+check_records() {
+  node - "$@" <<'EOF'
+const fs = require('fs'), [dir, mpath, archS] = process.argv.slice(2);
+const m = fs.readFileSync(mpath), f = fs.readFileSync(dir + '/qmodel.tensors');
+let o = 2 + 2 + m.readUInt16LE(2); const n = m.readUInt32LE(o); o += 4;
+const kindOf = [0, 1, 2, 1, 5, 6, 3, 4];                 // action -> TRLM kind (trillim_sdk.md "Bodies")
+const size = (k, pr, pc) => k === 0 ? 2 * pr * pc : k === 3 || k === 4 ? pr * Math.ceil(pc / 32) * 34
+  : k === 5 ? pr * Math.ceil(pc / 128) * 18 : k === 6 ? pr * Math.ceil(pc / 128) * 34 : -1;
+// roles (readers/trlm.md + Q_NORM 17, K_NORM 18): embed, lm_head when present, final norm, then per layer
+const layerRoles = [3, 5, 6, 7, 17, 18, 8, 9, 10, 11, 13];
+const errs = [];
+if (f.toString('latin1', 0, 4) !== 'TRLM' || f.readUInt32LE(8) !== Number(archS) || f.readUInt32LE(20) !== n)
+  errs.push(`header: arch ${f.readUInt32LE(8)}, ${f.readUInt32LE(20)} records for ${n} entries`);
+const hasHead = m.readUInt32LE(o + 55 + 6) > 1, first = hasHead ? 3 : 2;
+let end = 64 + 48 * n, anyNew = false;
+for (let i = 0; i < n; i++) {
+  const e = o + 55 * i, r = 64 + 48 * i;
+  const action = m[e], rows = m.readUInt32LE(e + 2), cols = m.readUInt32LE(e + 6), pr = m.readUInt32LE(e + 10), pc = m.readUInt32LE(e + 14);
+  const kind = kindOf[action]; anyNew = anyNew || kind >= 3;
+  const role = i === 0 ? 0 : hasHead && i === 1 ? 1 : i === first - 1 ? 2 : layerRoles[(i - first) % 11];
+  const layer = i < first ? 0xFFFFFFFF : Math.floor((i - first) / 11);
+  const want = {kind, role, layer, rows, cols, pr, pc, off: Math.ceil(end / 64) * 64, size: size(kind, pr, pc)};
+  const got = {kind: f[r], role: f[r + 1], layer: f.readUInt32LE(r + 4), rows: f.readUInt32LE(r + 8), cols: f.readUInt32LE(r + 12),
+    pr: f.readUInt32LE(r + 16), pc: f.readUInt32LE(r + 20), off: Number(f.readBigUInt64LE(r + 24)), size: Number(f.readBigUInt64LE(r + 32))};
+  if (JSON.stringify(want) !== JSON.stringify(got)) errs.push(`record ${i}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
+  end = want.off + want.size;
+}
+if ((n - first) % 11) errs.push(`${n - first} layer entries, not 11 per layer`);
+if (f.length !== end) errs.push(`file ${f.length} bytes, last record ends at ${end}`);
+if (f.readUInt32LE(16) !== (anyNew ? 2 : 1)) errs.push(`body version ${f.readUInt32LE(16)}`);
+console.log(errs.length ? errs.slice(0, 3).join('; ') : `ok ${n}`);
+EOF
+}
+
+case_() { # name src_dir arch quant sdk_quant_name arch_name
+  local name=$1 src=$2 arch=$3 q=$4 qname=$5 aname=$6 D="$W/$1"
+  "$BIN/quantpack" convert "$src" --to trlm --quant "$q" -o "$D" >"$W/err" 2>&1
+  check "$name: convert ($(head -c 200 "$W/err"))" "[ -s '$D/qmodel.tensors' ]"
+  expect_manifest "$src" "$arch" "$q" > "$W/$name.expect"
+  check "$name: manifest == the SDK's build_manifest ($(stat -c %s "$W/$name.expect") bytes)" \
+    "cmp -s '$W/$name.expect' '$D/.quantize_manifest.bin'"
+  local rec; rec=$(check_records "$D" "$W/$name.expect" "$arch")
+  check "$name: qmodel.tensors records follow from the SDK's manifest ($rec)" "[ '${rec%% *}' = ok ]"
+  check "$name: trillim_config.json architecture $aname, quantization $qname" \
+    "grep -q '\"architecture\": \"$aname\"' '$D/trillim_config.json' && grep -q '\"quantization\": \"$qname\"' '$D/trillim_config.json'"
+}
+
+case_ qwen3 "$FIX/qwen3" 6 auto bf16 qwen3
+case_ qwen3_b32 "$FIX/qwen3" 6 q8_0_blocked_32 q8_0_blocked_32 qwen3
+for a in bonsai bonsai_ternary; do
+  cp -r "$FIX/qwen3" "$W/src_$a"; printf '{"architecture": " %s "}\n' "${a^^}" > "$W/src_$a/trillim_source.json"
+done
+case_ bonsai "$W/src_bonsai" 4 auto binary bonsai
+case_ bonsai_ternary "$W/src_bonsai_ternary" 5 auto grouped-ternary bonsai_ternary
+
+# the TRLM of the generated Qwen3 model verifies against its source
+vf() { "$BIN/quantpack" verify "$W/$1" --against "$FIX/qwen3" -n 16 "${@:2}" 2>&1; }
+out=$(vf qwen3 --min-cosine 0.999999 --min-top1 1)
+check "qwen3 (BF16) verifies: identical ($(echo "$out" | grep -m1 cosine))" \
+  "echo \"\$out\" | grep -q 'max |diff| 0,' && echo \"\$out\" | grep -q 'verdict: PASS'"
+out=$(vf qwen3_b32)
+check "qwen3 q8_0_blocked_32 verifies, 8-bit class ($(echo "$out" | grep -m1 cosine))" "echo \"\$out\" | grep -q 'verdict: PASS'"
+ids=$("$BIN/quantpack" run "$W/bonsai" --ids "406 11 58 149" -n 4 --temp 0 --print-ids 2>/dev/null)
+check "bonsai (Q1_0_128 everywhere) runs ($ids)" "[ \$(echo $ids | wc -w) -eq 8 ]"
+
+# trillim-inference with the SDK's init block (_build_init_block of the model the SDK's runtime
+# reads: arch_type from Qwen3ForCausalLM + the bundle's architecture, hidden 256, head_dim 128...)
+init() { # ARCH QUANT
+  local pairs=(arch_type=$1 activation=1 hidden_dim=256 intermediate_dim=512 num_layers=2 num_heads=4
+    num_kv_heads=2 vocab_size=408 head_dim=128 max_position_embeddings=256 norm_eps=1e-06
+    rope_theta=1000000.0 tie_word_embeddings=0 has_qkv_bias=0 has_attn_sub_norm=0 has_ffn_sub_norm=0
+    quantization=$2 eos_tokens=407)
+  echo ${#pairs[@]}; printf '%s\n' "${pairs[@]}"; }
+req() { printf '8\nkv_position=%s\ntokens=%s\ntemperature=0\ntop_k=50\ntop_p=0.9\nrepetition_penalty=1.0\nrep_penalty_lookback=64\nmax_tokens=%s\n' "$1" "$2" "$3"; }
+for c in "qwen3 6 bf16" "bonsai 4 binary"; do
+  set -- $c
+  mapfile -t T < <( { init "$2" "$3"; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-inference" "$W/$1" 2>"$W/err"; echo "rc=$?" )
+  R=$("$BIN/quantpack" run "$W/$1" --ids "406 11 58 149" -n 5 --temp 0 --print-ids 2>/dev/null)
+  check "trillim-inference arch_type=$2 ($1): ids == run --ids, EOS, kv 9 (${T[*]}; $(head -c 200 "$W/err"))" \
+    "[ '406 11 58 149 ${T[*]:0:5}' = '$R' ] && [ '${T[5]}' = 407 ] && [ '${T[6]}' = 9 ] && [ '${T[7]}' = rc=0 ]"
+done
+{ init 2 bf16; req 0 406 1; } | timeout 60 "$BIN/trillim-inference" "$W/qwen3" >/dev/null 2>"$W/err"; rc=$?
+check "arch_type=2 for the Qwen3 TRLM: exit 3 naming arch_type (rc $rc)" "[ $rc -eq 3 ] && grep -q arch_type '$W/err'"
+
+# refused: QWEN35 (linear attention) at the quantizer and as a source
+"$BIN/trillim-quantize" --manifest "$W/qwen3/.quantize_manifest.bin" --output "$W/x/qmodel.tensors" --arch 3 \
+  --hidden-dim 256 --intermediate-dim 512 --hidden-dim-orig 256 --intermediate-dim-orig 512 --norm-eps 1e-06 \
+  --head-dim 128 >/dev/null 2>"$W/err"; rc=$?
+check "--arch 3: exit 3 naming QWEN35 and linear attention (rc $rc)" "[ $rc -eq 3 ] && grep -q 'QWEN35.*linear-attention' '$W/err'"
+cp -r "$FIX/qwen3" "$W/src_q35"; sed -i 's/Qwen3ForCausalLM/Qwen3_5ForConditionalGeneration/' "$W/src_q35/config.json"
+"$BIN/quantpack" convert "$W/src_q35" --to trlm -o "$W/q35" >/dev/null 2>"$W/err"; rc=$?
+check "Qwen3_5ForConditionalGeneration source: exit 3, nothing written (rc $rc: $(head -c 160 "$W/err"))" \
+  "[ $rc -eq 3 ] && [ ! -e '$W/q35' ]"
+printf '{"architecture": "qwen9"}' > "$W/src_bonsai/trillim_source.json"
+"$BIN/quantpack" convert "$W/src_bonsai" --to trlm -o "$W/bad_src" >/dev/null 2>"$W/err"; rc=$?
+check "unknown trillim_source.json marker: exit 3 naming it (rc $rc)" "[ $rc -eq 3 ] && grep -q qwen9 '$W/err'"
+rm -rf "$W"
+finish
