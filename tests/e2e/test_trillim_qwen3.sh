@@ -2,11 +2,13 @@
 # Qwen3 TRLM as the current Trillim SDK makes it (--arch 6 QWEN3, 4 BONSAI, 5 BONSAI_TERNARY:
 # converters/trillim_sdk.md). From the generated Qwen3 HF fixture (untied lm_head, per-head
 # q_norm/k_norm [128], head_dim 128 != hidden/heads):
+# and a tied copy (lm_head.weight removed, tie_word_embeddings true: the SDK writes no lm_head entry):
 # - the manifest convert --to trlm writes equals, byte for byte, the one computed here in node by
 #   the SDK's build_manifest rules (quantize/_manifest.py + _config.py's Qwen3 component_order:
 #   sort key, padding, _quantization_target_action per arch, Bonsai quantizing embedding and
 #   lm_head, _round_up(rows, 32) for action 7, one TEXT_CORE section), for QWEN3 auto (bf16),
-#   QWEN3 q8_0_blocked_32, BONSAI auto (q1_0_128) and BONSAI_TERNARY auto (grouped ternary);
+#   QWEN3 q8_0_blocked_32, tied QWEN3 auto and q8_0, BONSAI auto (q1_0_128) and BONSAI_TERNARY
+#   auto (grouped ternary): actions 0, 4, 5, 6, 7;
 # - every qmodel.tensors record (kind of the action, role of the Qwen3 order, layer, shape, size by
 #   the kind's block formula, data offset = the previous end aligned to 64) follows from that
 #   manifest; trillim_config.json names the arch and the SDK's quantization name;
@@ -127,6 +129,25 @@ case_ qwen3_b32 "$FIX/qwen3" 6 q8_0_blocked_32 q8_0_blocked_32 qwen3
 for a in bonsai bonsai_ternary; do
   cp -r "$FIX/qwen3" "$W/src_$a"; printf '{"architecture": " %s "}\n' "${a^^}" > "$W/src_$a/trillim_source.json"
 done
+# tied (Qwen3-0.6B's form): lm_head.weight removed from the fixture's safetensors, the config tied
+mkdir -p "$W/src_tied"; cp "$FIX/qwen3"/*.json "$W/src_tied/"
+sed -i 's/"tie_word_embeddings": false/"tie_word_embeddings": true/' "$W/src_tied/config.json"
+node - "$FIX/qwen3/model.safetensors" "$W/src_tied/model.safetensors" <<'EOF'
+const fs = require('fs'), [src, dst] = process.argv.slice(2), b = fs.readFileSync(src);
+const hl = Number(b.readBigUInt64LE(0)), h = JSON.parse(b.slice(8, 8 + hl).toString()), ds = 8 + hl;
+const nh = {}, parts = []; let off = 0;
+for (const [k, v] of Object.entries(h)) {
+  if (k === 'lm_head.weight') continue;
+  if (k === '__metadata__') { nh[k] = v; continue; }
+  const d = b.slice(ds + v.data_offsets[0], ds + v.data_offsets[1]);
+  nh[k] = {dtype: v.dtype, shape: v.shape, data_offsets: [off, off + d.length]}; parts.push(d); off += d.length;
+}
+let t = JSON.stringify(nh); t += ' '.repeat((8 - t.length % 8) % 8);
+const l = Buffer.alloc(8); l.writeBigUInt64LE(BigInt(t.length));
+fs.writeFileSync(dst, Buffer.concat([l, Buffer.from(t), ...parts]));
+EOF
+case_ tied "$W/src_tied" 6 auto bf16 qwen3
+case_ tied_q8 "$W/src_tied" 6 q8_0 q8_0 qwen3
 case_ bonsai "$W/src_bonsai" 4 auto binary bonsai
 case_ bonsai_ternary "$W/src_bonsai_ternary" 5 auto grouped-ternary bonsai_ternary
 
@@ -137,6 +158,11 @@ check "qwen3 (BF16) verifies: identical ($(echo "$out" | grep -m1 cosine))" \
   "echo \"\$out\" | grep -q 'max |diff| 0,' && echo \"\$out\" | grep -q 'verdict: PASS'"
 out=$(vf qwen3_b32)
 check "qwen3 q8_0_blocked_32 verifies, 8-bit class ($(echo "$out" | grep -m1 cosine))" "echo \"\$out\" | grep -q 'verdict: PASS'"
+out=$("$BIN/quantpack" verify "$W/tied" --against "$W/src_tied" -n 16 2>&1)
+check "tied qwen3 (BF16, no lm_head record) verifies: identical ($(echo "$out" | grep -m1 cosine))" \
+  "echo \"\$out\" | grep -q 'max |diff| 0,' && echo \"\$out\" | grep -q 'verdict: PASS'"
+out=$("$BIN/quantpack" verify "$W/tied_q8" --against "$W/src_tied" -n 16 2>&1)
+check "tied qwen3 q8_0 verifies, 8-bit class ($(echo "$out" | grep -m1 cosine))" "echo \"\$out\" | grep -q 'verdict: PASS'"
 ids=$("$BIN/quantpack" run "$W/bonsai" --ids "406 11 58 149" -n 4 --temp 0 --print-ids 2>/dev/null)
 check "bonsai (Q1_0_128 everywhere) runs ($ids)" "[ \$(echo $ids | wc -w) -eq 8 ]"
 
