@@ -204,7 +204,7 @@ typedef struct qp_cli_convert_args {
     bool gguf_only;              /* gguf-to-rdrr: SRC must be a GGUF file (bytes kept) */
     uint64_t shard_size;
     bool force, no_inline, quiet; /* force: -f/--force (--replace), every target */
-    const char *lora;                        /* trlm */
+    const char *lora, *save_manifest;        /* trlm */
     const char *heads, *head_weights, *name; /* bullet */
     bool checksum;
     /* gguf: llama-quantize's importance matrix and per-tensor options */

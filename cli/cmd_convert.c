@@ -230,12 +230,13 @@ static const char k_convert_usage[] =
     "     loader decodes are stored (llama.cpp's Q8_0 fallback becomes F16); --quant keep\n"
     "     as gguf-to-rdrr. A PEFT LoRA folder as SRC: an adapter manifest.\n"
     "trlm: Trillim TRLM from a Hugging Face safetensors folder (any other source is first\n"
-    "     written as one: converters/hf_folder.md): the SDK's quantize manifest (kept as\n"
-    "     DIR/.quantize_manifest.bin for HF sources), qmodel.tensors, rope.cache, qmodel.lora with\n"
-    "     --lora, config and tokenizer files, trillim_config.json (the SDK's bundle metadata,\n"
+    "     written as one: converters/hf_folder.md): qmodel.tensors, rope.cache, qmodel.lora\n"
+    "     with --lora, config and tokenizer files, trillim_config.json (the SDK's bundle metadata,\n"
     "     format 5) and DIR/inference.config (the --config values of `inference DIR --config\n"
-    "     ...`). --quant: the SDK's --quantization of the 2-D weights: auto (= ternary), ternary,\n"
-    "     bf16, q8_0, q8_0_blocked_32 (int8), q1_0_128, grouped_ternary_128.\n"
+    "     ...`). --quant: the SDK's --quantization of the 2-D weights: auto (the arch's: ternary,\n"
+    "     Qwen3 bf16, Bonsai q1_0_128 / grouped_ternary_128), ternary,\n"
+    "     bf16, q8_0, q8_0_blocked_32 (int8), q1_0_128, grouped_ternary_128. The SDK's quantize\n"
+    "     manifest is removed after quantizing, as the SDK removes it; --save-manifest keeps it.\n"
     "bullet: a .bullet file for bullet-core (see bullet-pack --help).\n"
     "safetensors: a Hugging Face folder (model.safetensors, config.json, generation_config.json,\n"
     "     tokenizer.json + tokenizer_config.json + special_tokens_map.json from any vocabulary)\n"
@@ -314,6 +315,9 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--quiet", NULL, QP_CLI_FLAG, &a->quiet, .used_by = R, .help = "[rdrr] no summary on stderr"},
         {"--lora", NULL, QP_CLI_STR, &a->lora, .used_by = T, .arg = "PEFT_DIR",
          .help = "[trlm] also write qmodel.lora from this PEFT adapter"},
+        {"--save-manifest", NULL, QP_CLI_STR, &a->save_manifest, .used_by = T, .arg = "FILE",
+         .help = "[trlm] keep the SDK's quantize manifest at FILE (for\ntrillim-quantize; HF "
+                 "sources; not kept in OUT)"},
         {"--heads", NULL, QP_CLI_STR, &a->heads, .used_by = B, .arg = "LIST",
          .help = "[bullet] task heads: gen (always written) and any of ner, pos,\nsentiment, "
                  "classifier (from --head-weights)"},
@@ -359,6 +363,11 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
 static int convert_prepare_output(const qp_cli_convert_args *a, unsigned target_bit) {
     if (!a->out || a->dry_run) return QP_EXIT_OK;
     const char *inputs[] = {a->src, a->tokenizer, a->lora, a->head_weights, a->sign};
+    const char *all[] = {a->src, a->tokenizer, a->lora, a->head_weights, a->sign, a->out};
+    if (a->save_manifest) { /* a file output of its own: the same rule */
+        int rc = qp_cli_prepare_output(a->save_manifest, a->force, NULL, all, sizeof all / sizeof all[0]);
+        if (rc != QP_EXIT_OK) return rc;
+    }
     const qp_outdir_kind *kind = (target_bit & QP_TO_RDRR)          ? &qp_rdrr_outdir_kind
                                  : (target_bit & QP_TO_TRLM)        ? &qp_trlm_outdir_kind
                                  : (target_bit & QP_TO_SAFETENSORS) ? &qp_hf_outdir_kind

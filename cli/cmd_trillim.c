@@ -101,7 +101,8 @@ int qp_cmd_trillim_quantize(int argc, char **argv) {
 int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     if (!a->out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
     qp_trlm_convert_opts o = {.target = QP_TRILLIM_TARGET_AUTO, .lora = a->lora,
-                              .tokenizer = a->tokenizer, .force = a->force,
+                              .tokenizer = a->tokenizer, .save_manifest = a->save_manifest,
+                              .force = a->force,
                               .allow_nonfinite = a->allow_nonfinite};
     if (a->quant && !qp_trillim_target_from_name(a->quant, &o.target))
         return qp_cli_usage_error("convert --to trlm: unknown --quant '%s' (auto, ternary, bf16, q8_0, "

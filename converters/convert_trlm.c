@@ -2,6 +2,7 @@
  * same quantizer as trillim-quantize). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "converters/convert_trlm.h"
 #include "converters/hf_folder.h"
@@ -131,12 +132,20 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
         c.target = o->target;
         s = qp_outdir_open(out, &qp_trlm_outdir_kind, o->force, &od, e);
     }
-    if (s == QP_OK && (!(mpath = stage ? qp_outdir_join(stage, ".quantize_manifest.bin")
-                                       : qp_outdir_join(od, ".quantize_manifest.bin")) ||
+    if (s == QP_OK && stage && o->save_manifest)
+        s = qp_fail(e, QP_ERR_ARG, "%s: --save-manifest needs a Hugging Face folder as the source: the "
+                    "manifest of a %s source would name its staged copy, removed after conversion",
+                    o->save_manifest, qp_format_name(src->format));
+    /* the manifest lives in the staging folder only while the quantizer runs, and is removed
+       before the folder is committed, as the SDK's run_model_quantizer removes its own
+       (converters/trillim_sdk.md "Shard paths") */
+    if (s == QP_OK && (!(mpath = qp_outdir_join(od, ".quantize_manifest.bin")) ||
                        !(cfgp = qp_outdir_join(od, "inference.config")) ||
                        !(bundlep = qp_outdir_join(od, "trillim_config.json"))))
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
     if (s == QP_OK) s = quantize_from_manifest(hf, &c, o, mpath, od, &n_tensors, e);
+    if (s == QP_OK && o->save_manifest) s = copy_file(mpath, o->save_manifest, e);
+    if (mpath) unlink(mpath);
     if (s == QP_OK) s = copy_side_files(hf, o->tokenizer, od, e);
     if (s == QP_OK) s = write_inference_config(&c, cfgp, e);
     if (s == QP_OK) s = qp_trillim_bundle_write(hf, &c, bundlep, e);

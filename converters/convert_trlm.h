@@ -2,7 +2,8 @@
  * optional qmodel.lora, inference.config, and the Hugging Face side files the SDK reads):
  * the same manifest-then-quantize path as trillim-quantize. A source that is not a Hugging Face
  * folder (a GGUF, a llama2.c checkpoint, an RDRR package, a single safetensors file) is first
- * written as one beside the output (converters/hf_folder.md), removed at the end.
+ * written as one beside the output (converters/hf_folder.md), removed at the end. The manifest is
+ * not part of the output (the SDK deletes its own after quantizing): o->save_manifest keeps a copy.
  * Format and rules: readers/trlm.md, converters/trillim_sdk.md. */
 #ifndef QP_CONVERT_TRLM_H
 #define QP_CONVERT_TRLM_H
@@ -18,6 +19,7 @@ typedef struct qp_trlm_convert_opts {
     qp_trillim_target target; /* how 2-D float weights are stored (auto, ternary, bf16, q8_0) */
     const char *lora;         /* PEFT adapter folder, or NULL */
     const char *tokenizer;    /* a tokenizer file copied beside the model, or NULL */
+    const char *save_manifest; /* also keep the quantize manifest at this file (HF sources), or NULL */
     bool force;               /* replace a previous TRLM folder at out (core/outfile.md) */
     bool allow_nonfinite;     /* write NaN/Inf weights instead of refusing the model */
 } qp_trlm_convert_opts;

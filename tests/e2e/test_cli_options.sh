@@ -35,10 +35,10 @@ python3 -c "import struct,sys; open(sys.argv[1],'wb').write(struct.pack('<256f',
 "$Q" encode --type q8_0 --cols 256 "$T/in.f32" "$T/in.q8" 2>/dev/null || { echo "FAIL: setup encode"; exit 1; }
 "$Q" keygen "$T/k.key" 2>/dev/null || { echo "FAIL: setup keygen"; exit 1; }
 "$Q" convert "$FX/llama-tied" --to rdrr --quant F16 -o "$T/rd" --sign "$T/k.key" --quiet || { echo "FAIL: setup rdrr"; exit 1; }
-"$Q" convert "$FX/bitnet-float" --to trlm -o "$T/trlm" >/dev/null || { echo "FAIL: setup trlm"; exit 1; }
+"$Q" convert "$FX/bitnet-float" --to trlm -o "$T/trlm" --save-manifest "$T/trlm.manifest" >/dev/null || { echo "FAIL: setup trlm"; exit 1; }
 "$Q" convert "$R/stories260K.bin" --tokenizer "$R/tok512.bin" --to bullet -o "$T/a.bullet" 2>/dev/null || { echo "FAIL: setup bullet"; exit 1; }
 read -r -a CFG < "$T/trlm/inference.config"
-TQ_ARGS=(--manifest "$T/trlm/.quantize_manifest.bin" --arch "${CFG[0]}" --hidden-dim "${CFG[2]}"
+TQ_ARGS=(--manifest "$T/trlm.manifest" --arch "${CFG[0]}" --hidden-dim "${CFG[2]}"
          --intermediate-dim "${CFG[3]}" --hidden-dim-orig "${CFG[2]}" --intermediate-dim-orig "${CFG[3]}"
          --norm-eps "${CFG[10]}" --head-dim "${CFG[8]}")
 
@@ -128,7 +128,7 @@ expect "decode --type= --cols=" 0 '' "$Q" decode --type=q8_0 --cols=256 "$T/in.q
 expect "gguf-to-rdrr --shard-size=" 0 '' "$B/gguf-to-rdrr" "$R/stories260K.gguf" "$T/o.g2r" --shard-size=256K --quiet
 expect "verify-signature --pubkey=" 0 '' "$Q" verify-signature "$T/rd" --pubkey="$T/k.key.pub"
 grep -q "(the given key)" "$T/out" && ok || bad "verify-signature --pubkey= not applied"
-expect "trillim-quantize --manifest= ..." 0 '' "$B/trillim-quantize" --manifest="$T/trlm/.quantize_manifest.bin" \
+expect "trillim-quantize --manifest= ..." 0 '' "$B/trillim-quantize" --manifest="$T/trlm.manifest" \
   --output="$T/o.tensors" --arch="${CFG[0]}" --hidden-dim="${CFG[2]}" --intermediate-dim="${CFG[3]}" \
   --hidden-dim-orig="${CFG[2]}" --intermediate-dim-orig="${CFG[3]}" --norm-eps="${CFG[10]}" --head-dim="${CFG[8]}"
 "$Q" serve "$T/rd" --port=0 --bind=127.0.0.1 2>"$T/serve.log" & SERVE_PID=$!

@@ -60,7 +60,7 @@ t.auto_map = {AutoTokenizer: ["tokenization_x.XTokenizer", null]};
 fs.writeFileSync(p + "/tokenizer_config.json", JSON.stringify(t));' "$L"
 for q in "q1_0_128 binary" "grouped_ternary_128 grouped-ternary" "int8 q8_0_blocked_32" "bf16 bf16" "q8_0 q8_0"; do
   set -- $q
-  conv "$L" --to trlm --quant "$1" -o "$W/l_$1"
+  conv "$L" --to trlm --quant "$1" -o "$W/l_$1" --save-manifest "$W/l_$1.manifest"
   check "llama --quant $1 converts ($(head -c 200 "$W/err"))" "[ -s '$W/l_$1/qmodel.tensors' ]"
   same_bundle "llama --quant $1" "$W/l_$1" "$L" "$2" llama true
 done
@@ -74,7 +74,7 @@ for (let i = 0; i < n; i++, o += 55) out.push(b[o] + ":" + b.readUInt32LE(o + 2 
 console.log(out.join(" "));' "$1"; }
 for q in "q1_0_128 4" "grouped_ternary_128 5" "int8 7" "q8_0 6" "bf16 0"; do
   set -- $q
-  A=$(actions "$W/l_$1/.quantize_manifest.bin")
+  A=$(actions "$W/l_$1.manifest")
   ok_acts=$(echo "$A" | tr ' ' '\n' | awk -F: -v a="$2" 'NR == 1 { if ($1 != 0) bad = 1; next }
     $2 == 1 { if ($1 != 0) bad = 1; next } { if ($1 != a) bad = 1; if (a == 7 && $3 % 32) bad = 1 }
     END { print bad ? "no" : "yes" }')

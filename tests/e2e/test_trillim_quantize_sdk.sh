@@ -14,8 +14,22 @@ mkdir -p "$TMP"
 TMP=$(cd "$TMP" && pwd); FIX=$(cd "$FIX" && pwd)
 D="$TMP/trq_sdk"; rm -rf "$D" "$TMP/trq_run"; mkdir -p "$TMP/trq_run"
 # convert from a relative source path: the manifest must still name absolute shards
-( cd "$FIX" && "$BIN/quantpack" convert bitnet-float --to trlm -f -o "$D" >/dev/null ) || { echo "convert failed"; exit 1; }
-M="$D/.quantize_manifest.bin"
+M="$TMP/trq_sdk.manifest"; rm -f "$M"
+( cd "$FIX" && "$BIN/quantpack" convert bitnet-float --to trlm -f -o "$D" --save-manifest "$M" >/dev/null ) || { echo "convert failed"; exit 1; }
+# the SDK removes its manifest after quantizing (_manifest.py run_model_quantizer: finally
+# _cleanup_paths): the bundle holds none
+ok "no .quantize_manifest.bin in the TRLM folder" "[ ! -e '$D/.quantize_manifest.bin' ] && [ -s '$M' ]"
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -o "$TMP/trq_run/x" --save-manifest "$M" >/dev/null 2>"$TMP/trq_err"; rc=$?
+ok "--save-manifest onto an existing file without -f: exit 4, nothing written (rc $rc)" \
+  "[ $rc -eq 4 ] && grep -q 'exists' '$TMP/trq_err' && [ ! -e '$TMP/trq_run/x' ]"
+R=${QP_REAL_FIXTURES:-}
+if [ -n "$R" ] && [ -f "$R/stories260K.gguf" ]; then
+  "$BIN/quantpack" convert "$R/stories260K.gguf" --to trlm -o "$TMP/trq_run/g" --save-manifest "$TMP/trq_run/g.m" >/dev/null 2>"$TMP/trq_err"; rc=$?
+  ok "--save-manifest with a GGUF source (staged HF copy): exit 2 naming why (rc $rc)" \
+    "[ $rc -eq 2 ] && grep -q 'staged copy' '$TMP/trq_err' && [ ! -e '$TMP/trq_run/g.m' ] && [ ! -e '$TMP/trq_run/g' ]"
+  "$BIN/quantpack" convert "$R/stories260K.gguf" --to trlm -o "$TMP/trq_run/g" >/dev/null 2>&1
+  ok "a GGUF source's TRLM folder holds no manifest either" "[ -s '$TMP/trq_run/g/qmodel.tensors' ] && [ ! -e '$TMP/trq_run/g/.quantize_manifest.bin' ]"
+fi
 first=$(od -An -tu2 -j2 -N2 "$M" | tr -d ' ')           # u16 length of shard 0's path
 p0=$(dd if="$M" bs=1 skip=4 count="$first" 2>/dev/null)
 ok "shard path is absolute ($p0)" "[ \"\${p0:0:1}\" = / ] && [ -f '$p0' ]"

@@ -113,11 +113,11 @@ EOF
 
 case_() { # name src_dir arch quant sdk_quant_name arch_name
   local name=$1 src=$2 arch=$3 q=$4 qname=$5 aname=$6 D="$W/$1"
-  "$BIN/quantpack" convert "$src" --to trlm --quant "$q" -o "$D" >"$W/err" 2>&1
+  "$BIN/quantpack" convert "$src" --to trlm --quant "$q" -o "$D" --save-manifest "$W/$name.manifest" >"$W/err" 2>&1
   check "$name: convert ($(head -c 200 "$W/err"))" "[ -s '$D/qmodel.tensors' ]"
   expect_manifest "$src" "$arch" "$q" > "$W/$name.expect"
   check "$name: manifest == the SDK's build_manifest ($(stat -c %s "$W/$name.expect") bytes)" \
-    "cmp -s '$W/$name.expect' '$D/.quantize_manifest.bin'"
+    "cmp -s '$W/$name.expect' '$W/$name.manifest'"
   local rec; rec=$(check_records "$D" "$W/$name.expect" "$arch")
   check "$name: qmodel.tensors records follow from the SDK's manifest ($rec)" "[ '${rec%% *}' = ok ]"
   check "$name: trillim_config.json architecture $aname, quantization $qname" \
@@ -186,7 +186,7 @@ done
 check "arch_type=2 for the Qwen3 TRLM: exit 3 naming arch_type (rc $rc)" "[ $rc -eq 3 ] && grep -q arch_type '$W/err'"
 
 # refused: QWEN35 (linear attention) at the quantizer and as a source
-"$BIN/trillim-quantize" --manifest "$W/qwen3/.quantize_manifest.bin" --output "$W/x/qmodel.tensors" --arch 3 \
+"$BIN/trillim-quantize" --manifest "$W/qwen3.manifest" --output "$W/x/qmodel.tensors" --arch 3 \
   --hidden-dim 256 --intermediate-dim 512 --hidden-dim-orig 256 --intermediate-dim-orig 512 --norm-eps 1e-06 \
   --head-dim 128 >/dev/null 2>"$W/err"; rc=$?
 check "--arch 3: exit 3 naming QWEN35 and linear attention (rc $rc)" "[ $rc -eq 3 ] && grep -q 'QWEN35.*linear-attention' '$W/err'"
