@@ -205,6 +205,7 @@ typedef struct qp_cli_convert_args {
     uint64_t shard_size;
     bool force, no_inline, quiet; /* force: -f/--force (--replace), every target */
     const char *lora, *save_manifest;        /* trlm */
+    bool adapter_only;                       /* trlm */
     const char *heads, *head_weights, *name; /* bullet */
     bool checksum;
     /* gguf: llama-quantize's importance matrix and per-tensor options */

@@ -315,6 +315,10 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--quiet", NULL, QP_CLI_FLAG, &a->quiet, .used_by = R, .help = "[rdrr] no summary on stderr"},
         {"--lora", NULL, QP_CLI_STR, &a->lora, .used_by = T, .arg = "PEFT_DIR",
          .help = "[trlm] also write qmodel.lora from this PEFT adapter"},
+        {"--adapter-only", NULL, QP_CLI_FLAG, &a->adapter_only, .used_by = T,
+         .help = "[trlm] with --lora: OUT is the SDK's LoRA adapter bundle\n(qmodel.lora, "
+                 "trillim_config.json type lora_adapter,\nthe adapter's files; no model), as "
+                 "`trillim quantize\nMODEL ADAPTER` writes it"},
         {"--save-manifest", NULL, QP_CLI_STR, &a->save_manifest, .used_by = T, .arg = "FILE",
          .help = "[trlm] keep the SDK's quantize manifest at FILE (for\ntrillim-quantize; HF "
                  "sources; not kept in OUT)"},
@@ -369,6 +373,7 @@ static int convert_prepare_output(const qp_cli_convert_args *a, unsigned target_
         if (rc != QP_EXIT_OK) return rc;
     }
     const qp_outdir_kind *kind = (target_bit & QP_TO_RDRR)          ? &qp_rdrr_outdir_kind
+                                 : (target_bit & QP_TO_TRLM) && a->adapter_only ? &qp_trlm_adapter_outdir_kind
                                  : (target_bit & QP_TO_TRLM)        ? &qp_trlm_outdir_kind
                                  : (target_bit & QP_TO_SAFETENSORS) ? &qp_hf_outdir_kind
                                                                     : NULL;

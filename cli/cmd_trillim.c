@@ -102,6 +102,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     if (!a->out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
     qp_trlm_convert_opts o = {.target = QP_TRILLIM_TARGET_AUTO, .lora = a->lora,
                               .tokenizer = a->tokenizer, .save_manifest = a->save_manifest,
+                              .adapter_only = a->adapter_only,
                               .force = a->force,
                               .allow_nonfinite = a->allow_nonfinite};
     if (a->quant && !qp_trillim_target_from_name(a->quant, &o.target))
@@ -117,6 +118,10 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     if (s == QP_OK) s = qp_convert_to_trlm(sm, a->out, &o, &st, &e);
     qp_model_close(sm);
     if (s != QP_OK) return qp_cli_fail(&e);
+    if (a->adapter_only) {
+        printf("convert: wrote %s (TRLM LoRA adapter bundle)\n", a->out);
+        return QP_EXIT_OK;
+    }
     printf("convert: wrote %s (TRLM, %lld tensors%s)\n", a->out, (long long)st.n_tensors,
            a->lora ? ", LoRA" : "");
     if (!st.has_tokenizer) qp_cli_warn_no_tokenizer(a->out);

@@ -7,6 +7,7 @@
 
 #include "cli/inference_session.h"
 #include "quantpack/generate.h"
+#include "readers/trlm_bundle.h"
 #include "readers/trlm_format.h"
 
 struct qp_inf_session {
@@ -90,7 +91,9 @@ static int open_model(const char *prog, const char *dir, const char *lora_file, 
     qp_model *m = NULL;
     if (qp_model_open(dir, NULL, &m, &e) != QP_OK) return qp_cli_fail(&e);
     int rc = QP_EXIT_OK;
-    if (lora_file && qp_trlm_apply_lora(m, lora_file, &e) != QP_OK) rc = qp_cli_fail(&e);
+    if (lora_file && (qp_trlm_adapter_check(dir, lora_file, &e) != QP_OK ||
+                      qp_trlm_apply_lora(m, lora_file, &e) != QP_OK))
+        rc = qp_cli_fail(&e);
     if (rc == QP_EXIT_OK) rc = check_config(prog, c, m, dir);
     if (rc != QP_EXIT_OK) {
         qp_model_close(m);

@@ -80,31 +80,35 @@ static qp_status write_inference_config(const qp_trillim_config *c, const char *
     return qp_file_write_atomic(path, line, (size_t)n, e);
 }
 
-/* Writes the manifest for hf, parses it back and executes it (the trillim-quantize path). */
+/* Writes the manifest for hf, parses it back and executes it (the trillim-quantize path). A
+ * model: qmodel.tensors, rope.cache [, qmodel.lora]; adapter_only (run_adapter_quantizer): the
+ * adapter-only manifest, qmodel.lora, and the unused qmodel.tensors the SDK also discards. */
 static qp_status quantize_from_manifest(const char *hf, const qp_trillim_config *c,
                                         const qp_trlm_convert_opts *o, const char *mpath,
                                         qp_outdir *od, int64_t *n_tensors, qp_err *e) {
     qp_trillim_manifest *m = NULL, *m2 = NULL;
     uint8_t *mbytes = NULL;
     size_t mlen = 0;
-    char *tpath = qp_outdir_join(od, "qmodel.tensors"), *rpath = qp_outdir_join(od, "rope.cache"),
-         *lpath = qp_outdir_join(od, "qmodel.lora");
+    const bool ao = o->adapter_only;
+    char *tpath = qp_outdir_join(od, ao ? ".unused-qmodel.tensors" : "qmodel.tensors"),
+         *rpath = qp_outdir_join(od, "rope.cache"), *lpath = qp_outdir_join(od, "qmodel.lora");
     qp_status s = tpath && rpath && lpath ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    if (s == QP_OK) s = qp_trillim_manifest_build(hf, c, o->lora, &m, e);
+    if (s == QP_OK) s = qp_trillim_manifest_build(hf, c, o->lora, ao, &m, e);
     if (s == QP_OK) s = qp_trillim_manifest_serialize(m, &mbytes, &mlen, e);
     if (s == QP_OK) s = qp_file_write_atomic(mpath, mbytes, mlen, e);
     if (s == QP_OK) s = qp_trillim_manifest_read(mpath, &m2, e);
     int64_t rank = 0;
     if (s == QP_OK && o->lora) s = qp_trillim_adapter_rank(o->lora, &rank, e);
-    if (s == QP_OK) {
+    if (s == QP_OK) { /* the adapter run passes no rope flags */
         qp_trillim_quant_opts q = {mpath, tpath, c->arch_type, c->hidden, c->intermediate,
                                    c->hidden_orig, c->intermediate_orig, c->norm_eps,
-                                   c->tie_embeddings, rpath, c->rope_theta, c->max_pos, c->head_dim,
-                                   o->lora ? lpath : NULL, rank, c->n_heads, c->n_kv_heads, 0, 0,
-                                   0, 0, 0};
+                                   c->tie_embeddings, ao ? NULL : rpath, c->rope_theta, c->max_pos,
+                                   c->head_dim, o->lora ? lpath : NULL, rank, c->n_heads,
+                                   c->n_kv_heads, 0, 0, 0, 0, 0};
         s = qp_trillim_quantize(m2, &q, e);
     }
-    if (s == QP_OK) *n_tensors = m->n_entries;
+    if (ao) unlink(tpath);
+    if (s == QP_OK) *n_tensors = ao ? 0 : m->n_entries;
     qp_trillim_manifest_free(m2);
     qp_trillim_manifest_free(m);
     qp_free(mbytes);
@@ -114,14 +118,43 @@ static qp_status quantize_from_manifest(const char *hf, const qp_trillim_config 
     return s;
 }
 
+/* What goes beside qmodel.tensors (the model) or qmodel.lora (an adapter bundle). */
+static qp_status write_side_files(const char *hf, const qp_trillim_config *c, const qp_trlm_convert_opts *o,
+                                  qp_outdir *od, qp_err *e) {
+    char *cfgp = qp_outdir_join(od, "inference.config"), *bundlep = qp_outdir_join(od, "trillim_config.json");
+    qp_status s = cfgp && bundlep ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    if (s == QP_OK && o->adapter_only) {
+        s = qp_trillim_adapter_files_copy(o->lora, od, e);
+        if (s == QP_OK) s = qp_trillim_adapter_bundle_write(hf, o->lora, c, bundlep, e);
+    } else if (s == QP_OK) {
+        s = copy_side_files(hf, o->tokenizer, od, e);
+        if (s == QP_OK) s = write_inference_config(c, cfgp, e);
+        if (s == QP_OK) s = qp_trillim_bundle_write(hf, c, bundlep, e);
+    }
+    qp_free(cfgp);
+    qp_free(bundlep);
+    return s;
+}
+
+/* The adapter-only form's preconditions, as the SDK's quantize() checks them. */
+static qp_status check_adapter_only(const qp_trlm_convert_opts *o, qp_err *e) {
+    if (!o->lora) return qp_fail(e, QP_ERR_ARG, "an adapter bundle (--adapter-only) needs --lora PEFT_DIR");
+    if (o->target != QP_TRILLIM_TARGET_AUTO)
+        return qp_fail(e, QP_ERR_ARG, "--quant only applies when quantizing a base model, not an adapter "
+                       "bundle (the SDK's quantize() refuses it too)");
+    if (o->tokenizer) return qp_fail(e, QP_ERR_ARG, "--tokenizer: an adapter bundle copies the adapter's own files");
+    return QP_OK;
+}
+
 qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
                              qp_trlm_convert_stats *st, qp_err *e) {
     qp_outdir *od = NULL, *stage = NULL;
-    char *mpath = NULL, *cfgp = NULL, *bundlep = NULL;
+    char *mpath = NULL;
     int64_t n_tensors = 0;
     qp_trillim_config c = {0};
     const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
-    qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
+    qp_status s = o->adapter_only ? check_adapter_only(o, e) : QP_OK;
+    if (s == QP_OK) s = qp_model_check_for_write(src, o->allow_nonfinite, e);
     if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
     if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &stage, e);
     /* hf: the Hugging Face folder the SDK's manifest describes (a staged one is removed at the
@@ -130,7 +163,8 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     if (s == QP_OK) s = qp_trillim_config_from_hf(hf, &c, e);
     if (s == QP_OK) {
         c.target = o->target;
-        s = qp_outdir_open(out, &qp_trlm_outdir_kind, o->force, &od, e);
+        s = qp_outdir_open(out, o->adapter_only ? &qp_trlm_adapter_outdir_kind : &qp_trlm_outdir_kind,
+                           o->force, &od, e);
     }
     if (s == QP_OK && stage && o->save_manifest)
         s = qp_fail(e, QP_ERR_ARG, "%s: --save-manifest needs a Hugging Face folder as the source: the "
@@ -139,16 +173,12 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     /* the manifest lives in the staging folder only while the quantizer runs, and is removed
        before the folder is committed, as the SDK's run_model_quantizer removes its own
        (converters/trillim_sdk.md "Shard paths") */
-    if (s == QP_OK && (!(mpath = qp_outdir_join(od, ".quantize_manifest.bin")) ||
-                       !(cfgp = qp_outdir_join(od, "inference.config")) ||
-                       !(bundlep = qp_outdir_join(od, "trillim_config.json"))))
+    if (s == QP_OK && !(mpath = qp_outdir_join(od, ".quantize_manifest.bin")))
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
     if (s == QP_OK) s = quantize_from_manifest(hf, &c, o, mpath, od, &n_tensors, e);
     if (s == QP_OK && o->save_manifest) s = copy_file(mpath, o->save_manifest, e);
     if (mpath) unlink(mpath);
-    if (s == QP_OK) s = copy_side_files(hf, o->tokenizer, od, e);
-    if (s == QP_OK) s = write_inference_config(&c, cfgp, e);
-    if (s == QP_OK) s = qp_trillim_bundle_write(hf, &c, bundlep, e);
+    if (s == QP_OK) s = write_side_files(hf, &c, o, od, e);
     if (s == QP_OK) {
         s = qp_outdir_commit(od, e);
         od = NULL;
@@ -156,8 +186,6 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     qp_outdir_abort(od);
     qp_outdir_abort(stage);
     qp_free(mpath);
-    qp_free(cfgp);
-    qp_free(bundlep);
     qp_trillim_config_free(&c);
     if (s == QP_OK && st) {
         st->n_tensors = n_tensors;

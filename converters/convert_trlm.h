@@ -20,6 +20,9 @@ typedef struct qp_trlm_convert_opts {
     const char *lora;         /* PEFT adapter folder, or NULL */
     const char *tokenizer;    /* a tokenizer file copied beside the model, or NULL */
     const char *save_manifest; /* also keep the quantize manifest at this file (HF sources), or NULL */
+    bool adapter_only;        /* out is the SDK's LoRA adapter bundle of lora for this base model
+                                 (qmodel.lora, trillim_config.json "lora_adapter", the adapter's
+                                 files; no model): `trillim quantize MODEL ADAPTER` */
     bool force;               /* replace a previous TRLM folder at out (core/outfile.md) */
     bool allow_nonfinite;     /* write NaN/Inf weights instead of refusing the model */
 } qp_trlm_convert_opts;

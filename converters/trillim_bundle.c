@@ -1,4 +1,6 @@
-/* trillim_config.json of a model bundle (converters/trillim_bundle.h). */
+/* trillim_config.json of a model or LoRA adapter bundle, and an adapter bundle's support files
+ * (converters/trillim_bundle.h). */
+#include <dirent.h>
 #include <string.h>
 
 #include "converters/trillim_bundle.h"
@@ -29,44 +31,157 @@ static bool has_auto_map_ref(const cJSON *obj, const char *key) {
     return false;
 }
 
-/* remote_code: _bundle_requires_remote_code, the AutoTokenizer references of
- * tokenizer_config.json and config.json. Unreadable or absent files have none. */
-static bool requires_remote_code(const char *model_dir) {
+static cJSON *read_json_object(const char *path) {
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *j = NULL;
+    if (qp_path_exists(path) && qp_file_read_all(path, 1 << 24, &text, &len, NULL) == QP_OK) {
+        j = cJSON_ParseWithLength(text, len);
+        if (!cJSON_IsObject(j)) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+    }
+    qp_free(text);
+    return j;
+}
+
+/* remote_code: the AutoTokenizer references of dir's tokenizer_config.json and config.json
+ * (_bundle_requires_remote_code), and for an adapter also config.json's AutoConfig
+ * (_has_remote_code_references). Unreadable or absent files have none. */
+static bool requires_remote_code(const char *dir, bool auto_config) {
     static const char *const k_files[] = {"tokenizer_config.json", "config.json"};
     bool any = false;
     for (size_t k = 0; k < sizeof k_files / sizeof k_files[0] && !any; k++) {
-        char *p = qp_path_join(model_dir, k_files[k]), *text = NULL;
-        size_t len = 0;
-        if (p && qp_path_exists(p) && qp_file_read_all(p, 1 << 24, &text, &len, NULL) == QP_OK) {
-            cJSON *j = cJSON_ParseWithLength(text, len);
-            any = has_auto_map_ref(j, "AutoTokenizer");
-            cJSON_Delete(j);
-        }
-        qp_free(text);
+        char *p = qp_path_join(dir, k_files[k]);
+        cJSON *j = p ? read_json_object(p) : NULL;
+        any = has_auto_map_ref(j, "AutoTokenizer") || (auto_config && k == 1 && has_auto_map_ref(j, "AutoConfig"));
+        cJSON_Delete(j);
         qp_free(p);
     }
     return any;
 }
 
-qp_status qp_trillim_bundle_write(const char *model_dir, const qp_trillim_config *c, const char *out_path,
-                                  qp_err *e) {
+/* json.dumps(payload, indent=2) + "\n" of write_model_metadata / write_adapter_metadata, keys in
+ * the SDK's order. */
+static qp_status write_bundle(const char *model_dir, const char *type, const char *quantization,
+                              const char *source_model, int arch, bool remote, const char *out_path,
+                              qp_err *e) {
     char hash[65];
     char *cfg = qp_path_join(model_dir, "config.json");
     qp_status s = cfg ? qp_trlm_config_hash(cfg, hash, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
     qp_free(cfg);
     if (s != QP_OK) return s;
-    /* json.dumps(payload, indent=2) + "\n", keys in the SDK's order */
     qp_buf b = {0};
-    qp_buf_printf(&b, "{\n  \"trillim_version\": \"%s\",\n  \"format_version\": %d,\n  \"type\": \"model\",\n"
+    qp_buf_printf(&b, "{\n  \"trillim_version\": \"%s\",\n  \"format_version\": %d,\n  \"type\": \"%s\",\n"
                   "  \"quantization\": \"%s\",\n  \"source_model\": ", QP_TRILLIM_SDK_VERSION,
-                  QP_TRLM_BUNDLE_FORMAT, qp_trillim_quantization_name(c->target, c->arch_type));
-    bool ok = put_py_str(&b, c->source_model ? c->source_model : "");
+                  QP_TRLM_BUNDLE_FORMAT, type, quantization);
+    bool ok = put_py_str(&b, source_model);
     qp_buf_printf(&b, ",\n  \"architecture\": \"%s\",\n  \"platforms\": [\n    \"x86_64\",\n    \"aarch64\"\n  ],\n"
                   "  \"base_model_config_hash\": \"%s\",\n  \"remote_code\": %s\n}\n",
-                  qp_trlm_arch_name((uint32_t)c->arch_type), hash, requires_remote_code(model_dir) ? "true" : "false");
+                  qp_trlm_arch_name((uint32_t)arch), hash, remote ? "true" : "false");
     if (b.oom) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    else if (!ok) s = qp_fail(e, QP_ERR_CORRUPT, "%s/config.json: _name_or_path is not valid UTF-8", model_dir);
+    else if (!ok) s = qp_fail(e, QP_ERR_CORRUPT, "%s: source_model is not valid UTF-8", out_path);
     else s = qp_file_write_atomic(out_path, b.p, b.len, e);
     qp_buf_free(&b);
+    return s;
+}
+
+qp_status qp_trillim_bundle_write(const char *model_dir, const qp_trillim_config *c, const char *out_path,
+                                  qp_err *e) {
+    return write_bundle(model_dir, "model", qp_trillim_quantization_name(c->target, c->arch_type),
+                        c->source_model ? c->source_model : "", c->arch_type,
+                        requires_remote_code(model_dir, false), out_path, e);
+}
+
+qp_status qp_trillim_adapter_bundle_write(const char *model_dir, const char *adapter_dir,
+                                          const qp_trillim_config *c, const char *out_path, qp_err *e) {
+    char *p = qp_path_join(adapter_dir, "adapter_config.json");
+    cJSON *ac = p ? read_json_object(p) : NULL;
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(ac, "base_model_name_or_path");
+    /* str(payload.get("base_model_name_or_path", "")): strings as they are; other JSON values
+       ("None" for null) are not reproduced and written as "" (converters/trillim_sdk.md) */
+    qp_status s = write_bundle(model_dir, "lora_adapter",
+                               qp_trillim_quantization_name(QP_TRILLIM_TARGET_AUTO, c->arch_type),
+                               cJSON_IsString(src) ? src->valuestring : "", c->arch_type,
+                               requires_remote_code(adapter_dir, true), out_path, e);
+    cJSON_Delete(ac);
+    qp_free(p);
+    return s;
+}
+
+/* copy_adapter_support_files' skip rule (_should_skip_adapter_path) for a top-level name. */
+static bool adapter_file_skipped(const char *name) {
+    static const char *const k_excluded[] = {".quantize_manifest.bin", "qmodel.lora", "qmodel.tensors",
+                                             "rope.cache", "trillim_config.json", "adapter_model.safetensors",
+                                             "adapter_model.bin", ".unused-qmodel.tensors"};
+    for (size_t k = 0; k < sizeof k_excluded / sizeof k_excluded[0]; k++)
+        if (strcmp(name, k_excluded[k]) == 0) return true;
+    size_t n = strlen(name);
+    return strncmp(name, "adapter_model.safetensors.", 26) == 0 || (n >= 4 && strcmp(name + n - 4, ".pyc") == 0) ||
+           (n >= 4 && strcmp(name + n - 4, ".tmp") == 0);
+}
+
+/* _sanitize_adapter_tokenizer_loader_fields: without an AutoTokenizer of the adapter's own,
+ * tokenizer_class and auto_map's AutoTokenizer go (auto_map too when it empties or is a list). */
+static void sanitize_loader_fields(cJSON *j) {
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "tokenizer_class");
+    cJSON *am = cJSON_GetObjectItemCaseSensitive(j, "auto_map");
+    if (cJSON_IsObject(am)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(am, "AutoTokenizer");
+        if (!am->child) cJSON_DeleteItemFromObjectCaseSensitive(j, "auto_map");
+    } else if (cJSON_IsArray(am)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "auto_map");
+    }
+}
+
+/* One support file: config.json / tokenizer_config.json that parse as objects rewritten as the
+ * SDK's _write_json (sanitized unless the adapter declares its AutoTokenizer), others copied. */
+static qp_status copy_adapter_file(const char *from, const char *name, bool explicit_tok, const char *to,
+                                   qp_err *e) {
+    cJSON *j = strcmp(name, "config.json") == 0 || strcmp(name, "tokenizer_config.json") == 0
+                   ? read_json_object(from) : NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    qp_status s;
+    if (j) {
+        if (!explicit_tok) sanitize_loader_fields(j);
+        qp_buf b = {0};
+        bool ok = qp_json_dump_py_indent(&b, j, 2) && qp_buf_u8(&b, '\n');
+        s = ok ? qp_file_write_atomic(to, b.p, b.len, e)
+               : qp_fail(e, b.oom ? QP_ERR_NOMEM : QP_ERR_CORRUPT, "%s: cannot be written back as JSON "
+                         "(invalid UTF-8 or nested deeper than 64)", from);
+        qp_buf_free(&b);
+        cJSON_Delete(j);
+        return s;
+    }
+    s = qp_file_read_all(from, (size_t)1 << 30, &buf, &len, e);
+    if (s == QP_OK) s = qp_file_write_atomic(to, buf, len, e);
+    qp_free(buf);
+    return s;
+}
+
+qp_status qp_trillim_adapter_files_copy(const char *adapter_dir, qp_outdir *od, qp_err *e) {
+    char *cp = qp_path_join(adapter_dir, "config.json"), *tp = qp_path_join(adapter_dir, "tokenizer_config.json");
+    cJSON *cj = cp ? read_json_object(cp) : NULL, *tj = tp ? read_json_object(tp) : NULL;
+    const bool explicit_tok = has_auto_map_ref(cj, "AutoTokenizer") || has_auto_map_ref(tj, "AutoTokenizer");
+    cJSON_Delete(cj);
+    cJSON_Delete(tj);
+    qp_free(cp);
+    qp_free(tp);
+    DIR *d = opendir(adapter_dir);
+    if (!d) return qp_fail(e, QP_ERR_IO, "%s: cannot list the adapter folder", adapter_dir);
+    qp_status s = QP_OK;
+    for (struct dirent *de; s == QP_OK && (de = readdir(d));) {
+        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
+        if (adapter_file_skipped(de->d_name)) continue;
+        char *from = qp_path_join(adapter_dir, de->d_name), *to = qp_outdir_join(od, de->d_name);
+        if (!from || !to) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        else if (!qp_path_is_dir(from) && qp_path_check_regular(from, 0, NULL) == QP_OK)
+            s = copy_adapter_file(from, de->d_name, explicit_tok, to, e); /* subfolders: not copied */
+        qp_free(from);
+        qp_free(to);
+    }
+    closedir(d);
     return s;
 }

@@ -1216,7 +1216,8 @@ static qp_status absolute_dir(const char *dir, char **out, qp_err *e) {
 }
 
 qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
-                                    const char *adapter_dir, qp_trillim_manifest **out, qp_err *e) {
+                                    const char *adapter_dir, bool adapter_only,
+                                    qp_trillim_manifest **out, qp_err *e) {
     manifest_build b = {.c = c};
     char *abs_model = NULL, *abs_adapter = NULL;
     qp_trillim_manifest *m = qp_calloc(1, sizeof *m);
@@ -1229,7 +1230,12 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
         (adapter_dir && (s = absolute_dir(adapter_dir, &abs_adapter, e)) != QP_OK))
         goto done;
     b.model_dir = abs_model;
-    if ((s = list_model_shards(&b, e)) != QP_OK) goto done;
+    if (adapter_only && !abs_adapter) {
+        s = qp_fail(e, QP_ERR_ARG, "an adapter-only manifest needs an adapter folder");
+        goto done;
+    }
+    /* skip_model (run_adapter_quantizer): no model shards, entries or sections */
+    if (!adapter_only && (s = list_model_shards(&b, e)) != QP_OK) goto done;
     if ((s = collect_items(&b, b.shards.n, e)) != QP_OK) goto done;
     m->entries = qp_calloc((size_t)(b.n_items ? b.n_items : 1), sizeof *m->entries);
     if (!m->entries) {

@@ -160,10 +160,11 @@ int qp_trillim_activation_of(const cJSON *hidden_act);
  * adapter_model.safetensors, in the current SDK's form (build_manifest: one TEXT_CORE section
  * over the entries, actions from c->target). Tensor order, padding and skip rules as the SDK. Shard
  * paths are absolute (model_dir and adapter_dir resolved as the SDK resolves them), so the
- * manifest works from any directory. */
+ * manifest works from any directory. adapter_only (the SDK's skip_model, run_adapter_quantizer):
+ * the adapter-only manifest, 1 shard (the adapter's), no entries, no sections, the LoRA block. */
 QP_NODISCARD qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_config *c,
-                                                 const char *adapter_dir, qp_trillim_manifest **out,
-                                                 qp_err *e);
+                                                 const char *adapter_dir, bool adapter_only,
+                                                 qp_trillim_manifest **out, qp_err *e);
 /* LoRA rank ("r") of adapter_dir/adapter_config.json. */
 QP_NODISCARD qp_status qp_trillim_adapter_rank(const char *adapter_dir, int64_t *rank, qp_err *e);
 

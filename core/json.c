@@ -153,7 +153,17 @@ static int cmp_member_names(const void *x, const void *y) {
     return strcmp((*(const cJSON *const *)x)->string, (*(const cJSON *const *)y)->string);
 }
 
-bool qp_json_dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int depth) {
+/* A newline and indent x depth spaces (json.dumps with indent); nothing when indent is 0. */
+static bool dump_py_newline(qp_buf *b, int indent, int depth) {
+    if (!indent) return true;
+    bool ok = qp_buf_u8(b, '\n');
+    for (int i = 0; ok && i < indent * depth; i++) ok = qp_buf_u8(b, ' ');
+    return ok;
+}
+
+/* json.dumps(v, sort_keys=sort_keys) with indent (0: compact separators (",", ":"); else
+ * separators (",", ": ") and one member a line). */
+static bool dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int indent, int depth) {
     if (depth > 64) return false;
     if (!v || cJSON_IsNull(v)) return qp_buf_str(b, "null");
     if (cJSON_IsBool(v)) return qp_buf_str(b, cJSON_IsTrue(v) ? "true" : "false");
@@ -176,9 +186,19 @@ bool qp_json_dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int depth) {
     qp_buf_u8(b, obj ? '{' : '[');
     for (int i = 0; ok && i < k; i++) {
         if (i) qp_buf_u8(b, ',');
-        if (obj) ok = dump_py_str(b, items[i]->string) && qp_buf_u8(b, ':');
-        ok = ok && qp_json_dump_py(b, items[i], sort_keys, depth + 1);
+        ok = dump_py_newline(b, indent, depth + 1);
+        if (ok && obj) ok = dump_py_str(b, items[i]->string) && qp_buf_str(b, indent ? ": " : ":");
+        ok = ok && dump_py(b, items[i], sort_keys, indent, depth + 1);
     }
     qp_free((void *)items);
+    if (ok && k > 0) ok = dump_py_newline(b, indent, depth);
     return ok && qp_buf_u8(b, obj ? '}' : ']');
+}
+
+bool qp_json_dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int depth) {
+    return dump_py(b, v, sort_keys, 0, depth);
+}
+
+bool qp_json_dump_py_indent(qp_buf *b, const cJSON *v, int indent) {
+    return dump_py(b, v, false, indent, 0);
 }

@@ -47,5 +47,7 @@ void qp_py_float_repr(double v, char *buf, size_t cap);
  * value within 2^53 as an integer (cJSON cannot tell 2 from 2.0), others as Python's float repr.
  * False on invalid UTF-8, too deep a value or out of memory. */
 bool qp_json_dump_py(qp_buf *b, const cJSON *v, bool sort_keys, int depth);
+/* json.dumps(v, indent=indent) (separators (",", ": "), one member a line, keys in order). */
+bool qp_json_dump_py_indent(qp_buf *b, const cJSON *v, int indent);
 
 #endif

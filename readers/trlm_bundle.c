@@ -83,6 +83,30 @@ qp_status qp_trlm_bundle_read(const char *dir, qp_trlm_bundle *out, bool *presen
     return s;
 }
 
+qp_status qp_trlm_adapter_check(const char *model_dir, const char *lora_path, qp_err *e) {
+    const char *sl = strrchr(lora_path, '/');
+    char *adir = sl ? qp_strndup(lora_path, (size_t)(sl - lora_path) + (sl == lora_path)) : qp_strdup(".");
+    char *cfg = qp_path_join(model_dir, "config.json");
+    qp_trlm_bundle b;
+    bool present = false;
+    char hash[65];
+    qp_status s = adir && cfg ? qp_trlm_bundle_read(adir, &b, &present, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    if (s == QP_OK && present && strcmp(b.type, "lora_adapter") == 0) {
+        if (!b.config_hash[0])
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s/%s: adapter compatibility metadata (base_model_config_hash) is "
+                        "missing", adir, QP_TRLM_BUNDLE_FILE);
+        else if (!qp_path_exists(cfg))
+            s = qp_fail(e, QP_ERR_IO, "%s: no config.json to check the adapter %s against", model_dir, adir);
+        else if ((s = qp_trlm_config_hash(cfg, hash, e)) == QP_OK && strcmp(hash, b.config_hash) != 0)
+            s = qp_fail(e, QP_ERR_CORRUPT, "%s: adapter/model mismatch: this adapter was quantized for a "
+                        "different base model (base_model_config_hash %.12s..., %s has %.12s...)", adir,
+                        b.config_hash, model_dir, hash);
+    }
+    qp_free(adir);
+    qp_free(cfg);
+    return s;
+}
+
 /* ---- base_model_config_hash ------------------------------------------------------------------- */
 
 /* canonicalize_model_config for one top-level key: text_config's value wins over the top level's

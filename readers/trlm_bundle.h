@@ -32,6 +32,14 @@ QP_NODISCARD qp_status qp_trlm_bundle_read(const char *dir, qp_trlm_bundle *out,
  * folded into the top level. The head counts must be positive integers (CORRUPT otherwise). */
 QP_NODISCARD qp_status qp_trlm_config_hash(const char *config_path, char hex[65], qp_err *e);
 
+/* The SDK runtime's adapter check (_model_dir.py validate_lora_dir) for the folder holding
+ * lora_path: when it has a trillim_config.json of type "lora_adapter" (an adapter bundle), its
+ * base_model_config_hash must be given (CORRUPT) and equal the hash of model_dir/config.json
+ * ("Adapter/model mismatch", CORRUPT naming the adapter's source_model); model_dir without a
+ * config.json cannot be checked (IO). A folder without trillim_config.json (SDK v1 adapters) or
+ * with a model bundle (the model folder's own qmodel.lora) passes unchecked. */
+QP_NODISCARD qp_status qp_trlm_adapter_check(const char *model_dir, const char *lora_path, qp_err *e);
+
 /* config.json's hidden_act as the SDK maps it (_ACTIVATION_MAP, case-insensitive): 0 RELU_SQR
  * for relu_squared, relu2, relu_sqr; 1 SILU for silu, swish; -1 for anything else. */
 int qp_trlm_activation_of(const char *hidden_act);

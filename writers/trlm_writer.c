@@ -13,6 +13,12 @@ static const char *const k_trlm_files[] = {
     "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
     "tokenizer.model", "special_tokens_map.json", NULL};
 const qp_outdir_kind qp_trlm_outdir_kind = {"TRLM model folder", "qmodel.tensors", k_trlm_files};
+/* the SDK's LoRA adapter bundle: qmodel.lora, trillim_config.json and the adapter's own files */
+static const char *const k_trlm_adapter_files[] = {
+    "qmodel.lora", "trillim_config.json", ".quantize_manifest.bin", ".unused-qmodel.tensors",
+    "adapter_config.json", "*.json", "*.txt", "*.model", "*.jinja", "README.md", NULL};
+const qp_outdir_kind qp_trlm_adapter_outdir_kind = {"TRLM LoRA adapter folder", "qmodel.lora",
+                                                    k_trlm_adapter_files};
 
 /* ---- qmodel.tensors ------------------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 /* The files a TRLM folder holds (what -f/--force may replace; anything else in the folder is
  * kept): core.h qp_outdir_kind. */
 extern const qp_outdir_kind qp_trlm_outdir_kind;
+extern const qp_outdir_kind qp_trlm_adapter_outdir_kind; /* a LoRA adapter bundle (qmodel.lora) */
 
 /* ---- qmodel.tensors writer (writers/trlm_writer.c) -------------------------------------------
  * open (declares every record: offsets are laid out at once) -> for each record in order:

@@ -276,7 +276,7 @@ int main(void) {
             qp_trillim_config c = {0};
             qp_trillim_manifest *man = NULL;
             qp_err_clear(&e);
-            qp_status s = qp_trillim_manifest_build(dir, &c, NULL, &man, &e);
+            qp_status s = qp_trillim_manifest_build(dir, &c, NULL, false, &man, &e);
             QP_CHECK_MSG(s == k_hdr[i].want && strstr(e.msg, k_hdr[i].frag), "%s: %s %s", k_hdr[i].name,
                          qp_status_name(s), e.msg);
             qp_trillim_manifest_free(man);
