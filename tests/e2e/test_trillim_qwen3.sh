@@ -185,6 +185,24 @@ done
 { init 2 bf16; req 0 406 1; } | timeout 60 "$BIN/trillim-inference" "$W/qwen3" >/dev/null 2>"$W/err"; rc=$?
 check "arch_type=2 for the Qwen3 TRLM: exit 3 naming arch_type (rc $rc)" "[ $rc -eq 3 ] && grep -q arch_type '$W/err'"
 
+# from a GGUF of the same model (converters/hf_folder.md: the HF folder written first): arch 6
+"$BIN/quantpack" convert "$FIX/qwen3" --to gguf --quant F16 -o "$W/q3.gguf" >/dev/null 2>&1
+"$BIN/quantpack" convert "$W/q3.gguf" --to trlm -o "$W/from_gguf" >"$W/err" 2>&1
+out=$("$BIN/quantpack" verify "$W/from_gguf" --against "$FIX/qwen3" -n 16 2>&1)
+check "Qwen3 GGUF -> TRLM: arch 6, verifies against the HF source ($(echo "$out" | grep -m1 cosine))" \
+  "[ \"\$(od -An -tu4 -j8 -N4 '$W/from_gguf/qmodel.tensors' | tr -d ' ')\" = 6 ] && echo \"\$out\" | grep -q 'verdict: PASS'"
+
+# LoRA on Qwen3 (q out = 4 heads x 128 != hidden): the SDK's adapter bundle through lora_dir gives
+# the ids of the model folder converted with the adapter beside it (v1 --lora)
+peft_adapter "$W/peft" '{"self_attn.q_proj": [512, 256], "self_attn.v_proj": [256, 256], "mlp.down_proj": [256, 512]}'
+"$BIN/quantpack" convert "$FIX/qwen3" --to trlm --lora "$W/peft" --adapter-only -o "$W/peft-TRNQ" >"$W/err" 2>&1
+"$BIN/quantpack" convert "$FIX/qwen3" --to trlm --lora "$W/peft" -o "$W/q3_lora" >>"$W/err" 2>&1
+lo() { { init 6 bf16 | sed "1s/.*/19/"; echo "lora_dir=$2"; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-inference" "$1" 2>>"$W/err" | tr '\n' ' '; }
+A=$(lo "$W/qwen3" "$W/peft-TRNQ"); Bm=$(lo "$W/q3_lora" "$W/q3_lora")
+N=$({ init 6 bf16; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-inference" "$W/qwen3" 2>/dev/null | tr '\n' ' ')
+check "Qwen3 adapter bundle via lora_dir == merged folder, != base ($A / $Bm / $N; $(head -c 160 "$W/err"))" \
+  "[ -n '$A' ] && [ '$A' = '$Bm' ] && [ '$A' != '$N' ]"
+
 # refused: QWEN35 (linear attention) at the quantizer and as a source
 "$BIN/trillim-quantize" --manifest "$W/qwen3.manifest" --output "$W/x/qmodel.tensors" --arch 3 \
   --hidden-dim 256 --intermediate-dim 512 --hidden-dim-orig 256 --intermediate-dim-orig 512 --norm-eps 1e-06 \

@@ -5,13 +5,15 @@ fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 finish() { echo "$pass passed, $fail failed"; [ $fail -eq 0 ]; }
 
-# peft_adapter DIR: adapter_model.safetensors (q_proj, v_proj, down_proj of both layers, rank 4,
-# deterministic values in +-0.5) and adapter_config.json (alpha 8).
+# peft_adapter DIR [SHAPES_JSON]: adapter_model.safetensors (q_proj, v_proj, down_proj of both
+# layers, rank 4, deterministic values in +-0.5) and adapter_config.json (alpha 8). SHAPES_JSON:
+# the {target: [out, in]} of another model (default bitnet-float's).
 peft_adapter() {
   mkdir -p "$1"
-  node - "$1" <<'EOF' || return 1
+  node - "$1" "${2:-}" <<'EOF' || return 1
 const fs = require('fs'), dir = process.argv[2];
-const shapes = {'self_attn.q_proj': [128, 128], 'self_attn.v_proj': [64, 128], 'mlp.down_proj': [128, 256]};
+const shapes = process.argv[3] ? JSON.parse(process.argv[3]) :
+  {'self_attn.q_proj': [128, 128], 'self_attn.v_proj': [64, 128], 'mlp.down_proj': [128, 256]};
 const r = 4; let seed = 12345, header = {}, chunks = [], off = 0;
 const rnd = () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 4294967296 - 0.5); };
 for (let l = 0; l < 2; l++)
