@@ -137,12 +137,18 @@ static qp_status write_side_files(const char *hf, const qp_trillim_config *c, co
 }
 
 /* The adapter-only form's preconditions, as the SDK's quantize() checks them. */
-static qp_status check_adapter_only(const qp_trlm_convert_opts *o, qp_err *e) {
+static qp_status check_adapter_only(const qp_trlm_convert_opts *o, const char *out, qp_err *e) {
     if (!o->lora) return qp_fail(e, QP_ERR_ARG, "an adapter bundle (--adapter-only) needs --lora PEFT_DIR");
     if (o->target != QP_TRILLIM_TARGET_AUTO)
         return qp_fail(e, QP_ERR_ARG, "--quant only applies when quantizing a base model, not an adapter "
                        "bundle (the SDK's quantize() refuses it too)");
     if (o->tokenizer) return qp_fail(e, QP_ERR_ARG, "--tokenizer: an adapter bundle copies the adapter's own files");
+    char *model = qp_path_join(out, "qmodel.tensors");
+    bool is_model = model && qp_path_exists(model);
+    qp_free(model);
+    if (is_model) /* -f would mix the bundle into a model folder (its qmodel.lora is the marker) */
+        return qp_fail(e, QP_ERR_IO, "%s: holds a TRLM model (qmodel.tensors); an adapter bundle goes into a "
+                       "folder of its own", out);
     return QP_OK;
 }
 
@@ -153,7 +159,7 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     int64_t n_tensors = 0;
     qp_trillim_config c = {0};
     const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
-    qp_status s = o->adapter_only ? check_adapter_only(o, e) : QP_OK;
+    qp_status s = o->adapter_only ? check_adapter_only(o, out, e) : QP_OK;
     if (s == QP_OK) s = qp_model_check_for_write(src, o->allow_nonfinite, e);
     if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
     if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &stage, e);

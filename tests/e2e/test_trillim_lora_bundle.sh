@@ -109,6 +109,9 @@ check "a bundle without base_model_config_hash: exit 3 (rc $rc)" "[ $rc -eq 3 ] 
 check "--adapter-only without --lora: exit 2 (rc $rc)" "[ $rc -eq 2 ] && [ ! -e '$W/x1' ]"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only --quant q8_0 -o "$W/x2" >/dev/null 2>"$W/err"; rc=$?
 check "--adapter-only with --quant: exit 2, as the SDK's quantize() (rc $rc)" "[ $rc -eq 2 ] && grep -q 'base model' '$W/err' && [ ! -e '$W/x2' ]"
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only -f -o "$W/merged" >/dev/null 2>"$W/err"; rc=$?
+check "-f onto a model folder holding qmodel.lora: exit 4, the model kept (rc $rc)" \
+  "[ $rc -eq 4 ] && grep -q 'folder of its own' '$W/err' && grep -q '\"type\": \"model\"' '$W/merged/trillim_config.json'"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only -o "$B" >/dev/null 2>"$W/err"; rc=$?
 check "an existing bundle is not replaced without -f (rc $rc)" "[ $rc -eq 4 ]"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only -f -o "$B" >/dev/null 2>"$W/err"; rc=$?
