@@ -894,6 +894,62 @@ static uint32_t pad_dim(int64_t d, const qp_trillim_config *c, bool *padded) {
     return (uint32_t)d;
 }
 
+static const char *const k_lora_targets[QP_TRILLIM_LORA_TARGETS] = {
+    "self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj",
+    "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+
+/* _parse_adapter_tensor_key: "<prefix><layer>.<target>.lora_<A|B>.weight" with one of the two
+ * prefixes and a LORA_TARGETS target; the layer, or -1 when the key is not one. */
+static int64_t lora_key_layer(const char *key) {
+    static const char *const k_prefix[] = {"base_model.model.model.layers.", "model.layers."};
+    for (int p = 0; p < 2; p++) {
+        size_t pl = strlen(k_prefix[p]);
+        if (strncmp(key, k_prefix[p], pl) != 0) continue;
+        const char *d = key + pl, *q = d;
+        int64_t layer = 0;
+        while (*q >= '0' && *q <= '9' && layer < 100000000) layer = layer * 10 + (*q++ - '0');
+        if (q == d || *q != '.') return -1;
+        for (int t = 0; t < QP_TRILLIM_LORA_TARGETS; t++) {
+            size_t tl = strlen(k_lora_targets[t]);
+            if (strncmp(q + 1, k_lora_targets[t], tl) == 0 &&
+                (strcmp(q + 1 + tl, ".lora_A.weight") == 0 || strcmp(q + 1 + tl, ".lora_B.weight") == 0))
+                return layer;
+        }
+        return -1;
+    }
+    return -1;
+}
+
+/* _read_adapter_metadata's refusals: target_modules naming a module outside LORA_TARGETS (short
+ * names as _SHORT_TO_FULL maps them), an adapter tensor that is not a LoRA A/B of one of them, or
+ * one for a layer the model does not have. Without them a tensor would be silently dropped. */
+static qp_status check_adapter_tensors(const cJSON *ac, const cJSON *header, const qp_trillim_config *c,
+                                       const char *cfgp, const char *stp, qp_err *e) {
+    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(ac, "target_modules"), *it;
+    if (tm && !cJSON_IsArray(tm))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: target_modules must be a list", cfgp);
+    cJSON_ArrayForEach(it, tm) {
+        bool known = false;
+        for (int t = 0; t < QP_TRILLIM_LORA_TARGETS && cJSON_IsString(it); t++)
+            known |= strcmp(it->valuestring, k_lora_targets[t]) == 0 ||
+                     strcmp(it->valuestring, strchr(k_lora_targets[t], '.') + 1) == 0;
+        if (!known)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: target module %s is not one the SDK takes (k, v, q, o, "
+                           "gate, up, down projections)", cfgp, cJSON_IsString(it) ? it->valuestring : "?");
+    }
+    cJSON_ArrayForEach(it, header) {
+        if (!it->string || strcmp(it->string, "__metadata__") == 0) continue;
+        int64_t layer = lora_key_layer(it->string);
+        if (layer < 0)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' is not a LoRA A/B of the k, v, q, o, gate, up "
+                           "or down projection of a layer (layer unsupported)", stp, it->string);
+        if (layer >= c->n_layers)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' is for layer %lld; the base model has %lld layers",
+                           stp, it->string, (long long)layer, (long long)c->n_layers);
+    }
+    return QP_OK;
+}
+
 static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c, st_list *shards,
                             qp_trillim_manifest *m, qp_err *e) {
     char *cfgp = qp_path_join(adapter_dir, "adapter_config.json");
@@ -922,9 +978,7 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
     int idx;
     if ((s = st_list_add(shards, stp, &idx, e)) != QP_OK) goto done;
     const st_shard *sh = &shards->v[idx];
-    static const char *const targets[QP_TRILLIM_LORA_TARGETS] = {
-        "self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj",
-        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+    if ((s = check_adapter_tensors(ac, sh->header, c, cfgp, stp, e)) != QP_OK) goto done;
     m->has_lora = true;
     m->lora_layers = (uint32_t)c->n_layers;
     m->lora_targets = QP_TRILLIM_LORA_TARGETS;
@@ -941,7 +995,7 @@ static qp_status build_lora(const char *adapter_dir, const qp_trillim_config *c,
                 const char *pf[2] = {"base_model.model.model.layers.", "model.layers."};
                 for (int k = 0; k < 2 && !found[ab]; k++) {
                     snprintf(keys[ab], sizeof keys[ab], "%s%u.%s.lora_%c.weight", pf[k], l,
-                             targets[t], ab ? 'B' : 'A');
+                             k_lora_targets[t], ab ? 'B' : 'A');
                     found[ab] = cJSON_GetObjectItemCaseSensitive(sh->header, keys[ab]) != NULL;
                 }
             }

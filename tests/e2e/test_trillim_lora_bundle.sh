@@ -105,6 +105,13 @@ check "the bundle on another base model: exit 3, adapter/model mismatch (rc $rc)
 cp -r "$B" "$W/nohash"; sed -i '/base_model_config_hash/d' "$W/nohash/trillim_config.json"
 { init "$W/nohash"; req 0 406 1; } | timeout 60 "$BIN/trillim-inference" "$W/base" >/dev/null 2>"$W/err"; rc=$?
 check "a bundle without base_model_config_hash: exit 3 (rc $rc)" "[ $rc -eq 3 ] && grep -q 'base_model_config_hash' '$W/err'"
+# _read_adapter_metadata's refusals (a tensor the model has no slot for is not silently dropped)
+peft_adapter "$W/p_head" '{"self_attn.q_proj": [128, 128], "lm_head": [408, 128]}'
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$W/p_head" --adapter-only -o "$W/x0" >/dev/null 2>"$W/err"; rc=$?
+check "an adapter tensor outside the 7 targets: exit 3 naming it (rc $rc)" "[ $rc -eq 3 ] && grep -q 'lm_head.lora_A' '$W/err' && [ ! -e '$W/x0' ]"
+peft_adapter "$W/p_tm"; sed -i 's/"down_proj"\]/"down_proj","embed_tokens"]/' "$W/p_tm/adapter_config.json"
+"$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$W/p_tm" --adapter-only -o "$W/x0" >/dev/null 2>"$W/err"; rc=$?
+check "target_modules naming embed_tokens: exit 3 (rc $rc)" "[ $rc -eq 3 ] && grep -q 'embed_tokens' '$W/err'"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --adapter-only -o "$W/x1" >/dev/null 2>"$W/err"; rc=$?
 check "--adapter-only without --lora: exit 2 (rc $rc)" "[ $rc -eq 2 ] && [ ! -e '$W/x1' ]"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only --quant q8_0 -o "$W/x2" >/dev/null 2>"$W/err"; rc=$?
