@@ -1132,7 +1132,7 @@ static qp_status collect_items(manifest_build *b, int n_model_shards, qp_err *e)
             b->n_items++;
         }
     }
-    qsort(b->items, (size_t)b->n_items, sizeof *b->items, item_cmp);
+    if (b->n_items > 0) qsort(b->items, (size_t)b->n_items, sizeof *b->items, item_cmp);
     return QP_OK;
 }
 
