@@ -178,7 +178,7 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
                     o->save_manifest, qp_format_name(src->format));
     /* the manifest lives in the staging folder only while the quantizer runs, and is removed
        before the folder is committed, as the SDK's run_model_quantizer removes its own
-       (converters/trillim_sdk.md "Shard paths") */
+       (converters/trillim_sdk.md "Where the manifest goes") */
     if (s == QP_OK && !(mpath = qp_outdir_join(od, ".quantize_manifest.bin")))
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
     if (s == QP_OK) s = quantize_from_manifest(hf, &c, o, mpath, od, &n_tensors, e);
