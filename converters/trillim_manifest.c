@@ -627,15 +627,35 @@ static qp_status cfg_int(const cJSON *cfg, const char *file, const char *key, in
     return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is %s, not an integer", file, key, qp_json_kind(v));
 }
 
+/* _legacy_readme_bonsai_arch_type: a README.md mentioning "bonsai" (any case) is BONSAI_TERNARY
+ * when it says "ternary" and none of "1-bit", "1 bit", "1bit", else BONSAI; otherwise, or
+ * unreadable, the arch stays. (The SDK warns that this guess is deprecated.) */
+static void readme_bonsai_arch(const char *model_dir, int *arch) {
+    char *p = qp_path_join(model_dir, "README.md"), *text = NULL;
+    size_t len = 0;
+    if (p && qp_path_exists(p) && qp_file_read_all(p, (size_t)16 << 20, &text, &len, NULL) == QP_OK) {
+        for (size_t i = 0; i < len; i++)
+            if (text[i] >= 'A' && text[i] <= 'Z') text[i] = (char)(text[i] + 32);
+            else if (text[i] == '\0') text[i] = ' ';
+        if (strstr(text, "bonsai")) {
+            bool one_bit = strstr(text, "1-bit") || strstr(text, "1 bit") || strstr(text, "1bit");
+            *arch = strstr(text, "ternary") && !one_bit ? 5 : 4;
+        }
+    }
+    qp_free(text);
+    qp_free(p);
+}
+
 /* _resolve_bonsai_arch_info: a Qwen3 folder's trillim_source.json {"architecture": "qwen3" |
  * "bonsai" | "bonsai_ternary"} (any case, trimmed) makes it QWEN3 (6), BONSAI (4) or
- * BONSAI_TERNARY (5); another value or a missing one is refused as the SDK refuses it. The SDK's
- * deprecated README.md guess is not followed (converters/trillim_sdk.md). */
+ * BONSAI_TERNARY (5); another value or a missing one is refused as the SDK refuses it. Without
+ * the file, the SDK's deprecated README.md guess. */
 static qp_status bonsai_arch(const char *model_dir, int *arch, qp_err *e) {
     char *p = qp_path_join(model_dir, "trillim_source.json");
     if (!p) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
     cJSON *j = NULL;
     qp_status s = qp_path_exists(p) ? read_json(p, &j, e) : QP_OK;
+    if (s == QP_OK && !j) readme_bonsai_arch(model_dir, arch);
     const cJSON *a = j ? cJSON_GetObjectItemCaseSensitive(j, "architecture") : NULL;
     char v[32] = "";
     if (j && cJSON_IsString(a)) {

@@ -14,11 +14,8 @@
 #   an adapter bundle of another base model (config hash) and one without a hash refused, exit 3;
 #   --adapter-only without --lora or with --quant refused, exit 2.
 set -u
-BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
-[ -f "$FIX/bitnet-float/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
 . "$(dirname "$0")/trillim_util.sh"
-mkdir -p "$TMP"; TMP=$(cd "$TMP" && pwd); FIX=$(cd "$FIX" && pwd)
-W="$TMP/trlm_lora_bundle"; rm -rf "$W"; mkdir -p "$W"
+trillim_workdir trlm_lora_bundle bitnet-float
 P="$W/peft"; peft_adapter "$P" || { echo "FAIL: adapter"; exit 1; }
 # a PEFT folder as `save_pretrained` leaves it, with files the SDK copies and skips
 node -e 'const fs = require("fs"), p = process.argv[1] + "/adapter_config.json", j = JSON.parse(fs.readFileSync(p));

@@ -17,11 +17,8 @@
 #   ids; a wrong arch_type is refused; --arch 3 (QWEN35) is refused naming linear attention, a
 #   Qwen3_5ForConditionalGeneration source refused (the HF reader does not take it).
 set -u
-BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
-[ -f "$FIX/qwen3/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
 . "$(dirname "$0")/trillim_util.sh"
-mkdir -p "$TMP"; TMP=$(cd "$TMP" && pwd); FIX=$(cd "$FIX" && pwd)
-W="$TMP/trlm_qwen3"; rm -rf "$W"; mkdir -p "$W"
+trillim_workdir trlm_qwen3 qwen3
 
 # expect_manifest MODEL_DIR ARCH QUANT > bytes: the SDK's build_manifest for a single-file model
 expect_manifest() {
@@ -149,6 +146,14 @@ EOF
 case_ tied "$W/src_tied" 6 auto bf16 qwen3
 case_ tied_q8 "$W/src_tied" 6 q8_0 q8_0 qwen3
 case_ bonsai "$W/src_bonsai" 4 auto binary bonsai
+# no trillim_source.json: the SDK's README.md guess (_legacy_readme_bonsai_arch_type)
+readme_case() { # README text, expected arch
+  rm -rf "$W/src_readme" "$W/readme"; cp -r "$FIX/qwen3" "$W/src_readme"; printf '%s\n' "$1" > "$W/src_readme/README.md"
+  "$BIN/quantpack" convert "$W/src_readme" --to trlm -o "$W/readme" >/dev/null 2>&1
+  check "README '$1' -> arch $2" "[ \"\$(od -An -tu4 -j8 -N4 '$W/readme/qmodel.tensors' | tr -d ' ')\" = $2 ]"; }
+readme_case "# Ternary-Bonsai 8B" 5
+readme_case "# BONSAI: 1-bit ternary-free" 4
+readme_case "# Qwen3 ternary" 6
 case_ bonsai_ternary "$W/src_bonsai_ternary" 5 auto grouped-ternary bonsai_ternary
 
 # the TRLM of the generated Qwen3 model verifies against its source

@@ -2,6 +2,14 @@
 # written with node for the bitnet-float fixture (hidden 128, 4 heads x 32, 2 kv heads, ffn 256).
 
 fail=0; pass=0
+# trillim_workdir NAME FIXTURE: BIN, FIX, TMP as absolute paths, W = $TMP/NAME emptied; exit 77
+# (skip) when the generated fixture FIXTURE is missing
+trillim_workdir() {
+  BIN=$(cd "${QP_BIN_DIR:-bin}" && pwd); FIX=${QP_FIXTURES_DIR:-fixtures}; TMP=${QP_TMP_DIR:-test-tmp}
+  [ -f "$FIX/$2/config.json" ] || { echo "skipped: no fixtures"; exit 77; }
+  mkdir -p "$TMP"; TMP=$(cd "$TMP" && pwd); FIX=$(cd "$FIX" && pwd)
+  W="$TMP/$1"; rm -rf "$W"; mkdir -p "$W"
+}
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 finish() { echo "$pass passed, $fail failed"; [ $fail -eq 0 ]; }
 
