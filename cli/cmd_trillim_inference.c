@@ -15,12 +15,14 @@ static const char k_ti_usage[] =
     "hidden_dim, intermediate_dim, num_layers, num_heads, num_kv_heads, vocab_size, head_dim,\n"
     "max_position_embeddings, norm_eps, rope_theta, tie_word_embeddings, has_qkv_bias,\n"
     "has_attn_sub_norm, has_ffn_sub_norm, quantization, eos_tokens=ID,ID...; optional\n"
-    "num_threads, lora_dir (a folder holding qmodel.lora), lora_quant, unembed_quant,\n"
-    "model_quant), then requests (kv_position = cached tokens kept, tokens=ID,ID..., temperature,\n"
-    "top_k, top_p, repetition_penalty, rep_penalty_lookback, max_tokens; 0 = unlimited); a\n"
-    "count line 0 or EOF between requests ends. Each response: one generated id a line (a stop\n"
-    "without EOS ends with the first EOS id, not cached), then kv_position. Malformed input: a\n"
-    "message on stderr and exit 3. Rules: cli/trillim-inference.md.\n";
+    "num_threads, lora_dir (a folder holding qmodel.lora; an SDK adapter bundle must match the\n"
+    "model's config hash), lora_quant, unembed_quant, model_quant). arch_type is the file's:\n"
+    "1 BITNET, 2 LLAMA, 4 BONSAI, 5 BONSAI_TERNARY, 6 QWEN3. Then requests (kv_position =\n"
+    "cached tokens kept, tokens=ID,ID..., temperature, top_k, top_p, repetition_penalty,\n"
+    "rep_penalty_lookback, max_tokens; 0 = unlimited); a count line 0 or EOF between requests\n"
+    "ends. Each response: one generated id a line (a stop without EOS ends with the first EOS\n"
+    "id, not cached), then kv_position. Malformed input: a message on stderr and exit 3.\n"
+    "Rules: cli/trillim-inference.md.\n";
 
 #define PROG "trillim-inference"
 enum { MAX_KEYS = 64, KEY_LINE_MAX = 4096 };
