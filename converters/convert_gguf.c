@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "converters/convert_gguf.h"
+#include "core/model_internal.h"
 #include "readers/gguf_meta.h"
 #include "readers/model_check.h"
 #include "writers/gguf_writer.h"
@@ -214,9 +215,15 @@ static qp_status run_rows(job *j, int n_threads, float *rows_scratch, qp_err *e)
     return QP_OK;
 }
 
-/* Drops the mapped pages of a source tensor from memory (they are re-read if needed). */
-static void release_source(const qp_tensor *t) {
+/* Drops the mapped pages of a source tensor from memory (they are re-read if needed). Only a
+ * tensor inside its file's mapping: a copy the reader made on the heap (TRLM rows, RDRR decoded
+ * tensors) would lose its page, and the allocator's data beside it, to MADV_DONTNEED. */
+static void release_source(const qp_model *m, const qp_tensor *t) {
     if (!t || !t->data || t->nbytes == 0) return;
+    const qp_mapped_file *f = qp_model_file(m, t->file_index);
+    if (!f || !f->data || t->data < f->data || t->nbytes > f->size ||
+        (size_t)(t->data - f->data) > f->size - t->nbytes)
+        return;
     long ps = sysconf(_SC_PAGESIZE);
     if (ps <= 0) return;
     uintptr_t a = (uintptr_t)t->data, b = a + t->nbytes;
@@ -255,7 +262,7 @@ static qp_status write_data(const qp_model *m, const qp_plan_entry *pe, const qp
             if (s != QP_OK) return s;
             done += k;
         }
-        release_source(t);
+        release_source(m, t);
         return QP_OK;
     }
     job j = {0};
@@ -362,7 +369,7 @@ static qp_status write_data(const qp_model *m, const qp_plan_entry *pe, const qp
     }
     qp_free(scratch);
     if (s != QP_OK) return s;
-    release_source(t);
+    release_source(m, t);
     return QP_OK;
 }
 
