@@ -220,6 +220,8 @@ int qp_cmd_convert(int argc, char **argv);
 int qp_cmd_tokenize(int argc, char **argv);
 int qp_cmd_run(int argc, char **argv);
 int qp_cmd_verify(int argc, char **argv);
+/* convert through formats and back, prove each hop (cli/cmd_roundtrip.c, cli/roundtrip.md) */
+int qp_cmd_roundtrip(int argc, char **argv);
 int qp_cmd_encode(int argc, char **argv);
 int qp_cmd_decode(int argc, char **argv);
 /* RDRR (cli/cmd_rdrr.c, cli/cmd_serve.c) */

@@ -21,6 +21,7 @@ static const struct {
     {"run", qp_cmd_run, false, "generate text with the reference runtime"},
     {"chat", qp_cmd_chat, false, "chat with a model (its chat template, line editing, history)"},
     {"verify", qp_cmd_verify, true, "compare an output model with its source (parity receipt)"},
+    {"roundtrip", qp_cmd_roundtrip, true, "convert through formats and back, prove every hop"},
     {"encode", qp_cmd_encode, true, "f32 rows -> encoded rows (encode --list: every encoding)"},
     {"decode", qp_cmd_decode, true, "encoded rows -> f32 rows"},
     {"serve", qp_cmd_serve, false, "OpenAI-compatible API for a model; an RDRR folder's files too"},
