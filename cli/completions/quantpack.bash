@@ -15,6 +15,10 @@ _quantpack() {
   fi
   case ${COMP_WORDS[COMP_CWORD - 1]} in
     --to) mapfile -t COMPREPLY < <(compgen -W "gguf rdrr trlm bullet safetensors" -- "$cur"); return ;;
+    --via) # a comma-separated list: the word after the last comma
+      local listed=; [[ $cur == *,* ]] && listed=${cur%,*},
+      mapfile -t COMPREPLY < <(compgen -P "$listed" -W "gguf rdrr trlm bullet safetensors" -- "${cur##*,}")
+      return ;;
     --quant | -q)
       mapfile -t COMPREPLY < <(compgen -W "Q4_K_M Q6_K Q8_0 F16 BF16 F32 I2_S TQ1_0 TQ2_0 QK256 keep" \
                                -- "$cur")

@@ -66,6 +66,8 @@ SH
 check "completes commands" 0 "^convert$" bash "$TMP/complete" "$P" quantpack conv
 check "completes options" 0 "--allow-requantize" bash "$TMP/complete" "$P" quantpack convert x --allow
 check "completes companion options" 0 "--shard-size" bash "$TMP/complete" "$P" gguf-to-rdrr --sh
+check "completes roundtrip" 0 "^roundtrip$" bash "$TMP/complete" "$P" quantpack roundt
+check "completes a --via list" 0 "^gguf,rdrr$" bash "$TMP/complete" "$P" quantpack roundtrip x --via gguf,r
 
 # exported symbols = the QP_API declarations of include/quantpack/, all qp_*
 nm -D --defined-only "$libdir/libquantpack.so" | awk '$2 ~ /^[TDBRVW]$/ { print $3 }' | sort >"$TMP/exported"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# quantpack roundtrip (issue 17, cli/roundtrip.md): every --via format on the bundled llama-tied
+# (F32) and llama-gqa-untied (BF16) and, when the real fixtures exist, stories260K.gguf and the
+# llama2.c stories260K.bin; the report's paths, hops and proofs; cases that must fail (a tampered
+# intermediate, a lossy path claimed lossless, a lossy path under its class's thresholds, a format
+# that cannot hold the model); usage errors; --keep and the output rule; nothing left in TMPDIR.
+set -u
+BIN="${QP_BIN_DIR:?}"; FX="${QP_FIXTURES_DIR:?}"; R="${QP_REAL_FIXTURES:-/work/shared/fixtures/real}"
+TMP="${QP_TMP_DIR:-/tmp}/roundtrip-cli.$$"
+QP="$BIN/quantpack"
+mkdir -p "$TMP/tmpdir"; trap 'rm -rf "$TMP"' EXIT
+export TMPDIR="$TMP/tmpdir"
+fail=0; pass=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+# rt NAME WANT_RC ARGS...: runs roundtrip, output in $TMP/NAME.out, checks the exit code
+rt() {
+  local name=$1 want=$2; shift 2
+  "$QP" roundtrip "$@" >"$TMP/$name.out" 2>&1
+  local rc=$?
+  [ $rc -eq "$want" ] && ok || bad "$name: exit $rc, want $want: $(cat "$TMP/$name.out")"
+}
+# row NAME REGEX: a line of NAME's output matches the (extended) regex
+row() { grep -qE -- "$2" "$TMP/$1.out" && ok || bad "$1: no line matching '$2' in: $(cat "$TMP/$1.out")"; }
+# json FILE EXPR: a JavaScript expression over the parsed report r is true
+json() { node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1])); process.exit(eval(process.argv[2]) ? 0 : 1)' "$1" "$2" \
+           && ok || bad "$1: $2 is false"; }
+no_leftovers() { [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "$1: left in TMPDIR: $(ls -A "$TMPDIR")"; }
+
+ALL=gguf,rdrr,trlm,bullet,safetensors
+# random weights: 4-bit BQ4 keeps the argmax far above chance (1/408), not the trained 0.9
+RANDOM_LOSSY=(--min-cosine 0.7 --max-kl 2.5 --min-top1 0.2)
+
+# 1. llama-tied (F32): every format; gguf, rdrr, safetensors lossless (same bytes), trlm and
+#    bullet verified
+rt tied 0 "$FX/llama-tied" --via "$ALL" -o "$TMP/tied" "${RANDOM_LOSSY[@]}"
+for f in gguf rdrr safetensors; do
+  row tied "^$f +F32 +SRC -> $f +verify +pass +identical: "
+  row tied "^$f +F32 +$f -> safetensors +tensors +pass +20 tensors equal: 20 same bytes"
+done
+row tied "^trlm +bf16 +trlm -> safetensors +verify +pass +custom: "
+row tied "^bullet +- +bullet -> safetensors +verify +pass +custom: "
+J="$TMP/tied/roundtrip.json"
+json "$J" 'r.schema === "quantpack.roundtrip.report" && r.schema_version === 1 && r.verdict === "pass"'
+json "$J" 'r.source.format === "safetensors" && r.back.format === "safetensors" && r.back.quant === "F32" && !("note" in r.back)'
+json "$J" 'r.paths.map(p => p.via).join() === "gguf,rdrr,trlm,bullet,safetensors" && r.paths.every(p => p.hops.length === 2)'
+json "$J" 'r.paths.map(p => p.lossless).join() === "true,true,false,false,true"'
+json "$J" 'r.paths.filter(p => p.lossless).every(p => p.hops[1].proof === "tensors" && p.hops[1].tensors.compared === 20)'
+json "$J" 'r.paths.every(p => p.hops[0].receipt.schema === "quantpack.verify.receipt" && p.hops[0].receipt.verdict === "pass")'
+json "$J" 'r.paths[3].hops[1].receipt.thresholds.class === "custom" && r.paths[3].hops[1].thresholds.min_top1 === 0.2'
+json "$J" 'r.intermediates === null'
+no_leftovers tied
+
+# 2. llama-gqa-untied (BF16): F32 intermediates hold the same values (not bytes); trlm bf16 keeps
+#    the BF16 tensors as they were (identical class)
+rt bf16 0 "$FX/llama-gqa-untied" --via gguf,rdrr,trlm,safetensors
+row bf16 "^gguf +F32 +gguf -> safetensors +tensors +pass +30 tensors equal: 0 same bytes, 30 same F32 values"
+row bf16 "^trlm +bf16 +trlm -> safetensors +verify +pass +identical: "
+rt bf16q 0 "$FX/llama-gqa-untied" --via gguf:BF16,safetensors --quant BF16
+row bf16q "^gguf +BF16 +gguf -> safetensors +tensors +pass "
+row bf16q "^safetensors +BF16 +safetensors -> safetensors +tensors +pass +30 tensors equal: 0 same bytes"
+
+# 3. the check can fail
+# a tampered intermediate: one mantissa bit of the first tensor of the GGUF, below what verify sees
+QP_ROUNDTRIP_TAMPER=gguf rt tamper 1 "$FX/llama-tied" --via gguf,safetensors -o "$TMP/tamper"
+row tamper "^gguf +F32 +SRC -> gguf +verify +pass "
+row tamper "^gguf +F32 +gguf -> safetensors +tensors +FAIL +tensor '[a-z_.0-9]+': element 0 differs: "
+row tamper "^safetensors +F32 +safetensors -> safetensors +tensors +pass "
+json "$TMP/tamper/roundtrip.json" 'r.verdict === "fail" && r.paths[0].hops[1].verdict === "fail" && /element 0 differs/.test(r.paths[0].hops[1].tensors.difference)'
+# a lossy path claimed lossless: Q8_0 cannot give the F32 tensors back
+QP_ROUNDTRIP_CLAIM_LOSSLESS=1 rt claim 1 "$FX/llama-tied" --via gguf:Q8_0 "${RANDOM_LOSSY[@]}"
+row claim "^gguf +Q8_0 +gguf -> safetensors +tensors +FAIL +tensor 'token_embd.weight': element 0 differs: "
+# a lossy path under its class's own thresholds (4-bit BQ4 on random weights)
+rt strict 1 "$FX/llama-tied" --via bullet
+row strict "^bullet +- +SRC -> bullet +verify +FAIL +4-bit: .*top-1 agreement [0-9.]+ < 0.9"
+# a format that cannot hold the model: that path is an error (exit 3), the others still run
+rt qwen2 3 "$FX/qwen2" --via bullet,gguf -o "$TMP/qwen2"
+row qwen2 "^bullet +- +SRC -> bullet +- +error +.*cannot be written for bullet-core"
+row qwen2 "^gguf +F32 +gguf -> safetensors +tensors +pass "
+json "$TMP/qwen2/roundtrip.json" 'r.verdict === "error" && r.paths[0].hops.length === 1 && r.paths[1].hops.length === 2'
+no_leftovers failures
+
+# 4. usage and the output rule
+rt nofmt 2 "$FX/llama-tied" --via gguf,foo
+row nofmt "'foo' is not a format \(gguf, rdrr, trlm, bullet, safetensors\)"
+rt novia 2 "$FX/llama-tied"
+rt bulletq 2 "$FX/llama-tied" --via bullet:Q4_0
+rt badq 2 "$FX/llama-tied" --via gguf:Q9_9
+row badq "unknown quant 'Q9_9'"
+rt help 0 --help
+row help "--via FMT\[,FMT\.\.\.\]"
+rt keep 0 "$FX/llama-tied" --via gguf,rdrr --keep -o "$TMP/keep"
+[ -f "$TMP/keep/intermediates/via-gguf.gguf" ] && [ -f "$TMP/keep/intermediates/via-rdrr/manifest.json" ] \
+  && ok || bad "--keep: intermediates missing: $(ls -R "$TMP/keep")"
+json "$TMP/keep/roundtrip.json" 'r.intermediates.endsWith("/keep/intermediates")'
+rt keep2 4 "$FX/llama-tied" --via gguf --keep -o "$TMP/keep"
+row keep2 "exists"
+rt keep3 0 "$FX/llama-tied" --via gguf --keep -f -o "$TMP/keep"
+[ ! -e "$TMP/keep/intermediates/via-rdrr" ] && ok || bad "-f: the previous intermediates stayed"
+no_leftovers keep
+
+# 5. the real stories260K: GGUF F32 and the llama2.c checkpoint (back to GGUF F32, said so)
+if [ -d "$R" ]; then
+  rt stories 0 "$R/stories260K.gguf" --via gguf,rdrr,trlm,safetensors -o "$TMP/stories"
+  for f in gguf rdrr safetensors; do row stories "^$f +F32 +$f -> gguf +tensors +pass +48 tensors equal: 48 same bytes"; done
+  row stories "^trlm +bf16 +trlm -> gguf +verify +pass +16-bit: "
+  json "$TMP/stories/roundtrip.json" 'r.verdict === "pass" && r.source.format === "gguf" && r.back.format === "gguf"'
+  rt llama2c 0 "$R/stories260K.bin" --tokenizer "$R/tok512.bin" --via gguf,rdrr,trlm,safetensors -o "$TMP/llama2c"
+  row llama2c "^note: SRC's kind has no F32 writer: back to GGUF F32"
+  for f in gguf rdrr safetensors; do row llama2c "^$f +F32 +$f -> gguf +tensors +pass +47 tensors equal: 47 same bytes"; done
+  json "$TMP/llama2c/roundtrip.json" 'r.verdict === "pass" && r.source.format === "llama2c" && /no F32 writer/.test(r.back.note)'
+  # .bullet (BQ4) of the trained model passes hop 1 at main_job.sh's trained thresholds; a
+  # .bullet cannot be converted to GGUF yet (issue 17), so hop 2 is that error
+  rt stories_bullet 3 "$R/stories260K.bin" --tokenizer "$R/tok512.bin" --via bullet --min-cosine 0.95 --max-kl 0.1 --min-top1 0.85
+  row stories_bullet "^bullet +- +SRC -> bullet +verify +pass +custom: "
+  row stories_bullet "^bullet +- +bullet -> gguf +- +error +.*BQ4 cannot be stored in GGUF"
+  no_leftovers stories
+fi
+
+echo "roundtrip_cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
