@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: convert the bundled (generated) models to every output format, run each output
-# and verify it against its source with a parity receipt; then the same for the real, trained
-# stories260K when ../shared/fixtures/real exists. Prints a summary table; exits non-zero when
-# any step fails.
+# and verify it against its source with a parity receipt, and round-trip one through every format
+# and back (quantpack roundtrip); then the same for the real, trained stories260K when
+# ../shared/fixtures/real exists. Prints a summary table; exits non-zero when any step fails.
 # Usage: scripts/main_job.sh [BUILD_DIR]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -90,6 +90,24 @@ o="$out/llama-tied.bullet"
 convert_out "llama-tied bullet BQ4" "$qp" convert "$lt" --to bullet -o "$o" &&
   verify_out "llama-tied bullet BQ4" "$o" "$lt" "${random_bq4[@]}"
 
+# roundtrip_out NAME SRC ARGS...: quantpack roundtrip, its report under $out/roundtrip-NAME/, one
+# summary row (how many hops passed)
+roundtrip_out() {
+  local name=$1 src=$2 log="$out/roundtrip-$1.log"
+  shift 2
+  if "$qp" roundtrip "$src" -o "$out/roundtrip-$name" "$@" >"$log" 2>&1; then
+    record "roundtrip $name" ok "$(grep -cE ' pass ' "$log") hops pass ($(grep -c ' tensors ' "$log") by tensor identity)"
+  else
+    record "roundtrip $name" FAIL "$(grep -E ' (FAIL|error) ' "$log" | head -n 1)"
+  fi
+  cat "$log"
+}
+
+step "bundled llama-tied: roundtrip through every format and back (cli/roundtrip.md)"
+# lossy hops (bullet's BQ4) at the random-model thresholds above; lossless ones must give the
+# source's tensors back
+roundtrip_out llama-tied "$lt" --via gguf,rdrr,trlm,bullet,safetensors "${random_bq4[@]}"
+
 bn="$fx/bitnet-float"
 step "bundled bitnet-float (exactly ternary BF16) -> GGUF I2_S / TQ2_0 / TQ1_0 / QK256"
 for q in I2_S TQ2_0 TQ1_0; do
@@ -164,6 +182,10 @@ if [ -d "$real" ]; then
   o="$out/stories260K.bullet"
   convert_out "stories260K bullet BQ4" "$qp" convert "$s_bin" --tokenizer "$tok" --to bullet -o "$o" &&
     verify_out "stories260K bullet BQ4" "$o" "$s_bin" --tokenizer "$tok" "${trained_bq4[@]}"
+
+  step "real stories260K.gguf: roundtrip through gguf, rdrr, trlm, safetensors and back"
+  # (.bullet cannot be converted back to GGUF yet: issue 17)
+  roundtrip_out stories260K "$s_gguf" --via gguf,rdrr,trlm,safetensors
 
   step "real stories260K: llama2.c checkpoint -> Trillim TRLM (through an HF folder), trillim-inference"
   o="$out/stories260K.trlm"
