@@ -76,10 +76,11 @@ static const char k_usage[] =
     "usage: quantpack roundtrip SRC --via FMT[,FMT...] [-o REPORT_DIR] [--quant Q] [--keep]\n\n"
     "Converts SRC to each FMT (gguf, rdrr, trlm, bullet, safetensors; FMT:Q gives that hop\n"
     "its own --quant) and back to SRC's kind (to GGUF F32 or safetensors F32 when SRC's kind\n"
-    "has no F32 writer: llama2.c, TRLM, .bullet), then proves each hop. A lossless path (F32\n"
-    "or keep, or F16/BF16 over tensors already stored so) must come back with SRC's tensors:\n"
-    "the same names, shapes and values (bytes when the encodings match, else the F32\n"
-    "decodings bit for bit; containers are not compared). Every other hop is verified\n"
+    "has no F32 writer: llama2.c, TRLM, .bullet), then proves each hop. On a lossless path\n"
+    "(F32 or keep, or F16/BF16 over tensors already stored so) both hops must hold SRC's\n"
+    "tensors: the same names, shapes and values (bytes when the encodings match, else the\n"
+    "F32 decodings bit for bit; q/k rows through the RoPE permutation; containers are not\n"
+    "compared), and the intermediate passes verify. Every hop of a lossy path is verified\n"
     "against SRC with the thresholds of the intermediate's encoding class (as verify).\n"
     "Defaults: gguf, rdrr, safetensors F32; trlm bf16; bullet BQ4 (always lossy).\n"
     "Prints a table; -o writes REPORT_DIR/roundtrip.json (schema in cli/roundtrip.md), and\n"
@@ -251,21 +252,41 @@ static qp_status verify_hop(const rt_ctx *c, const qp_model *out, const qp_verif
     return s;
 }
 
-static qp_status tensors_hop(const rt_ctx *c, const qp_model *back, rt_hop *h, qp_err *e) {
+/* Tensor identity of m with SRC (converters/tensor_compare.h) into h. */
+static qp_status tensors_hop(const rt_ctx *c, const qp_model *m, rt_hop *h, qp_err *e) {
     qp_tensor_compare_result r;
-    qp_status s = qp_models_compare_tensors(c->src, back, &r, e);
+    qp_status s = qp_models_compare_tensors(c->src, m, &r, e);
     if (s != QP_OK) return s;
     h->passed = r.equal;
     if (r.equal)
-        snprintf(h->detail, sizeof h->detail, "%lld tensors equal: %lld same bytes, %lld same F32 values",
-                 (long long)r.n_tensors, (long long)r.n_same_bytes, (long long)r.n_same_f32);
+        snprintf(h->detail, sizeof h->detail, "%lld tensors equal: %lld same bytes, %lld same F32 "
+                 "values, %lld q/k reordered", (long long)r.n_tensors, (long long)r.n_same_bytes,
+                 (long long)r.n_same_f32, (long long)r.n_reordered);
     else
         snprintf(h->detail, sizeof h->detail, "%s", r.reason);
     cJSON *t = cJSON_AddObjectToObject(h->json, "tensors");
     cJSON_AddNumberToObject(t, "compared", (double)r.n_tensors);
     cJSON_AddNumberToObject(t, "same_bytes", (double)r.n_same_bytes);
     cJSON_AddNumberToObject(t, "same_f32_values", (double)r.n_same_f32);
+    cJSON_AddNumberToObject(t, "qk_rows_reordered", (double)r.n_reordered);
     if (!r.equal) cJSON_AddStringToObject(t, "difference", r.reason);
+    return QP_OK;
+}
+
+/* Both proofs of a lossless hop 1: the tensors, then the receipt; passes when both do. */
+static qp_status tensors_and_verify_hop(const rt_ctx *c, const qp_model *m, const qp_verify_thresholds *th,
+                                        rt_hop *h, qp_err *e) {
+    qp_status s = tensors_hop(c, m, h, e);
+    if (s != QP_OK) return s;
+    bool tensors_passed = h->passed;
+    char tensors_detail[sizeof h->detail];
+    memcpy(tensors_detail, h->detail, sizeof tensors_detail);
+    s = verify_hop(c, m, th, h, e);
+    if (s != QP_OK) return s;
+    char verify_detail[sizeof h->detail];
+    memcpy(verify_detail, h->detail, sizeof verify_detail);
+    snprintf(h->detail, sizeof h->detail, "%.300s; verify %.300s", tensors_detail, verify_detail);
+    h->passed = tensors_passed && h->passed;
     return QP_OK;
 }
 
@@ -274,7 +295,7 @@ static qp_status tensors_hop(const rt_ctx *c, const qp_model *back, rt_hop *h, q
 static void print_row(const rt_path *p, const rt_hop *h, const char *verdict) {
     char hop[48];
     snprintf(hop, sizeof hop, "%s -> %s", h->from, h->to);
-    printf("%-12s %-8s %-26s %-8s %-6s %s\n", p->fmt->name, p->quant ? p->quant : "-", hop,
+    printf("%-12s %-8s %-26s %-14s %-6s %s\n", p->fmt->name, p->quant ? p->quant : "-", hop,
            h->proof ? h->proof : "-", verdict, h->detail);
 }
 
@@ -318,12 +339,17 @@ static qp_status first_hop(rt_ctx *c, const rt_path *p, bool lossless, const cha
     if (s == QP_OK) s = tamper_hook(c, p->fmt, out, e);
     if (s == QP_OK) s = open_model(c, out, via, e);
     if (s != QP_OK) return s;
-    h->proof = "verify";
     qp_verify_thresholds th;
     if (lossless) qp_verify_default_thresholds(*via, c->src, &th);
     else th = lossy_thresholds(c, *via);
     add_thresholds(h->json, &th);
-    return verify_hop(c, *via, &th, h, e);
+    /* a mixture of experts changes its tensors' names and count in GGUF (merged experts) */
+    if (!lossless || c->src->arch.n_experts > 0) {
+        h->proof = "verify";
+        return verify_hop(c, *via, &th, h, e);
+    }
+    h->proof = "tensors+verify";
+    return tensors_and_verify_hop(c, *via, &th, h, e);
 }
 
 /* via -> back: convert, open, prove by the tensors (lossless) or by verify. */
@@ -484,7 +510,7 @@ static int run_all(rt_ctx *c, const rt_path *paths, int n, const char *json_path
     cJSON *report = report_new(c);
     c->paths = cJSON_AddArrayToObject(report, "paths");
     if (c->back.why) printf("note: %s\n", c->back.why);
-    printf("%-12s %-8s %-26s %-8s %-6s %s\n", "via", "quant", "hop", "proof", "result", "detail");
+    printf("%-12s %-8s %-26s %-14s %-6s %s\n", "via", "quant", "hop", "proof", "result", "detail");
     for (int i = 0; i < n; i++) run_path(c, &paths[i]);
     char *kept = NULL;
     rc = close_work(c->a, od, &kept);

@@ -11,6 +11,7 @@
 #include "core/model_internal.h"
 #include "readers/gguf_meta.h"
 #include "readers/model_check.h"
+#include "readers/name_map.h"
 #include "writers/gguf_writer.h"
 
 const char *qp_convert_gguf_arch(const qp_model *m) {
@@ -107,14 +108,6 @@ qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_p
 
 /* ---- row sources ------------------------------------------------------------------------------ */
 
-/* Output row r -> source row under the HF -> GGUF q/k permutation with nh heads over rows rows:
- * out[h, i, j] = in[h, j, i] for shape (nh, head_dim/2, 2). */
-static int64_t permuted_row(int64_t r, int64_t nh, int64_t rows) {
-    int64_t hd = rows / nh, half = hd / 2;
-    int64_t h = r / hd, k = r % hd;
-    return h * hd + (k % 2) * half + k / 2;
-}
-
 typedef struct job {
     const qp_plan_entry *pe;
     int64_t row_len;       /* elements per row */
@@ -133,7 +126,7 @@ typedef struct job {
 
 static void decode_row(const job *j, int64_t r, float *row) {
     const qp_plan_entry *pe = j->pe;
-    int64_t rin = pe->permute_heads > 0 ? permuted_row(r, pe->permute_heads, j->n_rows) : r;
+    int64_t rin = pe->permute_heads > 0 ? qp_qk_row_in_halves(r, pe->permute_heads, j->n_rows) : r;
     if (pe->src_kind == QP_SRC_BITNET_U8) {
         int64_t q = j->n_rows / 4, in = j->row_len;
         int64_t pr = rin % q, shift = 2 * (rin / q);

@@ -32,13 +32,6 @@ static int64_t pair_heads(const qp_model *m, const qp_tensor *t) {
     return 0;
 }
 
-/* HF row r of a q/k matrix with `heads` heads over `rows` rows -> the source row: HF keeps each
- * head's rotation pairs as (j, j + hd/2), the source as (2j, 2j + 1) (llama.cpp's permute, undone). */
-static int64_t source_row(int64_t r, int64_t heads, int64_t rows) {
-    const int64_t hd = rows / heads, half = hd / 2, h = r / hd, i = r % hd;
-    return h * hd + 2 * (i % half) + i / half;
-}
-
 /* The tensor as F32 rows in HF order into out (nelements floats); tmp: the same size. */
 static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out, float *tmp, qp_err *e) {
     const int64_t n = qp_tensor_nelements(t), heads = pair_heads(m, t);
@@ -51,7 +44,7 @@ static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out
         return qp_fail(e, QP_ERR_FORMAT, "%s: tensor %s: %lld rows do not split into %lld heads of an even size",
                        m->path, t->name, (long long)rows, (long long)heads);
     for (int64_t r = 0; r < rows; r++)
-        memcpy(out + r * row_len, tmp + source_row(r, heads, rows) * row_len, (size_t)row_len * sizeof *out);
+        memcpy(out + r * row_len, tmp + qp_qk_row_in_pairs(r, heads, rows) * row_len, (size_t)row_len * sizeof *out);
     return QP_OK;
 }
 

@@ -30,8 +30,22 @@
 #define QP_NAME_MAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "quantpack/model.h"
+
+/* That permutation as row indices, for a q/k tensor of `rows` rows in `heads` heads of an even
+ * size (rows = heads * head_dim): row r in the adjacent-pairs order (GGUF "llama", llama2.c) ->
+ * the same row in the halves order (HF): out[h, i, j] = in[h, j, i] for shape (heads, hd/2, 2). */
+static inline int64_t qp_qk_row_in_halves(int64_t r, int64_t heads, int64_t rows) {
+    const int64_t hd = rows / heads, half = hd / 2, h = r / hd, k = r % hd;
+    return h * hd + (k % 2) * half + k / 2;
+}
+/* The inverse: row r in the halves order -> the same row in the adjacent-pairs order. */
+static inline int64_t qp_qk_row_in_pairs(int64_t r, int64_t heads, int64_t rows) {
+    const int64_t hd = rows / heads, half = hd / 2, h = r / hd, i = r % hd;
+    return h * hd + 2 * (i % half) + i / half;
+}
 
 /* Writes the GGUF name of hf_name into buf (cap bytes, NUL included) and returns buf; returns
  * NULL when the name has no GGUF equivalent or does not fit. */

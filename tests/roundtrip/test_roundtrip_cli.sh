@@ -35,9 +35,12 @@ RANDOM_LOSSY=(--min-cosine 0.7 --max-kl 2.5 --min-top1 0.2)
 #    bullet verified
 rt tied 0 "$FX/llama-tied" --via "$ALL" -o "$TMP/tied" "${RANDOM_LOSSY[@]}"
 for f in gguf rdrr safetensors; do
-  row tied "^$f +F32 +SRC -> $f +verify +pass +identical: "
+  row tied "^$f +F32 +SRC -> $f +tensors\+verify +pass +20 tensors equal: .*; verify identical: "
   row tied "^$f +F32 +$f -> safetensors +tensors +pass +20 tensors equal: 20 same bytes"
 done
+# GGUF "llama" stores q/k rows as adjacent pairs: 2 layers x (attn_q, attn_k) compared reordered
+row tied "^gguf +F32 +SRC -> gguf +tensors\+verify +pass +20 tensors equal: 16 same bytes, 0 same F32 values, 4 q/k reordered"
+row tied "^rdrr +F32 +SRC -> rdrr +tensors\+verify +pass +20 tensors equal: 20 same bytes, 0 same F32 values, 0 q/k reordered"
 row tied "^trlm +bf16 +trlm -> safetensors +verify +pass +custom: "
 row tied "^bullet +- +bullet -> safetensors +verify +pass +custom: "
 J="$TMP/tied/roundtrip.json"
@@ -45,7 +48,9 @@ json "$J" 'r.schema === "quantpack.roundtrip.report" && r.schema_version === 1 &
 json "$J" 'r.source.format === "safetensors" && r.back.format === "safetensors" && r.back.quant === "F32" && !("note" in r.back)'
 json "$J" 'r.paths.map(p => p.via).join() === "gguf,rdrr,trlm,bullet,safetensors" && r.paths.every(p => p.hops.length === 2)'
 json "$J" 'r.paths.map(p => p.lossless).join() === "true,true,false,false,true"'
-json "$J" 'r.paths.filter(p => p.lossless).every(p => p.hops[1].proof === "tensors" && p.hops[1].tensors.compared === 20)'
+json "$J" 'r.paths.filter(p => p.lossless).every(p => p.hops[0].proof === "tensors+verify" && p.hops[0].tensors.compared === 20 && p.hops[1].proof === "tensors" && p.hops[1].tensors.compared === 20)'
+json "$J" 'r.paths[0].hops[0].tensors.qk_rows_reordered === 4 && r.paths[0].hops[1].tensors.same_bytes === 20'
+json "$J" 'r.paths.filter(p => !p.lossless).every(p => p.hops.every(h => h.proof === "verify"))'
 json "$J" 'r.paths.every(p => p.hops[0].receipt.schema === "quantpack.verify.receipt" && p.hops[0].receipt.verdict === "pass")'
 json "$J" 'r.paths[3].hops[1].receipt.thresholds.class === "custom" && r.paths[3].hops[1].thresholds.min_top1 === 0.2'
 json "$J" 'r.intermediates === null'
@@ -54,21 +59,26 @@ no_leftovers tied
 # 2. llama-gqa-untied (BF16): F32 intermediates hold the same values (not bytes); trlm bf16 keeps
 #    the BF16 tensors as they were (identical class)
 rt bf16 0 "$FX/llama-gqa-untied" --via gguf,rdrr,trlm,safetensors
+row bf16 "^gguf +F32 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 0 same bytes, 24 same F32 values, 6 q/k reordered"
 row bf16 "^gguf +F32 +gguf -> safetensors +tensors +pass +30 tensors equal: 0 same bytes, 30 same F32 values"
 row bf16 "^trlm +bf16 +trlm -> safetensors +verify +pass +identical: "
 rt bf16q 0 "$FX/llama-gqa-untied" --via gguf:BF16,safetensors --quant BF16
+# GGUF BF16 keeps the 7 norms F32 (llama.cpp's rule): equal values, not bytes
+row bf16q "^gguf +BF16 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 17 same bytes, 7 same F32 values, 6 q/k reordered"
 row bf16q "^gguf +BF16 +gguf -> safetensors +tensors +pass "
 row bf16q "^safetensors +BF16 +safetensors -> safetensors +tensors +pass +30 tensors equal: 0 same bytes"
 
 # 3. the check can fail
-# a tampered intermediate: one mantissa bit of the first tensor of the GGUF, below what verify sees
+# a tampered intermediate: one mantissa bit of the first tensor of the GGUF, below what verify
+# sees (its part of hop 1 still matches 32/32 greedy tokens); both tensor proofs name it
 QP_ROUNDTRIP_TAMPER=gguf rt tamper 1 "$FX/llama-tied" --via gguf,safetensors -o "$TMP/tamper"
-row tamper "^gguf +F32 +SRC -> gguf +verify +pass "
+row tamper "^gguf +F32 +SRC -> gguf +tensors\+verify +FAIL +tensor '[a-z_.0-9]+': element 0 differs: .*; verify identical: .*greedy 32/32"
 row tamper "^gguf +F32 +gguf -> safetensors +tensors +FAIL +tensor '[a-z_.0-9]+': element 0 differs: "
 row tamper "^safetensors +F32 +safetensors -> safetensors +tensors +pass "
-json "$TMP/tamper/roundtrip.json" 'r.verdict === "fail" && r.paths[0].hops[1].verdict === "fail" && /element 0 differs/.test(r.paths[0].hops[1].tensors.difference)'
+json "$TMP/tamper/roundtrip.json" 'r.verdict === "fail" && r.paths[0].hops[0].receipt.verdict === "pass" && r.paths[0].hops.every(h => h.verdict === "fail" && /element 0 differs/.test(h.tensors.difference))'
 # a lossy path claimed lossless: Q8_0 cannot give the F32 tensors back
 QP_ROUNDTRIP_CLAIM_LOSSLESS=1 rt claim 1 "$FX/llama-tied" --via gguf:Q8_0 "${RANDOM_LOSSY[@]}"
+row claim "^gguf +Q8_0 +SRC -> gguf +tensors\+verify +FAIL +tensor '[a-z_.0-9]+': element [0-9]+ differs: "
 row claim "^gguf +Q8_0 +gguf -> safetensors +tensors +FAIL +tensor 'token_embd.weight': element 0 differs: "
 # a lossy path under its class's own thresholds (4-bit BQ4 on random weights)
 rt strict 1 "$FX/llama-tied" --via bullet
@@ -103,6 +113,8 @@ no_leftovers keep
 if [ -d "$R" ]; then
   rt stories 0 "$R/stories260K.gguf" --via gguf,rdrr,trlm,safetensors -o "$TMP/stories"
   for f in gguf rdrr safetensors; do row stories "^$f +F32 +$f -> gguf +tensors +pass +48 tensors equal: 48 same bytes"; done
+  # the HF folder holds q/k as halves: 5 layers x 2 compared through the permutation
+  row stories "^safetensors +F32 +SRC -> safetensors +tensors\+verify +pass +48 tensors equal: 38 same bytes, 0 same F32 values, 10 q/k reordered; verify identical: "
   row stories "^trlm +bf16 +trlm -> gguf +verify +pass +16-bit: "
   json "$TMP/stories/roundtrip.json" 'r.verdict === "pass" && r.source.format === "gguf" && r.back.format === "gguf"'
   rt llama2c 0 "$R/stories260K.bin" --tokenizer "$R/tok512.bin" --via gguf,rdrr,trlm,safetensors -o "$TMP/llama2c"
