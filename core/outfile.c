@@ -107,11 +107,15 @@ static void partial_remove(const char *path) {
 
 static qp_status remove_tree(const char *path, int depth, qp_err *e);
 
+/* Another thread may still be writing into a staging folder while a signal removes it: an entry
+ * it creates or renames in between the listing and rmdir makes rmdir fail (ENOTEMPTY), so the
+ * removal is tried again (a few times: the writer's next step in a removed folder fails). */
 void qp_outputs_remove_partials(void) {
     pthread_mutex_lock(&g_partials_lock);
     for (size_t i = 0; i < g_n_partials; i++) {
-        if (g_partials[i].dir) (void)remove_tree(g_partials[i].path, 0, NULL);
-        else (void)unlink(g_partials[i].path);
+        if (!g_partials[i].dir) (void)unlink(g_partials[i].path);
+        for (int k = 0; g_partials[i].dir && k < 8 && remove_tree(g_partials[i].path, 0, NULL) != QP_OK; k++) {
+        }
     }
     pthread_mutex_unlock(&g_partials_lock);
 }
