@@ -20,16 +20,16 @@ typedef struct rt_format {
     const char *name;
     qp_convert_target target;
     const char *quant; /* the default --quant of the hop there; NULL: the format takes none */
-    const char *file;  /* the intermediate's name in the work folder */
+    const char *file;  /* the intermediate's name in the work folder: via-<n>-<file> */
 } rt_format;
 
 /* lossless defaults where the format has them; TRLM's bf16 keeps BF16 sources exactly */
 static const rt_format k_formats[] = {
-    {"gguf", QP_CONVERT_TO_GGUF, "F32", "via-gguf.gguf"},
-    {"rdrr", QP_CONVERT_TO_RDRR, "F32", "via-rdrr"},
-    {"trlm", QP_CONVERT_TO_TRLM, "bf16", "via-trlm"},
-    {"bullet", QP_CONVERT_TO_BULLET, NULL, "via-bullet.bullet"},
-    {"safetensors", QP_CONVERT_TO_SAFETENSORS, "F32", "via-safetensors"},
+    {"gguf", QP_CONVERT_TO_GGUF, "F32", "gguf.gguf"},
+    {"rdrr", QP_CONVERT_TO_RDRR, "F32", "rdrr"},
+    {"trlm", QP_CONVERT_TO_TRLM, "bf16", "trlm"},
+    {"bullet", QP_CONVERT_TO_BULLET, NULL, "model.bullet"},
+    {"safetensors", QP_CONVERT_TO_SAFETENSORS, "F32", "safetensors"},
 };
 enum { RT_N_FORMATS = sizeof k_formats / sizeof k_formats[0] };
 
@@ -371,7 +371,7 @@ static qp_status second_hop(rt_ctx *c, const qp_model *via, bool lossless, const
     return s;
 }
 
-static void run_path(rt_ctx *c, const rt_path *p) {
+static void run_path(rt_ctx *c, const rt_path *p, int index) {
     bool lossless = claims_lossless(c->src, p->fmt, p->quant);
     cJSON *pj = cJSON_CreateObject(), *hops = NULL;
     cJSON_AddItemToArray(c->paths, pj);
@@ -379,9 +379,10 @@ static void run_path(rt_ctx *c, const rt_path *p) {
     if (p->quant) cJSON_AddStringToObject(pj, "quant", p->quant);
     cJSON_AddBoolToObject(pj, "lossless", lossless);
     hops = cJSON_AddArrayToObject(pj, "hops");
-    char back_file[64];
-    snprintf(back_file, sizeof back_file, "back-from-%s", p->fmt->name);
-    char *out1 = qp_path_join(c->work, p->fmt->file), *out2 = qp_path_join(c->work, back_file);
+    char via_file[64], back_file[64]; /* numbered: --via may name a format twice */
+    snprintf(via_file, sizeof via_file, "via-%d-%s", index + 1, p->fmt->file);
+    snprintf(back_file, sizeof back_file, "back-%d-from-%s", index + 1, p->fmt->name);
+    char *out1 = qp_path_join(c->work, via_file), *out2 = qp_path_join(c->work, back_file);
     qp_err e = {0};
     qp_model *via = NULL;
     rt_hop h1 = {.from = "SRC", .to = p->fmt->name, .quant = p->quant, .json = cJSON_CreateObject()};
@@ -403,7 +404,7 @@ static void run_path(rt_ctx *c, const rt_path *p) {
 /* ---- the work folder and the report ---------------------------------------------------------- */
 
 #define RT_MARKER "roundtrip-intermediates.txt"
-static const char *const k_work_patterns[] = {"via-*", "back-from-*", RT_MARKER, NULL};
+static const char *const k_work_patterns[] = {"via-*", "back-*", RT_MARKER, NULL};
 static const qp_outdir_kind k_work_kind = {"round-trip intermediates", RT_MARKER, k_work_patterns};
 
 /* Where the intermediates are kept: REPORT_DIR/intermediates, or $TMPDIR/quantpack-roundtrip. */
@@ -511,7 +512,7 @@ static int run_all(rt_ctx *c, const rt_path *paths, int n, const char *json_path
     c->paths = cJSON_AddArrayToObject(report, "paths");
     if (c->back.why) printf("note: %s\n", c->back.why);
     printf("%-12s %-8s %-26s %-14s %-6s %s\n", "via", "quant", "hop", "proof", "result", "detail");
-    for (int i = 0; i < n; i++) run_path(c, &paths[i]);
+    for (int i = 0; i < n; i++) run_path(c, &paths[i], i);
     char *kept = NULL;
     rc = close_work(c->a, od, &kept);
     int wrc = write_report(report, json_path, c->rc, kept);

@@ -100,16 +100,34 @@ row badq "unknown quant 'Q9_9'"
 rt help 0 --help
 row help "--via FMT\[,FMT\.\.\.\]"
 rt keep 0 "$FX/llama-tied" --via gguf,rdrr --keep -o "$TMP/keep"
-[ -f "$TMP/keep/intermediates/via-gguf.gguf" ] && [ -f "$TMP/keep/intermediates/via-rdrr/manifest.json" ] \
+[ -f "$TMP/keep/intermediates/via-1-gguf.gguf" ] && [ -f "$TMP/keep/intermediates/via-2-rdrr/manifest.json" ] \
+  && [ -f "$TMP/keep/intermediates/back-2-from-rdrr/model.safetensors" ] \
   && ok || bad "--keep: intermediates missing: $(ls -R "$TMP/keep")"
 json "$TMP/keep/roundtrip.json" 'r.intermediates.endsWith("/keep/intermediates")'
 rt keep2 4 "$FX/llama-tied" --via gguf --keep -o "$TMP/keep"
 row keep2 "exists"
 rt keep3 0 "$FX/llama-tied" --via gguf --keep -f -o "$TMP/keep"
-[ ! -e "$TMP/keep/intermediates/via-rdrr" ] && ok || bad "-f: the previous intermediates stayed"
+[ ! -e "$TMP/keep/intermediates/via-2-rdrr" ] && ok || bad "-f: the previous intermediates stayed"
 no_leftovers keep
 
-# 5. the real stories260K: GGUF F32 and the llama2.c checkpoint (back to GGUF F32, said so)
+# 5. signals: SIGTERM mid-run removes the intermediates (exit 143); what a SIGKILL leaves is
+#    removed by the next run (core/outfile.md). Twelve paths keep the run going past the signal.
+LONG=gguf,rdrr,trlm,safetensors,gguf,rdrr,trlm,safetensors,gguf,rdrr,trlm,safetensors
+for sig in TERM KILL; do
+  "$QP" roundtrip "$FX/llama-tied" --via "$LONG" -t 1 >"$TMP/sig.out" 2>&1 &
+  pid=$!
+  sleep 0.3
+  kill -$sig $pid
+  wait $pid
+  rc=$?
+  want=$((128 + $(kill -l $sig)))
+  [ $rc -eq $want ] && ok || bad "SIG$sig: exit $rc, want $want: $(cat "$TMP/sig.out")"
+  [ $sig = TERM ] && no_leftovers "SIGTERM"
+done
+rt after_kill 0 "$FX/llama-tied" --via gguf
+no_leftovers "the run after a SIGKILL"
+
+# 6. the real stories260K: GGUF F32 and the llama2.c checkpoint (back to GGUF F32, said so)
 if [ -d "$R" ]; then
   rt stories 0 "$R/stories260K.gguf" --via gguf,rdrr,trlm,safetensors -o "$TMP/stories"
   for f in gguf rdrr safetensors; do row stories "^$f +F32 +$f -> gguf +tensors +pass +48 tensors equal: 48 same bytes"; done
