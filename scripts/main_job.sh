@@ -96,7 +96,7 @@ roundtrip_out() {
   local name=$1 src=$2 log="$out/roundtrip-$1.log"
   shift 2
   if "$qp" roundtrip "$src" -o "$out/roundtrip-$name" "$@" >"$log" 2>&1; then
-    record "roundtrip $name" ok "$(grep -cE ' pass ' "$log") hops pass ($(grep -c ' tensors ' "$log") by tensor identity)"
+    record "roundtrip $name" ok "$(grep -cE ' pass ' "$log") hops pass ($(grep -cE ' tensors(\+verify)? +pass ' "$log") by tensor identity)"
   else
     record "roundtrip $name" FAIL "$(grep -E ' (FAIL|error) ' "$log" | head -n 1)"
   fi
