@@ -332,7 +332,8 @@ static qp_verify_thresholds lossy_thresholds(const rt_ctx *c, const qp_model *vi
     return th;
 }
 
-/* SRC -> via: convert (and the test hook), open, prove by verify. *via is the caller's. */
+/* SRC -> via: convert (and the test hook), open, prove: a receipt, and the tensors too when the
+ * path is lossless. *via is the caller's. */
 static qp_status first_hop(rt_ctx *c, const rt_path *p, bool lossless, const char *out,
                            qp_model **via, rt_hop *h, qp_err *e) {
     qp_status s = convert_hop(c, c->src, p->fmt->target, p->quant, out, h, e);
@@ -397,6 +398,11 @@ static void run_path(rt_ctx *c, const rt_path *p, int index) {
         end_hop(c, p, &h2, hops, s, &e);
     }
     qp_model_close(via);
+    for (int k = 0; k < 2 && !c->a->keep; k++) { /* disk use: one path's intermediates at a time */
+        const char *o = k ? out2 : out1;
+        qp_err_clear(&e);
+        if (o && qp_path_remove_tree(o, &e) != QP_OK) fprintf(stderr, "quantpack: warning: %s\n", e.msg);
+    }
     qp_free(out1);
     qp_free(out2);
 }
