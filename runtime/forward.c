@@ -270,9 +270,10 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
         rt->v_cache = alloc_f(cache, &ok);
     }
     if (!ok) {
+        long long n_ctx = (long long)c->n_ctx; /* c is rt's: read before rt is freed */
         qp_runtime_free(rt);
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for activations and a KV cache of "
-                       "%lld positions", m->path, (long long)c->n_ctx);
+                       "%lld positions", m->path, n_ctx);
     }
     if ((s = qp_pool_new(c->n_threads, &rt->pool, e)) != QP_OK) {
         qp_runtime_free(rt);
