@@ -516,6 +516,11 @@ static int run_all(rt_ctx *c, const rt_path *paths, int n, const char *json_path
     c->work = qp_outdir_path(od);
     cJSON *report = report_new(c);
     c->paths = cJSON_AddArrayToObject(report, "paths");
+    if (!c->paths) {
+        cJSON_Delete(report);
+        qp_outdir_abort(od);
+        return qp_cli_error(QP_ERR_NOMEM, "out of memory");
+    }
     if (c->back.why) printf("note: %s\n", c->back.why);
     printf("%-12s %-8s %-26s %-14s %-6s %s\n", "via", "quant", "hop", "proof", "result", "detail");
     for (int i = 0; i < n; i++) run_path(c, &paths[i], i);
