@@ -38,6 +38,7 @@ typedef struct rt_args {
     int64_t threads, n_gen;
     bool keep, force, allow_requantize;
     double min_cos, max_kl, min_top1;
+    bool given_cos, given_kl, given_top1; /* those three were on the command line */
 } rt_args;
 
 /* One path: SRC -> FMT (quant) -> back. */
@@ -54,7 +55,6 @@ typedef struct rt_back {
 
 typedef struct rt_ctx {
     const rt_args *a;
-    bool given_cos, given_kl, given_top1;
     qp_open_opts oo;
     qp_model *src;
     rt_back back;
@@ -325,10 +325,11 @@ static void end_hop(rt_ctx *c, const rt_path *p, rt_hop *h, cJSON *hops, qp_stat
 static qp_verify_thresholds lossy_thresholds(const rt_ctx *c, const qp_model *via) {
     qp_verify_thresholds th;
     qp_verify_default_thresholds(via, c->src, &th);
-    if (c->given_cos || c->given_kl || c->given_top1) th.class_name = "custom";
-    if (c->given_cos) th.min_cosine = c->a->min_cos;
-    if (c->given_kl) th.max_kl = c->a->max_kl;
-    if (c->given_top1) th.min_top1 = c->a->min_top1;
+    const rt_args *a = c->a;
+    if (a->given_cos || a->given_kl || a->given_top1) th.class_name = "custom";
+    if (a->given_cos) th.min_cosine = a->min_cos;
+    if (a->given_kl) th.max_kl = a->max_kl;
+    if (a->given_top1) th.min_top1 = a->min_top1;
     return th;
 }
 
@@ -462,11 +463,13 @@ static int close_work(const rt_args *a, qp_outdir *od, char **kept) {
     return QP_EXIT_OK;
 }
 
-/* The report folder exists (made when absent) and its roundtrip.json may be written. */
-static int prepare_report(const rt_args *a, char **json_path) {
+/* The report folder exists (made when absent: *made) and its roundtrip.json may be written. */
+static int prepare_report(const rt_args *a, char **json_path, bool *made) {
     *json_path = NULL;
+    *made = false;
     if (!a->report_dir) return QP_EXIT_OK;
-    if (mkdir(a->report_dir, 0777) != 0 && errno != EEXIST)
+    if (mkdir(a->report_dir, 0777) == 0) *made = true;
+    else if (errno != EEXIST)
         return qp_cli_error(QP_ERR_IO, "%s: cannot create the report folder: %s", a->report_dir, strerror(errno));
     if (!qp_path_is_dir(a->report_dir))
         return qp_cli_error(QP_ERR_IO, "%s: not a folder (-o names the report folder)", a->report_dir);
@@ -533,6 +536,19 @@ static int run_all(rt_ctx *c, const rt_path *paths, int n, const char *json_path
     return rc == QP_EXIT_OK ? qp_cli_flush_stdout() : rc;
 }
 
+/* Opens SRC and runs every path. */
+static int run_source(const rt_args *a, const rt_path *paths, int n, const char *json_path) {
+    rt_ctx c = {.a = a, .oo = {.tokenizer_path = a->tokenizer}};
+    qp_err e = {0};
+    int rc;
+    if (qp_model_open(a->src, &c.oo, &c.src, &e) != QP_OK) return qp_cli_fail(&e);
+    qp_cli_warn_problems(c.src);
+    c.back = back_of(c.src);
+    rc = run_all(&c, paths, n, json_path);
+    qp_model_close(c.src);
+    return rc;
+}
+
 int qp_cmd_roundtrip(int argc, char **argv) {
     rt_args a = {.threads = 0, .n_gen = 32};
     const qp_cli_opt opts[] = {
@@ -563,6 +579,9 @@ int qp_cmd_roundtrip(int argc, char **argv) {
     bool given[N_OPTS];
     int rc = qp_cli_parse(&cmd, argc, argv, given);
     if (rc != QP_CLI_RUN) return rc;
+    a.given_cos = given[MIN_COS];
+    a.given_kl = given[MAX_KL];
+    a.given_top1 = given[MIN_TOP1];
     if (!a.src) return qp_cli_usage_error("roundtrip: no SRC given");
     if (!a.via) return qp_cli_usage_error("roundtrip: --via FMT[,FMT...] is required");
     char via[512];
@@ -572,20 +591,10 @@ int qp_cmd_roundtrip(int argc, char **argv) {
     int n = 0;
     if ((rc = parse_via(via, &a, paths, &n)) != QP_CLI_RUN) return rc;
     char *json_path = NULL;
-    if ((rc = prepare_report(&a, &json_path)) != QP_EXIT_OK) {
-        qp_free(json_path);
-        return rc;
-    }
-    rt_ctx c = {.a = &a, .given_cos = given[MIN_COS], .given_kl = given[MAX_KL],
-                .given_top1 = given[MIN_TOP1], .oo = {.tokenizer_path = a.tokenizer}};
-    qp_err e = {0};
-    if (qp_model_open(a.src, &c.oo, &c.src, &e) != QP_OK) rc = qp_cli_fail(&e);
-    else {
-        qp_cli_warn_problems(c.src);
-        c.back = back_of(c.src);
-        rc = run_all(&c, paths, n, json_path);
-    }
-    qp_model_close(c.src);
+    bool made = false;
+    if ((rc = prepare_report(&a, &json_path, &made)) == QP_EXIT_OK) rc = run_source(&a, paths, n, json_path);
+    /* a run that wrote no report leaves no empty report folder (rmdir keeps a non-empty one) */
+    if (made && rc > QP_EXIT_VERIFY_FAILED) (void)rmdir(a.report_dir);
     qp_free(json_path);
     return rc;
 }

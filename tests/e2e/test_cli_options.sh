@@ -46,7 +46,7 @@ TQ_ARGS=(--manifest "$T/trlm.manifest" --arch "${CFG[0]}" --hidden-dim "${CFG[2]
 # goes after the options under test (the output, or inference's --config, which takes every word
 # after it).
 NAMES=(inspect convert convert-rdrr convert-trlm convert-bullet tokenize run run-task verify encode
-       decode gguf-to-rdrr keygen verify-signature serve trillim-quantize inference bullet-pack)
+       decode gguf-to-rdrr keygen verify-signature serve trillim-quantize inference bullet-pack roundtrip)
 declare -A CALL TAIL
 CALL[inspect]="$Q inspect $FX/llama-tied"
 CALL[convert]="$Q convert $R/stories260K.gguf --quant Q8_0";           TAIL[convert]="-o $T/o.gguf"
@@ -66,6 +66,7 @@ CALL[serve]="$Q serve $T/rd"
 CALL[trillim-quantize]="$B/trillim-quantize ${TQ_ARGS[*]}";            TAIL[trillim-quantize]="--output $T/o.tensors"
 CALL[inference]="$B/inference $T/trlm";                                TAIL[inference]="--config ${CFG[*]}"
 CALL[bullet-pack]="$B/bullet-pack $R/stories260K.bin --tokenizer $R/tok512.bin"; TAIL[bullet-pack]="-o $T/o.bullet"
+CALL[roundtrip]="$Q roundtrip $R/stories260K.gguf --via gguf -n 2";     TAIL[roundtrip]="-o $T/o.rt"
 
 # an overflowing value for a numeric option of each command ("-": the command has none)
 declare -A OVER=(
@@ -73,7 +74,7 @@ declare -A OVER=(
   [convert-bullet]=- [tokenize]=- [run]="--seed $BIG" [run-task]="--threads $BIG" [verify]="--n-predict $BIG"
   [encode]="--cols $BIG" [decode]="--cols $BIG" [gguf-to-rdrr]="--shard-size 99999999999G"
   [keygen]=- [verify-signature]=- [serve]="--port $BIG" [trillim-quantize]="--hidden-dim $BIG"
-  [inference]=- [bullet-pack]=-)
+  [inference]=- [bullet-pack]=- [roundtrip]="--n-predict $BIG")
 
 for name in "${NAMES[@]}"; do
   read -r -a cmd <<< "${CALL[$name]}"

@@ -97,6 +97,8 @@ rt novia 2 "$FX/llama-tied"
 rt bulletq 2 "$FX/llama-tied" --via bullet:Q4_0
 rt badq 2 "$FX/llama-tied" --via gguf:Q9_9
 row badq "unknown quant 'Q9_9'"
+rt nosrc 4 "$TMP/no-such-model" --via gguf -o "$TMP/nosrc"
+[ ! -e "$TMP/nosrc" ] && ok || bad "a run without a report left its report folder"
 rt help 0 --help
 row help "--via FMT\[,FMT\.\.\.\]"
 rt keep 0 "$FX/llama-tied" --via gguf,rdrr --keep -o "$TMP/keep"
