@@ -140,6 +140,9 @@ double qp_cli_now_s(void);
  * and target encoding, bytes, action; then the totals (cli/cmd_convert.c). */
 struct qp_plan;
 void qp_cli_print_plan(const struct qp_plan *p);
+/* The end of a target's --dry-run: s is its plan function's status; prints *plan (then frees it)
+ * or the error, closes m; the exit code. */
+int qp_cli_dry_run_done(qp_model *m, qp_status s, struct qp_plan *plan, qp_err *e);
 
 /* The conversion progress line of every convert target: "[k/n] name  pct%  MB/s" rewritten in
  * place on stderr, only when stderr is a terminal and the run has lasted a second (short runs and
@@ -151,6 +154,8 @@ typedef struct qp_cli_progress {
 void qp_cli_progress_start(qp_cli_progress *p);
 void qp_cli_progress_show(qp_cli_progress *p, int64_t k, int64_t n, const char *name, uint64_t done,
                           uint64_t total);
+/* qp_cli_progress_show for the converters' callbacks (ud: the qp_cli_progress). */
+void qp_cli_progress_cb(void *ud, int64_t k, int64_t n, const char *name, uint64_t done, uint64_t total);
 /* Ends a line left open by a failed run. */
 void qp_cli_progress_end(qp_cli_progress *p);
 

@@ -133,6 +133,10 @@ void qp_cli_progress_show(qp_cli_progress *p, int64_t k, int64_t n, const char *
     fflush(stderr);
 }
 
+void qp_cli_progress_cb(void *ud, int64_t k, int64_t n, const char *name, uint64_t done, uint64_t total) {
+    qp_cli_progress_show(ud, k, n, name, done, total);
+}
+
 void qp_cli_progress_end(qp_cli_progress *p) {
     if (p->shown) fputc('\n', stderr);
     p->shown = false;

@@ -13,6 +13,14 @@
 #include "quantpack/runtime.h"
 #include "quantpack/tokenizer.h"
 
+/* --dry-run: the plan as bullet-core will read the file; closes m, writes nothing. */
+static int print_plan(qp_model *m, const qp_bullet_convert_opts *co) {
+    qp_err e = {0};
+    qp_plan plan;
+    qp_status s = qp_convert_bullet_plan(m, co, &plan, &e);
+    return qp_cli_dry_run_done(m, s, &plan, &e);
+}
+
 /* Packs a->src as .bullet (options parsed by cli/cmd_convert.c). */
 int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     const char *name = a->cmd, *heads = a->heads;
@@ -24,7 +32,7 @@ int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     co.checksum = a->checksum;
     co.allow_nonfinite = a->allow_nonfinite;
     co.allow_requantize = a->allow_requantize;
-    if (!a->out) return qp_cli_usage_error("%s: -o MODEL.bullet is required", name);
+    if (!a->out && !a->dry_run) return qp_cli_usage_error("%s: -o MODEL.bullet is required", name);
     char buf[256];
     const char *tasks[QP_BULLET_N_TASKS + 1];
     int n_tasks = 0;
@@ -51,11 +59,19 @@ int qp_cli_convert_bullet(const qp_cli_convert_args *a) {
     qp_model *m = NULL;
     if (qp_model_open(a->src, &oo, &m, &e) != QP_OK) return qp_cli_fail(&e);
     qp_cli_warn_problems(m);
+    if (a->dry_run) return print_plan(m, &co);
+    qp_cli_progress pr;
+    qp_cli_progress_start(&pr);
+    co.progress = qp_cli_progress_cb;
+    co.progress_ud = &pr;
     qp_bullet_convert_stats st;
     qp_status s = qp_convert_to_bullet(m, a->out, &co, &st, &e);
     int64_t n_heads = m->arch.n_heads;
     qp_model_close(m);
-    if (s != QP_OK) return qp_cli_fail(&e);
+    if (s != QP_OK) {
+        qp_cli_progress_end(&pr);
+        return qp_cli_fail(&e);
+    }
     fprintf(stderr, "%s: wrote %s: %lld tensors", name, a->out, (long long)st.n_tensors);
     if (st.ffn_out && st.ffn_src != st.ffn_out)
         fprintf(stderr, ", FFN %lld zero-padded to %lld", (long long)st.ffn_src, (long long)st.ffn_out);

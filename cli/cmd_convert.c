@@ -36,7 +36,8 @@ void qp_cli_print_plan(const qp_plan *p) {
         const qp_plan_entry *pe = &p->t[i];
         char shape[64];
         shape_str(pe, shape, sizeof shape);
-        const char *act = !pe->convert ? "copy"
+        const char *act = pe->action ? pe->action
+                          : !pe->convert ? "copy"
                           : pe->src_kind == QP_SRC_BITNET_U8 ? "unpack+encode"
                           : pe->permute_heads > 0 ? "permute+encode" : "encode";
         printf("%-40s %-16s %-8s %-8s %12zu %12zu %s%s\n", pe->name, shape,
@@ -50,6 +51,15 @@ void qp_cli_print_plan(const qp_plan *p) {
            "skipped by a rule\n", (long long)p->n, (unsigned long long)p->src_bytes,
            (unsigned long long)p->dst_bytes, (double)p->dst_bytes / 1e6, (long long)p->n_fallback,
            (long long)p->n_skipped);
+}
+
+int qp_cli_dry_run_done(qp_model *m, qp_status s, qp_plan *plan, qp_err *e) {
+    if (s == QP_OK) {
+        qp_cli_print_plan(plan); /* the entries point into m */
+        qp_plan_free(plan);
+    }
+    qp_model_close(m);
+    return s == QP_OK ? QP_EXIT_OK : qp_cli_fail(e);
 }
 
 /* The per-tensor options and the importance matrix of --to gguf, owned for one conversion. */
@@ -215,7 +225,7 @@ static const char k_convert_usage[] =
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
     "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR [--dry-run]\n"
     "       quantpack convert SRC --to trlm -o DIR [--quant Q] [--lora PEFT_DIR]\n"
-    "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...]\n"
+    "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...] [--dry-run]\n"
     "       quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, Qwen3, Phi-3, BitNet float or\n"
     "     packed), a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
@@ -247,7 +257,7 @@ static const char k_convert_usage[] =
 static const char k_bullet_usage[] =
     "usage: bullet-pack SRC [--tokenizer FILE] -o MODEL.bullet [--heads gen,sentiment,...]\n"
     "                   [--head-weights FILE.safetensors] [--name NAME] [--checksum]\n"
-    "                   [--allow-requantize]\n\n"
+    "                   [--allow-requantize] [--dry-run]\n\n"
     "Packs a Llama-family model (safetensors directory, GGUF, llama2.c + --tokenizer, or\n"
     ".bullet) for bullet-core: its tensor names, BQ4 weights, BULK tokenizer, header JSON.\n"
     "Grouped K/V heads are written repeated, a narrower FFN zero-padded to 4 x hidden and\n"
@@ -280,8 +290,8 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B | S,
          .arg = "FILE", .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
         QP_CLI_THREADS(&a->threads, G | QP_TO_RDRR),
-        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | QP_TO_RDRR | S,
-         .help = "[gguf,rdrr,safetensors] print the plan (tensor, source and target encoding, bytes), write\nnothing"},
+        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | QP_TO_RDRR | B | S,
+         .help = "[gguf,rdrr,bullet,safetensors] print the plan (tensor, source and target\nencoding, bytes), write nothing"},
         {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR | B,
          .help = "[gguf,rdrr,bullet] quantized sources may be quantized again"},
         {"--imatrix", NULL, QP_CLI_STR, &a->imatrix, .used_by = G, .arg = "FILE",

@@ -21,12 +21,7 @@ static int print_plan(qp_model *m, const qp_rdrr_convert_opts *o) {
     qp_err e = {0};
     qp_plan plan;
     qp_status s = qp_convert_rdrr_plan(m, o, &plan, &e);
-    if (s == QP_OK) {
-        qp_cli_print_plan(&plan); /* the entries point into m */
-        qp_plan_free(&plan);
-    }
-    qp_model_close(m);
-    return s == QP_OK ? QP_EXIT_OK : qp_cli_fail(&e);
+    return qp_cli_dry_run_done(m, s, &plan, &e);
 }
 
 static int run_convert(const qp_cli_convert_args *a, bool passthrough) {

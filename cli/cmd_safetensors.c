@@ -32,10 +32,6 @@ static void print_plan(const qp_hf_plan *p) {
            (long long)p->n_skipped);
 }
 
-static void on_progress(void *ud, int64_t k, int64_t n, const char *name, uint64_t done, uint64_t total) {
-    qp_cli_progress_show(ud, k, n, name, done, total);
-}
-
 /* Opens SRC and prints the plan (--dry-run) or writes the folder. */
 static int run(const qp_cli_convert_args *a, qp_encoding dtype) {
     qp_err e = {0};
@@ -45,7 +41,7 @@ static int run(const qp_cli_convert_args *a, qp_encoding dtype) {
     qp_cli_warn_problems(m);
     qp_cli_progress pr;
     qp_cli_progress_start(&pr);
-    qp_st_convert_opts o = {.folder = {.dtype = dtype, .progress = on_progress, .progress_user = &pr},
+    qp_st_convert_opts o = {.folder = {.dtype = dtype, .progress = qp_cli_progress_cb, .progress_user = &pr},
                             .force = a->force, .allow_nonfinite = a->allow_nonfinite};
     qp_st_convert_stats st = {0};
     qp_hf_plan plan = {0};

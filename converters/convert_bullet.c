@@ -30,7 +30,17 @@ typedef struct job {
     int64_t src_rows, src_cols;
     int64_t hd, n_heads, n_src_heads;
     bool permute;               /* NEOX -> adjacent pairs */
+    struct progress *pr;        /* NULL: no progress reported */
+    int64_t index;              /* place in the plan */
 } job;
+
+/* The progress callback and the source bytes read so far. */
+typedef struct progress {
+    qp_bullet_progress_fn fn;
+    void *ud;
+    int64_t n;
+    uint64_t done, total;
+} progress;
 
 static qp_status fill(void *ud, const qp_bullet_tensor *bt, float *dst, qp_err *e) {
     const job *j = ud;
@@ -74,8 +84,11 @@ static qp_status fill(void *ud, const qp_bullet_tensor *bt, float *dst, qp_err *
         }
         break;
     }
-    (void)bt;
     if (x != dst) qp_free(x);
+    if (j->pr && j->pr->fn) {
+        j->pr->done += t->nbytes;
+        j->pr->fn(j->pr->ud, j->index + 1, j->pr->n, bt->name, j->pr->done, j->pr->total);
+    }
     return QP_OK;
 }
 
@@ -207,7 +220,7 @@ static job *plan_add(bullet_plan *p, const char *bname, const qp_tensor *src, xf
     snprintf(p->names[n], sizeof p->names[n], "%s", bname);
     p->jobs[n] = (job){.m = p->m, .src = src, .kind = kind, .rows = rows, .cols = cols,
                        .src_rows = src->ne[1], .src_cols = src->ne[0], .hd = p->d.hd,
-                       .n_heads = p->d.nh, .n_src_heads = p->d.nh};
+                       .n_heads = p->d.nh, .n_src_heads = p->d.nh, .index = n};
     qp_bullet_tensor *t = &p->bt[n];
     t->name = p->names[n];
     t->fill = fill;
@@ -377,6 +390,40 @@ static qp_status check_requantize(const bullet_plan *p, bool allow_requantize, q
     return QP_OK;
 }
 
+/* Everything bullet-core's runtime fixes checked, then the output tensors, their fill jobs and
+ * the heads planned (p->bt, p->jobs, p->names allocated; the caller frees them and heads). */
+static qp_status plan_model(const qp_model *m, const qp_bullet_convert_opts *o, bullet_plan *p,
+                            qp_bullet_heads *heads, bool *tied, qp_err *e) {
+    const qp_tensor *emb = NULL;
+    qp_status s = check_model(m, &p->d, &emb, e);
+    if (s != QP_OK) return s;
+    int64_t cap = 3 + 9 * p->d.layers + (o->head_weights ? o->n_tasks : 0);
+    p->bt = qp_calloc((size_t)cap, sizeof *p->bt);
+    p->jobs = qp_calloc((size_t)cap, sizeof *p->jobs);
+    p->names = qp_calloc((size_t)cap, sizeof *p->names);
+    if (!p->bt || !p->jobs || !p->names) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    if ((s = check_shape(m, emb, p->d.dim, p->d.vocab, e)) != QP_OK) return s;
+    plan_add(p, "tok_embeddings.weight", emb, K_PLAIN, p->d.vocab, p->d.dim);
+    for (int64_t l = 0; l < p->d.layers; l++)
+        if ((s = plan_layer(p, l, e)) != QP_OK) return s;
+    if ((s = plan_output(p, emb, tied, e)) != QP_OK) return s;
+    if ((s = plan_heads(p, o, heads, e)) != QP_OK) return s;
+    return check_requantize(p, o->allow_requantize, e);
+}
+
+static void plan_free(bullet_plan *p, qp_bullet_heads *heads) {
+    qp_bullet_heads_free(heads);
+    qp_free(p->bt);
+    qp_free(p->jobs);
+    qp_free(p->names);
+}
+
+/* The runtime's model checks every target makes before it writes or plans. */
+static qp_status check_source(const qp_model *m, const qp_bullet_convert_opts *o, qp_err *e) {
+    qp_status s = qp_model_check_for_write(m, o->allow_nonfinite, e);
+    return s == QP_OK ? qp_model_refuse_experts(m, ".bullet (bullet-core)", e) : s;
+}
+
 qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bullet_convert_opts *o,
                                qp_bullet_convert_stats *st, qp_err *e) {
     static const qp_bullet_convert_opts k_default = {0};
@@ -385,45 +432,105 @@ qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bull
     if (!st) st = &dummy;
     memset(st, 0, sizeof *st);
     /* never write a model the runtime rejects (readers/model_check.h) */
-    qp_status cs = qp_model_check_for_write(m, o->allow_nonfinite, e);
-    if (cs == QP_OK) cs = qp_model_refuse_experts(m, ".bullet (bullet-core)", e);
-    if (cs != QP_OK) return cs;
+    qp_status s = check_source(m, o, e);
+    if (s != QP_OK) return s;
     if (m->format == QP_FORMAT_BULLET) return repack_bullet(m, out, o, st, e);
     bullet_plan p = {.m = m};
-    const qp_tensor *emb = NULL;
-    qp_status s = check_model(m, &p.d, &emb, e);
-    if (s != QP_OK) return s;
     qp_bullet_heads heads;
     memset(&heads, 0, sizeof heads);
-    int64_t cap = 3 + 9 * p.d.layers + (o->head_weights ? o->n_tasks : 0);
-    p.bt = qp_calloc((size_t)cap, sizeof *p.bt);
-    p.jobs = qp_calloc((size_t)cap, sizeof *p.jobs);
-    p.names = qp_calloc((size_t)cap, sizeof *p.names);
-    if (!p.bt || !p.jobs || !p.names) {
-        s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
-        goto done;
+    s = plan_model(m, o, &p, &heads, &st->tied, e);
+    if (s == QP_OK) {
+        progress pr = {o->progress, o->progress_ud, p.n, 0, 0};
+        for (int64_t i = 0; i < p.n; i++) {
+            pr.total += p.jobs[i].src->nbytes;
+            p.jobs[i].pr = &pr;
+        }
+        char name[128];
+        base_name(m->path, name, sizeof name);
+        qp_bullet_info info;
+        fill_info(m, &p.d, o, &heads, name, &info);
+        s = qp_bullet_write(out, &info, p.bt, p.n, e);
     }
-    if ((s = check_shape(m, emb, p.d.dim, p.d.vocab, e)) != QP_OK) goto done;
-    plan_add(&p, "tok_embeddings.weight", emb, K_PLAIN, p.d.vocab, p.d.dim);
-    for (int64_t l = 0; l < p.d.layers; l++)
-        if ((s = plan_layer(&p, l, e)) != QP_OK) goto done;
-    if ((s = plan_output(&p, emb, &st->tied, e)) != QP_OK) goto done;
-    if ((s = plan_heads(&p, o, &heads, e)) != QP_OK) goto done;
-    if ((s = check_requantize(&p, o->allow_requantize, e)) != QP_OK) goto done;
-    char name[128];
-    base_name(m->path, name, sizeof name);
-    qp_bullet_info info;
-    fill_info(m, &p.d, o, &heads, name, &info);
-    s = qp_bullet_write(out, &info, p.bt, p.n, e);
-done:
     st->n_tensors = p.n;
     st->ffn_src = p.d.ffn;
     st->ffn_out = p.d.ffn_out;
     st->kv_heads_src = p.d.nkv;
     st->permuted_qk = p.d.neox;
-    qp_bullet_heads_free(&heads);
-    qp_free(p.bt);
-    qp_free(p.jobs);
-    qp_free(p.names);
+    plan_free(&p, &heads);
     return s;
+}
+
+/* The --dry-run text of a job's rewrite. */
+static const char *job_action(const job *j) {
+    bool repeat = j->n_src_heads != j->n_heads;
+    switch (j->kind) {
+    case K_QK:
+        return repeat && j->permute ? "repeat-kv+rope-reorder+encode"
+               : repeat             ? "repeat-kv+encode"
+                                    : "rope-reorder+encode";
+    case K_PAD_ROWS: return "pad-rows+encode";
+    case K_PAD_COLS: return "pad-cols+encode";
+    default: return "encode";
+    }
+}
+
+/* One plan row: name, shape (outer-first dims, stored inner-first), source encoding, bytes. */
+static qp_status plan_row(qp_plan *out, const qp_tensor *src, const char *name, int rank,
+                          const int64_t *dims, qp_encoding dst, const char *action, qp_err *e) {
+    char *copy = qp_strdup(name);
+    if (!copy) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    out->names[out->n] = copy;
+    qp_plan_entry *pe = &out->t[out->n++];
+    *pe = (qp_plan_entry){.src = src, .name = copy, .src_enc = src->enc, .dst_enc = dst,
+                          .n_dims = rank, .convert = src->enc != dst, .action = action};
+    int64_t total = 1;
+    for (int d = 0; d < QP_MAX_DIMS; d++) pe->ne[d] = d < rank ? dims[rank - 1 - d] : 1;
+    for (int d = 0; d < rank; d++) total *= dims[d];
+    if (!qp_encoding_tensor_bytes(dst, total, &pe->dst_bytes))
+        return qp_fail(e, QP_ERR_LIMIT, "tensor '%s': %lld elements", name, (long long)total);
+    out->src_bytes += src->nbytes;
+    out->dst_bytes += pe->dst_bytes;
+    return QP_OK;
+}
+
+static qp_status plan_alloc(qp_plan *out, int64_t n, qp_err *e) {
+    memset(out, 0, sizeof *out);
+    out->t = qp_calloc(n ? (size_t)n : 1, sizeof *out->t);
+    out->names = qp_calloc(n ? (size_t)n : 1, sizeof *out->names);
+    return out->t && out->names ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory for %lld tensors", (long long)n);
+}
+
+qp_status qp_convert_bullet_plan(const qp_model *m, const qp_bullet_convert_opts *o, qp_plan *out,
+                                 qp_err *e) {
+    static const qp_bullet_convert_opts k_default = {0};
+    if (!o) o = &k_default;
+    qp_plan pl = {0};
+    qp_status s = check_source(m, o, e);
+    if (s != QP_OK) return s;
+    if (m->format == QP_FORMAT_BULLET) { /* re-packed block for block */
+        s = plan_alloc(&pl, m->n_tensors, e);
+        for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
+            const qp_tensor *t = &m->tensors[i];
+            int64_t dims[QP_MAX_DIMS];
+            for (int d = 0; d < t->n_dims; d++) dims[d] = t->ne[t->n_dims - 1 - d];
+            s = plan_row(&pl, t, t->name, t->n_dims, dims, t->enc, "copy", e);
+        }
+    } else {
+        bullet_plan p = {.m = m};
+        qp_bullet_heads heads;
+        memset(&heads, 0, sizeof heads);
+        bool tied = false;
+        s = plan_model(m, o, &p, &heads, &tied, e);
+        if (s == QP_OK) s = plan_alloc(&pl, p.n, e);
+        for (int64_t i = 0; s == QP_OK && i < p.n; i++)
+            s = plan_row(&pl, p.jobs[i].src, p.bt[i].name, p.bt[i].rank, p.bt[i].dims, QP_ENC_BQ4,
+                         job_action(&p.jobs[i]), e);
+        plan_free(&p, &heads);
+    }
+    if (s != QP_OK) {
+        qp_plan_free(&pl);
+        return s;
+    }
+    *out = pl;
+    return QP_OK;
 }

@@ -6,9 +6,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "converters/recipe.h"
 #include "quantpack/model.h"
 #include "quantpack/status.h"
 #include "writers/bullet_writer.h"
+
+/* After each tensor is encoded: k of n done, its bullet name, source bytes read of total (the
+ * progress line, cli/cli.h). */
+typedef void (*qp_bullet_progress_fn)(void *ud, int64_t k, int64_t n, const char *name, uint64_t done,
+                                      uint64_t total);
 
 typedef struct qp_bullet_convert_opts {
     const char *model_name;       /* NULL: the source file name without its extension */
@@ -19,6 +25,8 @@ typedef struct qp_bullet_convert_opts {
     bool checksum;                /* CSUM record before END! */
     bool allow_nonfinite;         /* write NaN/Inf weights instead of refusing them */
     bool allow_requantize;        /* a quantized source tensor may become BQ4 */
+    qp_bullet_progress_fn progress; /* NULL: none (a .bullet re-pack reports none) */
+    void *progress_ud;
 } qp_bullet_convert_opts;
 
 typedef struct qp_bullet_convert_stats {
@@ -34,6 +42,13 @@ typedef struct qp_bullet_convert_stats {
 QP_NODISCARD qp_status qp_convert_to_bullet(const qp_model *src, const char *out_path,
                                             const qp_bullet_convert_opts *o, qp_bullet_convert_stats *st,
                                             qp_err *e);
+
+/* The --dry-run plan: every tensor bullet-core will read, in its name and output shape, with the
+ * source tensor, BQ4 bytes and the rewrite as action text (qp_plan_entry.action); the same checks
+ * as qp_convert_to_bullet, nothing written. *out borrows the source tensors of m (free it with
+ * qp_plan_free before closing m). */
+QP_NODISCARD qp_status qp_convert_bullet_plan(const qp_model *src, const qp_bullet_convert_opts *o,
+                                              qp_plan *out, qp_err *e);
 
 /* ---- heads (converters/bullet_heads.c) ----------------------------------------------------- */
 

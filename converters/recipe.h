@@ -96,6 +96,8 @@ typedef struct qp_plan_entry {
        parts[0]); NULL otherwise. Owned by the plan. */
     const qp_tensor **parts;
     int64_t n_parts;
+    const char *action;      /* static text the --dry-run table prints for this entry (targets
+                                whose rewrites the fields above do not describe); NULL: derived */
 } qp_plan_entry;
 
 /* A source tensor left out of the output by a named rule (recipes.md "Every tensor accounted

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # convert --dry-run for the targets beyond gguf/safetensors (issue 17): exit 0, OUT not created,
-# a plan naming each tensor's source and target encoding. RDRR: the plan's target encoding and
+# a plan naming each tensor's source and target encoding (rdrr, bullet). RDRR: the plan's target encoding and
 # bytes are what the conversion then stores (manifest.json dtype and size of every tensor), on
 # llama.cpp's own Q4_K_M of stories260K (its Q5_0/Q8_0 fallbacks become Q4_K padded rows / F16)
 # and on the F32 stories260K.gguf.
@@ -44,6 +44,39 @@ grep -q " Q5_0 *Q4_K " <("$QP" convert "$R/gguf/stories260K-Q4_K_M.llamacpp.gguf
   --allow-requantize --dry-run 2>&1) && ok || bad "plan does not name Q5_0 -> Q4_K"
 "$QP" convert "$R/stories260K.gguf" --to rdrr --quant keep -o "$TMP/out" --dry-run >/dev/null 2>&1
 [ $? -eq 2 ] && [ ! -e "$TMP/out" ] && ok || bad "--quant keep --dry-run not a usage error"
+
+# bullet: every row BQ4 in bullet-core's names; the plan's names and bytes are the .bullet's (inspect),
+# the source encoding named (F32; llama.cpp's Q5_0 and Q8_0 under --allow-requantize); the K/V
+# repeat and FFN padding named as actions; a .bullet source is a copy of every tensor
+inspect_rows() { "$QP" inspect "$1" | awk '$2 == "BQ4" { for (i = 3; i <= NF; i++) if ($i ~ /\]$/) { print $1, $2, $(i+1); break } }' | sort; }
+for src in "$R/stories260K.gguf" "$R/gguf/stories260K-Q4_K_M.llamacpp.gguf" "$TMP/s.bullet"; do
+  tag="bullet $(basename "$src")"
+  extra=(); case "$src" in *llamacpp*) extra=(--allow-requantize);; esac
+  "$QP" convert "$src" --to bullet "${extra[@]}" -o "$TMP/m.bullet" --dry-run >"$TMP/plan" 2>"$TMP/err"
+  rc=$?
+  [ $rc -eq 0 ] && ok || { bad "$tag: --dry-run exit $rc: $(cat "$TMP/err")"; continue; }
+  [ ! -e "$TMP/m.bullet" ] && ok || bad "$tag: --dry-run created $TMP/m.bullet"
+  head -1 "$TMP/plan" | grep -q "source *target" && ok || bad "$tag: no plan header"
+  grep -q "^48 tensors, " "$TMP/plan" && ok || bad "$tag: no '48 tensors' total: $(tail -1 "$TMP/plan")"
+  case "$src" in
+    *llamacpp*) grep -q "^tok_embeddings.weight .* Q5_0 *BQ4 .* encode$" "$TMP/plan" && ok || bad "$tag: Q5_0 -> BQ4 not named"
+                grep -q "^layers.0.attention.key.weight .* Q5_0 *BQ4 .* repeat-kv+encode$" "$TMP/plan" && ok || bad "$tag: K/V repeat not named";;
+    *.bullet) [ "$(grep -c " BQ4 *BQ4 .* copy$" "$TMP/plan")" -eq 48 ] && ok || bad "$tag: not 48 copies";;
+    *) grep -q "^layers.4.ffn.w2.weight  *\[64, 256\]  *F32  *BQ4  *44032  *10240 pad-cols+encode$" "$TMP/plan" \
+         && ok || bad "$tag: ffn_down padding row: $(grep w2 "$TMP/plan" | tail -1)";;
+  esac
+  "$QP" convert "$src" --to bullet "${extra[@]}" -o "$TMP/m.bullet" >/dev/null 2>"$TMP/err" \
+    || { bad "$tag: convert failed: $(cat "$TMP/err")"; continue; }
+  plan_rows "$TMP/plan" >"$TMP/want"
+  inspect_rows "$TMP/m.bullet" >"$TMP/got"
+  [ "$(wc -l <"$TMP/want")" -eq 48 ] && ok || bad "$tag: $(wc -l <"$TMP/want") plan rows parsed"
+  diff "$TMP/want" "$TMP/got" >"$TMP/diff" && ok || bad "$tag: plan != written: $(head -5 "$TMP/diff")"
+  [ "$src" = "$R/stories260K.gguf" ] && mv "$TMP/m.bullet" "$TMP/s.bullet"
+  rm -f "$TMP/m.bullet"
+done
+"$QP" convert "$R/gguf/stories260K-Q4_K_M.llamacpp.gguf" --to bullet -o "$TMP/m.bullet" --dry-run >/dev/null 2>"$TMP/err"
+[ $? -eq 3 ] && grep -q "already quantized (Q5_0); converting it to BQ4" "$TMP/err" && ok \
+  || bad "bullet --dry-run of a quantized source without --allow-requantize: $(cat "$TMP/err")"
 
 echo "convert_dry_run: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -209,7 +209,7 @@ static void stories(void) {
     }
     const char *bp = tmp_path("s260.bullet"), *bp2 = tmp_path("s260b.bullet"), *tp = tmp_path("twin.bin");
     const char *tasks[2] = {"gen", "sentiment"};
-    qp_bullet_convert_opts co = {NULL, tasks, 2, hw, true, false, false};
+    qp_bullet_convert_opts co = {.tasks = tasks, .n_tasks = 2, .head_weights = hw, .checksum = true};
     qp_bullet_convert_stats st;
     QP_CHECK_MSG(qp_convert_to_bullet(sm, bp, &co, &st, &e) == QP_OK, "%s", e.msg);
     QP_CHECK(st.ffn_src == 172 && st.ffn_out == 256 && st.kv_heads_src == 4 && st.tied);
