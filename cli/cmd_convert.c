@@ -224,7 +224,7 @@ static const char k_convert_usage[] =
     "usage: quantpack convert SRC --to gguf --quant Q -o OUT [--threads N]\n"
     "                         [--tokenizer FILE] [--dry-run] [--allow-requantize]\n"
     "       quantpack convert SRC --to rdrr --quant Q4_K_M|Q6_K|F16|BF16|F32|keep -o DIR [--dry-run]\n"
-    "       quantpack convert SRC --to trlm -o DIR [--quant Q] [--lora PEFT_DIR]\n"
+    "       quantpack convert SRC --to trlm -o DIR [--quant Q] [--lora PEFT_DIR] [--dry-run]\n"
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...] [--dry-run]\n"
     "       quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, Qwen3, Phi-3, BitNet float or\n"
@@ -290,10 +290,10 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
         {"--tokenizer", NULL, QP_CLI_STR, &a->tokenizer, .used_by = G | R | T | B | S,
          .arg = "FILE", .help = "tokenizer for sources without one (llama2.c tokenizer.bin)"},
         QP_CLI_THREADS(&a->threads, G | QP_TO_RDRR),
-        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | QP_TO_RDRR | B | S,
-         .help = "[gguf,rdrr,bullet,safetensors] print the plan (tensor, source and target\nencoding, bytes), write nothing"},
-        {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR | B,
-         .help = "[gguf,rdrr,bullet] quantized sources may be quantized again"},
+        {"--dry-run", NULL, QP_CLI_FLAG, &a->dry_run, .used_by = G | QP_TO_RDRR | T | B | S,
+         .help = "print the plan (tensor, source and target encoding, bytes), write\nnothing"},
+        {"--allow-requantize", NULL, QP_CLI_FLAG, &a->allow_requantize, .used_by = G | QP_TO_RDRR | T | B,
+         .help = "[gguf,rdrr,trlm,bullet] quantized sources may be quantized again"},
         {"--imatrix", NULL, QP_CLI_STR, &a->imatrix, .used_by = G, .arg = "FILE",
          .help = "[gguf] importance matrix from llama-imatrix (.dat or GGUF), as\nllama-quantize --imatrix"},
         {"--output-tensor-type", NULL, QP_CLI_STR, &a->output_tensor_type, .used_by = G,

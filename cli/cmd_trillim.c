@@ -99,12 +99,13 @@ int qp_cmd_trillim_quantize(int argc, char **argv) {
 
 /* convert --to trlm (options parsed by cli/cmd_convert.c; the work: converters/convert_trlm.c). */
 int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
-    if (!a->out) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
+    if (!a->out && !a->dry_run) return qp_cli_usage_error("convert --to trlm: SRC and -o DIR are required");
     qp_trlm_convert_opts o = {.target = QP_TRILLIM_TARGET_AUTO, .lora = a->lora,
                               .tokenizer = a->tokenizer, .save_manifest = a->save_manifest,
                               .adapter_only = a->adapter_only,
                               .force = a->force,
-                              .allow_nonfinite = a->allow_nonfinite};
+                              .allow_nonfinite = a->allow_nonfinite,
+                              .allow_requantize = a->allow_requantize};
     if (a->quant && !qp_trillim_target_from_name(a->quant, &o.target))
         return qp_cli_usage_error("convert --to trlm: unknown --quant '%s' (auto, ternary, bf16, q8_0, "
                                    "q8_0_blocked_32, int8, q1_0_128, grouped_ternary_128)", a->quant);
@@ -113,11 +114,23 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     qp_open_opts oo = {0};
     oo.tokenizer_path = a->tokenizer;
     qp_model *sm = NULL;
+    if (qp_model_open(a->src, &oo, &sm, &e) != QP_OK) return qp_cli_fail(&e);
+    if (a->dry_run) {
+        qp_plan plan;
+        qp_status s = qp_convert_trlm_plan(sm, &o, &plan, &e);
+        return qp_cli_dry_run_done(sm, s, &plan, &e);
+    }
+    qp_cli_progress pr;
+    qp_cli_progress_start(&pr);
+    o.progress = qp_cli_progress_cb;
+    o.progress_ud = &pr;
     qp_trlm_convert_stats st = {0};
-    qp_status s = qp_model_open(a->src, &oo, &sm, &e);
-    if (s == QP_OK) s = qp_convert_to_trlm(sm, a->out, &o, &st, &e);
+    qp_status s = qp_convert_to_trlm(sm, a->out, &o, &st, &e);
     qp_model_close(sm);
-    if (s != QP_OK) return qp_cli_fail(&e);
+    if (s != QP_OK) {
+        qp_cli_progress_end(&pr);
+        return qp_cli_fail(&e);
+    }
     if (a->adapter_only) {
         printf("convert: wrote %s (TRLM LoRA adapter bundle)\n", a->out);
         return QP_EXIT_OK;

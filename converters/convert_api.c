@@ -125,7 +125,8 @@ static qp_status to_bullet(const qp_model *m, const qp_convert_params *p, const 
 static qp_status to_trlm(const qp_model *m, const qp_convert_params *p, const char *out_path,
                          qp_convert_result *res, qp_err *e) {
     qp_trlm_convert_opts to = {.target = QP_TRILLIM_TARGET_AUTO, .force = p->force,
-                               .allow_nonfinite = p->allow_nonfinite};
+                               .allow_nonfinite = p->allow_nonfinite,
+                               .allow_requantize = p->allow_requantize};
     if (p->quant && !qp_trillim_target_from_name(p->quant, &to.target))
         return qp_fail(e, QP_ERR_ARG, "%s: unknown TRLM quant '%s' (auto, ternary, bf16, q8_0, q8_0_blocked_32, int8, "
                       "q1_0_128, grouped_ternary_128)",

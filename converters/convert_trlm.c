@@ -1,11 +1,13 @@
 /* converters/convert_trlm.h: any readable model -> a TRLM directory (the manifest, then the
  * same quantizer as trillim-quantize). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "converters/convert_trlm.h"
 #include "converters/hf_folder.h"
+#include "converters/recipe.h"
 #include "converters/trillim_bundle.h"
 #include "converters/trillim_quantize.h"
 #include "core/json.h"
@@ -22,8 +24,15 @@ static qp_status copy_file(const char *src, const char *dst, qp_err *e) {
 }
 
 /* A source that is not a Hugging Face folder becomes one first, in a staging folder beside out
- * that the caller removes (qp_outdir_abort): converters/hf_folder.md. */
+ * (for a plan without out: in the temporary directory) that the caller removes (qp_outdir_abort):
+ * converters/hf_folder.md. */
 static qp_status stage_hf_folder(const qp_model *src, const char *out, qp_outdir **stage, qp_err *e) {
+    char tmp[512];
+    if (!out) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(tmp, sizeof tmp, "%s/quantpack-trlm-plan-%ld", dir && *dir ? dir : "/tmp", (long)getpid());
+        out = tmp;
+    }
     size_t n = strlen(out);
     while (n > 1 && out[n - 1] == '/') n--;
     char *target = qp_malloc(n + sizeof ".hf-source");
@@ -80,37 +89,147 @@ static qp_status write_inference_config(const qp_trillim_config *c, const char *
     return qp_file_write_atomic(path, line, (size_t)n, e);
 }
 
-/* Writes the manifest for hf, parses it back and executes it (the trillim-quantize path). A
- * model: qmodel.tensors, rope.cache [, qmodel.lora]; adapter_only (run_adapter_quantizer): the
+/* What the conversion reads: the Hugging Face folder (the source's own, or staged), its config,
+ * the SDK's manifest of it, and for a staged folder the plan that says which source tensor each
+ * key came from. */
+typedef struct trlm_source {
+    qp_outdir *stage;           /* NULL: the source is the folder */
+    const char *hf;
+    qp_trillim_config c;
+    qp_trillim_manifest *man;
+    qp_hf_plan hfp;
+} trlm_source;
+
+static void source_close(trlm_source *ts) {
+    qp_trillim_manifest_free(ts->man);
+    qp_hf_plan_free(&ts->hfp);
+    qp_trillim_config_free(&ts->c);
+    qp_outdir_abort(ts->stage);
+    memset(ts, 0, sizeof *ts);
+}
+
+static qp_status source_open(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
+                             trlm_source *ts, qp_err *e) {
+    memset(ts, 0, sizeof *ts);
+    const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
+    qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
+    if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
+    if (s == QP_OK && !is_hf) s = qp_hf_folder_plan(src, QP_ENC_F32, &ts->hfp, e);
+    if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &ts->stage, e);
+    ts->hf = ts->stage ? qp_outdir_path(ts->stage) : src->path;
+    if (s == QP_OK) s = qp_trillim_config_from_hf(ts->hf, &ts->c, e);
+    ts->c.target = o->target;
+    if (s == QP_OK) s = qp_trillim_manifest_build(ts->hf, &ts->c, o->lora, o->adapter_only, &ts->man, e);
+    return s;
+}
+
+/* The source tensor a manifest key was read from. */
+static const qp_tensor *source_tensor(const qp_model *src, const trlm_source *ts, const char *key) {
+    if (!ts->stage) return qp_model_find(src, key);
+    for (int64_t i = 0; i < ts->hfp.n; i++)
+        if (!ts->hfp.t[i].skip_rule && strcmp(ts->hfp.t[i].hf_name, key) == 0) return ts->hfp.t[i].src;
+    return NULL;
+}
+
+/* The options of trillim-quantize for this model (qp_trillim_quantize). */
+static qp_trillim_quant_opts quant_opts(const qp_trillim_config *c, const char *mpath, const char *tpath,
+                                        const char *rpath, const char *lpath, int64_t rank) {
+    return (qp_trillim_quant_opts){
+        .manifest_path = mpath, .output = tpath, .arch = c->arch_type, .hidden = c->hidden,
+        .intermediate = c->intermediate, .hidden_orig = c->hidden_orig,
+        .intermediate_orig = c->intermediate_orig, .norm_eps = c->norm_eps,
+        .tie_embeddings = c->tie_embeddings, .rope_output = rpath, .rope_theta = c->rope_theta,
+        .max_pos = c->max_pos, .head_dim = c->head_dim, .lora_output = lpath, .lora_rank = rank,
+        .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads};
+}
+
+/* One plan row per manifest entry: its key, the source tensor, the encoding and bytes the action
+ * stores; the one requantize rule checked on each (recipe.h). */
+static qp_status plan_rows(const qp_model *src, const trlm_source *ts, bool allow_requantize,
+                           qp_plan *p, qp_err *e) {
+    const qp_trillim_manifest *m = ts->man;
+    const qp_trillim_quant_opts q = quant_opts(&ts->c, NULL, NULL, NULL, NULL, 0);
+    p->t = qp_calloc(m->n_entries ? m->n_entries : 1, sizeof *p->t);
+    p->names = qp_calloc(m->n_entries ? m->n_entries : 1, sizeof *p->names);
+    if (!p->t || !p->names) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < m->n_entries; i++) {
+        const qp_trillim_entry *t = &m->entries[i];
+        const qp_tensor *st = source_tensor(src, ts, m->names[i]);
+        if (!st)
+            return qp_fail(e, QP_ERR_INTERNAL, "%s: no source tensor for the manifest's '%s'", src->path,
+                           m->names[i]);
+        if (!(p->names[i] = qp_strdup(m->names[i]))) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        qp_plan_entry *pe = &p->t[p->n++];
+        uint64_t bytes = 0;
+        *pe = (qp_plan_entry){.src = st, .name = p->names[i], .src_enc = st->enc, .convert = true,
+                              .n_dims = t->cols == 1 ? 1 : 2, .ne = {t->cols == 1 ? t->rows : t->cols,
+                                                                     t->cols == 1 ? 1 : t->rows, 1, 1},
+                              .action = qp_trillim_action_name(t->action),
+                              /* a pre-quantized ternary source repacked is not requantized */
+                              .src_kind = t->action == QP_TRILLIM_REPACK_TERNARY ? QP_SRC_BITNET_U8 : QP_SRC_PLAIN};
+        qp_status s = qp_trillim_entry_output(t, &q, &pe->dst_enc, &bytes, e);
+        if (s == QP_OK) s = qp_recipe_check_requantize(src, pe, pe->dst_enc, allow_requantize, e);
+        if (s != QP_OK) return s;
+        pe->dst_bytes = (size_t)bytes;
+        p->src_bytes += st->nbytes;
+        p->dst_bytes += bytes;
+    }
+    return QP_OK;
+}
+
+qp_status qp_convert_trlm_plan(const qp_model *src, const qp_trlm_convert_opts *o, qp_plan *out, qp_err *e) {
+    trlm_source ts;
+    qp_plan p = {0};
+    qp_status s = source_open(src, NULL, o, &ts, e);
+    if (s == QP_OK) s = plan_rows(src, &ts, o->allow_requantize, &p, e);
+    source_close(&ts);
+    if (s != QP_OK) {
+        qp_plan_free(&p);
+        return s;
+    }
+    *out = p;
+    return QP_OK;
+}
+
+/* The converter's progress from trillim-quantize's: entry k's key. */
+typedef struct progress_relay {
+    const qp_trlm_convert_opts *o;
+    const qp_trillim_manifest *man;
+} progress_relay;
+
+static void relay_progress(void *ud, int64_t k, int64_t n, uint64_t done, uint64_t total) {
+    const progress_relay *r = ud;
+    r->o->progress(r->o->progress_ud, k, n, r->man->names[k - 1], done, total);
+}
+
+/* Writes the manifest, parses it back and executes it (the trillim-quantize path). A model:
+ * qmodel.tensors, rope.cache [, qmodel.lora]; adapter_only (run_adapter_quantizer): the
  * adapter-only manifest, qmodel.lora, and the unused qmodel.tensors the SDK also discards. */
-static qp_status quantize_from_manifest(const char *hf, const qp_trillim_config *c,
-                                        const qp_trlm_convert_opts *o, const char *mpath,
-                                        qp_outdir *od, int64_t *n_tensors, qp_err *e) {
-    qp_trillim_manifest *m = NULL, *m2 = NULL;
+static qp_status quantize_from_manifest(const trlm_source *ts, const qp_trlm_convert_opts *o,
+                                        const char *mpath, qp_outdir *od, qp_err *e) {
+    qp_trillim_manifest *m2 = NULL;
     uint8_t *mbytes = NULL;
     size_t mlen = 0;
     const bool ao = o->adapter_only;
     char *tpath = qp_outdir_join(od, ao ? ".unused-qmodel.tensors" : "qmodel.tensors"),
          *rpath = qp_outdir_join(od, "rope.cache"), *lpath = qp_outdir_join(od, "qmodel.lora");
     qp_status s = tpath && rpath && lpath ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    if (s == QP_OK) s = qp_trillim_manifest_build(hf, c, o->lora, ao, &m, e);
-    if (s == QP_OK) s = qp_trillim_manifest_serialize(m, &mbytes, &mlen, e);
+    if (s == QP_OK) s = qp_trillim_manifest_serialize(ts->man, &mbytes, &mlen, e);
     if (s == QP_OK) s = qp_file_write_atomic(mpath, mbytes, mlen, e);
     if (s == QP_OK) s = qp_trillim_manifest_read(mpath, &m2, e);
     int64_t rank = 0;
     if (s == QP_OK && o->lora) s = qp_trillim_adapter_rank(o->lora, &rank, e);
     if (s == QP_OK) { /* the adapter run passes no rope flags */
-        qp_trillim_quant_opts q = {mpath, tpath, c->arch_type, c->hidden, c->intermediate,
-                                   c->hidden_orig, c->intermediate_orig, c->norm_eps,
-                                   c->tie_embeddings, ao ? NULL : rpath, c->rope_theta, c->max_pos,
-                                   c->head_dim, o->lora ? lpath : NULL, rank, c->n_heads,
-                                   c->n_kv_heads, 0, 0, 0, 0, 0};
+        qp_trillim_quant_opts q = quant_opts(&ts->c, mpath, tpath, ao ? NULL : rpath, o->lora ? lpath : NULL, rank);
+        progress_relay relay = {o, ts->man};
+        if (o->progress && m2->n_entries == ts->man->n_entries) {
+            q.progress = relay_progress;
+            q.progress_ud = &relay;
+        }
         s = qp_trillim_quantize(m2, &q, e);
     }
     if (ao) unlink(tpath);
-    if (s == QP_OK) *n_tensors = ao ? 0 : m->n_entries;
     qp_trillim_manifest_free(m2);
-    qp_trillim_manifest_free(m);
     qp_free(mbytes);
     qp_free(tpath);
     qp_free(rpath);
@@ -154,48 +273,43 @@ static qp_status check_adapter_only(const qp_trlm_convert_opts *o, const char *o
 
 qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
                              qp_trlm_convert_stats *st, qp_err *e) {
-    qp_outdir *od = NULL, *stage = NULL;
-    char *mpath = NULL;
-    int64_t n_tensors = 0;
-    qp_trillim_config c = {0};
     const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
     qp_status s = o->adapter_only ? check_adapter_only(o, out, e) : QP_OK;
-    if (s == QP_OK) s = qp_model_check_for_write(src, o->allow_nonfinite, e);
-    if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
-    if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &stage, e);
-    /* hf: the Hugging Face folder the SDK's manifest describes (a staged one is removed at the
-       end, and its manifest with it) */
-    const char *hf = stage ? qp_outdir_path(stage) : src->path;
-    if (s == QP_OK) s = qp_trillim_config_from_hf(hf, &c, e);
-    if (s == QP_OK) {
-        c.target = o->target;
+    if (s != QP_OK) return s;
+    /* checked before anything is staged: the manifest of a staged source would name its copy */
+    if (o->save_manifest && !is_hf)
+        return qp_fail(e, QP_ERR_ARG, "%s: --save-manifest needs a Hugging Face folder as the source: the "
+                       "manifest of a %s source would name its staged copy, removed after conversion",
+                       o->save_manifest, qp_format_name(src->format));
+    qp_outdir *od = NULL;
+    char *mpath = NULL;
+    trlm_source ts;
+    qp_plan plan = {0};
+    s = source_open(src, out, o, &ts, e);
+    if (s == QP_OK) s = plan_rows(src, &ts, o->allow_requantize, &plan, e);
+    if (s == QP_OK)
         s = qp_outdir_open(out, o->adapter_only ? &qp_trlm_adapter_outdir_kind : &qp_trlm_outdir_kind,
                            o->force, &od, e);
-    }
-    if (s == QP_OK && stage && o->save_manifest)
-        s = qp_fail(e, QP_ERR_ARG, "%s: --save-manifest needs a Hugging Face folder as the source: the "
-                    "manifest of a %s source would name its staged copy, removed after conversion",
-                    o->save_manifest, qp_format_name(src->format));
-    /* the manifest lives in the staging folder only while the quantizer runs, and is removed
+    /* the manifest lives in the partial folder only while the quantizer runs, and is removed
        before the folder is committed, as the SDK's run_model_quantizer removes its own
        (converters/trillim_sdk.md "Where the manifest goes") */
     if (s == QP_OK && !(mpath = qp_outdir_join(od, ".quantize_manifest.bin")))
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-    if (s == QP_OK) s = quantize_from_manifest(hf, &c, o, mpath, od, &n_tensors, e);
+    if (s == QP_OK) s = quantize_from_manifest(&ts, o, mpath, od, e);
     if (s == QP_OK && o->save_manifest) s = copy_file(mpath, o->save_manifest, e);
     if (mpath) unlink(mpath);
-    if (s == QP_OK) s = write_side_files(hf, &c, o, od, e);
+    if (s == QP_OK) s = write_side_files(ts.hf, &ts.c, o, od, e);
     if (s == QP_OK) {
         s = qp_outdir_commit(od, e);
         od = NULL;
     }
     qp_outdir_abort(od);
-    qp_outdir_abort(stage);
-    qp_free(mpath);
-    qp_trillim_config_free(&c);
     if (s == QP_OK && st) {
-        st->n_tensors = n_tensors;
+        st->n_tensors = o->adapter_only ? 0 : ts.man->n_entries;
         st->has_tokenizer = src->vocab.n_tokens > 0;
     }
+    source_close(&ts);
+    qp_plan_free(&plan);
+    qp_free(mpath);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "converters/recipe.h"
 #include "converters/trillim_manifest.h"
 #include "quantpack/model.h"
 #include "quantpack/status.h"
@@ -25,12 +26,25 @@ typedef struct qp_trlm_convert_opts {
                                  files; no model): `trillim quantize MODEL ADAPTER` */
     bool force;               /* replace a previous TRLM folder at out (core/outfile.md) */
     bool allow_nonfinite;     /* write NaN/Inf weights instead of refusing the model */
+    bool allow_requantize;    /* a quantized source tensor may get a quantizing action */
+    /* after each tensor is written: k of n, its key, source bytes read of total; NULL: none */
+    void (*progress)(void *ud, int64_t k, int64_t n, const char *name, uint64_t done, uint64_t total);
+    void *progress_ud;
 } qp_trlm_convert_opts;
 
 typedef struct qp_trlm_convert_stats {
     int64_t n_tensors;        /* manifest entries written */
     bool has_tokenizer;       /* the source carried a vocabulary */
 } qp_trlm_convert_stats;
+
+/* The --dry-run plan: one row per manifest entry (its safetensors key, the source tensor and
+ * encoding, the encoding and bytes its action stores in qmodel.tensors, the action's name), in
+ * the SDK's order; the same checks as qp_convert_to_trlm, including the one requantize rule
+ * (recipe.h: a quantized source tensor given a quantizing action needs allow_requantize; BF16_RAW
+ * widens). A source that is not a Hugging Face folder is staged as one in the temporary
+ * directory (TMPDIR) and removed before returning. *out borrows src's tensors (qp_plan_free). */
+QP_NODISCARD qp_status qp_convert_trlm_plan(const qp_model *src, const qp_trlm_convert_opts *o,
+                                            struct qp_plan *out, qp_err *e);
 
 /* Writes src (opened from its path, with o->tokenizer as its tokenizer when given) to the TRLM
  * folder out. The runtime's model checks run first (readers/model_check.h); nothing appears at

@@ -43,6 +43,8 @@ void qp_trillim_manifest_free(qp_trillim_manifest *m) {
     qp_free(m->entries);
     qp_free(m->sections);
     qp_free(m->lora);
+    for (uint32_t i = 0; m->names && i < m->n_entries; i++) qp_free(m->names[i]);
+    qp_free(m->names);
     qp_free(m);
 }
 
@@ -1312,13 +1314,18 @@ qp_status qp_trillim_manifest_build(const char *model_dir, const qp_trillim_conf
     if (!adapter_only && (s = list_model_shards(&b, e)) != QP_OK) goto done;
     if ((s = collect_items(&b, b.shards.n, e)) != QP_OK) goto done;
     m->entries = qp_calloc((size_t)(b.n_items ? b.n_items : 1), sizeof *m->entries);
-    if (!m->entries) {
+    m->names = qp_calloc((size_t)(b.n_items ? b.n_items : 1), sizeof *m->names);
+    if (!m->entries || !m->names) {
         s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < b.n_items; i++) {
         if ((s = plan_entry(&b, &b.items[i], &m->entries[i], e)) != QP_OK) goto done;
         m->n_entries = (uint32_t)(i + 1);
+        if (!(m->names[i] = qp_strdup(b.items[i].key))) {
+            s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+            goto done;
+        }
     }
     /* one TEXT_CORE section over the entries (none without entries) */
     m->has_sections = true;

@@ -84,6 +84,8 @@ typedef struct qp_trillim_manifest {
     uint32_t lora_layers, lora_targets;
     double lora_scale;
     qp_trillim_lora_slot *lora; /* lora_layers * lora_targets, layer-major */
+    char **names; /* the safetensors key of each entry (qp_trillim_manifest_build only; NULL for a
+                     parsed manifest: the format has no names) */
 } qp_trillim_manifest;
 
 /* Element size of a manifest dtype code; 0 for an unknown code. */

@@ -56,6 +56,20 @@ static uint32_t pad_rule(uint32_t d, const qp_trillim_quant_opts *o) {
     return d;
 }
 
+qp_status qp_trillim_entry_output(const qp_trillim_entry *t, const qp_trillim_quant_opts *o,
+                                  qp_encoding *enc, uint64_t *bytes, qp_err *e) {
+    if (t->action >= QP_TRILLIM_ACTION_COUNT)
+        return qp_fail(e, QP_ERR_ARG, "manifest action %u is not one we know", t->action);
+    qp_trlm_kind kind = kind_of_action(t->action);
+    uint32_t rows = logical_rows(t), pr = rows == t->rows ? t->padded_rows : pad_rule(rows, o);
+    if (!qp_trlm_data_size(kind, pr, t->padded_cols, bytes))
+        return qp_fail(e, QP_ERR_LIMIT, "a %u x %u tensor is too large for TRLM", pr, t->padded_cols);
+    *enc = kind == QP_TRLM_KIND_BF16      ? QP_ENC_BF16
+           : kind == QP_TRLM_KIND_TERNARY ? QP_ENC_TRLM_T2
+                                          : qp_trlm_kind_encoding(kind);
+    return QP_OK;
+}
+
 /* Assigns a role and layer to every entry (SDK v1 order). */
 static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
                               qp_trlm_record *rec, uint32_t *n_layers, const char *file, qp_err *e) {
@@ -507,10 +521,14 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
     for (uint32_t i = 0; i < m->n_entries; i++)
         if ((s = encode_entry(&m->entries[i], &rec[i], &sh, buf, file, i, e)) != QP_OK) goto done;
     if ((s = qp_trlm_writer_open(o->output, (uint32_t)o->arch, &body, rec, &w, e)) != QP_OK) goto done;
+    uint64_t src_done = 0, src_total = 0;
+    for (uint32_t i = 0; i < m->n_entries; i++) src_total += m->entries[i].data_size;
     for (uint32_t i = 0; i < m->n_entries; i++) {
         if ((s = encode_entry(&m->entries[i], &rec[i], &sh, buf, file, i, e)) != QP_OK ||
             (s = qp_trlm_writer_write(w, buf, (size_t)rec[i].size, e)) != QP_OK)
             goto done;
+        src_done += m->entries[i].data_size;
+        if (o->progress) o->progress(o->progress_ud, i + 1, m->n_entries, src_done, src_total);
     }
     if (o->rope_output) {
         if (o->head_dim <= 0 || o->max_pos <= 0 || o->max_pos > QP_TRLM_MAX_POS) {

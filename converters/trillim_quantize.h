@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "converters/trillim_manifest.h"
+#include "quantpack/encoding.h"
 #include "quantpack/status.h"
 
 typedef struct qp_trillim_quant_opts {
@@ -29,7 +30,15 @@ typedef struct qp_trillim_quant_opts {
     double yarn_factor;
     int64_t yarn_orig_max_pos;
     double yarn_beta_slow, yarn_beta_fast;
+    /* after each tensor is written: entry k of n (1-based), source bytes read of total; NULL: none */
+    void (*progress)(void *ud, int64_t k, int64_t n, uint64_t done, uint64_t total);
+    void *progress_ud;
 } qp_trillim_quant_opts;
+
+/* What entry t becomes in qmodel.tensors under o: its encoding (BF16, TRLM_T2 for the ternary
+ * actions, else the blocks of the action's kind) and its data bytes (padded as o pads). */
+QP_NODISCARD qp_status qp_trillim_entry_output(const qp_trillim_entry *t, const qp_trillim_quant_opts *o,
+                                               qp_encoding *enc, uint64_t *bytes, qp_err *e);
 
 /* Validates everything (manifest against its shards and the options, the role of every entry)
  * before writing; outputs appear only when every file succeeded. */

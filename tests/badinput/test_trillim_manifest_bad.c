@@ -227,7 +227,7 @@ int main(void) {
         qp_trillim_manifest *man = NULL;
         char out[600];
         snprintf(out, sizeof out, "%s/trillim_bad_out.tensors", tmp);
-        qp_trillim_quant_opts o = {"test.manifest", out, 1, 128, 256, 128, 256, 1e-5, true, NULL, 1e4, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+        qp_trillim_quant_opts o = {.manifest_path = "test.manifest", .output = out, .arch = 1, .hidden = 128, .intermediate = 256, .hidden_orig = 128, .intermediate_orig = 256, .norm_eps = 1e-5, .tie_embeddings = true, .rope_theta = 1e4};
         build(&m, "/nonexistent/shard.safetensors", 30, &k_good, 0, false);
         QP_CHECK(qp_trillim_manifest_parse(m.b, m.n, "test.manifest", &man, &e) == QP_OK);
         qp_err_clear(&e);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # convert --dry-run for the targets beyond gguf/safetensors (issue 17): exit 0, OUT not created,
-# a plan naming each tensor's source and target encoding (rdrr, bullet). RDRR: the plan's target encoding and
+# a plan naming each tensor's source and target encoding (rdrr, bullet, trlm). RDRR: the plan's target encoding and
 # bytes are what the conversion then stores (manifest.json dtype and size of every tensor), on
 # llama.cpp's own Q4_K_M of stories260K (its Q5_0/Q8_0 fallbacks become Q4_K padded rows / F16)
 # and on the F32 stories260K.gguf.
@@ -77,6 +77,36 @@ done
 "$QP" convert "$R/gguf/stories260K-Q4_K_M.llamacpp.gguf" --to bullet -o "$TMP/m.bullet" --dry-run >/dev/null 2>"$TMP/err"
 [ $? -eq 3 ] && grep -q "already quantized (Q5_0); converting it to BQ4" "$TMP/err" && ok \
   || bad "bullet --dry-run of a quantized source without --allow-requantize: $(cat "$TMP/err")"
+
+# trlm: one row per manifest entry in the SDK's order (a GGUF source staged as an HF folder in
+# TMPDIR, removed); encodings in qmodel.tensors' record order as inspect reads them, each record's
+# planned bytes filling its place up to the 64-byte alignment; quantpack-trlm-plan-* not left behind
+for q in auto bf16 q8_0; do
+  tag="trlm $q"
+  TMPDIR="$TMP" "$QP" convert "$R/stories260K.gguf" --to trlm --quant $q -o "$TMP/t" --dry-run >"$TMP/plan" 2>"$TMP/err"
+  rc=$?
+  [ $rc -eq 0 ] && ok || { bad "$tag: --dry-run exit $rc: $(cat "$TMP/err")"; continue; }
+  [ ! -e "$TMP/t" ] && [ -z "$(ls -d "$TMP"/quantpack-trlm-plan* "$TMP"/t.* 2>/dev/null)" ] && ok || bad "$tag: --dry-run wrote $(ls "$TMP")"
+  grep -q "^48 tensors, " "$TMP/plan" && ok || bad "$tag: no '48 tensors' total: $(tail -1 "$TMP/plan")"
+  grep -q "^model.layers.0.self_attn.q_proj.weight  *\[64, 64\]  *F32 " "$TMP/plan" && ok || bad "$tag: q_proj row: $(grep q_proj "$TMP/plan" | head -1)"
+  "$QP" convert "$R/stories260K.gguf" --to trlm --quant $q -o "$TMP/t" >/dev/null 2>"$TMP/err" \
+    || { bad "$tag: convert failed: $(cat "$TMP/err")"; continue; }
+  "$QP" inspect "$TMP/t" --json >"$TMP/json" || bad "$tag: inspect"
+  python3 - "$TMP/plan" "$TMP/json" "$TMP/t/qmodel.tensors" <<'PY' && ok || bad "$tag: plan != written"
+import json, os, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith("model.") or l.startswith("lm_head.")]
+plan = [(r[-4], int(r[-2])) for r in rows]  # target, out bytes
+t = json.load(open(sys.argv[2]))["tensors"]
+offs = [x["offset"] for x in t] + [os.path.getsize(sys.argv[3])]
+# the reader decodes a block tensor whose rows are not whole blocks (ffn_down's 172) to F32
+same = lambda p, x: p[0] == x["encoding"] or (x["encoding"] == "F32" and x["shape"][-1] % 32 != 0)
+bad = [(i, p, x["encoding"], offs[i + 1] - offs[i]) for i, (p, x) in enumerate(zip(plan, t))
+       if not same(p, x) or not (p[1] <= offs[i + 1] - offs[i] < p[1] + 64)]
+if len(plan) != 48 or len(t) != 48 or bad:
+    print(len(plan), len(t), bad[:3]); sys.exit(1)
+PY
+  rm -rf "$TMP/t"
+done
 
 echo "convert_dry_run: $pass passed, $fail failed"
 [ $fail -eq 0 ]
