@@ -83,6 +83,7 @@ static int run_convert(const qp_cli_convert_args *a, bool passthrough) {
                 r.n_padded_rows ? " (some rows zero-padded to 256: layout \"row\")" : "");
         fprintf(stderr, "quantpack: tokenizer: %s\n", r.tokenizer_note ? r.tokenizer_note : "-");
         if (r.n_dtype_changes) fprintf(stderr, "quantpack: dtypes: %s\n", r.dtype_note);
+        if (r.n_skipped) fprintf(stderr, "quantpack: left out: %s\n", r.skip_note);
     }
     if (r.no_tokenizer) qp_cli_warn_no_tokenizer(a->out);
     return QP_EXIT_OK;

@@ -57,6 +57,7 @@ static int run(const qp_cli_convert_args *a, qp_encoding dtype) {
                 (long long)st.n_tensors, (double)st.bytes / 1e6,
                 dtype == QP_ENC_COUNT ? "F16/BF16 kept, others F32" : qp_encoding_get(dtype)->upper_name,
                 qp_cli_now_s() - pr.t0);
+        if (st.n_skipped) fprintf(stderr, "quantpack: left out: %s\n", st.skip_note);
         if (!st.folder.has_tokenizer) {
             if (m->vocab.n_tokens > 0)
                 fprintf(stderr, "quantpack: warning: no tokenizer files: %s\n", st.folder.no_tokenizer);

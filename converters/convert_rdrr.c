@@ -521,10 +521,16 @@ static qp_status write_passthrough(qp_rdrr_writer *w, const qp_tensor *t, qp_err
     return s;
 }
 
-/* One plan entry: rows decoded to floats, zero-padded when padded_len > row_len, encoded and
- * streamed in chunks of rows. */
-static qp_status write_converted(qp_rdrr_writer *w, const qp_plan_entry *pe, qp_encoding dst,
-                                 bool *padded, qp_err *e) {
+/* The name a plan entry is stored under: the source's (HF and GGUF names pass through), but a
+ * .bullet's tensors take their canonical GGUF names, which DOPPLER reads (bullet-core's are not). */
+static const char *stored_name(const qp_model *m, const qp_plan_entry *pe) {
+    return m->format == QP_FORMAT_BULLET ? pe->name : pe->src->name;
+}
+
+/* One plan entry, stored as name: rows decoded to floats, zero-padded when padded_len > row_len,
+ * encoded and streamed in chunks of rows. */
+static qp_status write_converted(qp_rdrr_writer *w, const qp_plan_entry *pe, const char *name,
+                                 qp_encoding dst, bool *padded, qp_err *e) {
     const qp_tensor *src = pe->src;
     const qp_encoding_traits *st = qp_encoding_get(pe->src_enc), *dt = qp_encoding_get(dst);
     if (pe->src_kind != QP_SRC_PLAIN || !st || !st->dequantize)
@@ -550,7 +556,7 @@ static qp_status write_converted(qp_rdrr_writer *w, const qp_plan_entry *pe, qp_
     int64_t shape[QP_MAX_DIMS];
     shape_outer_first(src->ne, src->n_dims, shape);
     qp_rdrr_tensor_info ti = {0};
-    ti.name = src->name;
+    ti.name = name;
     ti.dtype = qp_rdrr_dtype_name(dst);
     ti.n_dims = src->n_dims;
     ti.shape = shape;
@@ -736,7 +742,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         }
         if (have_plan && (s = qp_recipe_check_requantize(m, pe, dst, o->allow_requantize, e)) != QP_OK)
             break;
-        if (why && !note_change(&changes, pe->src->name, pe->dst_enc, dst, why)) {
+        const char *name = have_plan ? stored_name(m, pe) : pe->src->name;
+        if (why && !note_change(&changes, name, pe->dst_enc, dst, why)) {
             s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", out_dir);
             break;
         }
@@ -744,17 +751,21 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
             s = write_passthrough(w, pe->src, e);
         } else {
             bool padded = false;
-            s = write_converted(w, pe, dst, &padded, e);
+            s = write_converted(w, pe, name, dst, &padded, e);
             if (padded) padded_count++;
         }
-        tally_add(&t, pe->src->name, dst, pe->src->n_dims);
+        tally_add(&t, name, dst, pe->src->n_dims);
         src_done += pe->src->nbytes;
         if (s == QP_OK && o->progress)
-            o->progress(o->progress_ud, i + 1, n, pe->src->name, src_done, src_total,
+            o->progress(o->progress_ud, i + 1, n, name, src_done, src_total,
                         qp_rdrr_writer_total_bytes(w));
     }
     const char *tok_kind = NULL, *note = NULL;
     if (s == QP_OK) s = carry_tokenizer(m, w, &tok_kind, &note, e);
+    char skip_note[sizeof res->skip_note];
+    int64_t n_skipped = plan.n_skipped;
+    qp_plan_skip_note(skip_note, sizeof skip_note, n_skipped, n_skipped ? plan.skipped[0].src->name : "",
+                      n_skipped ? plan.skipped[0].rule : "");
     if (have_plan) qp_plan_free(&plan);
     if (s != QP_OK) {
         cJSON_Delete(changes.list);
@@ -786,6 +797,8 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
         res->tokenizer_note = note;
         res->no_tokenizer = tok_kind == NULL;
         res->n_dtype_changes = changes.n;
+        res->n_skipped = n_skipped;
+        memcpy(res->skip_note, skip_note, sizeof skip_note);
         if (changes.n > 0)
             snprintf(res->dtype_note, sizeof res->dtype_note, "%lld tensor%s stored as %s instead of %s%s "
                      "(no DOPPLER decoder; quantizationInfo.dtypeChanges lists each and why)",

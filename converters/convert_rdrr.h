@@ -46,6 +46,8 @@ typedef struct qp_rdrr_convert_result {
     bool no_tokenizer;           /* the package holds no tokenizer */
     int64_t n_dtype_changes;     /* tensors stored in another dtype than planned (see below) */
     char dtype_note[192];        /* "" or a one-line summary of those changes */
+    int64_t n_skipped;           /* source tensors left out by a rule (a .bullet's task heads) */
+    char skip_note[256];         /* "" or qp_plan_skip_note's line */
 } qp_rdrr_convert_result;
 
 /* Writes the RDRR directory out_dir. Nothing appears there unless everything succeeded.

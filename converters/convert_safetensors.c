@@ -2,6 +2,7 @@
 #include <strings.h>
 
 #include "converters/convert_safetensors.h"
+#include "converters/recipe.h"
 #include "readers/model_check.h"
 #include "writers/safetensors_writer.h"
 
@@ -35,6 +36,11 @@ qp_status qp_convert_to_safetensors(const qp_model *src, const char *out, const 
     if (s == QP_OK && st) {
         st->n_tensors = plan.n - plan.n_skipped;
         st->n_skipped = plan.n_skipped;
+        const qp_hf_plan_entry *first = NULL;
+        for (int64_t i = 0; !first && i < plan.n; i++)
+            if (plan.t[i].skip_rule) first = &plan.t[i];
+        qp_plan_skip_note(st->skip_note, sizeof st->skip_note, plan.n_skipped,
+                          first ? first->src->name : "", first ? first->skip_rule : "");
         st->bytes = plan.dst_bytes;
         st->folder = res;
     }

@@ -14,6 +14,7 @@ typedef struct qp_st_convert_opts {
 
 typedef struct qp_st_convert_stats {
     int64_t n_tensors, n_skipped;
+    char skip_note[256];       /* "" or qp_plan_skip_note's line (recipe.h) */
     uint64_t bytes;            /* tensor data bytes */
     qp_hf_folder_result folder;
 } qp_st_convert_stats;

@@ -8,6 +8,7 @@
 #include "converters/hf_folder.h"
 #include "converters/hf_tokenizer.h"
 #include "core/json.h"
+#include "readers/bullet_format.h"
 #include "readers/name_map.h"
 #include "writers/safetensors_writer.h"
 
@@ -49,7 +50,8 @@ static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out
 }
 
 /* llama.cpp's rope frequency table (Llama 3 GGUFs): HF computes it from config.json. */
-static const char *skip_rule(const qp_tensor *t) {
+static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
+    if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
     return t->canon && strcmp(t->canon, "rope_freqs.weight") == 0
                ? "rope frequencies: Hugging Face computes them from config.json"
                : NULL;
@@ -74,7 +76,7 @@ qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *ou
         const qp_tensor *t = &m->tensors[i];
         qp_hf_plan_entry *pe = &p.t[p.n];
         pe->src = t;
-        pe->skip_rule = skip_rule(t);
+        pe->skip_rule = skip_rule(m, t);
         if (pe->skip_rule) {
             p.n_skipped++;
             p.n++;

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "converters/recipe.h"
+#include "readers/bullet_format.h"
 #include "readers/gguf_meta.h"
 
 /* Each recipe: its name, llama.cpp's general.file_type, the encoding of its main tensors, and
@@ -151,6 +152,17 @@ static bool allows_quantization(const char *name, int n_dims) {
 static bool enc_is_quantized(qp_encoding enc) {
     const qp_encoding_traits *t = qp_encoding_get(enc);
     return t && (t->flags & QP_ENC_FLAG_BLOCK);
+}
+
+void qp_plan_skip_note(char *buf, size_t cap, int64_t n_skipped, const char *first_name,
+                       const char *first_rule) {
+    if (n_skipped <= 0) {
+        if (cap) buf[0] = '\0';
+        return;
+    }
+    if (n_skipped == 1) snprintf(buf, cap, "%s (%s)", first_name, first_rule);
+    else snprintf(buf, cap, "%s (%s) and %lld more (--dry-run lists each)", first_name, first_rule,
+                  (long long)n_skipped - 1);
 }
 
 qp_status qp_recipe_check_requantize(const qp_model *m, const qp_plan_entry *pe, qp_encoding dst,
@@ -423,6 +435,7 @@ static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
     if (m->format != QP_FORMAT_GGUF && is_weight_scale(t->name))
         return "BitNet weight_scale: folded into its unpacked weight";
     if (is_sibling_scale(m, t)) return "sibling <base>.scale: folded into its decoded weight";
+    if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
     return NULL;
 }
 
@@ -602,6 +615,10 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
      * from F16 / BF16); llama.cpp's CPU kernels expect F32 norms. */
     if (m->format != QP_FORMAT_GGUF && dst == pe->src_enc && pe->src_kind == QP_SRC_PLAIN &&
         (dst == QP_ENC_F16 || dst == QP_ENC_BF16) && (nd == 1 || strstr(pe->name, "_norm.weight")))
+        dst = QP_ENC_F32;
+    /* a kept encoding GGUF has no type for (a .bullet's BQ4 norms) is widened to F32: exact,
+     * and widening is always allowed */
+    if (dst == pe->src_enc && pe->src_kind == QP_SRC_PLAIN && qp_encoding_gguf_type(dst) < 0)
         dst = QP_ENC_F32;
     /* ... and so is the MoE router (convert_hf_to_gguf.py keeps FFN_GATE_INP in F32) */
     if (m->format != QP_FORMAT_GGUF && strstr(pe->name, "ffn_gate_inp.weight") &&

@@ -119,6 +119,11 @@ typedef struct qp_plan {
     char **names;            /* owned name strings */
 } qp_plan;
 
+/* A one-line note of the source tensors a conversion left out by a rule: the first one's name
+ * and rule, and how many more (--dry-run lists each); "" when n_skipped is 0. */
+void qp_plan_skip_note(char *buf, size_t cap, int64_t n_skipped, const char *first_name,
+                       const char *first_rule);
+
 /* The one requantize rule of every target (recipes.md): a plain quantized source tensor stored
  * as another quantized encoding needs allow_requantize; widening to F32/F16/BF16 never does.
  * The error names the tensor and both encodings. */

@@ -16,6 +16,21 @@ int qp_bullet_task_index(const char *name) {
     return -1;
 }
 
+const char *qp_bullet_skip_rule(const char *name) {
+    size_t n = strlen(name);
+    if (n > 5 && strcmp(name + n - 5, ".bias") == 0)
+        return "a .bullet bias: bullet-core's runtime never reads it";
+    if (strcmp(name, "output_head.weight") == 0)
+        return "a .bullet output_head beside gen_head: bullet-core's runtime reads gen_head";
+    for (int i = 1; i < QP_BULLET_N_TASKS; i++) { /* 0 is gen, the output */
+        size_t k = strlen(qp_bullet_tasks[i]);
+        if (strncmp(name, qp_bullet_tasks[i], k) == 0 && strcmp(name + k, "_head.weight") == 0)
+            return "a .bullet task head: only the generative model is converted (bullet-pack "
+                   "--heads TASK --head-weights FILE puts it back)";
+    }
+    return NULL;
+}
+
 uint64_t qp_bullet_fnv1a64_update(uint64_t h, const void *data, size_t n) {
     const uint8_t *p = data;
     for (size_t i = 0; i < n; i++) {

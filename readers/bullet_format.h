@@ -31,6 +31,12 @@ extern const char *const qp_bullet_tasks[QP_BULLET_N_TASKS]; /* gen ner pos sent
 /* Index of a task name ("cls" is an alias of "classifier"); -1 when unknown. */
 int qp_bullet_task_index(const char *name);
 
+/* Why a converter leaves out a named tensor of a .bullet that has no canonical name: a ".bias"
+ * (bullet-core's runtime never reads one), output_head.weight beside a gen_head (the runtime reads
+ * gen_head), a task head ("<task>_head.weight": no other format has a place for it). NULL for
+ * any other name (a converter refuses it). A static string. */
+const char *qp_bullet_skip_rule(const char *name);
+
 /* FNV-1a 64 (basis 0xcbf29ce484222325, prime 0x100000001b3), as bullet-core hashes names. */
 uint64_t qp_bullet_fnv1a64(const void *data, size_t n);
 uint64_t qp_bullet_fnv1a64_update(uint64_t h, const void *data, size_t n);

@@ -1,5 +1,6 @@
 /* Issue 5: a quantpack Q4_K_M GGUF runs the same in llama.cpp and in our reference runtime.
  * Issue 16: so do our Q4_K_M, Q8_0 and F16 GGUFs of the generated Mixtral-style MoE (mixtral).
+ * Issue 17: so do the F32 and F16 GGUFs of a .bullet (stories260K packed as one).
  * Issue 20: so do our TQ1_0, TQ2_0 and F16 GGUFs of the generated 1bitLLM-kind BitNet
  * (bitnet-silu, llama.cpp's "bitnet"), with the same A/B/C comparisons (bounds at the cases).
  * `quantpack convert SRC --to gguf --quant Q4_K_M` (the CLI) makes the file from the generated
@@ -489,6 +490,28 @@ int main(void) {
         {"phi3", phi3, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], bin_dir, tmp);
+
+    /* Issue 17: a .bullet as the source (stories260K packed by `quantpack convert --to bullet`:
+     * BQ4 weights, K/V heads repeated to 8, FFN zero-padded to 256). BQ4 decodes exactly, so the
+     * F32 and F16 GGUFs are widenings (no --allow-requantize) and llama.cpp must load them and
+     * compute what our runtime computes on the same file. Measured: F32 A min 0.9999977, F16 A
+     * min 0.9999995, top-1 64/64 both; B 0.9999977 / 0.9999991, 64/64. */
+    char bullet[4300], bullet_log[4400];
+    snprintf(bullet, sizeof bullet, "%s/peer-rtq-stories260K.bullet", tmp);
+    snprintf(bullet_log, sizeof bullet_log, "%s.log", bullet);
+    char *pack[] = {qp, "convert", stories, "--to", "bullet", "-f", "-o", bullet, NULL};
+    bool packed = qp_test_spawn(pack, bullet_log) == 0;
+    QP_CHECK_MSG(packed, "quantpack convert %s --to bullet (see %s)", stories, bullet_log);
+    const peer_case from_bullet[] = {
+        {"stories260K-bullet", bullet, story_prompt, 5, 64, 0.99999, 0, 1.0, false, false, "F32", 0, 0, 0.9999, 0},
+        {"stories260K-bullet", bullet, story_prompt, 5, 64, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
+    };
+    for (size_t i = 0; packed && i < sizeof from_bullet / sizeof from_bullet[0]; i++)
+        check_case(&from_bullet[i], bin_dir, tmp);
+    if (packed && qp_test_failed == 0) {
+        remove(bullet);
+        remove(bullet_log);
+    }
 
     char kq_src[4300];
     snprintf(kq_src, sizeof kq_src, "%s/peer-rtq-kquant-random-f32.gguf", tmp);
