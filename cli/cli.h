@@ -207,6 +207,7 @@ typedef struct qp_cli_convert_args {
     bool dry_run, allow_requantize, allow_nonfinite;
     const char *sign, *model_id; /* rdrr */
     bool gguf_only;              /* gguf-to-rdrr: SRC must be a GGUF file (bytes kept) */
+    char *src_folder;            /* owned: the Hugging Face folder SRC named a file of (src) */
     uint64_t shard_size;
     bool force, no_inline, quiet; /* force: -f/--force (--replace), every target */
     const char *lora, *save_manifest;        /* trlm */

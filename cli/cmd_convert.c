@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "converters/convert_gguf.h"
+#include "readers/hf_config.h"
 #include "readers/imatrix.h"
 #include "writers/rdrr_writer.h"
 #include "writers/safetensors_writer.h"
@@ -228,7 +229,9 @@ static const char k_convert_usage[] =
     "       quantpack convert SRC --to bullet -o MODEL.bullet [--heads ...] [--dry-run]\n"
     "       quantpack convert SRC --to safetensors [--quant F32|F16|BF16] -o DIR [--dry-run]\n\n"
     "SRC: a safetensors model directory (Llama, Mistral, Qwen2, Qwen3, Phi-3, BitNet float or\n"
-    "     packed), a GGUF file, or a llama2.c checkpoint (with --tokenizer).\n"
+    "     packed; one of its .safetensors files or its model.safetensors.index.json stands for\n"
+    "     it), a GGUF file, a llama2.c checkpoint (with --tokenizer), RDRR, TRLM or .bullet.\n"
+    "--quant and --to take any case; an unknown value is answered with the valid ones.\n"
     "gguf (default): every llama-quantize file type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,\n"
     "     Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS,\n"
     "     TQ1_0, TQ2_0, F16, BF16, F32 (llama.cpp's mixtures, byte-identical to llama-quantize\n"
@@ -271,6 +274,20 @@ static const char k_g2r_usage[] =
     "in a type DOPPLER's loader decodes (F32, F16, BF16, Q4_K, Q6_K) keep their bytes,\n"
     "others (Q8_0, Q5_0, ...) are stored as their exact F32 decoding and listed in\n"
     "quantizationInfo.dtypeChanges (readers/rdrr.md, the dtype rule).\n";
+
+/* A model's .safetensors file or its model.safetensors.index.json, in a folder with config.json,
+ * stands for the folder (the file alone names no architecture), with a note. */
+static void src_as_folder(qp_cli_convert_args *a) {
+    const char *base = strrchr(a->src, '/');
+    base = base ? base + 1 : a->src;
+    size_t n = strlen(base);
+    bool model_file = (n > 12 && strcmp(base + n - 12, ".safetensors") == 0) ||
+                      strcmp(base, "model.safetensors.index.json") == 0;
+    if (!model_file || !qp_hf_folder_of_file(a->src, &a->src_folder) || !a->src_folder) return;
+    fprintf(stderr, "quantpack: %s is a file of the Hugging Face model %s: converting the folder\n",
+            a->src, a->src_folder);
+    a->src = a->src_folder;
+}
 
 /* Parses argv with the one convert table. fixed: the target bit of a companion (its rows only),
  * 0 for convert (every row; the target is --to). Then every row given must be used by the
@@ -368,6 +385,7 @@ static int convert_parse(const char *name, const char *usage, unsigned fixed, in
             return qp_cli_usage_error("%s --to %s: option '%s' is not used by this target", name,
                                       k_targets[*target].to, opts[k].name);
     if (!a->src) return qp_cli_usage_error("%s: no source model given", name);
+    if (!a->gguf_only && fixed != PASSTHRU) src_as_folder(a);
     return QP_CLI_RUN;
 }
 
@@ -390,13 +408,20 @@ static int convert_prepare_output(const qp_cli_convert_args *a, unsigned target_
     return qp_cli_prepare_output(a->out, a->force, kind, inputs, sizeof inputs / sizeof inputs[0]);
 }
 
+/* The output rule, then the target; frees what parsing kept. */
+static int run_target(qp_cli_convert_args *a, unsigned target_bit, int (*fn)(const qp_cli_convert_args *)) {
+    int rc = convert_prepare_output(a, target_bit);
+    if (rc == QP_EXIT_OK) rc = fn(a);
+    qp_free(a->src_folder);
+    return rc;
+}
+
 int qp_cmd_convert(int argc, char **argv) {
     qp_cli_convert_args a;
     size_t t = 0;
     int rc = convert_parse("convert", k_convert_usage, 0, 1, argc, argv, &a, &t);
     if (rc != QP_CLI_RUN) return rc;
-    rc = convert_prepare_output(&a, k_targets[t].bit);
-    return rc != QP_EXIT_OK ? rc : k_targets[t].fn(&a);
+    return run_target(&a, k_targets[t].bit, k_targets[t].fn);
 }
 
 int qp_cmd_bullet_pack(int argc, char **argv) {
@@ -404,8 +429,7 @@ int qp_cmd_bullet_pack(int argc, char **argv) {
     size_t t = 0;
     int rc = convert_parse("bullet-pack", k_bullet_usage, QP_TO_BULLET, 1, argc, argv, &a, &t);
     if (rc != QP_CLI_RUN) return rc;
-    rc = convert_prepare_output(&a, QP_TO_BULLET);
-    return rc != QP_EXIT_OK ? rc : qp_cli_convert_bullet(&a);
+    return run_target(&a, QP_TO_BULLET, qp_cli_convert_bullet);
 }
 
 int qp_cmd_gguf_to_rdrr(int argc, char **argv) {
@@ -416,6 +440,5 @@ int qp_cmd_gguf_to_rdrr(int argc, char **argv) {
     if (!a.out) return qp_cli_usage_error("usage: gguf-to-rdrr MODEL.gguf OUT [--shard-size BYTES] [--sign KEY]");
     a.quant = "keep";
     a.gguf_only = true;
-    rc = convert_prepare_output(&a, QP_TO_RDRR);
-    return rc != QP_EXIT_OK ? rc : qp_cli_convert_rdrr(&a);
+    return run_target(&a, QP_TO_RDRR, qp_cli_convert_rdrr);
 }

@@ -1,6 +1,7 @@
 /* RDRR commands: the gguf-to-rdrr companion, `convert --to rdrr`, `keygen` and
  * `verify-signature` (readers/rdrr.md). */
 #include <string.h>
+#include <strings.h>
 
 #include <sodium.h>
 
@@ -120,7 +121,7 @@ int qp_cli_convert_rdrr(const qp_cli_convert_args *args) {
     }
     if (!a.quant)
         return qp_cli_usage_error("%s: --quant is required (Q4_K_M, Q6_K, F16, BF16, F32, keep)", a.cmd);
-    bool keep = strcmp(a.quant, "keep") == 0;
+    bool keep = strcasecmp(a.quant, "keep") == 0;
     if (keep && a.dry_run) return qp_cli_usage_error("%s: --dry-run needs a --quant recipe, not keep", a.cmd);
     return run_convert(&a, keep);
 }

@@ -151,8 +151,22 @@ expect "run --threads=1024 is taken" 0 '' "$Q" run "$R/stories260K.gguf" -p a -n
 expect "--to and --quant any case" 0 '' "$Q" convert "$FX/llama-tied" --to GGUF --quant q8_0 -o "$T/case.gguf"
 expect "unknown --quant lists the valid ones" 2 "unknown --quant 'Q7_K' \(--to gguf takes F32, F16, BF16, Q8_0, Q6_K, Q4_K_M" \
   "$Q" convert "$FX/llama-tied" --to gguf --quant Q7_K -o "$T/none.gguf"
-expect "a model's .safetensors file: refused with its folder named" 3 "one file of a Hugging Face model; give its folder .*/llama-tied, whose config.json" \
-  "$Q" convert "$FX/llama-tied/model.safetensors" --to gguf --quant F16 -o "$T/none.gguf"
+# a model's .safetensors file (any shard) or its model.safetensors.index.json stands for its folder
+# (issue 17), with a note; the output is the folder's, byte for byte
+"$Q" convert "$FX/llama-tied" --to gguf --quant F16 -o "$T/folder.gguf" 2>/dev/null || bad "setup: llama-tied -> F16"
+"$Q" convert "$FX/llama-sharded" --to gguf --quant F16 -o "$T/sharded.gguf" 2>/dev/null || bad "setup: llama-sharded -> F16"
+expect "a model's .safetensors file: its folder" 0 "model.safetensors is a file of the Hugging Face model .*/llama-tied: converting the folder" \
+  "$Q" convert "$FX/llama-tied/model.safetensors" --to gguf --quant F16 -o "$T/file.gguf"
+cmp -s "$T/file.gguf" "$T/folder.gguf" && ok || bad "the .safetensors file's GGUF differs from the folder's"
+expect "model.safetensors.index.json: its folder" 0 "index.json is a file of the Hugging Face model .*/llama-sharded: converting" \
+  "$Q" convert "$FX/llama-sharded/model.safetensors.index.json" --to gguf --quant F16 -o "$T/index.gguf"
+cmp -s "$T/index.gguf" "$T/sharded.gguf" && ok || bad "the index.json's GGUF differs from the folder's"
+expect "one shard: its folder" 0 "model-00002-of-00002.safetensors is a file of the Hugging Face model" \
+  "$Q" convert "$FX/llama-sharded/model-00002-of-00002.safetensors" --to gguf --quant F16 -o "$T/shard.gguf"
+cmp -s "$T/shard.gguf" "$T/sharded.gguf" && ok || bad "the shard's GGUF differs from the folder's"
+expect "bullet-pack takes the file too" 0 "is a file of the Hugging Face model" \
+  "$B/bullet-pack" "$FX/llama-tied/model.safetensors" -o "$T/file.bullet"
+expect "rdrr --quant KEEP (any case)" 0 '' "$Q" convert "$R/stories260K.gguf" --to rdrr --quant KEEP -o "$T/keep.rdrr"
 check "tokenize --pieces" 0 "     1 '<s>'.*   403 '▁Once'.*   378 '▁time'" \
   "$Q" tokenize "$R/stories260K.gguf" --pieces "Once upon a time"
 # verify --tokenizer serves the side without a tokenizer (the llama2.c checkpoint); an HF folder
