@@ -137,6 +137,7 @@ int qp_cli_convert_trlm(const qp_cli_convert_args *a) {
     }
     printf("convert: wrote %s (TRLM, %lld tensors%s)\n", a->out, (long long)st.n_tensors,
            a->lora ? ", LoRA" : "");
+    if (st.n_skipped) fprintf(stderr, "quantpack: left out: %s\n", st.skip_note);
     if (!st.has_tokenizer) qp_cli_warn_no_tokenizer(a->out);
     return QP_EXIT_OK;
 }

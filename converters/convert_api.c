@@ -131,10 +131,10 @@ static qp_status to_trlm(const qp_model *m, const qp_convert_params *p, const ch
         return qp_fail(e, QP_ERR_ARG, "%s: unknown TRLM quant '%s' (auto, ternary, bf16, q8_0, q8_0_blocked_32, int8, "
                       "q1_0_128, grouped_ternary_128)",
                        out_path, p->quant);
-    qp_trlm_convert_stats st = {0, false};
+    qp_trlm_convert_stats st = {0};
     qp_status s = qp_convert_to_trlm(m, out_path, &to, &st, e);
     if (s != QP_OK) return s;
-    *res = (qp_convert_result){st.n_tensors, 0, 0};
+    *res = (qp_convert_result){st.n_tensors, st.n_skipped, 0};
     if (p->progress) p->progress(p->progress_user, st.n_tensors, st.n_tensors, 0);
     return QP_OK;
 }

@@ -177,11 +177,49 @@ static qp_status plan_rows(const qp_model *src, const trlm_source *ts, bool allo
     return QP_OK;
 }
 
+/* Whether t is read by a plan row: its source, or the "<key>_scale" of a pre-quantized weight. */
+static bool plan_reads(const qp_plan *p, const qp_tensor *t) {
+    size_t n = strlen(t->name);
+    bool scale = n > 6 && strcmp(t->name + n - 6, "_scale") == 0;
+    for (int64_t k = 0; k < p->n; k++)
+        if (p->t[k].src == t ||
+            (scale && strlen(p->t[k].name) == n - 6 && strncmp(p->t[k].name, t->name, n - 6) == 0))
+            return true;
+    return false;
+}
+
+/* The source tensors no manifest entry reads, each with its rule: the staging folder's (a
+ * .bullet's task heads) or the SDK builder's. */
+static qp_status plan_skipped(const qp_model *src, const trlm_source *ts, qp_plan *p, qp_err *e) {
+    static const char k_sdk_rule[] = "left out by the Trillim SDK's manifest builder (a tied "
+                                     "lm_head, rotary tables)";
+    p->skipped = qp_calloc(src->n_tensors ? (size_t)src->n_tensors : 1, sizeof *p->skipped);
+    if (!p->skipped) return qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < src->n_tensors; i++) {
+        const qp_tensor *t = &src->tensors[i];
+        bool used = plan_reads(p, t);
+        const char *rule = k_sdk_rule;
+        for (int64_t k = 0; ts->stage && k < ts->hfp.n; k++)
+            if (ts->hfp.t[k].src == t && ts->hfp.t[k].skip_rule) rule = ts->hfp.t[k].skip_rule;
+        if (!used) p->skipped[p->n_skipped++] = (qp_plan_skip){t, rule};
+    }
+    return QP_OK;
+}
+
+/* The plan of a conversion: the manifest's rows, then (for a model, not an adapter bundle, whose
+ * manifest reads no model tensor) the source tensors it leaves out. */
+static qp_status plan_build(const qp_model *src, const trlm_source *ts, const qp_trlm_convert_opts *o,
+                            qp_plan *p, qp_err *e) {
+    qp_status s = plan_rows(src, ts, o->allow_requantize, p, e);
+    if (s == QP_OK && !o->adapter_only) s = plan_skipped(src, ts, p, e);
+    return s;
+}
+
 qp_status qp_convert_trlm_plan(const qp_model *src, const qp_trlm_convert_opts *o, qp_plan *out, qp_err *e) {
     trlm_source ts;
     qp_plan p = {0};
     qp_status s = source_open(src, NULL, o, &ts, e);
-    if (s == QP_OK) s = plan_rows(src, &ts, o->allow_requantize, &p, e);
+    if (s == QP_OK) s = plan_build(src, &ts, o, &p, e);
     source_close(&ts);
     if (s != QP_OK) {
         qp_plan_free(&p);
@@ -286,7 +324,7 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     trlm_source ts;
     qp_plan plan = {0};
     s = source_open(src, out, o, &ts, e);
-    if (s == QP_OK) s = plan_rows(src, &ts, o->allow_requantize, &plan, e);
+    if (s == QP_OK) s = plan_build(src, &ts, o, &plan, e);
     if (s == QP_OK)
         s = qp_outdir_open(out, o->adapter_only ? &qp_trlm_adapter_outdir_kind : &qp_trlm_outdir_kind,
                            o->force, &od, e);
@@ -307,6 +345,10 @@ qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm
     if (s == QP_OK && st) {
         st->n_tensors = o->adapter_only ? 0 : ts.man->n_entries;
         st->has_tokenizer = src->vocab.n_tokens > 0;
+        st->n_skipped = plan.n_skipped;
+        qp_plan_skip_note(st->skip_note, sizeof st->skip_note, plan.n_skipped,
+                          plan.n_skipped ? plan.skipped[0].src->name : "",
+                          plan.n_skipped ? plan.skipped[0].rule : "");
     }
     source_close(&ts);
     qp_plan_free(&plan);

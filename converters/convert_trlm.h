@@ -35,6 +35,8 @@ typedef struct qp_trlm_convert_opts {
 typedef struct qp_trlm_convert_stats {
     int64_t n_tensors;        /* manifest entries written */
     bool has_tokenizer;       /* the source carried a vocabulary */
+    int64_t n_skipped;        /* source tensors no manifest entry reads (listed by the plan) */
+    char skip_note[256];      /* "" or qp_plan_skip_note's line (recipe.h) */
 } qp_trlm_convert_stats;
 
 /* The --dry-run plan: one row per manifest entry (its safetensors key, the source tensor and

@@ -78,8 +78,10 @@ convert_ok "rdrr Q4_K_M --allow-requantize" "$TMP/r4" --to rdrr --quant Q4_K_M -
 
 # TRLM: ternary re-encodes BQ4; bf16 widens
 refused "trlm" "$TMP/t" TRLM_T2 --to trlm
-"$QP" convert "$SRC" --to trlm --quant bf16 -o "$TMP/t" >/dev/null 2>"$TMP/err" && [ -f "$TMP/t/qmodel.tensors" ] \
-  && ok || bad "trlm bf16: $(cat "$TMP/err")"
+convert_ok "trlm bf16" "$TMP/t" --to trlm --quant bf16 && { [ -f "$TMP/t/qmodel.tensors" ] && ok || bad "trlm bf16: no qmodel.tensors"; }
+"$QP" convert "$SRC" --to trlm --quant bf16 --dry-run >"$TMP/plan" 2>/dev/null
+grep -q "^skipped sentiment_head.weight .*a .bullet task head" "$TMP/plan" && grep -q "^48 tensors, .* 1 source tensors skipped" "$TMP/plan" \
+  && ok || bad "trlm --dry-run: head not listed as skipped: $(tail -2 "$TMP/plan")"
 
 # bullet-core's integration_tiny.bullet: 11 biases left out, logits equal (max |diff| 0)
 "$QP" convert "$R/bullet/integration_tiny.bullet" --to gguf --quant F32 -o "$TMP/it.gguf" >/dev/null 2>"$TMP/err" \
