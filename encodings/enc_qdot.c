@@ -95,19 +95,6 @@ float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
 float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
 }
-/* several tokens: by definition the single-token dot of each (the SIMD kernels share the weight
- * unpacking between tokens and give these bits) */
-void qp_q4k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                              float *y, size_t ldy) {
-    for (int64_t t = 0; t < n_tok; t++)
-        y[(size_t)t * ldy] = qp_q4k_dot_q8k_ref(w, (const uint8_t *)xq + (size_t)t * ldxq, n);
-}
-void qp_q5k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                              float *y, size_t ldy) {
-    for (int64_t t = 0; t < n_tok; t++)
-        y[(size_t)t * ldy] = qp_q5k_dot_q8k_ref(w, (const uint8_t *)xq + (size_t)t * ldxq, n);
-}
-
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;
     float sum = 0.0f;
@@ -205,8 +192,17 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return ternary_dot(qk256_levels, QP_QK256_BYTES, -1, w, xq, n);
 }
 
-void qp_q6k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                              float *y, size_t ldy) {
-    for (int64_t t = 0; t < n_tok; t++)
-        y[(size_t)t * ldy] = qp_q6k_dot_q8k_ref(w, (const uint8_t *)xq + (size_t)t * ldxq, n);
-}
+/* rows x tokens (traits vec_dot_q8_tile): by definition the single dot of each pair (the SIMD
+ * kernels share weight unpacking between tokens and activation loads between rows, and give
+ * these bits) */
+#define QP_QDOT_TILE_REF(NAME)                                                                       \
+    void qp_##NAME##_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, \
+                              int64_t n_tok, int64_t n, float *y, size_t ldy) {                      \
+        for (int64_t t = 0; t < n_tok; t++)                                                          \
+            for (int64_t r = 0; r < n_rows; r++)                                                     \
+                y[(size_t)t * ldy + (size_t)r] =                                                     \
+                    qp_##NAME##_ref((const uint8_t *)w + (size_t)r * ldw, (const uint8_t *)xq + (size_t)t * ldxq, n); \
+    }
+QP_QDOT_TILE_REF(q4k_dot_q8k)
+QP_QDOT_TILE_REF(q5k_dot_q8k)
+QP_QDOT_TILE_REF(q6k_dot_q8k)

@@ -324,7 +324,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize_imatrix = qp_q4k_quantize_imatrix,
         .vec_dot_q8 = qp_q4k_dot_q8k,
         .act_encoding = QP_ENC_Q8_K,
-        .vec_dot_q8_multi = qp_q4k_dot_q8k_multi,
+        .vec_dot_q8_tile = qp_q4k_dot_q8k_tile,
     },
     [QP_ENC_Q5_K] = {
         .id = QP_ENC_Q5_K,
@@ -343,7 +343,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize_imatrix = qp_q5k_quantize_imatrix,
         .vec_dot_q8 = qp_q5k_dot_q8k,
         .act_encoding = QP_ENC_Q8_K,
-        .vec_dot_q8_multi = qp_q5k_dot_q8k_multi,
+        .vec_dot_q8_tile = qp_q5k_dot_q8k_tile,
     },
     [QP_ENC_Q6_K] = {
         .id = QP_ENC_Q6_K,
@@ -364,7 +364,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize_imatrix = qp_q6k_quantize_imatrix,
         .vec_dot_q8 = qp_q6k_dot_q8k,
         .act_encoding = QP_ENC_Q8_K,
-        .vec_dot_q8_multi = qp_q6k_dot_q8k_multi,
+        .vec_dot_q8_tile = qp_q6k_dot_q8k_tile,
     },
     [QP_ENC_Q8_K] = {
         .id = QP_ENC_Q8_K,

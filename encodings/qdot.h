@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* tokens whose dots share one unpacking of a weight block (vec_dot_q8_multi) */
+/* tokens whose dots share one unpacking of a weight block (the AVX2 kernels of vec_dot_q8_tile) */
 #define QP_QDOT_TOKENS 4
 
 /* The fixed reduction of 8 float lanes: (a0+a4)+(a2+a6) + (a1+a5)+(a3+a7), as an AVX2 256-bit
@@ -32,16 +32,19 @@ float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
-void qp_q4k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_q5k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_q6k_dot_q8k_multi_ref(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q4k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                             size_t ldy);
+void qp_q5k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                             size_t ldy);
+void qp_q6k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                             size_t ldy);
 float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_i2s_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_i2s_arm_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n);
-/* qdot_avx2.c */
+/* qdot_avx2.c (the _multi kernels: one row, n_tok tokens, y[t * ldy]) */
 float qp_q8_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
@@ -56,15 +59,18 @@ float qp_tq1_0_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_i2s_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_i2s_arm_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_qk256_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
-/* qdot_avx512.c (AVX-512 VL + VNNI: vpdpbusd / vpdpwssd) */
+/* qdot_avx512.c (AVX-512 VL + VNNI: vpdpbusd / vpdpwssd; _tile: encoding.h qp_vec_dot_q8_tile_fn) */
 float qp_q8_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
-void qp_q4k_dot_q8k_multi_vnni(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_q5k_dot_q8k_multi_vnni(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_q6k_dot_q8k_multi_vnni(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q4k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                              size_t ldy);
+void qp_q5k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                              size_t ldy);
+void qp_q6k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                              size_t ldy);
 float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
@@ -77,9 +83,12 @@ float qp_q4_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q4k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k(const void *w, const void *xq, int64_t n);
-void qp_q4k_dot_q8k_multi(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_q5k_dot_q8k_multi(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_q6k_dot_q8k_multi(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+void qp_q4k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                         size_t ldy);
+void qp_q5k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                         size_t ldy);
+void qp_q6k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                         size_t ldy);
 float qp_q5k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k(const void *w, const void *xq, int64_t n);

@@ -166,17 +166,22 @@ QP_DISPATCH_QDOT(q4_0_dot_q8_0)
 QP_DISPATCH_QDOT(q5_0_dot_q8_0)
 QP_DISPATCH_QDOT(q4k_dot_q8k)
 QP_DISPATCH_QDOT(q6k_dot_q8k)
-#define QP_DISPATCH_QDOT_MULTI(NAME)                                                             \
-    void qp_##NAME(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, \
-                   size_t ldy) {                                                                 \
+/* rows x tokens: the VNNI tiles at level 2; at level 1 the AVX2 kernels row by row (each weight
+ * block unpacked once for QP_QDOT_TOKENS tokens); the same bits at every level */
+#define QP_DISPATCH_QDOT_TILE(NAME)                                                              \
+    void qp_##NAME##_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq,  \
+                          int64_t n_tok, int64_t n, float *y, size_t ldy) {                      \
         const int lv = qdot_level();                                                             \
-        if (lv >= 2) qp_##NAME##_vnni(w, xq, ldxq, n_tok, n, y, ldy);                            \
-        else if (lv >= 1) qp_##NAME##_avx2(w, xq, ldxq, n_tok, n, y, ldy);                       \
-        else qp_##NAME##_ref(w, xq, ldxq, n_tok, n, y, ldy);                                     \
+        if (lv >= 2) qp_##NAME##_tile_vnni(w, ldw, n_rows, xq, ldxq, n_tok, n, y, ldy);          \
+        else if (lv < 1) qp_##NAME##_tile_ref(w, ldw, n_rows, xq, ldxq, n_tok, n, y, ldy);       \
+        else                                                                                     \
+            for (int64_t r = 0; r < n_rows; r++)                                                 \
+                qp_##NAME##_multi_avx2((const uint8_t *)w + (size_t)r * ldw, xq, ldxq, n_tok, n, \
+                                       y + r, ldy);                                              \
     }
-QP_DISPATCH_QDOT_MULTI(q4k_dot_q8k_multi)
-QP_DISPATCH_QDOT_MULTI(q5k_dot_q8k_multi)
-QP_DISPATCH_QDOT_MULTI(q6k_dot_q8k_multi)
+QP_DISPATCH_QDOT_TILE(q4k_dot_q8k)
+QP_DISPATCH_QDOT_TILE(q5k_dot_q8k)
+QP_DISPATCH_QDOT_TILE(q6k_dot_q8k)
 QP_DISPATCH_QDOT(q5k_dot_q8k)
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)

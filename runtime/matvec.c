@@ -228,11 +228,6 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
     const uint8_t *row = w->data + (size_t)r * w->row_bytes;
     float *y = tk->y + r;
     size_t ldy = (size_t)tk->ldy;
-    if (w->act_q && w->tr->vec_dot_q8_multi && n_tok > 1) {
-        w->tr->vec_dot_q8_multi(row, tk->xq, tk->ldxq, n_tok, w->cols, y, ldy);
-        finish(tk, y, ldy, n_tok);
-        return;
-    }
     if (w->act_q) {
         for (int64_t t = 0; t < n_tok; t++)
             y[(size_t)t * ldy] = w->tr->vec_dot_q8(row, tk->xq + (size_t)t * tk->ldxq, w->cols);
@@ -275,6 +270,14 @@ static void row_pair(const qp_matvec_task *tk, int64_t r, int64_t n_tok, float *
     finish(tk, tk->y + r + 1, ldy, n_tok);
 }
 
+/* Rows [r, r + n) of one task through the encoding's rows x tokens fast dot. */
+static void row_tile(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok) {
+    const qp_wmat *w = tk->w;
+    w->tr->vec_dot_q8_tile(w->data + (size_t)r * w->row_bytes, w->row_bytes, n, tk->xq, tk->ldxq, n_tok,
+                           w->cols, tk->y + r, (size_t)tk->ldy);
+    for (int64_t i = r; i < r + n; i++) finish(tk, tk->y + i, (size_t)tk->ldy, n_tok);
+}
+
 static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {
     matmul_job *j = ctx;
     float *scratch = j->scratch + (size_t)tid * (size_t)j->scratch_cols;
@@ -283,7 +286,11 @@ static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {
         while (t + 1 < j->n_tasks && j->starts[t + 1] <= g) t++;
         const qp_matvec_task *tk = &j->tasks[t];
         int64_t r = g - j->starts[t];
-        if (g + 1 < end && r + 1 < tk->w->rows && pair_ok(tk, j->n_tok)) {
+        if (tk->w->act_q && tk->w->tr->vec_dot_q8_tile) {
+            int64_t n = tk->w->rows - r < end - g ? tk->w->rows - r : end - g;
+            row_tile(tk, r, n, j->n_tok);
+            g += n - 1;
+        } else if (g + 1 < end && r + 1 < tk->w->rows && pair_ok(tk, j->n_tok)) {
             row_pair(tk, r, j->n_tok, scratch);
             g++;
         } else {

@@ -112,10 +112,11 @@ typedef void (*qp_quantize_imatrix_fn)(const float *x, void *y, int64_t n, const
  * quantized by the traits of act_encoding (Q8_0 or Q8_K blocks); integer block products, one
  * float step per block; the same bits at every SIMD level (encodings.md "Fast dots"). */
 typedef float (*qp_vec_dot_q8_fn)(const void *w, const void *xq, int64_t n);
-/* The same dot for n_tok tokens at once (prompt processing): y[t * ldy] = vec_dot_q8(w, xq +
- * t * ldxq, n) bit for bit; the weight blocks are unpacked once for a group of tokens. */
-typedef void (*qp_vec_dot_q8_multi_fn)(const void *w, const void *xq, size_t ldxq, int64_t n_tok,
-                                       int64_t n, float *y, size_t ldy);
+/* The same dot for n_rows rows (row r at w + r * ldw) x n_tok tokens at once: y[t * ldy + r] =
+ * vec_dot_q8(w + r * ldw, xq + t * ldxq, n) bit for bit; a tile of rows shares the activation
+ * loads and a tile of tokens shares the unpacking of each weight block. */
+typedef void (*qp_vec_dot_q8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const void *xq,
+                                      size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
 /* Whole tensor of n elements -> qp_encoding_tensor_bytes() bytes, including any trailer. */
 typedef void (*qp_quantize_tensor_fn)(const float *x, void *y, int64_t n);
 
@@ -151,7 +152,7 @@ typedef struct qp_encoding_traits {
      * qp_encoding_get(act_encoding)->quantize (QP_ENC_Q8_0 or QP_ENC_Q8_K). */
     qp_vec_dot_q8_fn vec_dot_q8;
     qp_encoding act_encoding;
-    qp_vec_dot_q8_multi_fn vec_dot_q8_multi; /* NULL: vec_dot_q8 token by token */
+    qp_vec_dot_q8_tile_fn vec_dot_q8_tile; /* NULL: vec_dot_q8 pair by pair */
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */

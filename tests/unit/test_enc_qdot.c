@@ -102,32 +102,43 @@ static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xd
     free(w), free(x), free(wd), free(xd), free(wq), free(xq);
 }
 
-/* vec_dot_q8_multi: for 1..9 tokens (groups of QP_QDOT_TOKENS and a remainder), at every level,
- * each token's result is vec_dot_q8's bits */
-static void check_multi(const qp_encoding_traits *tr, int64_t n) {
+/* vec_dot_q8_tile: 1..19 rows (tiles of 16 and 4 and remainders) x 1..9 tokens (tiles of 4 and
+ * remainders), at every level, each (row, token) is vec_dot_q8's bits, nothing written outside */
+static void check_tile(const qp_encoding_traits *tr, int64_t n) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
     size_t wb = 0, ab = 0;
     QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
-    enum { NT = 9 };
+    enum { NT = 9, NR = 19, LDY = 2 * NR };
     float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
-    uint8_t *wq = malloc(wb), *xq = malloc(ab * NT);
-    fill(w, n, 0);
-    weights_of(tr, w, wq, n, wb);
+    uint8_t *wq = malloc(wb * NR), *xq = malloc(ab * NT);
+    for (int r = 0; r < NR; r++) {
+        fill(w, n, r % 5);
+        weights_of(tr, w, wq + (size_t)r * wb, n, wb);
+    }
     for (int t = 0; t < NT; t++) {
         fill(x, n, t % 5);
         at->quantize(x, xq + (size_t)t * ab, n);
     }
+    static float y[LDY * NT];
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
-        for (int nt = 1; nt <= NT; nt++) {
-            float y[2 * NT];
-            for (int i = 0; i < 2 * NT; i++) y[i] = -1.0f;
-            tr->vec_dot_q8_multi(wq, xq, ab, nt, n, y, 2);
-            for (int t = 0; t < nt; t++) {
-                const float one = tr->vec_dot_q8(wq, xq + (size_t)t * ab, n);
-                QP_CHECK_MSG(memcmp(&one, &y[2 * t], 4) == 0, "%s multi n=%lld level %d: %d tokens, token %d: "
-                             "%.9g != %.9g", tr->name, (long long)n, lv, nt, t, y[2 * t], one);
-                QP_CHECK_MSG(y[2 * t + 1] == -1.0f, "%s multi: wrote outside its stride", tr->name);
+        const int rows[] = {1, 3, 4, 5, 15, 16, 17, 19};
+        for (int ri = 0; ri < 8; ri++) {
+            const int nr = rows[ri];
+            for (int nt = 1; nt <= NT; nt++) {
+                for (int i = 0; i < LDY * NT; i++) y[i] = -1.0f;
+                tr->vec_dot_q8_tile(wq, wb, nr, xq, ab, nt, n, y, LDY);
+                for (int t = 0; t < NT; t++)
+                    for (int r = 0; r < LDY; r++) {
+                        float *got = &y[t * LDY + r];
+                        if (t >= nt || r >= nr) {
+                            QP_CHECK_MSG(*got == -1.0f, "%s tile: wrote outside %dx%d at (%d, %d)", tr->name, nr, nt, r, t);
+                            continue;
+                        }
+                        const float one = tr->vec_dot_q8(wq + (size_t)r * wb, xq + (size_t)t * ab, n);
+                        QP_CHECK_MSG(memcmp(&one, got, 4) == 0, "%s tile n=%lld level %d: %d rows x %d tokens, "
+                                     "(%d, %d): %.9g != %.9g", tr->name, (long long)n, lv, nr, nt, r, t, *got, one);
+                    }
             }
         }
     }
@@ -164,7 +175,7 @@ static void check_hand(const qp_encoding_traits *tr) {
 }
 
 int main(void) {
-    int n_enc = 0, n_multi = 0;
+    int n_enc = 0, n_tile = 0;
     for (int e = 0; e < QP_ENC_COUNT; e++) {
         const qp_encoding_traits *tr = qp_encoding_get((qp_encoding)e);
         if (!tr->vec_dot_q8) continue;
@@ -178,13 +189,13 @@ int main(void) {
             for (int wdist = 0; wdist < 5; wdist++)
                 for (int xdist = 0; xdist < 5; xdist++) check_row(tr, lens[li], wdist, xdist);
         check_hand(tr);
-        if (tr->vec_dot_q8_multi) {
-            n_multi++;
-            check_multi(tr, 256);
-            check_multi(tr, 2048);
+        if (tr->vec_dot_q8_tile) {
+            n_tile++;
+            check_tile(tr, 256);
+            check_tile(tr, 2048);
         }
     }
-    QP_CHECK_MSG(n_multi >= 2, "only %d encodings have a multi-token fast dot", n_multi);
+    QP_CHECK_MSG(n_tile >= 3, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 11, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f\n", n_enc, g_worst);
     return qp_test_finish();
