@@ -18,104 +18,6 @@ QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q8_0_dot_q8_0_vnni, lane_sums, qp_q8_0_levels256
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q4_0_dot_q8_0_vnni, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q5_0_dot_q8_0_vnni, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
 
-static inline int32_t hsum512_epi32(__m512i v) { return _mm512_reduce_add_epi32(v); }
-
-static inline __m512i join256(__m256i lo, __m256i hi) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-/* Q4_K, and Q5_K when five (bit 2j / 2j+1 of qh[l] << 4 for sub-blocks 2j / 2j+1), for nt <=
- * QP_QDOT_TOKENS tokens: each weight block is unpacked once, then every token takes the
- * single-token operations in the single-token order (so y[t] is vec_dot_q8's bits). */
-QP_VNNI static inline void k_min_dot(const void *w, const uint8_t *xq, size_t ldxq, int nt, int64_t n,
-                                     size_t wbytes, size_t off_qs, bool five, float *y, size_t ldy) {
-    const uint8_t *wb = w;
-    float sum[QP_QDOT_TOKENS] = {0};
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes) {
-        uint8_t sc[8], mn[8];
-        qp_q4k_unpack_scales(wb + QP_Q4_K_OFF_SCALES, sc, mn);
-        const uint8_t *q = wb + off_qs;
-        const __m256i qh = five ? qp_load256(wb + QP_Q5_K_OFF_QH) : _mm256_setzero_si256();
-        __m512i lv[4], s[4];
-        for (int j = 0; j < 4; j++) {
-            const __m256i q4 = qp_load256(q + 32 * j);
-            __m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            if (five) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
-            }
-            lv[j] = join256(lo, hi);
-            s[j] = join256(_mm256_set1_epi16(sc[2 * j]), _mm256_set1_epi16(sc[2 * j + 1]));
-        }
-        const float dw = _cvtsh_ss(qp_load_u16le(wb)), dminw = _cvtsh_ss(qp_load_u16le(wb + 2));
-        for (int t = 0; t < nt; t++) {
-            const uint8_t *ab = xq + (size_t)t * ldxq + (size_t)i * QP_Q8_K_BYTES;
-            const uint8_t *a = ab + QP_Q8_K_OFF_QS;
-            __m512i acc = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++)
-                acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(lv[j], _mm512_loadu_si512((const void *)(a + 64 * j))), s[j]);
-            const int32_t isum = hsum512_epi32(acc);
-            const int32_t msum = qp_q4k_min_sum(mn, ab + QP_Q8_K_OFF_BSUMS);
-            const float da = qp_load_f32le(ab);
-            sum[t] = sum[t] + (dw * da) * (float)isum;
-            sum[t] = sum[t] - (dminw * da) * (float)msum;
-        }
-    }
-    for (int t = 0; t < nt; t++) y[(size_t)t * ldy] = sum[t];
-}
-
-QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
-    float y;
-    k_min_dot(w, xq, 0, 1, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false, &y, 1);
-    return y;
-}
-QP_VNNI float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
-    float y;
-    k_min_dot(w, xq, 0, 1, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true, &y, 1);
-    return y;
-}
-/* Q6_K for nt <= QP_QDOT_TOKENS tokens: levels and group scales once per super-block, then the
- * single-token operations per token in their order */
-QP_VNNI static inline void q6k_dot(const void *w, const uint8_t *xq, size_t ldxq, int nt, int64_t n,
-                                   float *y, size_t ldy) {
-    const uint8_t *wb = w;
-    float sum[QP_QDOT_TOKENS] = {0};
-    /* int16 lane i of a 64-element chunk belongs to group i / 8 (16 elements = 8 int16 pairs) */
-    const __m512i grp = _mm512_set_epi64(0x0003000300030003LL, 0x0003000300030003LL, 0x0002000200020002LL,
-                                         0x0002000200020002LL, 0x0001000100010001LL, 0x0001000100010001LL, 0, 0);
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES) {
-        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
-        const __m512i sc16 = _mm512_castsi256_si512(
-            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)scb)));
-        __m512i lv[4], s[4];
-        for (int h = 0; h < 2; h++) {
-            __m256i u[4];
-            qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u);
-            for (int c = 0; c < 2; c++) { /* elements 128h + 64c .. +63: groups 8h + 4c .. +3 */
-                lv[2 * h + c] = join256(u[2 * c], u[2 * c + 1]);
-                s[2 * h + c] = _mm512_permutexvar_epi16(_mm512_add_epi16(grp, _mm512_set1_epi16((short)(8 * h + 4 * c))), sc16);
-            }
-        }
-        const float dw = _cvtsh_ss(qp_load_u16le(wb + QP_Q6_K_OFF_D));
-        for (int t = 0; t < nt; t++) {
-            const uint8_t *ab = xq + (size_t)t * ldxq + (size_t)i * QP_Q8_K_BYTES;
-            const uint8_t *a = ab + QP_Q8_K_OFF_QS;
-            __m512i acc = _mm512_setzero_si512();
-            for (int k = 0; k < 4; k++)
-                acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(lv[k], _mm512_loadu_si512((const void *)(a + 64 * k))), s[k]);
-            const int32_t isum = hsum512_epi32(acc) - 32 * qp_q6k_bsum_dot(scb, ab + QP_Q8_K_OFF_BSUMS);
-            sum[t] = sum[t] + (dw * qp_load_f32le(ab)) * (float)isum;
-        }
-    }
-    for (int t = 0; t < nt; t++) y[(size_t)t * ldy] = sum[t];
-}
-
-QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
-    float y;
-    q6k_dot(w, xq, 0, 1, n, &y, 1);
-    return y;
-}
 /* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums (vpdpbusd) */
 QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
@@ -134,6 +36,10 @@ QP_QDOT_TERNARY_ALL(QP_VNNI, vnni, udot)
  * partial tile repeat the last one and are not stored. */
 #define QP_TILE_PAIRS 16
 #define QP_TILE_BLOCKS 16 /* super-blocks per pass (the buffer: 16 x 16 x 64 bytes) */
+
+static inline __m512i join256(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
 
 /* 128-bit lane l of the result = [sum of lane l of a, of b, of c, of d] (4 int32 each) */
 static inline __m512i lane_sums4(__m512i a, __m512i b, __m512i c, __m512i d) {
@@ -312,6 +218,39 @@ tile_shape(tile_kind kind, int tr, int tt, const uint8_t *w, size_t ldw, int64_t
             store_tile(tile(kind, wr, xt, tr, tt, n / QP_QK_K, wbytes), tt, nr, nt, y + (size_t)t0 * ldy + (size_t)r0, ldy);
         }
     }
+}
+
+/* One row, one token: row_block's vector reduced with the min sums (lane 0: isum, lane 1: msum),
+ * then the reference's float steps */
+QP_VNNI __attribute__((always_inline)) static inline float single_dot(tile_kind kind, const uint8_t *wb, const uint8_t *ab,
+                                                                      int64_t n, size_t wbytes) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
+        __m512i acc;
+        __m128i mn = _mm_setzero_si128(), bp = _mm_setzero_si128();
+        uint32_t dd;
+        row_block(kind, wb, &ab, 1, &acc, &mn, &dd);
+        if (kind != TILE_Q6K)
+            bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(ab + QP_Q8_K_OFF_BSUMS)),
+                                _mm_loadu_si128((const __m128i *)(const void *)(ab + QP_Q8_K_OFF_BSUMS + 16)));
+        const __m256i a8 = _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+        const __m128i a4 = _mm_add_epi32(_mm256_castsi256_si128(a8), _mm256_extracti128_si256(a8, 1));
+        __m128i h = _mm_hadd_epi32(a4, _mm_madd_epi16(mn, bp));
+        h = _mm_hadd_epi32(h, h);
+        const float da = qp_load_f32le(ab);
+        sum = sum + (_cvtsh_ss((uint16_t)dd) * da) * (float)_mm_cvtsi128_si32(h);
+        if (kind != TILE_Q6K) sum = sum - (_cvtsh_ss((uint16_t)(dd >> 16)) * da) * (float)_mm_extract_epi32(h, 1);
+    }
+    return sum;
+}
+QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    return single_dot(TILE_Q4K, w, xq, n, QP_Q4_K_BYTES);
+}
+QP_VNNI float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    return single_dot(TILE_Q5K, w, xq, n, QP_Q5_K_BYTES);
+}
+QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
+    return single_dot(TILE_Q6K, w, xq, n, QP_Q6_K_BYTES);
 }
 
 /* One token: row by row through the single-row kernels (decode reads the weights once, and
