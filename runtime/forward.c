@@ -44,7 +44,9 @@ struct qp_runtime {
     float *att;       /* n_threads * n_ctx attention scores */
     float *scratch;   /* n_threads * 2 * max_cols, for row dequantization */
     int64_t scratch_cols;
-    float *k_cache, *v_cache; /* [layer][pos][kv_dim] */
+    uint8_t *k_cache, *v_cache; /* [layer][pos][kv_dim] elements of kv->block_bytes: F32, or F16
+                                   on the fast path (runtime.md "KV cache") */
+    const qp_encoding_traits *kv; /* F32 or F16 */
     /* MoE (NULL for a dense FFN), for bcap tokens: */
     float *moe_probs;  /* n_experts per token: router logits, then their softmax */
     int32_t *moe_sel;  /* n_experts_used per token: chosen experts, best first */
@@ -118,7 +120,7 @@ static void rope_angles(const qp_runtime *rt, int64_t pos, float *cs, float *sn)
     }
 }
 
-static const qp_runtime_opts k_default_opts = {.n_threads = 0, .n_ctx = 0, .exact = false};
+static const qp_runtime_opts k_default_opts = {.n_threads = 0, .n_ctx = 0, .exact = false, .kv_f32 = false};
 
 /* Fast path: every matrix whose encoding has a fast dot, fed by float activations (not the
  * BitNet int8 ones) and with whole activation blocks per row, takes it. Sets act_q_ld to the
@@ -265,9 +267,12 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     rt->logits = alloc_f(c->vocab, &ok);
     rt->att = alloc_f((int64_t)c->n_threads * c->n_ctx, &ok);
     rt->scratch = alloc_f((int64_t)c->n_threads * rt->scratch_cols, &ok);
+    c->kv_f16 = !c->exact && !o->kv_f32;
+    rt->kv = qp_encoding_get(c->kv_f16 ? QP_ENC_F16 : QP_ENC_F32);
     if (ok) {
-        rt->k_cache = alloc_f(cache, &ok);
-        rt->v_cache = alloc_f(cache, &ok);
+        rt->k_cache = qp_calloc((size_t)cache, rt->kv->block_bytes);
+        rt->v_cache = rt->k_cache ? qp_calloc((size_t)cache, rt->kv->block_bytes) : NULL;
+        ok = rt->v_cache != NULL;
     }
     if (!ok) {
         long long n_ctx = (long long)c->n_ctx; /* c is rt's: read before rt is freed */
@@ -288,8 +293,10 @@ void qp_runtime_free(qp_runtime *rt) {
     qp_pool_free(rt->pool);
     qp_weights_free(&rt->w);
     free_batch(rt);
-    float *bufs[] = {rt->logits, rt->att, rt->scratch, rt->k_cache, rt->v_cache};
+    float *bufs[] = {rt->logits, rt->att, rt->scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
+    qp_free(rt->k_cache);
+    qp_free(rt->v_cache);
     qp_free(rt);
 }
 
@@ -375,29 +382,34 @@ static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
     const qp_runtime_config *c = &rt->cfg;
     int64_t hd = c->head_dim, kvdim = c->n_kv_heads * hd, group = c->n_heads / c->n_kv_heads;
     int64_t qdim = c->n_heads * hd;
-    size_t loff = (size_t)j->layer * (size_t)c->n_ctx * (size_t)kvdim;
+    const size_t eb = rt->kv->block_bytes, row = (size_t)kvdim * eb;
+    size_t loff = (size_t)j->layer * (size_t)c->n_ctx * row;
     float scale = 1.0f / sqrtf((float)hd);
     float *att = rt->att + (size_t)tid * (size_t)c->n_ctx;
-    /* scores through the F32 traits dot (the scalar one sums q[i] * k[i] in index order) */
-    qp_vec_dot_f32_fn dot = qp_encoding_get(QP_ENC_F32)->vec_dot_f32;
-    bool simd = strcmp(qp_encoding_simd_level(), "scalar") != 0;
+    /* scores through the cache encoding's traits dot (the scalar one sums q[i] * k[i] in index
+       order, F16 widened exactly) */
+    qp_vec_dot_f32_fn dot = rt->kv->vec_dot_f32;
+    bool simd = strcmp(qp_encoding_simd_level(), "scalar") != 0, f16 = rt->cfg.kv_f16;
     for (int64_t it = begin; it < end; it++) {
         int64_t tk = it / c->n_heads, h = it % c->n_heads, pos = j->pos0 + tk;
         const float *q = rt->q + tk * qdim + h * hd;
         int64_t kvh = h / group;
-        const float *kc = rt->k_cache + loff + (size_t)(kvh * hd);
-        const float *vc = rt->v_cache + loff + (size_t)(kvh * hd);
+        const uint8_t *kc = rt->k_cache + loff + (size_t)(kvh * hd) * eb;
+        const uint8_t *vc = rt->v_cache + loff + (size_t)(kvh * hd) * eb;
         int64_t t0 = j->window > 0 && pos >= j->window ? pos - j->window + 1 : 0;
-        for (int64_t t = t0; t <= pos; t++) att[t] = dot(kc + (size_t)t * (size_t)kvdim, q, hd) * scale;
+        for (int64_t t = t0; t <= pos; t++) att[t] = dot(kc + (size_t)t * row, q, hd) * scale;
         softmax(att + t0, pos + 1 - t0);
         float *o = rt->att_out + tk * qdim + h * hd;
         for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
         for (int64_t t = t0; t <= pos; t++) {
-            const float *v = vc + (size_t)t * (size_t)kvdim;
+            const void *v = vc + (size_t)t * row;
             float a = att[t];
-            if (simd) qp_attn_accum_avx2(o, v, a, hd);
+            if (f16 && simd) qp_attn_accum_f16_avx2(o, v, a, hd);
+            else if (f16)
+                for (int64_t i = 0; i < hd; i++) o[i] += a * qp_fp16_to_fp32(((const uint16_t *)v)[i]);
+            else if (simd) qp_attn_accum_avx2(o, v, a, hd);
             else
-                for (int64_t i = 0; i < hd; i++) o[i] += a * v[i];
+                for (int64_t i = 0; i < hd; i++) o[i] += a * ((const float *)v)[i];
         }
     }
 }
@@ -527,9 +539,14 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
             if (L->k_norm) head_norms(k, c->n_kv_heads, hd, L->k_norm, eps);
             rope(rt, q, c->n_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
             rope(rt, k, c->n_kv_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
-            size_t at = loff + (size_t)(pos + t) * (size_t)kvdim;
-            memcpy(rt->k_cache + at, k, (size_t)kvdim * sizeof(float));
-            memcpy(rt->v_cache + at, v, (size_t)kvdim * sizeof(float));
+            size_t at = (loff + (size_t)(pos + t) * (size_t)kvdim) * rt->kv->block_bytes;
+            if (c->kv_f16) { /* F16 round to nearest even (the F16 traits' quantize) */
+                rt->kv->quantize(k, rt->k_cache + at, kvdim);
+                rt->kv->quantize(v, rt->v_cache + at, kvdim);
+            } else {
+                memcpy(rt->k_cache + at, k, (size_t)kvdim * sizeof(float));
+                memcpy(rt->v_cache + at, v, (size_t)kvdim * sizeof(float));
+            }
         }
 
         attn_job aj = {rt, l, pos, layer_window(c, l)};

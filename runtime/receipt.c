@@ -189,6 +189,7 @@ struct qp_verify_report {
     int n_threads;
     bool path_fast;  /* OUT ran the fast path */
     int n_fast_mats; /* OUT's matrices on a fast dot */
+    bool kv_f16;     /* OUT's KV cache is F16 (the fast path's) */
     int64_t n_generate;
     prompt_rec *prompts;
     int64_t n_prompts;
@@ -453,6 +454,7 @@ qp_status qp_verify_run(const qp_model *out, const qp_model *src, const qp_verif
     r->n_threads = co->n_threads;
     r->path_fast = !co->exact;
     r->n_fast_mats = co->n_fast_mats;
+    r->kv_f16 = co->kv_f16;
     r->n_generate = o->n_generate;
     for (int64_t i = 0; i < n_prompts; i++) {
         prompt_rec *p = &r->prompts[i];
@@ -624,7 +626,7 @@ qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *
     cJSON_AddItemToObject(inputs, "against", in_src);
     cJSON *rt = cJSON_AddObjectToObject(root, "runtime");
     cJSON_AddStringToObject(rt, "name", "quantpack reference CPU runtime");
-    cJSON_AddStringToObject(rt, "kv_cache", "f32");
+    cJSON_AddStringToObject(rt, "kv_cache", r->kv_f16 ? "f16" : "f32"); /* OUT's (SRC: f32) */
     cJSON_AddNumberToObject(rt, "threads", r->n_threads);
     cJSON_AddStringToObject(rt, "path", r->path_fast ? "fast" : "exact");
     cJSON_AddNumberToObject(rt, "fast_matrices", r->n_fast_mats);

@@ -95,8 +95,9 @@ typedef struct qp_matvec_task {
     int64_t ldy;
 } qp_matvec_task;
 
-/* ---- attention kernels (attn_avx2.c): o[i] += a * v[i] with FMA ------------------------------ */
+/* ---- attention kernels (attn_avx2.c): o[i] += a * v[i] with FMA, v F32 or F16 (F16C) --------- */
 void qp_attn_accum_avx2(float *o, const float *v, float a, int64_t n);
+void qp_attn_accum_f16_avx2(float *o, const uint16_t *v, float a, int64_t n);
 
 void qp_matmul_multi(qp_pool *pool, const qp_matvec_task *tasks, int n_tasks, int64_t n_tok,
                      float *scratch, int64_t scratch_cols);

@@ -1,6 +1,6 @@
 /* The reference CPU runtime: a llama2.c-plain forward pass over any qp_model (Llama, Mistral,
  * Qwen2 with q/k/v bias, BitNet b1.58), weights used in place through the encodings traits
- * table, an F32 KV cache, threads over matrix rows; and the parity checks behind
+ * table, an F32 KV cache (F16 on the fast path), threads over matrix rows; and the parity checks behind
  * `quantpack verify` (per-position logit metrics, greedy match, receipt JSON).
  * Conventions: runtime/runtime.md. */
 #ifndef QUANTPACK_RUNTIME_H
@@ -27,6 +27,8 @@ typedef struct qp_runtime_opts {
     bool exact;       /* false (the default): the fast path, activations quantized per block for
                          the matrices whose encoding has a fast dot (runtime.md "Fast path");
                          true: the exact path (F32 activations, every bit as before) */
+    bool kv_f32;      /* the fast path keeps an F32 KV cache instead of F16 (the exact path
+                         always keeps F32) */
 } qp_runtime_opts;
 
 /* The configuration the runtime resolved from the model's qp_arch and tensor shapes. */
@@ -48,6 +50,7 @@ typedef struct qp_runtime_config {
     int n_threads;
     bool exact;        /* the path that runs (qp_runtime_opts.exact) */
     int n_fast_mats;   /* matrices on a fast dot (0 on the exact path) */
+    bool kv_f16;       /* keys and values cached as F16 (the fast path unless opts.kv_f32) */
 } qp_runtime_config;
 
 /* Binds every tensor the forward pass needs (by canonical GGUF-style name), checking shape,

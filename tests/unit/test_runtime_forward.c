@@ -776,9 +776,78 @@ static void test_fast(void) {
     }
 }
 
+/* Every position's logits token by token with the given options. */
+static bool run_opts(const built *b, const qp_runtime_opts *o, const int32_t *toks, int n, int vocab, float *out,
+                     bool *kv_f16) {
+    qp_runtime *rt = NULL;
+    qp_err e = {0};
+    if (qp_runtime_new(b->m, o, &rt, &e) != QP_OK) return false;
+    *kv_f16 = qp_runtime_get_config(rt)->kv_f16;
+    bool ok = true;
+    float *lg = NULL;
+    for (int p = 0; ok && p < n; p++) {
+        ok = qp_runtime_forward(rt, toks[p], p, &lg, &e) == QP_OK;
+        if (ok) memcpy(out + (size_t)p * (size_t)vocab, lg, sizeof(float) * (size_t)vocab);
+    }
+    qp_runtime_free(rt);
+    return ok;
+}
+
+/* The fast path's F16 KV cache (runtime.md "KV cache"): on models without fast dots (F32 / F16
+ * matrices, so only the cache differs), over 70 positions at every SIMD level, the logits are
+ * within max |diff| <= 2e-3 max |logit| and cosine >= 0.99999 of the F32 cache's (measured
+ * below), yet not equal to them (the cache is F16); kv_f32 = true gives the exact path's bits;
+ * the exact path keeps F32 whatever kv_f32 says. */
+static void test_kv_f16(void) {
+    enum { N = 70 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 13 + 5) % 40);
+    const cfg cases[] = {
+        {64, 96, 2, 8, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32},
+        {64, 96, 2, 8, 4, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, false, QP_ENC_F16},
+    };
+    static float f32kv[N * 40], f16kv[N * 40], other[N * 40];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        built b;
+        build(&b, &cases[ci], 9100 + ci);
+        const char *nm = qp_encoding_get(cases[ci].mat_enc)->name;
+        for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
+            qp_encoding_simd_force(lv);
+            qp_runtime_opts ex = {.n_threads = 2, .n_ctx = 80, .exact = true};
+            qp_runtime_opts fast = {.n_threads = 2, .n_ctx = 80};
+            qp_runtime_opts fast32 = {.n_threads = 2, .n_ctx = 80, .kv_f32 = true};
+            qp_runtime_opts ex32 = {.n_threads = 2, .n_ctx = 80, .exact = true, .kv_f32 = true};
+            bool k16 = false;
+            QP_CHECK(run_opts(&b, &ex, toks, N, 40, f32kv, &k16) && !k16);
+            QP_CHECK(run_opts(&b, &ex32, toks, N, 40, other, &k16) && !k16);
+            QP_CHECK(memcmp(other, f32kv, sizeof(float) * N * 40) == 0);
+            QP_CHECK(run_opts(&b, &fast32, toks, N, 40, other, &k16) && !k16);
+            QP_CHECK_MSG(memcmp(other, f32kv, sizeof(float) * N * 40) == 0, "%s level %d: fast path with an F32 "
+                         "cache differs from the exact path", nm, lv);
+            QP_CHECK(run_opts(&b, &fast, toks, N, 40, f16kv, &k16) && k16);
+            double dot = 0, na = 0, nb = 0, md = 0, mx = 0;
+            for (int i = 0; i < N * 40; i++) {
+                dot += (double)f16kv[i] * f32kv[i];
+                na += (double)f16kv[i] * f16kv[i];
+                nb += (double)f32kv[i] * f32kv[i];
+                md = fmax(md, fabs((double)f16kv[i] - f32kv[i]));
+                mx = fmax(mx, fabs((double)f32kv[i]));
+            }
+            const double cosv = dot / sqrt(na * nb);
+            QP_CHECK_MSG(md > 0 && md <= 2e-3 * mx && cosv >= 0.99999, "%s level %d: F16 vs F32 KV cache: max "
+                         "|diff| %g (max |logit| %g), cosine %.8f", nm, lv, md, mx, cosv);
+            printf("KV f16 vs f32, %s matrices, level %d: max |diff| %.3g = %.2g of max |logit|, cosine %.9f\n", nm,
+                   lv, md, md / mx, cosv);
+        }
+        qp_encoding_simd_force(-1);
+        unbuild(&b);
+    }
+}
+
 int main(void) {
     qp_test_max_simd_level();
     test_fast();
+    test_kv_f16();
     test_batch();
     test_llama();
     test_variants();
