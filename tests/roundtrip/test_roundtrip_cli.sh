@@ -113,12 +113,14 @@ rt keep3 0 "$FX/llama-tied" --via gguf --keep -f -o "$TMP/keep"
 no_leftovers keep
 
 # 5. signals: SIGTERM mid-run removes the intermediates (exit 143); what a SIGKILL leaves is
-#    removed by the next run (core/outfile.md). Twelve paths keep the run going past the signal.
-LONG=gguf,rdrr,trlm,safetensors,gguf,rdrr,trlm,safetensors,gguf,rdrr,trlm,safetensors
+#    removed by the next run (core/outfile.md). The signal goes as soon as the staging folder is
+#    in TMPDIR (the run has started writing, whatever the machine's load); 16 paths, each
+#    verifying 256 tokens, keep it going well past that on an idle machine.
+LONG=$(printf 'gguf,rdrr,trlm,safetensors,%.0s' 1 2 3 4); LONG=${LONG%,}
 for sig in TERM KILL; do
-  "$QP" roundtrip "$FX/llama-tied" --via "$LONG" -t 1 >"$TMP/sig.out" 2>&1 &
+  "$QP" roundtrip "$FX/llama-tied" --via "$LONG" -t 1 -n 256 >"$TMP/sig.out" 2>&1 &
   pid=$!
-  sleep 0.3
+  for ((i = 0; i < 2000; i++)); do [ -n "$(ls -A "$TMPDIR")" ] && break; sleep 0.005; done
   kill -$sig $pid
   wait $pid
   rc=$?
