@@ -37,10 +37,23 @@ static const char *base_name(const char *path) {
     return s;
 }
 
+/* A unigram vocabulary's normaliser keys, as convert_hf_to_gguf.py's T5 path writes them. */
+static qp_status unigram_kvs(const qp_vocab *v, qp_gguf_writer *w, qp_err *e) {
+    qp_status s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_space_prefix", !v->no_space_prefix, e);
+    if (s == QP_OK)
+        s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.remove_extra_whitespaces", v->remove_extra_spaces, e);
+    if (s == QP_OK && v->charsmap && v->charsmap_len > 0)
+        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.precompiled_charsmap", QP_META_U8,
+                                     (uint64_t)v->charsmap_len, v->charsmap, e);
+    return s;
+}
+
 static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) {
     const qp_vocab *v = &m->vocab;
     if (v->model == QP_TOK_NONE || v->n_tokens <= 0 || !v->tokens) return QP_OK;
-    const char *model = v->model == QP_TOK_SPM ? "llama" : v->model == QP_TOK_BPE ? "gpt2" : "bert";
+    static const char *const k_models[] = {[QP_TOK_SPM] = "llama", [QP_TOK_BPE] = "gpt2",
+                                           [QP_TOK_WPM] = "bert", [QP_TOK_UGM] = "t5"};
+    const char *model = k_models[v->model];
     qp_status s = qp_gguf_writer_add_str(w, "tokenizer.ggml.model", model, strlen(model), e);
     if (s == QP_OK && v->model == QP_TOK_BPE) {
         const char *pre = v->pre[0] ? v->pre : "default";
@@ -78,6 +91,7 @@ static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) 
     if (s == QP_OK) s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_eos_token", v->add_eos, e);
     if (s == QP_OK && v->model == QP_TOK_SPM && v->no_space_prefix)
         s = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_space_prefix", false, e);
+    if (s == QP_OK && v->model == QP_TOK_UGM) s = unigram_kvs(v, w, e);
     /* the chat template, where convert_hf_to_gguf.py writes it (runtime/chat.md) */
     const char *ct = qp_model_chat_template(m);
     if (s == QP_OK && ct) s = qp_gguf_writer_add_str(w, "tokenizer.chat_template", ct, strlen(ct), e);

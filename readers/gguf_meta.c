@@ -332,6 +332,30 @@ static void special_id(qp_model *m, const char *key, int32_t *out) {
     *out = (int32_t)v;
 }
 
+/* The "t5" (unigram) keys: llama.cpp's default ids where the file gives none (eos 1, unk 2,
+ * pad 0), tokenizer.ggml.remove_extra_whitespaces and the precompiled_charsmap bytes (an array of
+ * u8 or i8, borrowed; its layout is checked by the tokenizer). */
+static qp_status apply_unigram(qp_model *m, qp_err *e) {
+    qp_vocab *vb = &m->vocab;
+    static const struct { const char *key; int32_t id; } k_defaults[3] = {
+        {"tokenizer.ggml.eos_token_id", 1}, {"tokenizer.ggml.unknown_token_id", 2},
+        {"tokenizer.ggml.padding_token_id", 0}};
+    int32_t *dst[3] = {&vb->eos_id, &vb->unk_id, &vb->pad_id};
+    for (int i = 0; i < 3; i++)
+        if (!qp_model_meta(m, k_defaults[i].key) && k_defaults[i].id < vb->n_tokens) *dst[i] = k_defaults[i].id;
+    bool b;
+    expect_type(m, "tokenizer.ggml.remove_extra_whitespaces", QP_META_BOOL);
+    if (qp_gguf_meta_bool(m, "tokenizer.ggml.remove_extra_whitespaces", &b)) vb->remove_extra_spaces = b;
+    const qp_meta *cm = qp_model_meta(m, "tokenizer.ggml.precompiled_charsmap");
+    if (!cm) return QP_OK;
+    if (cm->type != QP_META_ARRAY || (cm->arr_type != QP_META_U8 && cm->arr_type != QP_META_I8))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: 'tokenizer.ggml.precompiled_charsmap' is %s; expected an "
+                       "array of u8 or i8", m->path, qp_gguf_meta_type_name(cm->type));
+    vb->charsmap = cm->raw;
+    vb->charsmap_len = cm->raw_size;
+    return QP_OK;
+}
+
 static qp_status apply_vocab(qp_model *m, qp_err *e) {
     qp_vocab *vb = &m->vocab;
     const char *model = qp_gguf_meta_str(m, "tokenizer.ggml.model", NULL);
@@ -339,6 +363,7 @@ static qp_status apply_vocab(qp_model *m, qp_err *e) {
         if (strcmp(model, "llama") == 0) vb->model = QP_TOK_SPM;
         else if (strcmp(model, "gpt2") == 0) vb->model = QP_TOK_BPE;
         else if (strcmp(model, "bert") == 0) vb->model = QP_TOK_WPM;
+        else if (strcmp(model, "t5") == 0) vb->model = QP_TOK_UGM;
         else {
             vb->model = QP_TOK_NONE;
             if (strcmp(model, "no_vocab") != 0)
@@ -401,7 +426,9 @@ static qp_status apply_vocab(qp_model *m, qp_err *e) {
     if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_bos_token", &b)) vb->add_bos = b;
     if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_eos_token", &b)) vb->add_eos = b;
     expect_type(m, "tokenizer.ggml.add_space_prefix", QP_META_BOOL);
+    if (vb->model == QP_TOK_UGM) vb->no_space_prefix = true; /* llama.cpp's default for "t5" */
     if (qp_gguf_meta_bool(m, "tokenizer.ggml.add_space_prefix", &b)) vb->no_space_prefix = !b;
+    if (vb->model == QP_TOK_UGM) return apply_unigram(m, e);
     return QP_OK;
 }
 

@@ -79,7 +79,7 @@ static uint64_t hash_bytes(const char *s, size_t n) {
     return h ^ (h >> 29);
 }
 
-static const char *tok_text(const qp_vocab *v, int32_t id, size_t *len) {
+const char *qp_tok_text(const qp_vocab *v, int32_t id, size_t *len) {
     const char *s = v->tokens[id];
     if (!s) {
         *len = 0;
@@ -95,7 +95,7 @@ int32_t qp_tok_lookup(const qp_tokenizer *t, const char *s, size_t len) {
         int32_t slot = t->index.slots[i];
         if (slot == 0) return -1;
         size_t tl;
-        const char *ts = tok_text(t->v, slot - 1, &tl);
+        const char *ts = qp_tok_text(t->v, slot - 1, &tl);
         if (tl == len && memcmp(ts, s, len) == 0) return slot - 1;
         i = (i + 1) & t->index.mask;
     }
@@ -110,7 +110,7 @@ static qp_status build_index(qp_tokenizer *t, qp_err *e) {
     /* Later duplicates replace earlier ones, as llama.cpp's token_to_id map does. */
     for (int32_t id = 0; id < t->n_tokens; id++) {
         size_t len;
-        const char *s = tok_text(t->v, id, &len);
+        const char *s = qp_tok_text(t->v, id, &len);
         size_t i = (size_t)hash_bytes(s, len) & t->index.mask;
         for (;;) {
             int32_t slot = t->index.slots[i];
@@ -119,7 +119,7 @@ static qp_status build_index(qp_tokenizer *t, qp_err *e) {
                 break;
             }
             size_t tl;
-            const char *ts = tok_text(t->v, slot - 1, &tl);
+            const char *ts = qp_tok_text(t->v, slot - 1, &tl);
             if (tl == len && memcmp(ts, s, len) == 0) {
                 t->index.slots[i] = id + 1;
                 break;
@@ -153,21 +153,20 @@ static bool is_special_type(int32_t type) {
 
 static int cmp_special(const qp_vocab *v, int32_t x, int32_t y) {
     size_t lx, ly;
-    const char *sx = tok_text(v, x, &lx), *sy = tok_text(v, y, &ly);
+    const char *sx = qp_tok_text(v, x, &lx), *sy = qp_tok_text(v, y, &ly);
     if ((uint8_t)sx[0] != (uint8_t)sy[0]) return (uint8_t)sx[0] < (uint8_t)sy[0] ? -1 : 1;
     if (lx != ly) return lx > ly ? -1 : 1;
     return x < y ? -1 : (x > y);
 }
 
-/* Bottom-up merge sort by (first byte, length descending, id). */
-static bool sort_special(const qp_vocab *v, int32_t *a, size_t n) {
+bool qp_tok_sort_ids(const qp_vocab *v, int32_t *a, size_t n, qp_tok_id_cmp cmp) {
     int32_t *tmp = qp_malloc((n ? n : 1) * sizeof *tmp);
     if (!tmp) return false;
-    for (size_t w = 1; w < n; w *= 2) {
+    for (size_t w = 1; w < n; w *= 2) { /* bottom-up merge sort: stable */
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) tmp[k++] = cmp_special(v, a[j], a[i]) < 0 ? a[j++] : a[i++];
+            while (i < mid && j < hi) tmp[k++] = cmp(v, a[j], a[i]) < 0 ? a[j++] : a[i++];
             while (i < mid) tmp[k++] = a[i++];
             while (j < hi) tmp[k++] = a[j++];
         }
@@ -181,7 +180,7 @@ static qp_status build_special(qp_tokenizer *t, qp_err *e) {
     size_t n = 0;
     for (int32_t id = 0; id < t->n_tokens; id++) {
         size_t len;
-        tok_text(t->v, id, &len);
+        qp_tok_text(t->v, id, &len);
         if (len > 0 && is_special_type(t->types[id])) n++;
     }
     t->special = qp_malloc((n ? n : 1) * sizeof *t->special);
@@ -189,10 +188,10 @@ static qp_status build_special(qp_tokenizer *t, qp_err *e) {
     size_t k = 0;
     for (int32_t id = 0; id < t->n_tokens; id++) {
         size_t len;
-        tok_text(t->v, id, &len);
+        qp_tok_text(t->v, id, &len);
         if (len > 0 && is_special_type(t->types[id])) t->special[k++] = id;
     }
-    if (!sort_special(t->v, t->special, n))
+    if (!qp_tok_sort_ids(t->v, t->special, n, cmp_special))
         return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (special tokens)");
     size_t j = 0;
     for (unsigned b = 0; b < 256; b++) {
@@ -226,8 +225,8 @@ static qp_status build_types(qp_tokenizer *t, qp_err *e) {
         if (ty < QP_TOKTYPE_UNDEFINED || ty > QP_TOKTYPE_BYTE) ty = QP_TOKTYPE_NORMAL;
         if (ty == QP_TOKTYPE_UNDEFINED) { /* infer what a GGUF writer would have recorded */
             size_t len;
-            const char *s = tok_text(v, id, &len);
-            if (t->model == QP_TOK_SPM && byte_token_value(s, len) >= 0) ty = QP_TOKTYPE_BYTE;
+            const char *s = qp_tok_text(v, id, &len);
+            if ((t->model == QP_TOK_SPM || t->model == QP_TOK_UGM) && byte_token_value(s, len) >= 0) ty = QP_TOKTYPE_BYTE;
             else if (id == v->unk_id) ty = QP_TOKTYPE_UNKNOWN;
             else if (id == v->bos_id || id == v->eos_id) ty = QP_TOKTYPE_CONTROL;
             else ty = QP_TOKTYPE_NORMAL;
@@ -240,6 +239,7 @@ static qp_status build_types(qp_tokenizer *t, qp_err *e) {
 void qp_tokenizer_free(qp_tokenizer *t) {
     if (!t) return;
     qp_tok_bpe_free(t);
+    qp_tok_ugm_free(t);
     qp_free(t->types);
     qp_free(t->index.slots);
     qp_free(t->special);
@@ -249,7 +249,7 @@ void qp_tokenizer_free(qp_tokenizer *t) {
 
 qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e) {
     if (!v || !out) return qp_fail(e, QP_ERR_ARG, "qp_tokenizer_new: NULL argument");
-    if (v->model != QP_TOK_SPM && v->model != QP_TOK_BPE && v->model != QP_TOK_WPM)
+    if (v->model != QP_TOK_SPM && v->model != QP_TOK_BPE && v->model != QP_TOK_WPM && v->model != QP_TOK_UGM)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "tokenizer: the model has no tokenizer (or one of "
                                               "an unsupported kind)");
     if (v->n_tokens <= 0 || !v->tokens)
@@ -271,6 +271,7 @@ qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e) {
         switch (t->model) {
         case QP_TOK_SPM: s = qp_tok_spm_init(t, e); break;
         case QP_TOK_BPE: s = qp_tok_bpe_init(t, e); break;
+        case QP_TOK_UGM: s = qp_tok_ugm_init(t, e); break;
         default: s = qp_tok_wpm_init(t, e); break;
         }
     }
@@ -340,7 +341,7 @@ static int32_t special_at(const qp_tokenizer *t, const char *text, size_t len, s
         int32_t id = t->special[k];
         if (!parse_special && t->types[id] != QP_TOKTYPE_USER_DEFINED) continue;
         size_t tl;
-        const char *s = tok_text(t->v, id, &tl);
+        const char *s = qp_tok_text(t->v, id, &tl);
         if (tl <= len - i && memcmp(text + i, s, tl) == 0) {
             *tok_len = tl;
             return id;
@@ -385,6 +386,7 @@ static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t
     case QP_TOK_SPM:
         return qp_tok_spm_encode(t, text, len, t->add_space_prefix && prev_special, out, e);
     case QP_TOK_BPE: return qp_tok_bpe_encode(t, text, len, out, e);
+    case QP_TOK_UGM: return qp_tok_ugm_encode(t, text, len, out, e);
     default: return qp_tok_wpm_encode(t, text, len, out, e);
     }
 }
@@ -458,11 +460,12 @@ static size_t put_bytes(char *buf, size_t cap, size_t at, const char *s, size_t 
 static size_t piece_bytes(const qp_tokenizer *t, int32_t prev_id, int32_t id, char *buf, size_t cap) {
     if (!buf) cap = 0;
     size_t len;
-    const char *s = tok_text(t->v, id, &len);
+    const char *s = qp_tok_text(t->v, id, &len);
     int32_t ty = t->types[id];
     size_t n = 0;
     if (ty == QP_TOKTYPE_CONTROL || ty == QP_TOKTYPE_UNUSED) return 0;
-    if (ty == QP_TOKTYPE_UNKNOWN) return put_bytes(buf, cap, 0, "\xE2\x96\x85", 3);
+    if (ty == QP_TOKTYPE_UNKNOWN) /* unigram: nothing, as llama_detokenize without unparse_special */
+        return t->model == QP_TOK_UGM ? 0 : put_bytes(buf, cap, 0, "\xE2\x96\x85", 3);
     if (ty == QP_TOKTYPE_USER_DEFINED) return put_bytes(buf, cap, 0, s, len);
     if (ty == QP_TOKTYPE_BYTE) {
         int b = byte_token_value(s, len);
@@ -490,6 +493,7 @@ static size_t piece_bytes(const qp_tokenizer *t, int32_t prev_id, int32_t id, ch
     /* SentencePiece / WordPiece: U+2581 is a space; the leading space after BOS is dropped. */
     size_t i = 0;
     bool after_bos = prev_id >= 0 && prev_id == t->v->bos_id;
+    if (t->model == QP_TOK_UGM && prev_id < 0) after_bos = t->add_space_prefix; /* llama_detokenize */
     while (i < len) {
         if (len - i >= 3 && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
             if (!(after_bos && n == 0)) n = put_bytes(buf, cap, n, " ", 1);

@@ -39,6 +39,9 @@ bool qp_tok_pre_ignore_merges(const qp_tok_pre *p);
 QP_NODISCARD qp_status qp_tok_pre_split(const qp_tok_pre *p, const uint32_t *cp, const uint8_t *fl, size_t n,
                                         qp_tok_piece **pieces, size_t *n_pieces, qp_err *e);
 
+/* A SentencePiece unigram model's tables (tokenizer_ugm.c). */
+typedef struct qp_tok_ugm qp_tok_ugm;
+
 struct qp_tokenizer {
     const qp_vocab *v;
     qp_tok_model model;
@@ -62,6 +65,8 @@ struct qp_tokenizer {
     int32_t byte_char_id[256]; /* id of the one-character token byte_cp[b], or -1 */
     /* WordPiece */
     uint32_t max_token_len;
+    /* unigram */
+    qp_tok_ugm *ugm;
 };
 
 /* Growable id output. */
@@ -71,6 +76,13 @@ typedef struct qp_ids {
 } qp_ids;
 
 bool qp_ids_push(qp_ids *o, int32_t id);
+
+/* Token id's text and length (never NULL: "" for a missing text). */
+const char *qp_tok_text(const qp_vocab *v, int32_t id, size_t *len);
+
+/* Sorts ids stably by cmp (negative: x before y); false when out of memory. */
+typedef int (*qp_tok_id_cmp)(const qp_vocab *v, int32_t x, int32_t y);
+bool qp_tok_sort_ids(const qp_vocab *v, int32_t *a, size_t n, qp_tok_id_cmp cmp);
 
 /* Looks a token text up; -1 when absent. */
 int32_t qp_tok_lookup(const qp_tokenizer *t, const char *s, size_t len);
@@ -98,6 +110,10 @@ QP_NODISCARD qp_status qp_tok_spm_encode(const qp_tokenizer *t, const char *text
 QP_NODISCARD qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e);
 void qp_tok_bpe_free(qp_tokenizer *t);
 QP_NODISCARD qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
+                                         qp_err *e);
+QP_NODISCARD qp_status qp_tok_ugm_init(qp_tokenizer *t, qp_err *e);
+void qp_tok_ugm_free(qp_tokenizer *t);
+QP_NODISCARD qp_status qp_tok_ugm_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
                                          qp_err *e);
 QP_NODISCARD qp_status qp_tok_wpm_init(qp_tokenizer *t, qp_err *e);
 QP_NODISCARD qp_status qp_tok_wpm_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,

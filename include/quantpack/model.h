@@ -126,6 +126,7 @@ typedef enum qp_tok_model {
     QP_TOK_SPM,  /* "llama": SentencePiece BPE with scores and byte fallback */
     QP_TOK_BPE,  /* "gpt2": byte-level BPE with merges and a pre-tokenizer */
     QP_TOK_WPM,  /* "bert": WordPiece */
+    QP_TOK_UGM,  /* "t5": SentencePiece unigram (Viterbi over scored pieces) */
 } qp_tok_model;
 
 /* GGUF token types. */
@@ -162,7 +163,13 @@ typedef struct qp_vocab {
     int32_t bos_id, eos_id, unk_id, pad_id; /* -1 when none */
     bool add_bos, add_eos;
     bool no_space_prefix;  /* SentencePiece without the dummy-prefix space (GGUF
-                              tokenizer.ggml.add_space_prefix false; Gemma 3) */
+                              tokenizer.ggml.add_space_prefix false; Gemma 3; a "t5" GGUF
+                              without that key, as llama.cpp) */
+    bool remove_extra_spaces; /* unigram: collapse space runs, drop leading/trailing spaces
+                                 (GGUF tokenizer.ggml.remove_extra_whitespaces) */
+    const uint8_t *charsmap;  /* unigram: SentencePiece precompiled_charsmap (GGUF
+                                 tokenizer.ggml.precompiled_charsmap); NULL when none */
+    size_t charsmap_len;
     char *hf_json;         /* tokenizer.json text when the source had one (for carrying over) */
     size_t hf_json_len;
 } qp_vocab;

@@ -72,6 +72,8 @@ static struct {
     int32_t (*vocab_n_tokens)(const void *);
     int32_t (*tokenize)(const void *vocab, const char *text, int32_t text_len, int32_t *tokens,
                         int32_t n_tokens_max, bool add_special, bool parse_special);
+    int32_t (*detokenize)(const void *vocab, const int32_t *tokens, int32_t n_tokens, char *text,
+                          int32_t text_len_max, bool remove_special, bool unparse_special);
     int32_t (*model_n_embd)(const void *);
     int32_t (*model_n_layer)(const void *);
     int32_t (*model_n_head)(const void *);
@@ -122,6 +124,7 @@ static inline bool llama_peer_load_from(const char *bins) {
         {(void **)&L.model_get_vocab, ll, "llama_model_get_vocab"},
         {(void **)&L.vocab_n_tokens, ll, "llama_vocab_n_tokens"},
         {(void **)&L.tokenize, ll, "llama_tokenize"},
+        {(void **)&L.detokenize, ll, "llama_detokenize"},
         {(void **)&L.model_n_embd, ll, "llama_model_n_embd"},
         {(void **)&L.model_n_layer, ll, "llama_model_n_layer"},
         {(void **)&L.model_n_head, ll, "llama_model_n_head"},

@@ -36,7 +36,19 @@ static inline float random_llama_frand(void) {
     return s * 0.05f;
 }
 
-static const char *const k_random_llama_tok_models[] = {"none", "llama", "gpt2", "bert"};
+static const char *const k_random_llama_tok_models[] = {"none", "llama", "gpt2", "bert", "t5"};
+
+/* A unigram ("t5") vocabulary's own keys: unk id, add_space_prefix (only when true: llama.cpp's
+ * default is false), remove_extra_whitespaces, precompiled_charsmap. */
+static inline bool random_llama_unigram_keys(const qp_vocab *v, qp_gguf_writer *w, qp_err *e) {
+    bool ok = v->unk_id < 0 || qp_gguf_writer_add_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk_id, e) == QP_OK;
+    if (ok && !v->no_space_prefix) ok = qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_space_prefix", true, e) == QP_OK;
+    if (ok) ok = qp_gguf_writer_add_bool(w, "tokenizer.ggml.remove_extra_whitespaces", v->remove_extra_spaces, e) == QP_OK;
+    if (ok && v->charsmap)
+        ok = qp_gguf_writer_add_array(w, "tokenizer.ggml.precompiled_charsmap", QP_META_U8, v->charsmap_len,
+                                      v->charsmap, e) == QP_OK;
+    return ok;
+}
 
 /* A real vocabulary's keys (tokens, types, merges, ids) with tokenizer.ggml.pre = pre, as
  * convert_hf_to_gguf writes them. */
@@ -53,6 +65,14 @@ static inline bool random_llama_vocab_keys(const qp_vocab *v, const char *pre, q
     qp_free(types);
     if (ok && v->n_merges > 0)
         ok = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.merges", v->merges, NULL, (uint64_t)v->n_merges, e) == QP_OK;
+    if (ok && v->scores) {
+        uint8_t *sc = qp_malloc((size_t)nv * 4);
+        ok = sc != NULL;
+        for (uint64_t i = 0; ok && i < nv; i++) qp_store_f32le(sc + 4 * i, v->scores[i]);
+        ok = ok && qp_gguf_writer_add_array(w, "tokenizer.ggml.scores", QP_META_F32, nv, sc, e) == QP_OK;
+        qp_free(sc);
+    }
+    if (ok && v->model == QP_TOK_UGM) ok = random_llama_unigram_keys(v, w, e);
     if (ok && v->bos_id >= 0) ok = qp_gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos_id, e) == QP_OK;
     if (ok && v->eos_id >= 0) ok = qp_gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos_id, e) == QP_OK;
     return ok && qp_gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", false, e) == QP_OK &&
