@@ -11,7 +11,7 @@
 static const char *const k_meta_type_names[QP_META_TYPE_COUNT] = {
     "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",
 };
-static const char *const k_tok_names[] = {"none", "llama", "gpt2", "bert"};
+static const char *const k_tok_names[] = {"none", "llama", "gpt2", "bert", "t5"};
 static const char *const k_rope_names[] = {"norm", "neox"};
 
 static const char *meta_type_name(qp_meta_type t) {
@@ -215,7 +215,7 @@ static int print_json(const qp_model *m, const findings *f) {
 
     const qp_vocab *v = &m->vocab;
     cJSON *jv = cJSON_AddObjectToObject(root, "tokenizer");
-    cJSON_AddStringToObject(jv, "model", (unsigned)v->model < 4 ? k_tok_names[v->model] : "unknown");
+    cJSON_AddStringToObject(jv, "model", (unsigned)v->model < sizeof k_tok_names / sizeof k_tok_names[0] ? k_tok_names[v->model] : "unknown");
     cJSON_AddStringToObject(jv, "pre", v->pre);
     cJSON_AddNumberToObject(jv, "n_tokens", (double)v->n_tokens);
     cJSON_AddNumberToObject(jv, "n_merges", (double)v->n_merges);
@@ -302,7 +302,7 @@ static void print_human(const qp_model *m, const findings *f) {
         printf("  mixture of experts: %" PRId64 " experts, %" PRId64 " per token\n", a->n_experts,
                a->n_experts_used);
     const qp_vocab *v = &m->vocab;
-    printf("\ntokenizer: %s", (unsigned)v->model < 4 ? k_tok_names[v->model] : "?");
+    printf("\ntokenizer: %s", (unsigned)v->model < sizeof k_tok_names / sizeof k_tok_names[0] ? k_tok_names[v->model] : "?");
     if (v->pre[0]) printf(" (pre-tokenizer %s)", v->pre);
     printf(", %" PRId64 " tokens, %" PRId64 " merges, bos %d, eos %d, unk %d, pad %d%s%s\n",
            v->n_tokens, v->n_merges, v->bos_id, v->eos_id, v->unk_id, v->pad_id,

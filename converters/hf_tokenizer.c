@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "converters/hf_tokenizer.h"
+#include "core/base64.h"
 #include "core/json.h"
 #include "core/strmap.h"
 #include "quantpack/chat.h"
@@ -216,6 +217,46 @@ static bool spm_pipeline(cJSON *root, bool space_prefix) {
            cJSON_AddItemToObject(root, "decoder", sequence("decoders", dec, n_dec));
 }
 
+/* A unigram vocabulary (runtime/tokenizer.md "SentencePiece unigram") in the form
+ * readers/hf_config.c reads back to the same options: the charsmap as a Precompiled normaliser;
+ * remove_extra_whitespaces as T5's WhitespaceSplit + Metaspace (every word "▁"-prefixed); else
+ * Prepend("▁") for the dummy prefix and spaces as "▁". */
+static bool unigram_pipeline(cJSON *root, const qp_vocab *v) {
+    bool prefix = !v->no_space_prefix, merge = v->remove_extra_spaces;
+    cJSON *norm[3] = {NULL, NULL, NULL};
+    int n = 0;
+    if (v->charsmap && v->charsmap_len) {
+        char *b64 = qp_malloc((v->charsmap_len + 2) / 3 * 4 + 1);
+        norm[n] = b64 ? typed("Precompiled") : NULL;
+        if (norm[n]) qp_base64_encode(v->charsmap, v->charsmap_len, b64);
+        if (norm[n] && !cJSON_AddStringToObject(norm[n], "precompiled_charsmap", b64)) cJSON_Delete(norm[n]), norm[n] = NULL;
+        qp_free(b64);
+        if (!norm[n++]) return false;
+    }
+    if (!merge && prefix) {
+        norm[n] = typed("Prepend");
+        if (norm[n] && !cJSON_AddStringToObject(norm[n], "prepend", SPM_SPACE)) cJSON_Delete(norm[n]), norm[n] = NULL;
+        if (!norm[n++]) return false;
+    }
+    if (!merge && !(norm[n++] = replace_step(" ", SPM_SPACE))) return false;
+    cJSON *meta = merge ? typed("Metaspace") : NULL, *pre = NULL;
+    if (meta && cJSON_AddStringToObject(meta, "replacement", SPM_SPACE) &&
+        cJSON_AddStringToObject(meta, "prepend_scheme", "always") && cJSON_AddTrueToObject(meta, "split")) {
+        cJSON *steps[2] = {typed("WhitespaceSplit"), meta};
+        pre = sequence("pretokenizers", steps, 2);
+        meta = NULL;
+    }
+    cJSON_Delete(meta);
+    cJSON *strip = prefix ? typed("Strip") : NULL;
+    if (strip && !(cJSON_AddStringToObject(strip, "content", " ") && cJSON_AddNumberToObject(strip, "start", 1) &&
+                   cJSON_AddNumberToObject(strip, "stop", 0)))
+        cJSON_Delete(strip), strip = NULL;
+    cJSON *dec[3] = {replace_step(SPM_SPACE, " "), typed("Fuse"), strip};
+    return cJSON_AddItemToObject(root, "normalizer", n ? sequence("normalizers", norm, n) : cJSON_CreateNull()) &&
+           cJSON_AddItemToObject(root, "pre_tokenizer", merge ? pre : cJSON_CreateNull()) &&
+           cJSON_AddItemToObject(root, "decoder", sequence("decoders", dec, prefix ? 3 : 2));
+}
+
 static cJSON *byte_level(bool add_prefix_space, bool use_regex) {
     cJSON *o = typed("ByteLevel");
     if (o && !(cJSON_AddBoolToObject(o, "add_prefix_space", add_prefix_space) &&
@@ -311,6 +352,25 @@ static qp_status bpe_model(const vocab_index *x, cJSON *root, bool ignore_merges
     return spm ? spm_merges(x, merges, e) : bpe_merges(v, merges, e);
 }
 
+/* model: Unigram, [piece, score] per id. */
+static qp_status unigram_model(const vocab_index *x, cJSON *root, qp_err *e) {
+    const qp_vocab *v = x->v;
+    cJSON *model = typed("Unigram");
+    bool ok = model && cJSON_AddItemToObject(root, "model", model);
+    if (!ok) cJSON_Delete(model);
+    ok = ok && cJSON_AddItemToObject(model, "unk_id", v->unk_id >= 0 && v->unk_id < v->n_tokens
+                                                          ? cJSON_CreateNumber(v->unk_id) : cJSON_CreateNull());
+    cJSON *vocab = ok ? cJSON_AddArrayToObject(model, "vocab") : NULL;
+    for (int64_t i = 0; vocab && i < v->n_tokens; i++) {
+        cJSON *entry = cJSON_CreateArray();
+        if (!entry || !cJSON_AddItemToArray(vocab, entry) || !cJSON_AddItemToArray(entry, cJSON_CreateString(v->tokens[i])) ||
+            !cJSON_AddItemToArray(entry, cJSON_CreateNumber((double)piece_score(v, i))))
+            vocab = NULL;
+    }
+    ok = vocab && cJSON_AddFalseToObject(model, "byte_fallback");
+    return ok ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "out of memory building tokenizer.json");
+}
+
 static qp_status write_tokenizer_json(const vocab_index *x, const char *dir, qp_err *e) {
     const qp_vocab *v = x->v;
     bool ignore_merges = false;
@@ -318,15 +378,19 @@ static qp_status write_tokenizer_json(const vocab_index *x, const char *dir, qp_
     if (v->model == QP_TOK_BPE && !regex)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the byte-level pre-tokenizer '%s' has no tokenizer.json "
                        "form in quantpack yet", x->m->path, v->pre);
-    if (v->model != QP_TOK_BPE && v->model != QP_TOK_SPM)
+    if (v->model != QP_TOK_BPE && v->model != QP_TOK_SPM && v->model != QP_TOK_UGM)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: a WordPiece vocabulary is not written as tokenizer.json "
                        "yet", x->m->path);
     cJSON *root = cJSON_CreateObject();
     bool ok = root && cJSON_AddStringToObject(root, "version", "1.0") && cJSON_AddNullToObject(root, "truncation") &&
               cJSON_AddNullToObject(root, "padding") && add_added_tokens(v, root) &&
-              (regex ? bpe_pipeline(root, regex) : spm_pipeline(root, !x->m->vocab.no_space_prefix)) &&
+              (regex                     ? bpe_pipeline(root, regex)
+               : v->model == QP_TOK_UGM ? unigram_pipeline(root, v)
+                                        : spm_pipeline(root, !x->m->vocab.no_space_prefix)) &&
               post_processor(x->m, root);
-    qp_status s = ok ? bpe_model(x, root, ignore_merges, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    qp_status s = !ok                     ? qp_fail(e, QP_ERR_NOMEM, "out of memory")
+                  : v->model == QP_TOK_UGM ? unigram_model(x, root, e)
+                                           : bpe_model(x, root, ignore_merges, e);
     if (s != QP_OK) {
         cJSON_Delete(root);
         return s;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "core/json.h"
 
 /* ---- small JSON helpers ------------------------------------------------------------------- */
@@ -347,14 +348,14 @@ typedef struct tok_build {
     /* parts of tokenizer.json (borrowed from its parse) */
     const cJSON *model, *vocab, *merges, *added; /* added: NULL when absent or null */
     const char *unk_text;                        /* model.unk_token */
-    bool wordpiece, spm;                         /* else byte-level BPE */
+    bool wordpiece, spm, unigram;                /* else byte-level BPE */
     /* the table being built (arena arrays) */
     int64_t n;
     char **tokens;
     uint32_t *lens;
     int32_t *types;
     uint8_t *added_flags; /* QP_ADDED_* per id; NULL until an added token has one */
-    float *scores;  /* SentencePiece-style BPE only */
+    float *scores;  /* SentencePiece-style BPE and unigram only */
     qp_strmap ids;  /* token text -> id; keys are the arena copies */
 } tok_build;
 
@@ -695,13 +696,14 @@ static qp_status tok_sections(tok_build *tb, const cJSON *root, qp_err *e) {
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     if (!type) type = merges ? "BPE" : "(none)";
-    bool wordpiece = strcmp(type, "WordPiece") == 0;
-    if (strcmp(type, "BPE") != 0 && !wordpiece)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tokenizer model type '%.40s' is not handled (BPE and "
-                                              "WordPiece are)", file, type);
-    if (!cJSON_IsObject(vocab))
-        return qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab is missing or not an object", file);
-    if ((s = qp_json_unique_keys(vocab, file, "model.vocab", e)) != QP_OK) return s;
+    bool wordpiece = strcmp(type, "WordPiece") == 0, unigram = strcmp(type, "Unigram") == 0;
+    if (strcmp(type, "BPE") != 0 && !wordpiece && !unigram)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tokenizer model type '%.40s' is not handled (BPE, "
+                                              "WordPiece and Unigram are)", file, type);
+    if (unigram ? !cJSON_IsArray(vocab) : !cJSON_IsObject(vocab))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab is missing or not %s", file,
+                       unigram ? "a list of [piece, score]" : "an object");
+    if (!unigram && (s = qp_json_unique_keys(vocab, file, "model.vocab", e)) != QP_OK) return s;
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
     if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: 'added_tokens' is not a list", file);
@@ -710,6 +712,7 @@ static qp_status tok_sections(tok_build *tb, const cJSON *root, qp_err *e) {
     tb->merges = merges;
     tb->added = cJSON_IsArray(added) ? added : NULL;
     tb->wordpiece = wordpiece;
+    tb->unigram = unigram;
     tb->unk_text = get_str(model, "unk_token");
     return QP_OK;
 }
@@ -740,6 +743,53 @@ static bool spm_space_prefix(const cJSON *c, int depth) {
     return !aps || cJSON_IsTrue(aps);
 }
 
+/* The first component of type `type` in a normalizer / pre_tokenizer (single or Sequence). */
+static const cJSON *find_component(const cJSON *c, const char *type, int depth) {
+    const char *t = cJSON_IsObject(c) && depth < 8 ? get_str(c, "type") : NULL;
+    if (!t) return NULL;
+    if (strcmp(t, type) == 0) return c;
+    if (strcmp(t, "Sequence") != 0) return NULL;
+    static const char *const lists[] = {"normalizers", "pretokenizers"};
+    for (size_t i = 0; i < 2; i++) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c, lists[i]);
+        for (const cJSON *x = cJSON_IsArray(arr) ? arr->child : NULL; x; x = x->next) {
+            const cJSON *r = find_component(x, type, depth + 1);
+            if (r) return r;
+        }
+    }
+    return NULL;
+}
+
+/* A Precompiled normaliser's precompiled_charsmap (base64) into the vocabulary. */
+static qp_status read_charsmap(tok_build *tb, const cJSON *pc, qp_err *e) {
+    const char *b64 = get_str(pc, "precompiled_charsmap");
+    if (!b64) return QP_OK; /* null: no map */
+    size_t n = strlen(b64), len = 0;
+    uint8_t *out = qp_arena_alloc(tb->arena, qp_base64_decoded_max(n));
+    if (!out) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", tb->file);
+    if (!qp_base64_decode(b64, n, out, &len))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: the Precompiled normalizer's precompiled_charsmap is not "
+                                          "base64", tb->file);
+    tb->m->vocab.charsmap = out;
+    tb->m->vocab.charsmap_len = len;
+    return QP_OK;
+}
+
+/* A Unigram model's options (runtime/tokenizer.md "SentencePiece unigram"): the dummy prefix from
+ * Metaspace / Prepend("▁"), remove_extra_whitespaces from a WhitespaceSplit pre-tokenizer, the
+ * charsmap of a Precompiled normalizer. */
+static qp_status unigram_kind(tok_build *tb, const cJSON *root, qp_err *e) {
+    qp_vocab *v = &tb->m->vocab;
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+    v->model = QP_TOK_UGM;
+    snprintf(v->pre, sizeof v->pre, "default");
+    v->no_space_prefix = !spm_space_prefix(norm, 0) && !spm_space_prefix(pre, 0);
+    v->remove_extra_spaces = find_component(pre, "WhitespaceSplit", 0) != NULL;
+    const cJSON *pc = find_component(norm, "Precompiled", 0);
+    return pc ? read_charsmap(tb, pc, e) : QP_OK;
+}
+
 /* The tokenizer kind (WordPiece, SentencePiece-style BPE with byte fallback, byte-level BPE)
  * and llama.cpp's pre-tokenizer name from the pre_tokenizer / decoder components. */
 static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
@@ -751,6 +801,7 @@ static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
     if (s != QP_OK) return s;
     scan_component(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &h, 0);
     scan_component(cJSON_GetObjectItemCaseSensitive(root, "decoder"), &h, 0);
+    if (tb->unigram) return unigram_kind(tb, root, e);
     bool wordpiece = tb->wordpiece;
     bool spm = !wordpiece && (byte_fallback || h.metaspace || h.byte_fallback_decoder);
     tb->spm = spm;
@@ -778,8 +829,11 @@ static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
 /* Checks every id of model.vocab and added_tokens; the largest decides the table size. */
 static qp_status tok_alloc(tok_build *tb, qp_err *e) {
     const char *file = tb->file;
-    int64_t max_id = -1, id;
-    for (const cJSON *x = tb->vocab->child; x; x = x->next) {
+    int64_t max_id = tb->unigram ? (int64_t)cJSON_GetArraySize(tb->vocab) - 1 : -1, id;
+    if (max_id >= QP_HF_MAX_TOKENS)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: %lld pieces (limit %lld)", file, (long long)max_id + 1,
+                       (long long)QP_HF_MAX_TOKENS);
+    for (const cJSON *x = tb->unigram ? NULL : tb->vocab->child; x; x = x->next) {
         qp_status s = tok_id(x, file, "vocab", x->string ? x->string : "", &id, e);
         if (s != QP_OK) return s;
         if (id > max_id) max_id = id;
@@ -798,14 +852,35 @@ static qp_status tok_alloc(tok_build *tb, qp_err *e) {
     tb->tokens = qp_arena_alloc(tb->arena, n * sizeof(char *));
     tb->lens = qp_arena_alloc(tb->arena, n * sizeof(uint32_t));
     tb->types = qp_arena_alloc(tb->arena, n * sizeof(int32_t));
-    if (tb->spm) tb->scores = qp_arena_alloc(tb->arena, n * sizeof(float));
-    if (!tb->tokens || !tb->lens || !tb->types || (tb->spm && !tb->scores))
+    if (tb->spm || tb->unigram) tb->scores = qp_arena_alloc(tb->arena, n * sizeof(float));
+    if (!tb->tokens || !tb->lens || !tb->types || ((tb->spm || tb->unigram) && !tb->scores))
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for %lld tokens", file, (long long)tb->n);
+    return QP_OK;
+}
+
+/* Unigram model.vocab: [piece, score] per id; model.unk_id (null: none). */
+static qp_status tok_fill_unigram(tok_build *tb, qp_err *e) {
+    int64_t id = 0, unk = -1;
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(tb->model, "unk_id");
+    if (u && !cJSON_IsNull(u) && !qp_json_int(u, 0, tb->n - 1, &unk))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: model.unk_id is not an id of the vocabulary", tb->file);
+    for (const cJSON *x = tb->vocab->child; x; x = x->next, id++) {
+        const cJSON *piece = cJSON_IsArray(x) ? x->child : NULL, *score = piece ? piece->next : NULL;
+        if (!cJSON_IsString(piece) || !cJSON_IsNumber(score) || score->next)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: model.vocab entry %lld is not [piece, score]", tb->file,
+                           (long long)id);
+        tb->scores[id] = (float)score->valuedouble;
+        qp_status s = set_token(tb, id, piece->valuestring, id == unk ? QP_TOKTYPE_UNKNOWN : QP_TOKTYPE_NORMAL, e);
+        if (s != QP_OK) return s;
+    }
+    tb->m->vocab.unk_id = (int32_t)unk;
+    tb->unk_text = unk >= 0 ? tb->tokens[unk] : NULL;
     return QP_OK;
 }
 
 /* model.vocab entries (ids checked by tok_alloc): two texts on one id are refused. */
 static qp_status tok_fill_vocab(tok_build *tb, qp_err *e) {
+    if (tb->unigram) return tok_fill_unigram(tb, e);
     for (const cJSON *x = tb->vocab->child; x; x = x->next) {
         int64_t id = 0;
         qp_status s = tok_id(x, tb->file, "vocab", x->string, &id, e);
@@ -892,6 +967,7 @@ static qp_status tok_fill_gaps(tok_build *tb, qp_err *e) {
  * 0 for single characters, bytes and specials, below every merge for the rest. */
 static qp_status tok_merges_and_scores(tok_build *tb, qp_err *e) {
     float *scores = tb->scores;
+    if (tb->unigram) return QP_OK; /* scores are the model's */
     /* 1.0 marks "not produced by a merge yet" (never a real -rank value) */
     for (int64_t i = 0; scores && i < tb->n; i++) scores[i] = 1.0f;
     if (!tb->wordpiece) {

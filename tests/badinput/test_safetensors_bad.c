@@ -322,6 +322,19 @@ static void run_dirs(void) {
     static const char uni[] = "{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1.0]]}}";
     write_in(dir, "tokenizer.json", uni, strlen(uni));
     expect_status("dir unigram tokenizer", dir, QP_OK, QP_OK);
+    static const struct { const char *name, *json; } k_bad_unigram[] = {
+        {"unigram_entry", "{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\"]]}}"},
+        {"unigram_vocab_object", "{\"model\":{\"type\":\"Unigram\",\"vocab\":{\"a\":0}}}"},
+        {"unigram_unk_id", "{\"model\":{\"type\":\"Unigram\",\"unk_id\":5,\"vocab\":[[\"a\",-1]]}}"},
+        {"unigram_charsmap_b64", "{\"normalizer\":{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"@@@@\"},"
+                                 "\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1]]}}"},
+    };
+    for (size_t i = 0; i < sizeof k_bad_unigram / sizeof k_bad_unigram[0]; i++) {
+        make_dir(dir, sizeof dir, k_bad_unigram[i].name);
+        write_shard(dir, "model.safetensors", SHARD1, 16);
+        write_in(dir, "tokenizer.json", k_bad_unigram[i].json, strlen(k_bad_unigram[i].json));
+        expect_status(k_bad_unigram[i].name, dir, QP_ERR_CORRUPT, QP_ERR_CORRUPT);
+    }
     make_dir(dir, sizeof dir, "dir_tok_id_limit");
     write_shard(dir, "model.safetensors", SHARD1, 16);
     static const char big[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":99999999},\"merges\":[]}}";

@@ -1,7 +1,7 @@
 // Setup shared by the Node peer tests (test_*.mjs): the environment tests/CMakeLists.txt sets,
 // skipping (exit 77) when something is missing, loading CommonJS peers from QP_PEER_DIR, and the
-// check tally whose closing line is "N passed, N failed".
-import { existsSync } from 'node:fs';
+// check tally whose closing line is "N passed, N failed", and a tiny Llama folder to convert.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -60,3 +60,36 @@ export const EXTRA_TEXTS = [
   ' leading and trailing spaces ',
   'Once upon a time, there was a little girl named Lily.',
 ];
+
+// A tiny Llama (width 8, one layer, zero weights) whose vocabulary is nVocab long: the model folder
+// `quantpack convert` needs around a tokenizer.
+export function writeTinyLlama(folder, nVocab) {
+  mkdirSync(folder);
+  const config = {
+    architectures: ['LlamaForCausalLM'], model_type: 'llama', vocab_size: nVocab, hidden_size: 8,
+    intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 1, num_key_value_heads: 1,
+    max_position_embeddings: 64, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: true,
+    torch_dtype: 'float32',
+  };
+  writeFileSync(path.join(folder, 'config.json'), JSON.stringify(config));
+  const l = 'model.layers.0.';
+  const shapes = {
+    'model.embed_tokens.weight': [nVocab, 8], [`${l}input_layernorm.weight`]: [8],
+    [`${l}self_attn.q_proj.weight`]: [8, 8], [`${l}self_attn.k_proj.weight`]: [8, 8],
+    [`${l}self_attn.v_proj.weight`]: [8, 8], [`${l}self_attn.o_proj.weight`]: [8, 8],
+    [`${l}post_attention_layernorm.weight`]: [8], [`${l}mlp.gate_proj.weight`]: [16, 8],
+    [`${l}mlp.up_proj.weight`]: [16, 8], [`${l}mlp.down_proj.weight`]: [8, 16], 'model.norm.weight': [8],
+  };
+  const header = {};
+  let off = 0;
+  for (const [name, shape] of Object.entries(shapes)) {
+    const n = shape.reduce((a, b) => a * b, 1) * 4;
+    header[name] = { dtype: 'F32', shape, data_offsets: [off, off + n] };
+    off += n;
+  }
+  let h = Buffer.from(JSON.stringify(header));
+  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(h.length));
+  writeFileSync(path.join(folder, 'model.safetensors'), Buffer.concat([len, h, Buffer.alloc(off)]));
+}

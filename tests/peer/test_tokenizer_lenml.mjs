@@ -11,11 +11,11 @@
 //     give the same ids (Gemma 3: SentencePiece without the dummy-prefix space).
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_TMP_DIR. Exit 77 when something is missing.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { requireEnv, requireFiles, tally } from './peer_util.mjs';
+import { requireEnv, requireFiles, tally, writeTinyLlama } from './peer_util.mjs';
 
 const [binDir, peerDir, tmpRoot] = requireEnv('QP_BIN_DIR', 'QP_PEER_DIR', 'QP_TMP_DIR');
 const quantpack = path.join(binDir, 'quantpack');
@@ -57,39 +57,6 @@ const corpus = [
 function ours(src) {
   const out = execFileSync(tool, ['encode', src], { input: JSON.stringify(corpus), maxBuffer: 1 << 26 });
   return JSON.parse(out.toString()).plain;
-}
-
-// A tiny Llama (width 8, one layer, zero weights) whose vocabulary is nVocab long: the model folder
-// `quantpack convert` needs around a tokenizer.
-function writeTinyLlama(folder, nVocab) {
-  mkdirSync(folder);
-  const config = {
-    architectures: ['LlamaForCausalLM'], model_type: 'llama', vocab_size: nVocab, hidden_size: 8,
-    intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 1, num_key_value_heads: 1,
-    max_position_embeddings: 64, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: true,
-    torch_dtype: 'float32',
-  };
-  writeFileSync(path.join(folder, 'config.json'), JSON.stringify(config));
-  const l = 'model.layers.0.';
-  const shapes = {
-    'model.embed_tokens.weight': [nVocab, 8], [`${l}input_layernorm.weight`]: [8],
-    [`${l}self_attn.q_proj.weight`]: [8, 8], [`${l}self_attn.k_proj.weight`]: [8, 8],
-    [`${l}self_attn.v_proj.weight`]: [8, 8], [`${l}self_attn.o_proj.weight`]: [8, 8],
-    [`${l}post_attention_layernorm.weight`]: [8], [`${l}mlp.gate_proj.weight`]: [16, 8],
-    [`${l}mlp.up_proj.weight`]: [16, 8], [`${l}mlp.down_proj.weight`]: [8, 16], 'model.norm.weight': [8],
-  };
-  const header = {};
-  let off = 0;
-  for (const [name, shape] of Object.entries(shapes)) {
-    const n = shape.reduce((a, b) => a * b, 1) * 4;
-    header[name] = { dtype: 'F32', shape, data_offsets: [off, off + n] };
-    off += n;
-  }
-  let h = Buffer.from(JSON.stringify(header));
-  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(h.length));
-  writeFileSync(path.join(folder, 'model.safetensors'), Buffer.concat([len, h, Buffer.alloc(off)]));
 }
 
 const t = tally();
