@@ -1,6 +1,9 @@
 /* Fuzz target: the tokenizers on arbitrary text. Byte 0 selects options (bit 0 parse_special,
- * bit 1 add_bos, bits 2-5 the byte-level pre-tokenizer family); the rest is the text, encoded with a small
- * in-memory vocabulary of each kind (SentencePiece, byte-level BPE, WordPiece) and decoded again.
+ * bit 1 add_bos, bits 2-5 the byte-level pre-tokenizer family, bit 6 the unigram dummy prefix,
+ * bit 7 unigram remove_extra_whitespaces); the rest is the text, encoded with a small in-memory
+ * vocabulary of each kind (SentencePiece, byte-level BPE, WordPiece, unigram with a small valid
+ * precompiled_charsmap) and decoded again, and once more by the unigram vocabulary whose charsmap
+ * is the text's first 2048 bytes (any blob: qp_tokenizer_new / encode may say CORRUPT, nothing else).
  * Checked: encode succeeds, every id is in range, every piece decodes, and for well-formed UTF-8
  * (without special-token parsing) SentencePiece and byte-level BPE give back the exact text. */
 #include <stdint.h>
@@ -46,7 +49,8 @@ static void base(fvocab *f, qp_tok_model model) {
     f->v.bos_id = f->v.eos_id = f->v.unk_id = f->v.pad_id = -1;
 }
 
-static fvocab g_spm, g_bpe, g_wpm;
+static fvocab g_spm, g_bpe, g_wpm, g_ugm;
+static uint8_t g_charsmap[4 + 768 * 4 + 5];
 
 static void build(void) {
     /* SentencePiece: <unk> <s> </s>, byte pieces, U+2581, letters and a few merges */
@@ -98,6 +102,49 @@ static void build(void) {
     static const char *const words[] = {"\xE2\x96\x81the", "\xE2\x96\x81\x61", "\xE2\x96\x81hel", "lo",
                                         "\xE2\x96\x81,", "\xE2\x96\x81!", "s", "\xE2\x96\x81\xE4\xB8\xAD"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) add(&g_wpm, words[i], 0, QP_TOKTYPE_NORMAL);
+
+    /* unigram: the SentencePiece pieces with a user-defined and an unused token; a charsmap
+     * mapping "a" -> "b " and "\t" -> " " (Darts-clone layout, runtime/tokenizer.md) */
+    base(&g_ugm, QP_TOK_UGM);
+    g_ugm.v.unk_id = add(&g_ugm, "<unk>", 0, QP_TOKTYPE_UNKNOWN);
+    g_ugm.v.eos_id = add(&g_ugm, "</s>", 0, QP_TOKTYPE_CONTROL);
+    add(&g_ugm, "<extra_id_0>", 0, QP_TOKTYPE_USER_DEFINED);
+    add(&g_ugm, "zz", -1, QP_TOKTYPE_UNUSED);
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) add(&g_ugm, pieces[i], -1.5f - (float)i, QP_TOKTYPE_NORMAL);
+    uint32_t u[768] = {0};
+    u[0] = 256u << 10;
+    u[256 ^ 'a'] = ((uint32_t)((256 ^ 'a') ^ 512) << 10) | (1u << 8) | 'a';
+    u[512] = 0x80000000u;
+    u[256 ^ '\t'] = ((uint32_t)((256 ^ '\t') ^ 520) << 10) | (1u << 8) | '\t';
+    u[520] = 0x80000000u | 3;
+    qp_store_u32le(g_charsmap, sizeof u);
+    for (size_t i = 0; i < 768; i++) qp_store_u32le(g_charsmap + 4 + 4 * i, u[i]);
+    memcpy(g_charsmap + 4 + sizeof u, "b \0 ", 5); /* "b ", " ", each NUL-terminated */
+    g_ugm.v.charsmap = g_charsmap;
+    g_ugm.v.charsmap_len = sizeof g_charsmap;
+}
+
+/* The unigram vocabulary with the blob cm as its charsmap: CORRUPT or success, ids in range. */
+static void run_charsmap(const uint8_t *cm, size_t cm_len, const char *text, size_t len) {
+    fvocab f = g_ugm;
+    f.v.tokens = f.tok;
+    f.v.token_lens = f.len;
+    f.v.scores = f.sc;
+    f.v.types = f.ty;
+    for (int64_t i = 0; i < f.v.n_tokens; i++) f.tok[i] = f.store[i];
+    f.v.charsmap = cm;
+    f.v.charsmap_len = cm_len;
+    qp_tokenizer *t = NULL;
+    qp_err e = {0};
+    qp_status s = qp_tokenizer_new(&f.v, &t, &e);
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    if (s == QP_OK) s = qp_tokenizer_encode(t, text, len, false, false, &ids, &n, &e);
+    if (s != QP_OK && s != QP_ERR_CORRUPT) abort();
+    for (int64_t i = 0; s == QP_OK && i < n; i++)
+        if (ids[i] < 0 || ids[i] >= f.v.n_tokens) abort();
+    qp_free(ids);
+    qp_tokenizer_free(t);
 }
 
 static bool has_u2581(const char *s, size_t len) {
@@ -124,7 +171,7 @@ static void run(const fvocab *f, const char *text, size_t len, bool add_bos, boo
     if (!dec) abort();
     size_t dl = 0;
     /* SentencePiece cannot round-trip a literal U+2581: it decodes as a space (as everywhere) */
-    bool lossless = f->v.model != QP_TOK_WPM && !special && qp_utf8_valid(text, len) &&
+    bool lossless = (f->v.model == QP_TOK_SPM || f->v.model == QP_TOK_BPE) && !special && qp_utf8_valid(text, len) &&
                     !(f->v.model == QP_TOK_SPM && has_u2581(text, len));
     int32_t prev = f->v.model == QP_TOK_SPM ? f->v.bos_id : -1;
     for (int64_t i = 0; i < n; i++) {
@@ -160,5 +207,9 @@ qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     run(&g_spm, text, len, add_bos, special);
     run(&g_bpe, text, len, add_bos, special);
     run(&g_wpm, text, len, add_bos, special);
+    g_ugm.v.no_space_prefix = !(opt & 64);
+    g_ugm.v.remove_extra_spaces = (opt & 128) != 0;
+    run(&g_ugm, text, len, add_bos, special);
+    run_charsmap(data + 1, len < 2048 ? len : 2048, text, len);
     return QP_OK;
 }
