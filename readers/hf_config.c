@@ -790,6 +790,15 @@ static qp_status unigram_kind(tok_build *tb, const cJSON *root, qp_err *e) {
     return pc ? read_charsmap(tb, pc, e) : QP_OK;
 }
 
+/* A NFC / NFD / NFKC / NFKD step of the normalizer (the first one found). */
+static qp_norm_form norm_form(const cJSON *norm) {
+    static const char *const k_forms[] = {[QP_NORM_NFC] = "NFC", [QP_NORM_NFD] = "NFD", [QP_NORM_NFKC] = "NFKC",
+                                          [QP_NORM_NFKD] = "NFKD"};
+    for (int f = QP_NORM_NFC; f <= QP_NORM_NFKD; f++)
+        if (find_component(norm, k_forms[f], 0)) return (qp_norm_form)f;
+    return QP_NORM_NONE;
+}
+
 /* The tokenizer kind (WordPiece, SentencePiece-style BPE with byte fallback, byte-level BPE)
  * and llama.cpp's pre-tokenizer name from the pre_tokenizer / decoder components. */
 static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
@@ -801,6 +810,7 @@ static qp_status tok_kind(tok_build *tb, const cJSON *root, qp_err *e) {
     if (s != QP_OK) return s;
     scan_component(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), &h, 0);
     scan_component(cJSON_GetObjectItemCaseSensitive(root, "decoder"), &h, 0);
+    v->normalizer = norm_form(cJSON_GetObjectItemCaseSensitive(root, "normalizer"));
     if (tb->unigram) return unigram_kind(tb, root, e);
     bool wordpiece = tb->wordpiece;
     bool spm = !wordpiece && (byte_fallback || h.metaspace || h.byte_fallback_decoder);

@@ -4,6 +4,7 @@
 
 #include "runtime/tokenizer_internal.h"
 #include "runtime/unicode.h"
+#include "runtime/unicode_norm.h"
 
 /* ---- small containers ------------------------------------------------------------------- */
 
@@ -380,8 +381,8 @@ static size_t space_run_before(const char *text, size_t start, size_t i) {
     return i;
 }
 
-static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t len,
-                                 bool prev_special, qp_ids *out, qp_err *e) {
+static qp_status encode_model(const qp_tokenizer *t, const char *text, size_t len, bool prev_special,
+                              qp_ids *out, qp_err *e) {
     switch (t->model) {
     case QP_TOK_SPM:
         return qp_tok_spm_encode(t, text, len, t->add_space_prefix && prev_special, out, e);
@@ -389,6 +390,19 @@ static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t
     case QP_TOK_UGM: return qp_tok_ugm_encode(t, text, len, out, e);
     default: return qp_tok_wpm_encode(t, text, len, out, e);
     }
+}
+
+/* One stretch of text between special tokens: the tokenizer.json normalizer (NFC, ...), if any,
+ * then the model. */
+static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t len,
+                                 bool prev_special, qp_ids *out, qp_err *e) {
+    if (t->v->normalizer == QP_NORM_NONE) return encode_model(t, text, len, prev_special, out, e);
+    char *norm = NULL;
+    size_t norm_len = 0;
+    qp_status s = qp_unicode_normalize(t->v->normalizer, text, len, &norm, &norm_len, e);
+    if (s == QP_OK) s = encode_model(t, norm, norm_len, prev_special, out, e);
+    qp_free(norm);
+    return s;
 }
 
 qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t len, bool add_bos,

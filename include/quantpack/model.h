@@ -129,6 +129,15 @@ typedef enum qp_tok_model {
     QP_TOK_UGM,  /* "t5": SentencePiece unigram (Viterbi over scored pieces) */
 } qp_tok_model;
 
+/* A Unicode normalisation form a tokenizer.json normalizer applies before its model. */
+typedef enum qp_norm_form {
+    QP_NORM_NONE = 0,
+    QP_NORM_NFC,
+    QP_NORM_NFD,
+    QP_NORM_NFKC,
+    QP_NORM_NFKD,
+} qp_norm_form;
+
 /* GGUF token types. */
 enum {
     QP_TOKTYPE_UNDEFINED = 0,
@@ -170,6 +179,8 @@ typedef struct qp_vocab {
     const uint8_t *charsmap;  /* unigram: SentencePiece precompiled_charsmap (GGUF
                                  tokenizer.ggml.precompiled_charsmap); NULL when none */
     size_t charsmap_len;
+    qp_norm_form normalizer;  /* tokenizer.json NFC / NFD / NFKC / NFKD normalizer, applied to the
+                                 text between special tokens (GGUF has no key for it) */
     char *hf_json;         /* tokenizer.json text when the source had one (for carrying over) */
     size_t hf_json_len;
 } qp_vocab;

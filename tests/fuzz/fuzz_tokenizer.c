@@ -1,6 +1,7 @@
 /* Fuzz target: the tokenizers on arbitrary text. Byte 0 selects options (bit 0 parse_special,
  * bit 1 add_bos, bits 2-5 the byte-level pre-tokenizer family, bit 6 the unigram dummy prefix,
- * bit 7 unigram remove_extra_whitespaces); the rest is the text, encoded with a small in-memory
+ * bit 7 unigram remove_extra_whitespaces; bits 2-5 mod 5 also the unigram vocabulary's Unicode
+ * normalizer: none, NFC, NFD, NFKC, NFKD); the rest is the text, encoded with a small in-memory
  * vocabulary of each kind (SentencePiece, byte-level BPE, WordPiece, unigram with a small valid
  * precompiled_charsmap) and decoded again, and once more by the unigram vocabulary whose charsmap
  * is the text's first 2048 bytes (any blob: qp_tokenizer_new / encode may say CORRUPT, nothing else).
@@ -209,6 +210,7 @@ qp_status qp_fuzz_one(const uint8_t *data, size_t size, qp_err *e) {
     run(&g_wpm, text, len, add_bos, special);
     g_ugm.v.no_space_prefix = !(opt & 64);
     g_ugm.v.remove_extra_spaces = (opt & 128) != 0;
+    g_ugm.v.normalizer = (qp_norm_form)(((opt >> 2) & 15) % 5); /* none, NFC, NFD, NFKC, NFKD */
     run(&g_ugm, text, len, add_bos, special);
     run_charsmap(data + 1, len < 2048 ? len : 2048, text, len);
     return QP_OK;

@@ -39,7 +39,7 @@ const corpus = [
   'Numbers 1 12 123 1234 12345 1234567890 3.14159 -42 1e10 0x1F 1,000,000 ½ ²',
   '    four spaces\n\n\n\ttab\t\ttabs   \r\n  trailing   ',
   '\u00a0no-break\u2003em\u3000ideographic   \n \n',
-  // precomposed only: Qwen3's NFC normalizer is not implemented (runtime/tokenizer.md "Deviations")
+  // precomposed only: the GGUF form has no normalizer (decomposed text: peer.tokenizer_norm_hf)
   'Ünïcödé àccents, ß, Ω, Ж, ع, ह, ไทย',
   'CamelCaseIdentifier snake_case_name HTTPServer get_HTTP_response()',
   'https://example.com/path?query=1&x=y#frag user@mail.org',
