@@ -915,6 +915,9 @@ static qp_status set_added_flags(tok_build *tb, const cJSON *x, int64_t id, qp_e
     uint8_t f = 0;
     for (size_t k = 0; k < sizeof k_flags / sizeof k_flags[0]; k++)
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, k_flags[k].key))) f |= k_flags[k].flag;
+    /* HF's default: normalized unless special */
+    if (!cJSON_GetObjectItemCaseSensitive(x, "normalized") && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "special")))
+        f |= QP_ADDED_NORMALIZED;
     if (!f) return QP_OK;
     if (!tb->added_flags) {
         tb->added_flags = qp_arena_alloc(tb->arena, (size_t)tb->n);

@@ -152,6 +152,17 @@ static bool is_special_type(int32_t type) {
            type == QP_TOKTYPE_UNKNOWN;
 }
 
+/* An added token HF matches in the normalised text (normalized: true, and the vocabulary has a
+ * Unicode normalizer): not looked for in the raw text. */
+static bool matched_normalized(const qp_tokenizer *t, int32_t id) {
+    return t->v->normalizer != QP_NORM_NONE && t->v->added_flags && (t->v->added_flags[id] & QP_ADDED_NORMALIZED);
+}
+
+/* A token split out of the raw text before normalisation. */
+static bool raw_special(const qp_tokenizer *t, int32_t id) {
+    return is_special_type(t->types[id]) && !matched_normalized(t, id);
+}
+
 static int cmp_special(const qp_vocab *v, int32_t x, int32_t y) {
     size_t lx, ly;
     const char *sx = qp_tok_text(v, x, &lx), *sy = qp_tok_text(v, y, &ly);
@@ -182,7 +193,7 @@ static qp_status build_special(qp_tokenizer *t, qp_err *e) {
     for (int32_t id = 0; id < t->n_tokens; id++) {
         size_t len;
         qp_tok_text(t->v, id, &len);
-        if (len > 0 && is_special_type(t->types[id])) n++;
+        if (len > 0 && raw_special(t, id)) n++;
     }
     t->special = qp_malloc((n ? n : 1) * sizeof *t->special);
     if (!t->special) return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (special tokens)");
@@ -190,7 +201,7 @@ static qp_status build_special(qp_tokenizer *t, qp_err *e) {
     for (int32_t id = 0; id < t->n_tokens; id++) {
         size_t len;
         qp_tok_text(t->v, id, &len);
-        if (len > 0 && is_special_type(t->types[id])) t->special[k++] = id;
+        if (len > 0 && raw_special(t, id)) t->special[k++] = id;
     }
     if (!qp_tok_sort_ids(t->v, t->special, n, cmp_special))
         return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (special tokens)");
@@ -213,6 +224,38 @@ static qp_status build_special(qp_tokenizer *t, qp_err *e) {
                 (t->n_special_lens - at) * sizeof *t->special_lens);
         t->special_lens[at] = l;
         t->n_special_lens++;
+    }
+    return QP_OK;
+}
+
+/* The normalised texts of the added tokens HF matches after normalisation, longest first. */
+static qp_status build_norm_special(qp_tokenizer *t, qp_err *e) {
+    size_t n = 0;
+    for (int32_t id = 0; id < t->n_tokens; id++) n += is_special_type(t->types[id]) && matched_normalized(t, id);
+    if (n == 0) return QP_OK;
+    t->norm_special = qp_calloc(n, sizeof *t->norm_special);
+    t->norm_text = qp_calloc(n, sizeof *t->norm_text);
+    t->norm_len = qp_calloc(n, sizeof *t->norm_len);
+    if (!t->norm_special || !t->norm_text || !t->norm_len)
+        return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (normalized added tokens)");
+    for (int32_t id = 0; id < t->n_tokens; id++) {
+        size_t len;
+        const char *s = qp_tok_text(t->v, id, &len);
+        if (!is_special_type(t->types[id]) || !matched_normalized(t, id) || len == 0) continue;
+        uint32_t k = t->n_norm_special++;
+        qp_status st = qp_unicode_normalize(t->v->normalizer, s, len, &t->norm_text[k], &t->norm_len[k], e);
+        if (st != QP_OK) return st;
+        t->norm_special[k] = id;
+        /* longest first; of equal length the later id first (equal normalised texts: the later
+         * token wins, as HF's map of added tokens) */
+        for (; k > 0 && t->norm_len[k - 1] <= t->norm_len[k]; k--) {
+            size_t l = t->norm_len[k];
+            t->norm_len[k] = t->norm_len[k - 1], t->norm_len[k - 1] = l;
+            char *x = t->norm_text[k];
+            t->norm_text[k] = t->norm_text[k - 1], t->norm_text[k - 1] = x;
+            int32_t i = t->norm_special[k];
+            t->norm_special[k] = t->norm_special[k - 1], t->norm_special[k - 1] = i;
+        }
     }
     return QP_OK;
 }
@@ -245,6 +288,10 @@ void qp_tokenizer_free(qp_tokenizer *t) {
     qp_free(t->index.slots);
     qp_free(t->special);
     qp_free(t->special_lens);
+    for (uint32_t k = 0; k < t->n_norm_special; k++) qp_free(t->norm_text[k]);
+    qp_free(t->norm_special);
+    qp_free(t->norm_text);
+    qp_free(t->norm_len);
     qp_free(t);
 }
 
@@ -268,6 +315,7 @@ qp_status qp_tokenizer_new(const qp_vocab *v, qp_tokenizer **out, qp_err *e) {
     qp_status s = build_types(t, e);
     if (s == QP_OK) s = build_index(t, e);
     if (s == QP_OK) s = build_special(t, e);
+    if (s == QP_OK) s = build_norm_special(t, e);
     if (s == QP_OK) {
         switch (t->model) {
         case QP_TOK_SPM: s = qp_tok_spm_init(t, e); break;
@@ -331,7 +379,7 @@ static int32_t special_at(const qp_tokenizer *t, const char *text, size_t len, s
             size_t l = t->special_lens[k];
             if (l > len - i) continue;
             int32_t id = qp_tok_lookup(t, text + i, l);
-            if (id < 0 || !is_special_type(t->types[id])) continue;
+            if (id < 0 || !raw_special(t, id)) continue;
             if (!parse_special && t->types[id] != QP_TOKTYPE_USER_DEFINED) continue;
             *tok_len = l;
             return id;
@@ -392,15 +440,55 @@ static qp_status encode_model(const qp_tokenizer *t, const char *text, size_t le
     }
 }
 
+/* The longest normalised added-token text at norm[i], or -1. */
+static int32_t norm_special_at(const qp_tokenizer *t, const char *norm, size_t n, size_t i, bool parse_special,
+                               size_t *tl) {
+    for (uint32_t k = 0; k < t->n_norm_special; k++) {
+        int32_t id = t->norm_special[k];
+        if (!parse_special && t->types[id] != QP_TOKTYPE_USER_DEFINED) continue;
+        if (t->norm_len[k] <= n - i && memcmp(norm + i, t->norm_text[k], t->norm_len[k]) == 0) {
+            *tl = t->norm_len[k];
+            return id;
+        }
+    }
+    return -1;
+}
+
+/* Normalised text: the added tokens matched after normalisation split out (with their lstrip /
+ * rstrip), the model on the rest (the dummy prefix only before the first stretch: HF prepends
+ * once per raw section). */
+static qp_status encode_normalized(const qp_tokenizer *t, const char *norm, size_t n, bool prev_special,
+                                   bool parse_special, qp_ids *out, qp_err *e) {
+    size_t start = 0, i = 0;
+    qp_status s = QP_OK;
+    while (s == QP_OK && i < n) {
+        size_t tl = 0;
+        int32_t id = t->n_norm_special ? norm_special_at(t, norm, n, i, parse_special, &tl) : -1;
+        if (id < 0) {
+            i++;
+            continue;
+        }
+        uint8_t flags = t->v->added_flags[id];
+        size_t end = flags & QP_ADDED_LSTRIP ? space_run_before(norm, start, i) : i;
+        if (end > start) s = encode_model(t, norm + start, end - start, start == 0 && prev_special, out, e);
+        if (s == QP_OK && !qp_ids_push(out, id)) s = qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (ids)");
+        i += tl;
+        if (flags & QP_ADDED_RSTRIP) i = space_run_after(norm, n, i);
+        start = i;
+    }
+    if (s == QP_OK && start < n) s = encode_model(t, norm + start, n - start, start == 0 && prev_special, out, e);
+    return s;
+}
+
 /* One stretch of text between special tokens: the tokenizer.json normalizer (NFC, ...), if any,
  * then the model. */
-static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t len,
-                                 bool prev_special, qp_ids *out, qp_err *e) {
+static qp_status encode_fragment(const qp_tokenizer *t, const char *text, size_t len, bool prev_special,
+                                 bool parse_special, qp_ids *out, qp_err *e) {
     if (t->v->normalizer == QP_NORM_NONE) return encode_model(t, text, len, prev_special, out, e);
     char *norm = NULL;
     size_t norm_len = 0;
     qp_status s = qp_unicode_normalize(t->v->normalizer, text, len, &norm, &norm_len, e);
-    if (s == QP_OK) s = encode_model(t, norm, norm_len, prev_special, out, e);
+    if (s == QP_OK) s = encode_normalized(t, norm, norm_len, prev_special, parse_special, out, e);
     qp_free(norm);
     return s;
 }
@@ -437,7 +525,7 @@ qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t le
         uint8_t flags = t->v->added_flags ? t->v->added_flags[id] : 0;
         size_t end = flags & QP_ADDED_LSTRIP ? space_run_before(text, start, i) : i;
         if (end > start) {
-            s = encode_fragment(t, text + start, end - start, prev_special, &out, e);
+            s = encode_fragment(t, text + start, end - start, prev_special, parse_special, &out, e);
             if (s != QP_OK) break;
         }
         nomem = !qp_ids_push(&out, id);
@@ -447,7 +535,7 @@ qp_status qp_tokenizer_encode(const qp_tokenizer *t, const char *text, size_t le
         start = i;
     }
     if (!nomem && s == QP_OK && start < len)
-        s = encode_fragment(t, text + start, len - start, prev_special, &out, e);
+        s = encode_fragment(t, text + start, len - start, prev_special, parse_special, &out, e);
     qp_free(clean);
     if (nomem) s = qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory (ids)");
     if (s != QP_OK) {

@@ -54,6 +54,12 @@ struct qp_tokenizer {
     uint32_t special_start[257];
     uint32_t *special_lens; /* distinct special-token lengths, longest first */
     uint32_t n_special_lens;
+    /* Added tokens matched in the normalised text (normalized: true with a Unicode normalizer),
+     * longest normalised text first */
+    int32_t *norm_special;
+    char **norm_text;
+    size_t *norm_len;
+    uint32_t n_norm_special;
     /* SentencePiece */
     bool add_space_prefix;
     int32_t byte_ids[256]; /* id of "<0xNN>" or -1 */

@@ -154,7 +154,8 @@ enum {
     QP_ADDED_LSTRIP = 1,      /* whitespace before it is part of the match (dropped) */
     QP_ADDED_RSTRIP = 2,      /* whitespace after it is part of the match (dropped) */
     QP_ADDED_SINGLE_WORD = 4, /* read, not applied (runtime/tokenizer.md) */
-    QP_ADDED_NORMALIZED = 8   /* read, not applied (runtime/tokenizer.md) */
+    QP_ADDED_NORMALIZED = 8   /* matched in the normalised text when the vocabulary has a Unicode
+                                 normalizer (runtime/tokenizer.md); HF's default: not special */
 };
 
 typedef struct qp_vocab {

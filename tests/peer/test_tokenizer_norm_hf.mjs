@@ -71,6 +71,31 @@ for (const [name, normalizer] of Object.entries(forms)) {
   }
   console.log(`${name}: ${pass}/${corpus.length} equal to @huggingface/tokenizers`);
 }
+// Added tokens with normalized true (HF matches their NFC form in the NFC text) and false (raw
+// text only), with and without lstrip/rstrip, one without the key (HF: normalized unless special).
+{
+  const n = Math.max(...base.added_tokens.map((a) => a.id)) + 1;
+  const tok = (id, content, extra) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: true, special: false, ...extra });
+  const json = {
+    ...base,
+    added_tokens: [...base.added_tokens, tok(n, 'cafe\u0301'), tok(n + 1, '\u212b'), tok(n + 2, 'fi\u0301x', { normalized: false }),
+      tok(n + 3, 'Ne\u0301', { lstrip: true, rstrip: true }), { id: n + 4, content: 'A\u030a', special: false }],
+  };
+  const texts = ['un caf\u00e9, un cafe\u0301 et cafe\u0301s', '\u212b \u00c5 A\u030a \u00c5ngstr\u00f6m',
+    'fi\u0301x fix fi\u0301x', 'x  N\u00e9  y Ne\u0301\tz', '<|im_start|>cafe\u0301<|im_end|>\u00c5'];
+  const file = path.join(tmp, 'added.json');
+  writeFileSync(file, JSON.stringify(json));
+  const hf = new Tokenizer(json, cfg);
+  const got = JSON.parse(execFileSync(tool, ['encode', file], { input: JSON.stringify(texts) }).toString()).plain;
+  let pass = 0;
+  for (const [i, text] of texts.entries()) {
+    const want = Array.from(hf.encode(text, { add_special_tokens: false }).ids);
+    const same = got[i].length === want.length && got[i].every((v, k) => v === want[k]);
+    if (same) pass++;
+    t.check(same, `added string ${i} ${JSON.stringify(text)}: HF [${want}] quantpack [${got[i]}]`);
+  }
+  console.log(`added tokens with normalized true/false: ${pass}/${texts.length} equal to @huggingface/tokenizers`);
+}
 // without a normalizer the same strings tokenize differently: the corpus exercises it
 const plainFile = path.join(tmp, 'none.json');
 writeFileSync(plainFile, JSON.stringify({ ...base, normalizer: null }));
