@@ -7,6 +7,7 @@
 
 static const char *action_of(const qp_hf_plan_entry *pe) {
     if (pe->permute_heads > 0) return "permute q/k rows";
+    if (pe->minus_one) return "decode, w = value - 1";
     return qp_tensor_stored_enc(pe->src) == pe->dst && !pe->src->decoded_copy ? "copy" : "decode";
 }
 

@@ -421,7 +421,8 @@ static void plan_free(bullet_plan *p, qp_bullet_heads *heads) {
 /* The runtime's model checks every target makes before it writes or plans. */
 static qp_status check_source(const qp_model *m, const qp_bullet_convert_opts *o, qp_err *e) {
     qp_status s = qp_model_check_for_write(m, o->allow_nonfinite, e);
-    return s == QP_OK ? qp_model_refuse_experts(m, ".bullet (bullet-core)", e) : s;
+    if (s == QP_OK) s = qp_model_refuse_experts(m, ".bullet (bullet-core)", e);
+    return s == QP_OK ? qp_model_refuse_gemma(m, ".bullet (bullet-core)", e) : s;
 }
 
 qp_status qp_convert_to_bullet(const qp_model *m, const char *out, const qp_bullet_convert_opts *o,

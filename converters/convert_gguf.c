@@ -22,6 +22,9 @@ const char *qp_convert_gguf_arch(const qp_model *m) {
     case QP_FAMILY_QWEN2: return "qwen2";
     case QP_FAMILY_QWEN3: return "qwen3";
     case QP_FAMILY_PHI3: return "phi3";
+    case QP_FAMILY_GEMMA: return "gemma";
+    case QP_FAMILY_GEMMA2: return "gemma2";
+    case QP_FAMILY_GEMMA3: return "gemma3";
     /* the consumer that runs the kind (readers/gguf.md "BitNet architectures"): llama.cpp's
        "bitnet" is the SiLU graph, bitnet.cpp's "bitnet-b1.58" the ReLU^2 one */
     case QP_FAMILY_BITNET:
@@ -95,6 +98,7 @@ void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_reci
                  m->arch.n_heads != ro->n_head_kv;
     ro->n_expert = m->arch.n_experts;
     ro->merge_experts = true;
+    ro->norm_plus_one = m->format != QP_FORMAT_GGUF && m->arch.norm_plus_one;
 }
 
 qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e) {
@@ -124,6 +128,20 @@ typedef struct job {
     int64_t bad_row;
 } job;
 
+/* Gemma's norms from HF (recipes.md "Gemma"): convert_hf_to_gguf.py adds 1 in the tensor's
+ * torch dtype, F32 for BF16/F32 sources (widened first) and F16 for F16 ones (rounded to F16). */
+static void add_one(float *row, int64_t n, bool f16) {
+    const qp_encoding_traits *h = qp_encoding_get(QP_ENC_F16);
+    for (int64_t c = 0; c < n; c++) {
+        row[c] += 1.0f;
+        if (f16) {
+            uint8_t b[2];
+            h->quantize_ref(&row[c], b, 1);
+            h->dequantize(b, &row[c], 1);
+        }
+    }
+}
+
 static void decode_row(const job *j, int64_t r, float *row) {
     const qp_plan_entry *pe = j->pe;
     int64_t rin = pe->permute_heads > 0 ? qp_qk_row_in_halves(r, pe->permute_heads, j->n_rows) : r;
@@ -142,6 +160,7 @@ static void decode_row(const job *j, int64_t r, float *row) {
     /* rows decode at unit scale (encoding.h; QK256: times its "<base>.scale" sibling) */
     if ((st->flags & QP_ENC_FLAG_EXT_SCALE) || pe->src_scale)
         for (int64_t c = 0; c < j->row_len; c++) row[c] *= j->weight_scale;
+    if (pe->plus_one) add_one(row, j->row_len, pe->src_enc == QP_ENC_F16);
 }
 
 typedef struct worker {

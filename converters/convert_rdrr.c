@@ -174,6 +174,51 @@ struct tally {
     int64_t counts[QP_ENC_COUNT];
 };
 typedef struct tally tally;
+static bool set_num_or_null(cJSON *obj, const char *key, double v) {
+    if (v > 0) return set_num(obj, key, v);
+    cJSON *n = cJSON_CreateNull();
+    return n && cJSON_ReplaceItemInObjectCaseSensitive(obj, key, n);
+}
+
+/* The layer pattern DOPPLER derives its layer types from (its layer-pattern rules): Gemma 2's
+ * odd layers global ("alternating", "odd"), Gemma 3's every swa_pattern-th ("every_n", period,
+ * offset period - 1); no sliding window: "uniform". */
+static bool set_layer_pattern(cJSON *lp, const qp_arch *a) {
+    if (!(a->sliding_window > 0) || a->swa_pattern <= 1) return true;
+    if (a->swa_pattern == 2)
+        return set_str(lp, "type", "alternating") && set_str(lp, "globalPattern", "odd");
+    return set_str(lp, "type", "every_n") && set_num(lp, "period", a->swa_pattern) &&
+           set_num(lp, "offset", a->swa_pattern - 1);
+}
+
+/* Gemma 1/2/3 as DOPPLER's own gemma3 conversion configs say it (readers/rdrr.md "Gemma"):
+ * rmsNormWeightOffset (norms applied as 1 + w) when the source stores w (HF), scaleEmbeddings
+ * (x sqrt(hidden)), query_pre_attn_scalar, the soft-caps and sliding window, Gemma 3's local rope
+ * base (with ropeLocalScalingFactor 1, which DOPPLER requires beside it) and linear scaling of
+ * the global layers. */
+static bool fill_gemma(cJSON *inf, const qp_arch *a) {
+    cJSON *att = cJSON_GetObjectItemCaseSensitive(inf, "attention");
+    cJSON *norm = cJSON_GetObjectItemCaseSensitive(inf, "normalization");
+    cJSON *rope = cJSON_GetObjectItemCaseSensitive(inf, "rope");
+    cJSON *outp = cJSON_GetObjectItemCaseSensitive(inf, "output");
+    cJSON *lp = cJSON_GetObjectItemCaseSensitive(inf, "layerPattern");
+    const bool scaled = a->rope_freq_scale > 0 && a->rope_freq_scale != 1.0f;
+    bool ok = lp && set_num(att, "queryPreAttnScalar", qp_arch_query_pre_attn_scalar(a)) &&
+              set_num_or_null(att, "attnLogitSoftcapping", qp_f32_short_double(a->attn_softcap)) &&
+              set_num_or_null(att, "slidingWindow", (double)a->sliding_window) &&
+              set_bool(norm, "rmsNormWeightOffset", a->norm_plus_one) &&
+              set_bool(outp, "scaleEmbeddings", true) &&
+              set_num_or_null(outp, "finalLogitSoftcapping", qp_f32_short_double(a->final_softcap)) &&
+              set_layer_pattern(lp, a);
+    if (ok && a->rope_theta_swa > 0 && a->family == QP_FAMILY_GEMMA3)
+        ok = set_num(rope, "ropeLocalTheta", qp_f32_short_double(a->rope_theta_swa)) &&
+             set_num(rope, "ropeLocalScalingFactor", 1) && cJSON_AddNullToObject(rope, "ropeLocalScalingType");
+    if (ok && scaled)
+        ok = set_str(rope, "ropeScalingType", "linear") &&
+             set_num(rope, "ropeScalingFactor", qp_f32_short_double(1.0f / a->rope_freq_scale));
+    return ok;
+}
+
 static cJSON *fill_inference(const qp_model *m, int64_t head_dim, const tally *t) {
     cJSON *inf = cJSON_Parse(k_inference_llama);
     if (!inf) return NULL;
@@ -196,6 +241,7 @@ static cJSON *fill_inference(const qp_model *m, int64_t head_dim, const tally *t
               set_bool(norm, "preFeedforwardNorm", t->pre_ffn_norm) &&
               set_bool(norm, "postFeedforwardNorm", t->post_ffn_norm) &&
               set_bool(att, "queryKeyNorm", t->qk_norm);
+    if (ok && qp_family_is_gemma(a->family)) ok = fill_gemma(inf, a);
     if (!ok) {
         cJSON_Delete(inf);
         return NULL;
@@ -638,6 +684,21 @@ static qp_status check_moe_layout(const qp_model *m, qp_err *e) {
                    (long long)m->arch.n_experts);
 }
 
+/* RDRR keeps the source's tensor names; DOPPLER's layer loader finds Gemma 2/3's pre-FFN norm
+ * only under HF's pre_feedforward_layernorm (a GGUF's ffn_norm is taken as its post-attention
+ * norm), so those GGUF sources are refused (readers/rdrr.md "Gemma"). */
+static qp_status refuse_gemma_gguf_names(const qp_model *m, qp_err *e) {
+    const qp_family f = m->arch.family;
+    if ((f != QP_FAMILY_GEMMA2 && f != QP_FAMILY_GEMMA3) || m->format == QP_FORMAT_SAFETENSORS ||
+        m->format == QP_FORMAT_RDRR)
+        return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' from a %s: RDRR keeps the tensor "
+                   "names and DOPPLER's layer loader reads the pre-FFN norm only as HF's "
+                   "pre_feedforward_layernorm (ffn_norm would be taken as the post-attention norm); "
+                   "convert the Hugging Face checkpoint to RDRR instead", m->path,
+                   qp_family_name(f), qp_format_name(m->format));
+}
+
 /* The recipe's plan (no passthrough) and the checks every RDRR output passes: nothing written. */
 static qp_status rdrr_recipe_plan(const qp_model *m, const qp_rdrr_convert_opts *o, qp_plan *plan,
                                   qp_err *e) {
@@ -659,7 +720,8 @@ static qp_status rdrr_recipe_plan(const qp_model *m, const qp_rdrr_convert_opts 
     qp_status s = qp_recipe_plan(m, &ro, plan, e);
     if (s != QP_OK) return s;
     /* never write a model the runtime rejects (readers/model_check.h) */
-    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK || (s = check_moe_layout(m, e)) != QP_OK)
+    if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK || (s = check_moe_layout(m, e)) != QP_OK ||
+        (s = refuse_gemma_gguf_names(m, e)) != QP_OK)
         qp_plan_free(plan);
     return s;
 }
@@ -702,6 +764,7 @@ qp_status qp_convert_rdrr(const qp_model *m, const qp_rdrr_convert_opts *o, cons
     qp_status s = have_plan ? rdrr_recipe_plan(m, o, &plan, e)
                             : qp_model_check_for_write(m, o->allow_nonfinite, e);
     if (s == QP_OK && !have_plan) s = check_moe_layout(m, e);
+    if (s == QP_OK && !have_plan) s = refuse_gemma_gguf_names(m, e);
     if (s != QP_OK) return s;
     qp_rdrr_writer *w = NULL;
     s = qp_rdrr_writer_open(out_dir, &o->w, &w, e);

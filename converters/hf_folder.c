@@ -9,19 +9,29 @@
 #include "converters/hf_tokenizer.h"
 #include "core/json.h"
 #include "readers/bullet_format.h"
+#include "readers/model_check.h"
 #include "readers/name_map.h"
 #include "writers/safetensors_writer.h"
 
-/* The HF class the Trillim SDK and our HF reader know each family by. */
-static const char *hf_class(qp_family f) {
-    switch (f) {
-    case QP_FAMILY_LLAMA: return "LlamaForCausalLM";
-    case QP_FAMILY_MISTRAL: return "MistralForCausalLM";
-    case QP_FAMILY_QWEN2: return "Qwen2ForCausalLM";
-    case QP_FAMILY_BITNET: return "BitNetForCausalLM";
-    case QP_FAMILY_QWEN3: return "Qwen3ForCausalLM";
-    default: return NULL;
-    }
+/* The HF class and model_type the Trillim SDK and our HF reader know each family by. */
+static const struct {
+    qp_family family;
+    const char *cls, *model_type;
+} k_hf_classes[] = {
+    {QP_FAMILY_LLAMA, "LlamaForCausalLM", "llama"},
+    {QP_FAMILY_MISTRAL, "MistralForCausalLM", "mistral"},
+    {QP_FAMILY_QWEN2, "Qwen2ForCausalLM", "qwen2"},
+    {QP_FAMILY_BITNET, "BitNetForCausalLM", "bitnet"},
+    {QP_FAMILY_QWEN3, "Qwen3ForCausalLM", "qwen3"},
+    {QP_FAMILY_GEMMA, "GemmaForCausalLM", "gemma"},
+    {QP_FAMILY_GEMMA2, "Gemma2ForCausalLM", "gemma2"},
+    {QP_FAMILY_GEMMA3, "Gemma3ForCausalLM", "gemma3_text"},
+};
+
+static int hf_class(qp_family f) {
+    for (size_t i = 0; i < sizeof k_hf_classes / sizeof k_hf_classes[0]; i++)
+        if (k_hf_classes[i].family == f) return (int)i;
+    return -1;
 }
 
 /* Heads whose rows are rotated as adjacent pairs in the source and must become HF's halves:
@@ -33,9 +43,22 @@ static int64_t pair_heads(const qp_model *m, const qp_tensor *t) {
     return 0;
 }
 
+/* A Gemma norm stored as 1 + w (GGUF, as llama.cpp's converter writes it): HF stores w. */
+static bool norm_minus_one(const qp_model *m, const qp_tensor *t) {
+    size_t n = t->canon ? strlen(t->canon) : 0, k = strlen("norm.weight");
+    return qp_family_is_gemma(m->arch.family) && !m->arch.norm_plus_one && n >= k &&
+           strcmp(t->canon + n - k, "norm.weight") == 0;
+}
+
 /* The tensor as F32 rows in HF order into out (nelements floats); tmp: the same size. */
 static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out, float *tmp, qp_err *e) {
     const int64_t n = qp_tensor_nelements(t), heads = pair_heads(m, t);
+    if (norm_minus_one(m, t)) {
+        if (!qp_encoding_dequantize_tensor(t->enc, t->data, out, n))
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
+        for (int64_t i = 0; i < n; i++) out[i] -= 1.0f;
+        return QP_OK;
+    }
     const int64_t row_len = t->n_dims == 1 ? 1 : t->ne[0], rows = n / row_len;
     float *dst = heads ? tmp : out;
     if (!qp_encoding_dequantize_tensor(t->enc, t->data, dst, n))
@@ -82,7 +105,7 @@ qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *ou
             p.n++;
             continue;
         }
-        if (!t->canon || !qp_name_map_gguf_to_hf(t->canon, pe->hf_name, sizeof pe->hf_name)) {
+        if (!t->canon || !qp_name_map_gguf_to_hf_family(m->arch.family, t->canon, pe->hf_name, sizeof pe->hf_name)) {
             qp_hf_plan_free(&p);
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
         }
@@ -92,6 +115,7 @@ qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *ou
         }
         pe->dst = target_encoding(t, dtype);
         pe->permute_heads = pair_heads(m, t);
+        pe->minus_one = norm_minus_one(m, t);
         pe->dst_bytes = (uint64_t)qp_tensor_nelements(t) * qp_encoding_get(pe->dst)->block_bytes;
         p.dst_bytes += pe->dst_bytes;
         p.n++;
@@ -148,17 +172,61 @@ static qp_status write_tensors(const qp_model *m, const char *dir, const qp_hf_p
     return s;
 }
 
+/* A float key, or null when v is 0 (disabled; Gemma 2's absent soft-caps would mean 50 / 30). */
+static bool add_float_or_null(cJSON *j, const char *key, float v) {
+    return v > 0 ? cJSON_AddNumberToObject(j, key, qp_f32_short_double(v)) != NULL
+                 : cJSON_AddNullToObject(j, key) != NULL;
+}
+
+/* Gemma 3's rope_scaling: linear with factor 1 / rope_freq_scale, or null. */
+static bool add_rope_scaling(cJSON *j, const qp_arch *a) {
+    if (!(a->rope_freq_scale > 0) || a->rope_freq_scale == 1.0f) return cJSON_AddNullToObject(j, "rope_scaling");
+    cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
+    return rs && cJSON_AddStringToObject(rs, "rope_type", "linear") &&
+           cJSON_AddNumberToObject(rs, "factor", qp_f32_short_double(1.0f / a->rope_freq_scale));
+}
+
+/* Gemma 3's layer_types: layer l slides unless (l + 1) % swa_pattern == 0 (readers/hf_config.c). */
+static bool add_layer_types(cJSON *j, const qp_arch *a) {
+    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
+    bool ok = lt && cJSON_AddNumberToObject(j, "sliding_window_pattern", a->swa_pattern);
+    for (int64_t l = 0; ok && l < a->n_layers; l++) {
+        bool sliding = a->swa_pattern <= 1 || (l + 1) % a->swa_pattern != 0;
+        ok = cJSON_AddItemToArray(lt, cJSON_CreateString(sliding ? "sliding_attention" : "full_attention"));
+    }
+    return ok;
+}
+
+/* Gemma 1/2/3's own keys (readers/hf_config.md "Gemma"): hidden_activation; 2/3:
+ * query_pre_attn_scalar,
+ * the soft-caps, the sliding window; 3: its pattern, the local rope base, rope_scaling. */
+static bool add_gemma_keys(cJSON *j, const qp_arch *a) {
+    if (!cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh")) return false;
+    if (a->family == QP_FAMILY_GEMMA) return true;
+    bool ok = cJSON_AddNumberToObject(j, "query_pre_attn_scalar", qp_arch_query_pre_attn_scalar(a)) &&
+              add_float_or_null(j, "attn_logit_softcapping", a->attn_softcap) &&
+              add_float_or_null(j, "final_logit_softcapping", a->final_softcap) &&
+              (a->sliding_window > 0 ? cJSON_AddNumberToObject(j, "sliding_window", (double)a->sliding_window)
+                                     : cJSON_AddNullToObject(j, "sliding_window"));
+    if (!ok || a->family == QP_FAMILY_GEMMA2) return ok;
+    return add_layer_types(j, a) && add_rope_scaling(j, a) &&
+           cJSON_AddNumberToObject(j, "rope_local_base_freq",
+                                   qp_f32_short_double(a->rope_theta_swa > 0 ? a->rope_theta_swa : a->rope_theta));
+}
+
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
     /* a mixture of experts is transformers' Mixtral (its per-expert names: readers/name_map.h) */
     const bool moe = a->n_experts > 0;
-    const char *cls = moe ? "MixtralForCausalLM" : hf_class(a->family);
+    const int c = hf_class(a->family);
+    const char *cls = moe ? "MixtralForCausalLM" : c >= 0 ? k_hf_classes[c].cls : NULL;
+    const bool gemma = qp_family_is_gemma(a->family);
     if (!cls) return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: family %s has no Hugging Face class", m->path, qp_family_name(a->family));
     const int32_t bos = a->bos_id >= 0 ? a->bos_id : m->vocab.bos_id, eos = a->eos_id >= 0 ? a->eos_id : m->vocab.eos_id;
     cJSON *j = cJSON_CreateObject(), *archs = cJSON_AddArrayToObject(j, "architectures");
     bool ok = archs && cJSON_AddItemToArray(archs, cJSON_CreateString(cls)) &&
-              cJSON_AddStringToObject(j, "model_type", moe ? "mixtral" : qp_family_name(a->family)) &&
+              cJSON_AddStringToObject(j, "model_type", moe ? "mixtral" : k_hf_classes[c].model_type) &&
               (!moe || (cJSON_AddNumberToObject(j, "num_local_experts", (double)a->n_experts) &&
                         cJSON_AddNumberToObject(j, "num_experts_per_tok", (double)a->n_experts_used))) &&
               cJSON_AddNumberToObject(j, "hidden_size", (double)a->hidden) &&
@@ -171,7 +239,10 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
               cJSON_AddNumberToObject(j, "max_position_embeddings", (double)a->max_pos) &&
               cJSON_AddNumberToObject(j, "rms_norm_eps", qp_f32_short_double(a->norm_eps)) &&
               cJSON_AddNumberToObject(j, "rope_theta", qp_f32_short_double(a->rope_theta)) &&
-              cJSON_AddStringToObject(j, "hidden_act", a->act == QP_ACT_RELU2 ? "relu2" : "silu") &&
+              cJSON_AddStringToObject(j, "hidden_act", a->act == QP_ACT_RELU2  ? "relu2"
+                                                       : a->act == QP_ACT_GELU ? "gelu_pytorch_tanh"
+                                                                               : "silu") &&
+              (!gemma || add_gemma_keys(j, a)) &&
               cJSON_AddBoolToObject(j, "tie_word_embeddings", a->tie_embeddings) &&
               cJSON_AddBoolToObject(j, "attention_bias", a->qkv_bias) &&
               (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&

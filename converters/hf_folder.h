@@ -14,6 +14,7 @@ typedef struct qp_hf_plan_entry {
     char hf_name[256];
     qp_encoding dst;         /* QP_ENC_F32, F16 or BF16 */
     int64_t permute_heads;   /* > 0: q/k rows from pairs to halves over this many heads */
+    bool minus_one;          /* a Gemma norm stored as 1 + w (GGUF): w = value - 1 is written */
     uint64_t dst_bytes;
     const char *skip_rule;   /* non-NULL: not written, for this reason */
 } qp_hf_plan_entry;

@@ -2,6 +2,7 @@
  * the keys llama.cpp reads for the architecture, with its exact types (u32 counts and token ids,
  * f32 epsilon and theta, bool add_bos), and the tokenizer from m->vocab
  * (converters/recipes.md, "Metadata of HF sources"). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,11 +109,51 @@ qp_status qp_gguf_bitnet_keys(const char *arch, bool ms_i2s, qp_gguf_writer *w, 
     return s;
 }
 
+/* What llama.cpp's Gemma 2/3 loaders cannot be told is refused (recipes.md "Gemma"): q's scale
+ * is derived there from the layer count and shapes (query_pre_attn_scalar is not in GGUF), and
+ * Gemma 3's graph has no attention soft-cap. */
+static qp_status check_gemma_gguf(const qp_model *m, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    bool g2 = a->family == QP_FAMILY_GEMMA2;
+    int64_t hd = a->head_dim > 0 ? a->head_dim : a->hidden / a->n_heads;
+    int64_t d = a->n_layers == (g2 ? 46 : 62) ? a->hidden / a->n_heads : hd;
+    if (a->attn_scale > 0.0f && a->attn_scale != 1.0f / sqrtf((float)d))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: query_pre_attn_scalar %.6g differs from the %lld "
+                       "llama.cpp derives for this %s model (GGUF has no key for it)", m->path,
+                       1.0 / ((double)a->attn_scale * a->attn_scale), (long long)d, qp_family_name(a->family));
+    if (!g2 && a->attn_softcap > 0.0f)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: attn_logit_softcapping on a Gemma 3 model: "
+                       "llama.cpp's gemma3 graph has none", m->path);
+    return QP_OK;
+}
+
+/* Gemma 2/3's keys (convert_hf_to_gguf.py's Gemma2Model / Gemma3Model). */
+static qp_status gemma_keys(const qp_model *m, const char *arch, qp_gguf_writer *w, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    bool g2 = a->family == QP_FAMILY_GEMMA2;
+    qp_status s = check_gemma_gguf(m, e);
+    if (s == QP_OK && g2) s = add_f32_key(w, arch, "attn_logit_softcapping", a->attn_softcap, e);
+    if (s == QP_OK && (g2 || a->final_softcap > 0.0f))
+        s = add_f32_key(w, arch, "final_logit_softcapping", a->final_softcap, e);
+    if (s == QP_OK && (g2 || a->swa_pattern != 1)) s = add_u32_opt(w, arch, "attention.sliding_window", a->sliding_window, e);
+    if (s == QP_OK && !g2 && a->swa_pattern != 6)
+        s = add_u32_opt(w, arch, "attention.sliding_window_pattern", a->swa_pattern, e);
+    if (s == QP_OK && !g2 && a->rope_theta_swa > 0.0f) s = add_f32_key(w, arch, "rope.freq_base_swa", a->rope_theta_swa, e);
+    if (s == QP_OK && a->rope_freq_scale > 0.0f) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        s = qp_gguf_writer_add_str(w, key, "linear", 6, e);
+        if (s == QP_OK) s = add_f32_key(w, arch, "rope.scaling.factor", 1.0f / a->rope_freq_scale, e);
+    }
+    return s;
+}
+
 /* The keys of one architecture beyond the common ones, as convert_hf_to_gguf.py writes them. */
 static qp_status arch_keys(const qp_model *m, const char *arch, qp_gguf_writer *w, qp_err *e) {
     const qp_arch *a = &m->arch;
     char key[128];
     qp_status s = QP_OK;
+    if (a->family == QP_FAMILY_GEMMA2 || a->family == QP_FAMILY_GEMMA3) return gemma_keys(m, arch, w, e);
     if (a->family == QP_FAMILY_PHI3) { /* Phi3MiniModel: sliding_window (0 when null) always */
         const qp_meta *orig = qp_model_meta(m, "hf.config.original_max_position_embeddings");
         if (orig && orig->type == QP_META_I64)

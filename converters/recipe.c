@@ -625,7 +625,8 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
         (dst == QP_ENC_F16 || dst == QP_ENC_BF16))
         dst = QP_ENC_F32;
     pe->dst_enc = dst;
-    pe->convert = pe->src_kind != QP_SRC_PLAIN || dst != pe->src_enc || pe->permute_heads > 0;
+    pe->convert = pe->src_kind != QP_SRC_PLAIN || dst != pe->src_enc || pe->permute_heads > 0 ||
+                  pe->plus_one;
     if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))
         pe->convert = true; /* rows are moved, bytes kept */
     const qp_encoding_traits *tr = qp_encoding_get(dst);
@@ -752,6 +753,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
             pe->src_scale = sc;
             pe->ne[1] = t->ne[1] * 4;
         }
+        pe->plus_one = o->norm_plus_one && ends_with(name, "norm.weight");
         if (o->permute_qk && pe->n_dims == 2 &&
             (ends_with(name, "attn_q.weight") || ends_with(name, "attn_k.weight") ||
              ends_with(name, "attn_q.bias") || ends_with(name, "attn_k.bias"))) {

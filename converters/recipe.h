@@ -91,6 +91,8 @@ typedef struct qp_plan_entry {
     bool ternary;            /* quantized with a per-tensor ternary scale (BitNet recipes) */
     const float *imatrix;    /* importance weights, ne[0] per expert (ne[2]); NULL: none */
     int64_t permute_heads;   /* > 0: HF -> GGUF q/k row permutation with this many heads */
+    bool plus_one;           /* 1 added to every value (Gemma's "*norm.weight" from HF, as
+                                convert_hf_to_gguf.py: in F32, or rounded to F16 for F16 sources) */
     /* MoE experts stored one 2-D tensor each (HF) merged into llama.cpp's 3-D ffn_*_exps: the
        n_parts sources of slices 0..n_parts-1 (ne[2]), written one after the other (src =
        parts[0]); NULL otherwise. Owned by the plan. */
@@ -152,6 +154,7 @@ typedef struct qp_recipe_opts {
     int64_t n_layer;        /* for use_more_bits on ffn_down (block_count) */
     bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
     int64_t n_expert;       /* MoE experts per layer (llama.cpp hparams.n_expert; 0: dense) */
+    bool norm_plus_one;     /* Gemma HF source: every "*norm.weight" gets 1 added (plus_one) */
     bool merge_experts;     /* per-expert HF tensors -> llama.cpp's merged ffn_*_exps (GGUF);
                                false: one entry per expert (RDRR keeps the source's tensors) */
     qp_tensor_options tensor; /* llama-quantize's per-tensor options and importance matrix */

@@ -10,8 +10,12 @@ static const char *const k_format_names[QP_FORMAT_COUNT] = {
     "unknown", "safetensors", "gguf", "llama2c", "trlm", "rdrr", "bullet",
 };
 static const char *const k_family_names[QP_FAMILY_COUNT] = {
-    "unknown", "llama", "mistral", "qwen2", "bitnet", "qwen3", "phi3",
+    "unknown", "llama", "mistral", "qwen2", "bitnet", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
 };
+
+bool qp_family_is_gemma(qp_family f) {
+    return f == QP_FAMILY_GEMMA || f == QP_FAMILY_GEMMA2 || f == QP_FAMILY_GEMMA3;
+}
 
 const char *qp_format_name(qp_format f) {
     return (unsigned)f < QP_FORMAT_COUNT ? k_format_names[f] : "unknown";

@@ -1,5 +1,6 @@
 /* GGUF metadata -> qp_arch and qp_vocab, and typed getters over qp_meta. Key names and the types
  * llama.cpp demands: readers/gguf.md ("Limits", "Problems") and converters/recipes.md. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,6 +187,36 @@ static qp_status apply_declared(qp_model *m, const char *arch, qp_err *e) {
     return QP_OK;
 }
 
+/* Gemma 2/3 as llama.cpp's loaders read them (runtime.md "Gemma"): the sliding window (Gemma 2:
+ * 4096 when absent) and its pattern (2 / 6, or attention.sliding_window_pattern), soft-caps
+ * (Gemma 2: 50 / 30 when absent), rope.freq_base_swa (Gemma 2: rope.freq_base; Gemma 3: 10000),
+ * linear rope scaling (rope.scaling.factor), and q's scale 1 / sqrtf(head_dim), or
+ * 1 / sqrtf(hidden / heads) for the 27B models (46 / 62 layers), as llama.cpp derives it. */
+static void gemma_keys(qp_model *m, const char *arch) {
+    qp_arch *a = &m->arch;
+    bool g2 = a->family == QP_FAMILY_GEMMA2;
+    char k[160];
+    int64_t v;
+    double d;
+    a->sliding_window = g2 ? 4096 : 0;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "attention.sliding_window"), &v)) a->sliding_window = v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "attention.sliding_window_pattern"), &v) && v > 0 && v <= 4096)
+        a->swa_pattern = (int32_t)v;
+    a->attn_softcap = g2 ? 50.0f : 0.0f;
+    a->final_softcap = g2 ? 30.0f : 0.0f;
+    if (g2 && qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "attn_logit_softcapping"), &d)) a->attn_softcap = (float)d;
+    if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "final_logit_softcapping"), &d)) a->final_softcap = (float)d;
+    a->rope_theta_swa = g2 ? a->rope_theta : 10000.0f;
+    if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "rope.freq_base_swa"), &d)) a->rope_theta_swa = (float)d;
+    const char *st = qp_gguf_meta_str(m, arch_key(k, sizeof k, arch, "rope.scaling.type"), NULL);
+    if (st && strcmp(st, "linear") == 0 &&
+        qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "rope.scaling.factor"), &d) && d > 0)
+        a->rope_freq_scale = (float)(1.0 / d);
+    bool big = a->n_layers == (g2 ? 46 : 62);
+    if (a->n_heads > 0 && a->head_dim > 0)
+        a->attn_scale = 1.0f / sqrtf((float)(big ? a->hidden / a->n_heads : a->head_dim));
+}
+
 static qp_status apply_arch(qp_model *m, qp_err *e) {
     qp_arch *a = &m->arch;
     const char *arch = qp_gguf_meta_str(m, "general.architecture", NULL);
@@ -212,6 +243,12 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->family = QP_FAMILY_PHI3;
         a->rope_style = QP_ROPE_NEOX;
         a->swa_pattern = 1;
+    } else if (strcmp(arch, "gemma") == 0 || strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0) {
+        /* llama.cpp's gemma / gemma2 / gemma3: NEOX, GeGLU, norms stored as 1 + w */
+        a->family = arch[5] == '\0' ? QP_FAMILY_GEMMA : arch[5] == '2' ? QP_FAMILY_GEMMA2 : QP_FAMILY_GEMMA3;
+        a->rope_style = QP_ROPE_NEOX;
+        a->act = QP_ACT_GELU;
+        a->swa_pattern = a->family == QP_FAMILY_GEMMA2 ? 2 : a->family == QP_FAMILY_GEMMA3 ? 6 : 0;
     } else if (qp_gguf_bitnet_arch(arch, has_ms_i2s(m), &a->act, &a->act_int8)) {
         a->family = QP_FAMILY_BITNET;
         a->rope_style = QP_ROPE_NEOX; /* llama.cpp and bitnet.cpp: LLAMA_ROPE_TYPE_NEOX */
@@ -258,6 +295,8 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
     if (qp_gguf_meta_float(m, arch_key(k, sizeof k, arch, "rope.freq_base"), &d)) a->rope_theta = (float)d;
     if (a->swa_pattern > 0 && arch_int(m, arch_key(k, sizeof k, arch, "attention.sliding_window"), &v))
         a->sliding_window = v;
+
+    if (a->family == QP_FAMILY_GEMMA2 || a->family == QP_FAMILY_GEMMA3) gemma_keys(m, arch);
 
     if (m->n_tensors > 0) {
         a->tie_embeddings = !has_tensor(m, "output.weight");

@@ -103,6 +103,10 @@ static const struct {
     /* Mixtral-style MoE: Mistral's attention, experts as llama.cpp's "llama" with expert_count
        (num_local_experts / num_experts_per_tok read by moe_fields) */
     {"MixtralForCausalLM", "mixtral", QP_FAMILY_MISTRAL, "llama"},
+    /* Gemma 1, 2 and 3 (text-only; Gemma3ForConditionalGeneration is refused by name) */
+    {"GemmaForCausalLM", "gemma", QP_FAMILY_GEMMA, "gemma"},
+    {"Gemma2ForCausalLM", "gemma2", QP_FAMILY_GEMMA2, "gemma2"},
+    {"Gemma3ForCausalLM", "gemma3_text", QP_FAMILY_GEMMA3, "gemma3"},
 };
 
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
@@ -212,6 +216,97 @@ static qp_status moe_fields(const cJSON *root, bool mixtral, const char *file, q
     return s;
 }
 
+/* A float that may be null (0: disabled) with a default when absent. */
+static qp_status get_float_or(const cJSON *root, const char *key, double dflt, const char *file,
+                              float *out, qp_err *e) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    double d = dflt;
+    bool have;
+    qp_status s = get_float(root, key, file, &d, &have, e);
+    if (s != QP_OK) return s;
+    if (it && cJSON_IsNull(it)) d = 0.0;
+    if (d < 0) return qp_fail(e, QP_ERR_CORRUPT, "%s: '%s' is negative", file, key);
+    *out = (float)d;
+    return QP_OK;
+}
+
+/* Gemma 3's sliding layers: sliding_window_pattern (layer l slides unless (l + 1) % pattern == 0,
+ * transformers' Gemma3 default 6), and layer_types when given must say the same. */
+static qp_status gemma3_layers(const cJSON *root, const char *file, qp_arch *a, qp_err *e) {
+    int64_t v = 6;
+    bool have;
+    qp_status s = get_uint(root, "sliding_window_pattern", 4096, file, &v, &have, e);
+    if (s != QP_OK) return s;
+    a->swa_pattern = (int32_t)v;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    if (!lt || cJSON_IsNull(lt)) return QP_OK;
+    if (!cJSON_IsArray(lt))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: 'layer_types' is not a list", file);
+    int l = 0;
+    for (const cJSON *x = lt->child; x; x = x->next, l++) {
+        bool sliding = a->swa_pattern <= 1 || (l + 1) % a->swa_pattern != 0;
+        const char *want = sliding ? "sliding_attention" : "full_attention";
+        if (!cJSON_IsString(x) || strcmp(x->valuestring, want) != 0)
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: layer_types[%d] is not '%s': only every "
+                           "%d-th layer global (llama.cpp's Gemma 3 pattern) is supported", file, l,
+                           want, (int)a->swa_pattern);
+    }
+    return QP_OK;
+}
+
+/* Gemma 1/2/3 (runtime/runtime.md "Gemma"): GeGLU (hidden_activation gelu_pytorch_tanh, the
+ * HF default), RMS norms as (1 + w), tied embeddings unless said otherwise; Gemma 2/3:
+ * query_pre_attn_scalar, soft-capping and the sliding window with transformers' defaults;
+ * Gemma 3: rope_local_base_freq and linear rope_scaling. */
+static qp_status gemma_fields(const cJSON *root, const char *file, qp_arch *a, qp_err *e) {
+    const char *act = get_str(root, "hidden_activation");
+    if (act && strcmp(act, "gelu_pytorch_tanh") != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: hidden_activation '%.40s' is not supported for "
+                       "Gemma (gelu_pytorch_tanh is, as llama.cpp computes)", file, act);
+    a->act = QP_ACT_GELU;
+    a->norm_plus_one = true;
+    a->tie_embeddings = true;
+    bool b, have;
+    qp_status s = get_bool(root, "tie_word_embeddings", file, &b, &have, e);
+    if (s == QP_OK && have) a->tie_embeddings = b;
+    if (s != QP_OK || a->family == QP_FAMILY_GEMMA) return s;
+    float qpas = 256.0f;
+    int64_t v = 4096;
+    s = get_float_or(root, "query_pre_attn_scalar", 256.0, file, &qpas, e);
+    if (s == QP_OK && !(qpas > 0))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: 'query_pre_attn_scalar' is not positive", file);
+    if (s == QP_OK) a->attn_scale = 1.0f / sqrtf(qpas);
+    bool g2 = a->family == QP_FAMILY_GEMMA2;
+    if (s == QP_OK) s = get_float_or(root, "attn_logit_softcapping", g2 ? 50.0 : 0.0, file, &a->attn_softcap, e);
+    if (s == QP_OK) s = get_float_or(root, "final_logit_softcapping", g2 ? 30.0 : 0.0, file, &a->final_softcap, e);
+    if (s == QP_OK) s = get_uint(root, "sliding_window", INT32_MAX, file, &v, &have, e);
+    if (s == QP_OK) a->sliding_window = v;
+    a->swa_pattern = 2; /* Gemma 2: even layers slide */
+    if (s == QP_OK && !g2) {
+        s = gemma3_layers(root, file, a, e);
+        if (!cJSON_GetObjectItemCaseSensitive(root, "rope_theta")) a->rope_theta = 1000000.0f;
+        a->rope_theta_swa = 10000.0f;
+        if (s == QP_OK) s = get_float_or(root, "rope_local_base_freq", 10000.0, file, &a->rope_theta_swa, e);
+    }
+    return s;
+}
+
+/* rope_scaling: Gemma 3's linear scaling of its global layers (rope_type or type "linear",
+ * factor); any other kept as metadata, and qp_model_check refuses it for Gemma. */
+static void rope_scaling_field(qp_model *m, const cJSON *root, const char *file) {
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!rs || cJSON_IsNull(rs)) return;
+    const char *type = get_str(rs, "rope_type");
+    if (!type) type = get_str(rs, "type");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+    if (m->arch.family == QP_FAMILY_GEMMA3 && type && strcmp(type, "linear") == 0 &&
+        cJSON_IsNumber(f) && f->valuedouble >= 1.0 && isfinite(f->valuedouble)) {
+        m->arch.rope_freq_scale = (float)(1.0 / f->valuedouble);
+        return;
+    }
+    qp_model_add_problem(m, "%s: rope_scaling is set; it is kept as metadata but not applied", file);
+}
+
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
     cJSON *root;
     qp_status s = parse_json(text, len, file, &root, e);
@@ -239,7 +334,7 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
             m->arch_name = nm ? qp_arena_strdup(qp_model_arena(m), nm) : NULL;
             if (nm && !m->arch_name) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
             qp_model_add_problem(m, "%s: architecture '%s' is not one quantpack maps (Llama, Mistral, "
-                                    "Qwen2, Qwen3, Phi-3, BitNet); read as family unknown", file,
+                                    "Qwen2, Qwen3, Phi-3, Gemma 1/2/3, BitNet); read as family unknown", file,
                                  arch0 ? arch0 : model_type ? model_type : "(none given)");
         }
     }
@@ -317,13 +412,10 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     if (s == QP_OK)
         s = moe_fields(root, fam >= 0 && strcmp(k_families[fam].hf_arch, "MixtralForCausalLM") == 0,
                        file, a, e);
+    if (s == QP_OK && qp_family_is_gemma(a->family)) s = gemma_fields(root, file, a, e);
     if (s == QP_OK) s = token_id_field(m, root, "bos_token_id", file, &a->bos_id, e);
     if (s == QP_OK) s = token_id_field(m, root, "eos_token_id", file, &a->eos_id, e);
-    if (s == QP_OK) {
-        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-        if (rs && !cJSON_IsNull(rs))
-            qp_model_add_problem(m, "%s: rope_scaling is set; it is kept as metadata but not applied", file);
-    }
+    if (s == QP_OK) rope_scaling_field(m, root, file);
     if (s == QP_OK) s = config_meta(m, root, file, e);
     cJSON_Delete(root);
     return s;

@@ -1,4 +1,5 @@
 /* The runtime's model checks, shared with the converters (readers/model_check.h). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -153,7 +154,7 @@ static qp_status check_config(const qp_model *m, const qp_runtime_config *c, qp_
     if (c->head_dim % 2 != 0)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: the head width %lld is odd (RoPE rotates pairs)",
                        m->path, (long long)c->head_dim);
-    if (c->act != QP_ACT_SILU && c->act != QP_ACT_RELU2)
+    if (c->act != QP_ACT_SILU && c->act != QP_ACT_RELU2 && c->act != QP_ACT_GELU)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: FFN activation %d is not supported by the "
                        "runtime", m->path, (int)c->act);
     return QP_OK;
@@ -171,9 +172,27 @@ static int64_t count_layers(const qp_model *m, bool fused_qkv) {
     return l;
 }
 
+/* Gemma: rope scaling other than Gemma 3's linear one (rope_freq_scale, readers/hf_config.md)
+ * is refused by name, from config.json or from GGUF rope.scaling.type. */
+static qp_status check_gemma_rope(const qp_model *m, qp_err *e) {
+    const qp_meta *rs = qp_model_meta(m, "hf.config.rope_scaling");
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch_name ? m->arch_name : "gemma");
+    const qp_meta *gt = qp_model_meta(m, key);
+    bool gguf_other = gt && (gt->type != QP_META_STRING ||
+                             (strcmp(gt->str, "linear") != 0 && strcmp(gt->str, "none") != 0));
+    if ((rs && m->arch.rope_freq_scale <= 0.0f) || gguf_other)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: rope scaling %s is not implemented for %s (only "
+                       "Gemma 3's linear scaling is)", m->path,
+                       rs && rs->str ? rs->str : gt && gt->type == QP_META_STRING ? gt->str : "?",
+                       qp_family_name(m->arch.family));
+    return QP_OK;
+}
+
 /* Rope variants the runtime does not compute are refused, not run as plain RoPE: Phi-3's
  * su/longrope scaling (HF rope_scaling, GGUF rope_factors_long/short) and partial rotation. */
 static qp_status check_rope_extras(const qp_model *m, qp_err *e) {
+    if (qp_family_is_gemma(m->arch.family)) return check_gemma_rope(m, e);
     if (m->arch.family != QP_FAMILY_PHI3) return QP_OK;
     const qp_meta *rs = qp_model_meta(m, "hf.config.rope_scaling");
     if (rs || qp_model_find(m, "rope_factors_long.weight") || qp_model_find(m, "rope_factors_short.weight"))
@@ -186,6 +205,21 @@ static qp_status check_rope_extras(const qp_model *m, qp_err *e) {
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: partial_rotary_factor other than 1 is not "
                        "implemented by the runtime", m->path);
     return QP_OK;
+}
+
+/* Gemma's extras (runtime.md "Gemma"): embeddings x sqrtf(dim) as llama.cpp scales them (F32),
+ * norms as 1 + w for HF checkpoints, post-norms when present, scales, soft-caps, rope bases. */
+static void gemma_config(const qp_model *m, qp_runtime_config *c) {
+    const qp_arch *a = &m->arch;
+    c->post_norms = qp_model_find(m, "blk.0.post_attention_norm.weight") != NULL;
+    if (!qp_family_is_gemma(a->family)) return;
+    c->embd_scale = sqrtf((float)c->dim);
+    c->norm_plus_one = a->norm_plus_one;
+    c->attn_scale = a->attn_scale;
+    c->attn_softcap = a->attn_softcap;
+    c->final_softcap = a->final_softcap;
+    c->rope_theta_swa = a->rope_theta_swa;
+    c->rope_freq_scale = a->rope_freq_scale;
 }
 
 qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
@@ -231,6 +265,7 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
                   qp_model_find(m, "blk.0.attn_sub_norm.weight") != NULL;
     c.qkv_bias = a->qkv_bias || qp_model_find(m, "blk.0.attn_q.bias") != NULL;
     c.qk_norm = a->qk_norm || qp_model_find(m, "blk.0.attn_q_norm.weight") != NULL;
+    gemma_config(m, &c);
     if ((s = check_config(m, &c, e)) != QP_OK) return s;
 
     int64_t dim = c.dim, qdim = c.n_heads * c.head_dim, kvdim = c.n_kv_heads * c.head_dim;
@@ -261,6 +296,9 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
                             (s = check_vec(m, NM("ffn_sub_norm.weight"), c.ffn_dim, false, e)) !=
                                 QP_OK))
             return s;
+        if (c.post_norms && ((s = check_vec(m, NM("post_attention_norm.weight"), dim, false, e)) != QP_OK ||
+                             (s = check_vec(m, NM("post_ffw_norm.weight"), dim, false, e)) != QP_OK))
+            return s;
         if (c.qk_norm && ((s = check_vec(m, NM("attn_q_norm.weight"), c.head_dim, false, e)) != QP_OK ||
                           (s = check_vec(m, NM("attn_k_norm.weight"), c.head_dim, false, e)) != QP_OK))
             return s;
@@ -280,6 +318,20 @@ qp_status qp_model_refuse_experts(const qp_model *m, const char *target, qp_err 
                    "experts, %lld per token); %s has no place for experts (GGUF and RDRR hold them)",
                    m->path, m->arch_name ? m->arch_name : qp_family_name(m->arch.family),
                    (long long)m->arch.n_experts, (long long)m->arch.n_experts_used, target);
+}
+
+double qp_arch_query_pre_attn_scalar(const qp_arch *a) {
+    if (!(a->attn_scale > 0)) return (double)a->head_dim;
+    const double q = 1.0 / ((double)a->attn_scale * a->attn_scale), qi = floor(q + 0.5);
+    return fabs(q - qi) < 1e-3 * q ? qi : q;
+}
+
+qp_status qp_model_refuse_gemma(const qp_model *m, const char *target, qp_err *e) {
+    if (!qp_family_is_gemma(m->arch.family)) return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' (GeGLU, scaled embeddings, 1 + w "
+                   "norms%s) is not written as %s: that runtime has no Gemma graph (GGUF, "
+                   "safetensors and RDRR hold it)", m->path, qp_family_name(m->arch.family),
+                   m->arch.family == QP_FAMILY_GEMMA ? "" : ", post-norms, soft-capping", target);
 }
 
 qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e) {
@@ -320,7 +372,7 @@ qp_status qp_model_check_for_write(const qp_model *m, bool allow_nonfinite, qp_e
     }
     if (m->format == QP_FORMAT_SAFETENSORS && m->arch.family == QP_FAMILY_UNKNOWN)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported for conversion "
-                       "(Llama, Mistral, Qwen2, Qwen3, Phi-3 and BitNet are)", m->path,
+                       "(Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 1/2/3 and BitNet are)", m->path,
                        m->arch_name ? m->arch_name : "unknown");
     qp_status s = qp_model_check(m, NULL, e);
     if (s != QP_OK || allow_nonfinite) return s;

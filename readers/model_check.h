@@ -40,6 +40,13 @@ QP_NODISCARD qp_status qp_model_expert(const qp_model *m, int64_t layer, qp_expe
  * the architecture and the target when m has experts; QP_OK otherwise. */
 QP_NODISCARD qp_status qp_model_refuse_experts(const qp_model *m, const char *target, qp_err *e);
 
+/* Gemma 2/3's query_pre_attn_scalar: 1 / attn_scale^2 (the integer when within 1e-3 of it, as in
+ * every published config), head_dim when the scale is derived from it (attn_scale 0). */
+double qp_arch_query_pre_attn_scalar(const qp_arch *a);
+/* For outputs that do not take Gemma (TRLM and .bullet: their runtimes have no Gemma graph):
+ * QP_ERR_UNSUPPORTED naming the family and the target when m is Gemma 1/2/3; QP_OK otherwise. */
+QP_NODISCARD qp_status qp_model_refuse_gemma(const qp_model *m, const char *target, qp_err *e);
+
 /* True when the runtime reads "<name>" as a BitNet packed U8 projection of rows x cols
  * (microsoft/bitnet-b1.58: U8 [rows/4, cols] with a "<name>_scale"). */
 bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows);

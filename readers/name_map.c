@@ -54,6 +54,15 @@ static const name_pair k_layer_phi3[] = {
     {"mlp.gate_up_proj", "ffn_up"},     /* gate rows then up rows (llama.cpp's ffn_up) */
 };
 
+/* Gemma 2 and 3's four norms per layer (llama.cpp's ATTN_POST_NORM, FFN_NORM, FFN_POST_NORM):
+ * post_attention_layernorm is the norm after attention there, not the FFN's input norm, so this
+ * table replaces the common mapping for those families. */
+static const name_pair k_layer_gemma2[] = {
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"pre_feedforward_layernorm", "ffn_norm"},
+    {"post_feedforward_layernorm", "post_ffw_norm"},
+};
+
 /* Longest first: ".weight_scale" must win over ".weight" (which is not its suffix anyway, but
  * keep the order explicit). */
 static const char *const k_suffixes[] = {".weight_scale", ".weight", ".bias"};
@@ -171,12 +180,24 @@ const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap)
     return map(gguf_name, buf, cap, false, k_layer, N_OF(k_layer));
 }
 
+static bool has_four_norms(qp_family f) { return f == QP_FAMILY_GEMMA2 || f == QP_FAMILY_GEMMA3; }
+
+const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, char *buf, size_t cap) {
+    const char *hf = has_four_norms(f) ? map(gguf_name, buf, cap, false, k_layer_gemma2, N_OF(k_layer_gemma2)) : NULL;
+    return hf ? hf : qp_name_map_gguf_to_hf(gguf_name, buf, cap);
+}
+
 qp_status qp_name_map_family(qp_model *m, qp_err *e) {
-    if (m->arch.family != QP_FAMILY_PHI3) return QP_OK;
+    bool phi3 = m->arch.family == QP_FAMILY_PHI3;
+    bool gemma2 = has_four_norms(m->arch.family);
+    if (!phi3 && !gemma2) return QP_OK;
+    const name_pair *tab = phi3 ? k_layer_phi3 : k_layer_gemma2;
+    size_t n = phi3 ? N_OF(k_layer_phi3) : N_OF(k_layer_gemma2);
     for (int64_t i = 0; i < m->n_tensors; i++) {
         qp_tensor *t = &m->tensors[i];
         char buf[256];
-        if (t->canon || !map(t->name, buf, sizeof buf, true, k_layer_phi3, N_OF(k_layer_phi3))) continue;
+        /* Phi-3's names are unmapped by the common table; Gemma 2/3's replace its mapping */
+        if ((phi3 && t->canon) || !map(t->name, buf, sizeof buf, true, tab, n)) continue;
         if (!(t->canon = qp_arena_strdup(qp_model_arena(m), buf)))
             return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
     }

@@ -13,6 +13,10 @@
  *   model.layers.N.self_attn.q_norm  <-> blk.N.attn_q_norm  (k_norm alike; Qwen3)
  *   model.layers.N.self_attn.qkv_proj -> blk.N.attn_qkv, mlp.gate_up_proj -> blk.N.ffn_up
  *                                       (Phi-3 only: qp_name_map_family)
+ *   Gemma 2 / 3 only (qp_name_map_family, replacing the line above for post_attention_layernorm):
+ *   model.layers.N.post_attention_layernorm   -> blk.N.post_attention_norm
+ *   model.layers.N.pre_feedforward_layernorm  -> blk.N.ffn_norm
+ *   model.layers.N.post_feedforward_layernorm -> blk.N.post_ffw_norm
  *   model.layers.N.block_sparse_moe.gate <-> blk.N.ffn_gate_inp       (Mixtral router)
  *   model.layers.N.block_sparse_moe.experts.E.w1 <-> blk.N.ffn_gate.E (w2: ffn_down, w3: ffn_up;
  *                                                   llama.cpp's per-expert names, merged into
@@ -52,8 +56,12 @@ static inline int64_t qp_qk_row_in_pairs(int64_t r, int64_t heads, int64_t rows)
 const char *qp_name_map_hf_to_gguf(const char *hf_name, char *buf, size_t cap);
 /* The inverse: GGUF name -> HF name; NULL when unmapped or when it does not fit. */
 const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap);
+/* The same for a model of family f: Gemma 2/3's ffn_norm, post_attention_norm and post_ffw_norm
+ * become pre_feedforward_layernorm, post_attention_layernorm and post_feedforward_layernorm. */
+const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, char *buf, size_t cap);
 /* After the architecture is known: a family's own module names (Phi-3's self_attn.qkv_proj ->
- * attn_qkv, mlp.gate_up_proj -> ffn_up) on tensors still without a canonical name. */
+ * attn_qkv, mlp.gate_up_proj -> ffn_up, on tensors still without a canonical name; Gemma 2/3's
+ * four norms, replacing the common mapping). */
 QP_NODISCARD qp_status qp_name_map_family(qp_model *m, qp_err *e);
 
 #endif

@@ -1,6 +1,7 @@
 /* RDRR directory reader (readers/rdrr.md "Reading"): manifest.json (+ tensors.json), shards
  * mapped and checked (name confined to the directory, size, SHA-256; group hashes and block
  * Merkle roots when present) before any tensor is exposed. */
+#include <math.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,6 +519,48 @@ static const char *str_or(const cJSON *o, const char *k, const char *dflt) {
     return cJSON_IsString(it) ? it->valuestring : dflt;
 }
 
+/* Gemma's fields as DOPPLER reads them (readers/rdrr.md "Gemma"; converters/convert_rdrr.c
+ * writes them): norms 1 + w when rmsNormWeightOffset, q scale from queryPreAttnScalar, soft-caps,
+ * the sliding window and the layer pattern (alternating odd: every other layer global, every_n:
+ * every period-th with offset period - 1; any other is refused), the local rope base and linear
+ * scaling. */
+static qp_status read_gemma(rd *r, const cJSON *inf, qp_err *e) {
+    qp_arch *a = &r->m->arch;
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(inf, "normalization");
+    const cJSON *att = cJSON_GetObjectItemCaseSensitive(inf, "attention");
+    const cJSON *rope = cJSON_GetObjectItemCaseSensitive(inf, "rope");
+    const cJSON *outp = cJSON_GetObjectItemCaseSensitive(inf, "output");
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(inf, "layerPattern");
+    a->act = QP_ACT_GELU;
+    a->rope_style = QP_ROPE_NEOX;
+    a->norm_plus_one = bool_or(norm, "rmsNormWeightOffset", false);
+    const double qpas = num_or(att, "queryPreAttnScalar", (double)a->head_dim);
+    if (!(qpas > 0) || !isfinite(qpas))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: inference.attention.queryPreAttnScalar is not positive", r->mpath);
+    if (a->family != QP_FAMILY_GEMMA) a->attn_scale = (float)(1.0 / sqrt(qpas));
+    a->attn_softcap = (float)num_or(att, "attnLogitSoftcapping", 0);
+    a->final_softcap = (float)num_or(outp, "finalLogitSoftcapping", 0);
+    a->sliding_window = int_or(att, "slidingWindow", 0);
+    a->rope_theta_swa = (float)num_or(rope, "ropeLocalTheta", a->family == QP_FAMILY_GEMMA2 ? a->rope_theta : 0);
+    const char *st = str_or(rope, "ropeScalingType", NULL);
+    const double f = num_or(rope, "ropeScalingFactor", 1);
+    if (st && (strcmp(st, "linear") != 0 || !(f >= 1) || !isfinite(f)))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: rope scaling '%.32s' of a Gemma model is not read "
+                       "(linear with factor >= 1 is)", r->mpath, st);
+    if (st) a->rope_freq_scale = (float)(1.0 / f);
+    const char *type = str_or(lp, "type", "uniform"), *gp = str_or(lp, "globalPattern", "");
+    const int64_t period = int_or(lp, "period", 0), offset = int_or(lp, "offset", -1);
+    if (strcmp(type, "alternating") == 0 && strcmp(gp, "odd") == 0) a->swa_pattern = 2;
+    else if (strcmp(type, "every_n") == 0 && period >= 2 && period <= 4096 && offset == period - 1)
+        a->swa_pattern = (int32_t)period;
+    else if (strcmp(type, "uniform") == 0) a->swa_pattern = 1;
+    else
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: inference.layerPattern '%.32s' is not one quantpack "
+                       "runs for Gemma (alternating odd, every_n with offset period - 1, uniform)",
+                       r->mpath, type);
+    return QP_OK;
+}
+
 static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
     qp_model *m = r->m;
     qp_arch *a = &m->arch;
@@ -586,6 +629,10 @@ static qp_status read_arch(rd *r, const cJSON *man, qp_err *e) {
     if (!qp_model_find(m, "output.weight") && qp_model_find(m, "token_embd.weight"))
         a->tie_embeddings = true;
     if (!m->arch_name) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", r->mpath);
+    if (qp_family_is_gemma(a->family)) {
+        qp_status gs = read_gemma(r, inf, e);
+        if (gs != QP_OK) return gs;
+    }
     const char *keys[] = {"modelId", "modelType", "quantization", "hashAlgorithm"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = str_or(man, keys[i], NULL);

@@ -9,6 +9,9 @@
  *              [MoE: p = softmax(Wrouter h); the k best experts e_j, w_j = p_ej / sum p;
  *               x += sum_j w_j * Wdown_ej (silu(Wgate_ej h) * (Wup_ej h))]
  *   logits = Wout (rmsnorm(x) * output_norm)
+ *   [Gemma: x = embed(token) * sqrt(dim); f = gelu_tanh(Wgate h) * (Wup h); Gemma 2/3: the
+ *    attention output and the FFN output each rmsnorm'd (post-norms) before the residual add,
+ *    scores and logits soft-capped c * tanh(s / c), per-layer rope bases (runtime.md "Gemma")]
  * Conventions and the BitNet activation quantization: runtime/runtime.md. */
 #include <math.h>
 #include <string.h>
@@ -38,7 +41,8 @@ struct qp_runtime {
     int64_t act_cols;
     uint8_t *act_q[QP_ACT_SLOTS]; /* fast path: quantized activations, act_q_ld bytes per token */
     size_t act_q_ld;
-    float *rope_cos, *rope_sin; /* head_dim/2 per token, for its position */
+    float *rope_cos, *rope_sin; /* head_dim/2 per token, for its position; bcap tokens of the
+                                   non-sliding layers, then bcap of the sliding ones */
     float *logits;    /* vocab, the last token's */
     const float *hidden; /* dim: the last token's rmsnorm(x) * output_norm (in xb) */
     float *att;       /* n_threads * n_ctx attention scores */
@@ -68,6 +72,11 @@ static void rmsnorm(float *o, const float *x, const float *w, int64_t n, float e
 /* Qwen3: each head of vec (n_heads * head_dim) RMS-normalized by itself, times w [head_dim]. */
 static void head_norms(float *vec, int64_t n_heads, int64_t hd, const float *w, float eps) {
     for (int64_t h = 0; h < n_heads; h++) rmsnorm(vec + h * hd, vec + h * hd, w, hd, eps);
+}
+
+/* Gemma 2's soft-capping: x -> cap * tanh(x / cap). */
+static void soft_cap(float *x, int64_t n, float cap) {
+    for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
 }
 
 static void softmax(float *x, int64_t n) {
@@ -106,15 +115,19 @@ static void rope(const qp_runtime *rt, float *vec, int64_t n_heads, const float 
 }
 
 /* cos/sin of pos x inv_freq[i]; with YaRN (TRLM rope.cache's trailer) the frequencies and the
- * attention factor of core/rope.h, as the rope.cache tables hold them. */
-static void rope_angles(const qp_runtime *rt, int64_t pos, float *cs, float *sn) {
-    int64_t hd = rt->cfg.head_dim;
-    const qp_rope_yarn *y = rt->cfg.rope_yarn.factor > 0.0 ? &rt->cfg.rope_yarn : NULL;
+ * attention factor of core/rope.h, as the rope.cache tables hold them. swa: the angles of the
+ * sliding-window layers (Gemma 3's local base, unscaled); else the others' (Gemma 3's global
+ * base with its linear scaling: positions x rope_freq_scale). */
+static void rope_angles(const qp_runtime *rt, int64_t pos, bool swa, float *cs, float *sn) {
+    const qp_runtime_config *c = &rt->cfg;
+    int64_t hd = c->head_dim;
+    const qp_rope_yarn *y = c->rope_yarn.factor > 0.0 ? &c->rope_yarn : NULL;
     double mscale = qp_rope_attention_factor(y);
+    double theta = swa && c->rope_theta_swa > 0.0f ? (double)c->rope_theta_swa : (double)c->rope_theta;
+    double p = !swa && c->rope_freq_scale > 0.0f ? (double)pos * (double)c->rope_freq_scale : (double)pos;
     for (int64_t i = 0; i < hd / 2; i++) {
-        double freq = y ? qp_rope_inv_freq((double)rt->cfg.rope_theta, hd, y, i)
-                        : pow((double)rt->cfg.rope_theta, -(double)(2 * i) / (double)hd);
-        double ang = (double)pos * freq;
+        double freq = y ? qp_rope_inv_freq(theta, hd, y, i) : pow(theta, -(double)(2 * i) / (double)hd);
+        double ang = p * freq;
         cs[i] = (float)(cos(ang) * mscale);
         sn[i] = (float)(sin(ang) * mscale);
     }
@@ -209,8 +222,8 @@ static bool alloc_batch(qp_runtime *rt, int64_t n) {
     rt->hb2 = alloc_f(n * c->ffn_dim, &ok);
     rt->act_f = alloc_f(n * rt->act_cols, &ok);
     rt->act_s = alloc_f(n, &ok);
-    rt->rope_cos = alloc_f(n * (c->head_dim / 2), &ok);
-    rt->rope_sin = alloc_f(n * (c->head_dim / 2), &ok);
+    rt->rope_cos = alloc_f(2 * n * (c->head_dim / 2), &ok); /* other layers', then sliding ones' */
+    rt->rope_sin = alloc_f(2 * n * (c->head_dim / 2), &ok);
     rt->act_i8 = ok ? qp_calloc((size_t)(n * rt->act_cols), 1) : NULL;
     if (c->n_experts > 0) {
         int64_t k = c->n_experts_used;
@@ -384,7 +397,8 @@ static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
     int64_t qdim = c->n_heads * hd;
     const size_t eb = rt->kv->block_bytes, row = (size_t)kvdim * eb;
     size_t loff = (size_t)j->layer * (size_t)c->n_ctx * row;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
+    float cap = c->attn_softcap;
     float *att = rt->att + (size_t)tid * (size_t)c->n_ctx;
     /* scores through the cache encoding's traits dot (the scalar one sums q[i] * k[i] in index
        order, F16 widened exactly) */
@@ -398,6 +412,7 @@ static void attn_items(void *ctx, int64_t begin, int64_t end, int tid) {
         const uint8_t *vc = rt->v_cache + loff + (size_t)(kvh * hd) * eb;
         int64_t t0 = j->window > 0 && pos >= j->window ? pos - j->window + 1 : 0;
         for (int64_t t = t0; t <= pos; t++) att[t] = dot(kc + (size_t)t * row, q, hd) * scale;
+        if (cap > 0.0f) soft_cap(att + t0, pos + 1 - t0, cap);
         softmax(att + t0, pos + 1 - t0);
         float *o = rt->att_out + tk * qdim + h * hd;
         for (int64_t i = 0; i < hd; i++) o[i] = 0.0f;
@@ -418,9 +433,16 @@ static void matmul(qp_runtime *rt, const qp_matvec_task *tasks, int n, int64_t n
     qp_matmul_multi(rt->pool, tasks, n, nt, rt->scratch, rt->scratch_cols);
 }
 
-/* The gated FFN activation in place: g[i] = act(g[i]) * u[i] (SiLU, or ReLU^2). */
+/* The gated FFN activation in place: g[i] = act(g[i]) * u[i] (SiLU, ReLU^2, or Gemma's GELU
+ * with the tanh approximation, HF gelu_pytorch_tanh). */
 static void ffn_act(const qp_runtime_config *c, float *g, const float *u, int64_t n) {
-    if (c->act == QP_ACT_RELU2) {
+    if (c->act == QP_ACT_GELU) {
+        const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+        for (int64_t i = 0; i < n; i++) {
+            float x = g[i];
+            g[i] = 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * u[i];
+        }
+    } else if (c->act == QP_ACT_RELU2) {
         for (int64_t i = 0; i < n; i++) {
             float r = g[i] > 0.0f ? g[i] : 0.0f;
             g[i] = r * r * u[i];
@@ -499,6 +521,12 @@ static void moe_ffn(qp_runtime *rt, const qp_layer_weights *L, int64_t nt) {
     }
 }
 
+/* Gemma 2/3's post-norms: each of nt rows of dim in place, rmsnorm(v) * w (w NULL: nothing). */
+static void post_norm(float *v, const float *w, int64_t nt, int64_t dim, float eps) {
+    if (!w) return;
+    for (int64_t t = 0; t < nt; t++) rmsnorm(v + t * dim, v + t * dim, w, dim, eps);
+}
+
 /* Runs nt <= bcap tokens at positions pos .. pos+nt-1 (checked by the callers). With
  * all_logits every token's logits go there (row t at t * vocab) and the last one's also to
  * rt->logits; else with last_logits only the last token's go to rt->logits; else none. */
@@ -510,14 +538,24 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
     float eps = c->norm_eps;
     float *x = rt->x;
 
+    /* the sliding layers' rope table, when their angles differ (Gemma 3) */
+    bool own_swa = c->rope_theta_swa > 0.0f || c->rope_freq_scale > 0.0f;
+    int64_t swa_off = own_swa ? rt->bcap * half : 0;
     for (int64_t t = 0; t < nt; t++) {
         qp_wmat_row(&rt->w.tok_embd, tokens[t], x + t * dim);
-        rope_angles(rt, pos + t, rt->rope_cos + t * half, rt->rope_sin + t * half);
+        if (c->embd_scale > 0.0f)
+            for (int64_t i = 0; i < dim; i++) x[t * dim + i] *= c->embd_scale;
+        rope_angles(rt, pos + t, false, rt->rope_cos + t * half, rt->rope_sin + t * half);
+        if (own_swa)
+            rope_angles(rt, pos + t, true, rt->rope_cos + swa_off + t * half, rt->rope_sin + swa_off + t * half);
     }
 
     for (int64_t l = 0; l < c->n_layers; l++) {
         const qp_layer_weights *L = &rt->w.layers[l];
         size_t loff = (size_t)l * (size_t)c->n_ctx * (size_t)kvdim;
+        int64_t window = layer_window(c, l);
+        const float *rcos = rt->rope_cos + (window > 0 ? swa_off : 0);
+        const float *rsin = rt->rope_sin + (window > 0 ? swa_off : 0);
 
         /* attention */
         for (int64_t t = 0; t < nt; t++)
@@ -537,8 +575,8 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
                 for (int64_t i = 0; i < kvdim; i++) v[i] += L->bv[i];
             if (L->q_norm) head_norms(q, c->n_heads, hd, L->q_norm, eps);
             if (L->k_norm) head_norms(k, c->n_kv_heads, hd, L->k_norm, eps);
-            rope(rt, q, c->n_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
-            rope(rt, k, c->n_kv_heads, rt->rope_cos + t * half, rt->rope_sin + t * half);
+            rope(rt, q, c->n_heads, rcos + t * half, rsin + t * half);
+            rope(rt, k, c->n_kv_heads, rcos + t * half, rsin + t * half);
             size_t at = (loff + (size_t)(pos + t) * (size_t)kvdim) * rt->kv->block_bytes;
             if (c->kv_f16) { /* F16 round to nearest even (the F16 traits' quantize) */
                 rt->kv->quantize(k, rt->k_cache + at, kvdim);
@@ -549,7 +587,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
             }
         }
 
-        attn_job aj = {rt, l, pos, layer_window(c, l)};
+        attn_job aj = {rt, l, pos, window};
         /* an item costs ~2 * (pos+1) * head_dim multiply-adds */
         int64_t per_item = 2 * (pos + (nt + 1) / 2) * hd + 1;
         qp_pool_run(rt->pool, nt * c->n_heads, per_item >= 16384 ? 1 : 16384 / per_item,
@@ -564,6 +602,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
         qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
         matmul(rt, &o_task, 1, nt);
+        post_norm(rt->xb, L->post_attn_norm, nt, dim, eps);
         for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
 
         /* feed-forward */
@@ -588,6 +627,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         act_in in_d = {fi, ffn, ffn, nt, false, {NULL}};
         qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb, dim);
         matmul(rt, &d_task, 1, nt);
+        post_norm(rt->xb, L->post_ffn_norm, nt, dim, eps);
         for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
     }
 
@@ -601,6 +641,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
     float *lg = all_logits ? all_logits : rt->logits;
     qp_matvec_task out_task = task_for(rt, &rt->w.output, &in_out, lg, c->vocab);
     matmul(rt, &out_task, 1, nl);
+    if (c->final_softcap > 0.0f) soft_cap(lg, nl * c->vocab, c->final_softcap);
     if (all_logits)
         memcpy(rt->logits, all_logits + (nt - 1) * c->vocab, (size_t)c->vocab * sizeof(float));
 }

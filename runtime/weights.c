@@ -239,6 +239,16 @@ static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool o
     return QP_OK;
 }
 
+/* An RMS norm's weight: bind_vec, plus 1 on every element when the model stores Gemma's w of
+ * x * (1 + w) (cfg->norm_plus_one, HF checkpoints; runtime.md "Gemma"). */
+static qp_status bind_norm(const qp_model *m, const qp_runtime_config *cfg, const char *name,
+                           int64_t n, float **out, qp_err *e) {
+    qp_status s = bind_vec(m, name, n, false, out, e);
+    if (s == QP_OK && cfg->norm_plus_one)
+        for (int64_t i = 0; i < n; i++) (*out)[i] = 1.0f + (*out)[i];
+    return s;
+}
+
 void qp_wmat_row(const qp_wmat *w, int64_t r, float *out) {
     w->tr->dequantize(w->data + (size_t)r * w->row_bytes, out, w->cols);
     if (w->scale != 1.0f)
@@ -315,7 +325,7 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
     } else {
         w->output = w->tok_embd; /* tied (llama.cpp also falls back to token_embd) */
     }
-    if ((s = bind_vec(m, "output_norm.weight", dim, false, &w->output_norm, e)) != QP_OK) goto fail;
+    if ((s = bind_norm(m, cfg, "output_norm.weight", dim, &w->output_norm, e)) != QP_OK) goto fail;
     w->layers = qp_calloc((size_t)cfg->n_layers, sizeof *w->layers);
     if (!w->layers) {
         s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
@@ -333,8 +343,12 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
              ((s = bind_gate_up(m, cfg, l, bn, i8, L, e)) != QP_OK ||
               (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down,
                             e)) != QP_OK)) ||
-            (s = bind_vec(m, NM("attn_norm.weight"), dim, false, &L->attn_norm, e)) != QP_OK ||
-            (s = bind_vec(m, NM("ffn_norm.weight"), dim, false, &L->ffn_norm, e)) != QP_OK)
+            (s = bind_norm(m, cfg, NM("attn_norm.weight"), dim, &L->attn_norm, e)) != QP_OK ||
+            (s = bind_norm(m, cfg, NM("ffn_norm.weight"), dim, &L->ffn_norm, e)) != QP_OK)
+            goto fail;
+        if (cfg->post_norms &&
+            ((s = bind_norm(m, cfg, NM("post_attention_norm.weight"), dim, &L->post_attn_norm, e)) != QP_OK ||
+             (s = bind_norm(m, cfg, NM("post_ffw_norm.weight"), dim, &L->post_ffn_norm, e)) != QP_OK))
             goto fail;
         if (cfg->sub_norms &&
             ((s = bind_vec(m, NM("attn_sub_norm.weight"), qdim, false, &L->attn_sub_norm, e)) !=
@@ -343,8 +357,8 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
                            e)) != QP_OK))
             goto fail;
         if (cfg->qk_norm &&
-            ((s = bind_vec(m, NM("attn_q_norm.weight"), hd, false, &L->q_norm, e)) != QP_OK ||
-             (s = bind_vec(m, NM("attn_k_norm.weight"), hd, false, &L->k_norm, e)) != QP_OK))
+            ((s = bind_norm(m, cfg, NM("attn_q_norm.weight"), hd, &L->q_norm, e)) != QP_OK ||
+             (s = bind_norm(m, cfg, NM("attn_k_norm.weight"), hd, &L->k_norm, e)) != QP_OK))
             goto fail;
         if (cfg->qkv_bias &&
             ((s = bind_vec(m, NM("attn_q.bias"), qdim, !a->qkv_bias, &L->bq, e)) != QP_OK ||
@@ -373,6 +387,8 @@ void qp_weights_free(qp_weights *w) {
         qp_free(L->bv);
         qp_free(L->q_norm);
         qp_free(L->k_norm);
+        qp_free(L->post_attn_norm);
+        qp_free(L->post_ffn_norm);
         qp_free(L->experts);
     }
     qp_free(w->layers);

@@ -41,10 +41,16 @@ typedef enum qp_family {
     QP_FAMILY_BITNET,
     QP_FAMILY_QWEN3,  /* Qwen2's graph without q/k/v bias, with per-head q/k RMS norms */
     QP_FAMILY_PHI3,   /* Llama's block with fused attn_qkv and gate+up in one ffn_up */
+    QP_FAMILY_GEMMA,  /* GeGLU, embeddings x sqrt(hidden), RMS norms as (1 + w) in HF */
+    QP_FAMILY_GEMMA2, /* Gemma + post-attention/post-FFN norms, soft-capping, sliding window */
+    QP_FAMILY_GEMMA3, /* Gemma 2 + q/k norms, local/global rope bases, no attention soft-cap */
     QP_FAMILY_COUNT
 } qp_family;
 
-QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet", "qwen3", "phi3" */
+QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet", "qwen3",
+                                                   "phi3", "gemma", "gemma2", "gemma3" */
+/* True for the Gemma families (runtime/runtime.md "Gemma"). */
+QP_API bool qp_family_is_gemma(qp_family f);
 
 typedef enum qp_rope_style {
     QP_ROPE_NORM = 0, /* rotate adjacent pairs (2i, 2i+1): llama2.c, GGUF "llama" */
@@ -54,7 +60,7 @@ typedef enum qp_rope_style {
 typedef enum qp_act {
     QP_ACT_SILU = 0, /* SiLU-gated FFN: down(silu(gate(x)) * up(x)) */
     QP_ACT_RELU2 = 1, /* BitNet: down(relu(gate(x))^2 * up(x)) */
-    QP_ACT_GELU = 2,
+    QP_ACT_GELU = 2,  /* GeGLU (Gemma): down(gelu_tanh(gate(x)) * up(x)), HF gelu_pytorch_tanh */
 } qp_act;
 
 QP_API const char *qp_act_name(qp_act a); /* "silu", "relu2", "gelu"; "unknown" otherwise */
@@ -92,6 +98,15 @@ typedef struct qp_arch {
     int64_t sliding_window; /* > 0: a sliding layer attends to the last sliding_window positions */
     int32_t swa_pattern;   /* layer l slides when sliding_window > 0 and (swa_pattern <= 1 or
                               l % swa_pattern < swa_pattern - 1), llama.cpp's set_swa_pattern */
+    /* Gemma (runtime/runtime.md "Gemma"): */
+    bool norm_plus_one;    /* RMS norm weights are stored as w and applied as (1 + w) (HF Gemma
+                              checkpoints; llama.cpp's converter writes 1 + w) */
+    float attn_scale;      /* > 0: q is scaled by this (query_pre_attn_scalar^-1/2); 0: head_dim^-1/2 */
+    float attn_softcap;    /* > 0: attention scores -> c * tanh(s / c) (Gemma 2) */
+    float final_softcap;   /* > 0: logits -> c * tanh(l / c) (Gemma 2) */
+    float rope_theta_swa;  /* > 0: rope base of the sliding-window layers (Gemma 3's local base) */
+    float rope_freq_scale; /* > 0: positions x this in the non-sliding layers (linear rope
+                              scaling, 1 / factor); 0: 1 */
     qp_act act;
     /* BitNet: the inputs of the seven projections are quantized to int8 per token (BitLinear;
      * bitnet.cpp). Set by the readers from what the source says (runtime/runtime.md). */

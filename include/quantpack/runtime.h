@@ -45,6 +45,14 @@ typedef struct qp_runtime_config {
     bool fused_gate_up; /* gate, up are the two halves of one ffn_up [dim, 2 ffn] (Phi-3) */
     int64_t sliding_window; /* qp_arch's; 0: every layer attends to every earlier position */
     int32_t swa_pattern;
+    /* Gemma (runtime.md "Gemma"; 0 / false for every other family): */
+    float embd_scale;     /* > 0: token embeddings x this (sqrtf(dim)) */
+    bool norm_plus_one;   /* every RMS norm weight applied as 1 + w (HF Gemma checkpoints) */
+    bool post_norms;      /* RMS norms after attention and after the FFN (Gemma 2/3) */
+    float attn_scale;     /* > 0: q x this instead of 1 / sqrt(head_dim) */
+    float attn_softcap, final_softcap; /* > 0: c * tanh(x / c) on attention scores / logits */
+    float rope_theta_swa; /* > 0: rope base of the sliding layers */
+    float rope_freq_scale; /* > 0: positions x this in the other layers (linear scaling) */
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
     int64_t n_experts, n_experts_used; /* MoE FFN (0: dense); ffn_dim is one expert's width */
     int n_threads;

@@ -176,5 +176,64 @@ convert(real('gguf/stories260K-Q4_K_M.llamacpp.gguf'), 'safetensors', out('q4.st
 const bad = qp('convert', srcGguf, '--to', 'safetensors', '--quant', 'Q4_K_M', '-o', out('bad.st'));
 t.check(bad.status === 2 && /F32, F16, BF16/.test(bad.stderr), `unknown --quant: exit ${bad.status} ${bad.stderr}`);
 
+// --- 6. Gemma 1/2/3: HF (BF16) -> GGUF F32 (norms 1 + w) -> safetensors ---------------------
+// The GGUF's norms, read by @huggingface/gguf, are 1 + w; the folder written from it holds w again:
+// F32 values equal to the HF ones (norms within 2^-24, the rounding of 1 + w in F32), --quant BF16
+// byte for byte the HF tensors but norms (a tiny w loses bits in 1 + w); config.json keeps the family's keys; quantpack verify passes.
+const isNorm = (name) => name.endsWith('norm.weight');
+const gemmaKeys = ['architectures', 'model_type', 'hidden_activation', 'head_dim', 'query_pre_attn_scalar',
+  'attn_logit_softcapping', 'final_logit_softcapping', 'sliding_window', 'sliding_window_pattern', 'layer_types',
+  'rope_local_base_freq', 'rope_scaling', 'rope_theta', 'tie_word_embeddings', 'num_key_value_heads'];
+for (const fam of ['gemma', 'gemma2', 'gemma3']) {
+  const src = path.join(fixDir, fam);
+  convert(src, 'gguf', out(`${fam}.gguf`), '--quant', 'F32');
+  convert(out(`${fam}.gguf`), 'safetensors', out(`${fam}.st`));
+  convert(out(`${fam}.gguf`), 'safetensors', out(`${fam}.bf16`), '--quant', 'bf16');
+  const hfT = readSafetensors(path.join(src, 'model.safetensors'));
+  const g = await readGguf(out(`${fam}.gguf`));
+  const back = readSafetensors(path.join(out(`${fam}.st`), 'model.safetensors'));
+  const backBf16 = readSafetensors(path.join(out(`${fam}.bf16`), 'model.safetensors'));
+  let equal = 0, normsPlusOne = 0, bytesSame = 0, nNorms = 0, maxNormDiff = 0;
+  for (const [name, ref] of hfT) {
+    const w = back.get(name), wb = backBf16.get(name);
+    const n = ref.bytes.length / 2;
+    const hfVal = (i) => bf16ToF32(ref.bytes.readUInt16LE(i * 2));
+    if (!isNorm(name) && wb && Buffer.compare(wb.bytes, ref.bytes) === 0) bytesSame++;
+    if (!w || w.dtype !== 'F32' || w.shape.join() !== ref.shape.join()) { console.error(`${fam}: ${name} missing or reshaped`); continue; }
+    let good = true;
+    for (let i = 0; i < n; i++) {
+      const d = Math.abs(f32(w.bytes, i) - hfVal(i));
+      if (isNorm(name)) maxNormDiff = Math.max(maxNormDiff, d);
+      if (d > (isNorm(name) ? 2 ** -24 : 0)) good = false;
+    }
+    if (good) equal++;
+    else console.error(`${fam}: ${name} differs`);
+    if (!isNorm(name)) continue;
+    nNorms++;
+    // the GGUF tensor of that norm (name map: readers/name_map.h) holds 1 + w
+    const ggufName = name.replace('model.norm', 'output_norm').replace(/^model\.layers\.(\d+)\./, 'blk.$1.')
+      .replace('input_layernorm', 'attn_norm').replace('self_attn.q_norm', 'attn_q_norm').replace('self_attn.k_norm', 'attn_k_norm')
+      .replace('pre_feedforward_layernorm', 'ffn_norm').replace('post_feedforward_layernorm', 'post_ffw_norm')
+      .replace('post_attention_layernorm', fam === 'gemma' ? 'ffn_norm' : 'post_attention_norm');
+    const gt = g.tensors.get(ggufName);
+    let plusOne = !!gt && gt.type === 0;
+    for (let i = 0; plusOne && i < n; i++) plusOne = Math.abs(f32(gt.bytes, i) - (1 + hfVal(i))) <= 2 ** -24;
+    if (plusOne) normsPlusOne++;
+    else console.error(`${fam}: GGUF ${ggufName} is not 1 + the HF ${name}`);
+  }
+  console.log(`${fam}: HF -> GGUF F32 -> safetensors: ${equal}/${hfT.size} tensors equal (norms max |diff| ${maxNormDiff}), ` +
+    `--quant BF16 ${bytesSame}/${hfT.size - nNorms} non-norm tensors byte-identical, ${normsPlusOne}/${nNorms} GGUF norms 1 + w`);
+  t.check(equal === hfT.size && back.size === hfT.size && !back.has('lm_head.weight'), `${fam}: the HF tensors back`);
+  t.check(bytesSame === hfT.size - nNorms && normsPlusOne === nNorms && nNorms > 0, `${fam}: BF16 bytes and GGUF norms`);
+  const cfgSrc = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
+  const cfgOut = JSON.parse(readFileSync(path.join(out(`${fam}.st`), 'config.json'), 'utf8'));
+  for (const k of gemmaKeys.filter((k2) => k2 in cfgSrc))
+    t.check(JSON.stringify(cfgOut[k]) === JSON.stringify(cfgSrc[k]) ||
+      (k === 'rope_scaling' && cfgOut[k]?.factor === cfgSrc[k]?.factor && cfgOut[k]?.rope_type === cfgSrc[k]?.rope_type),
+      `${fam} config.json ${k}: ${JSON.stringify(cfgOut[k])} vs the source's ${JSON.stringify(cfgSrc[k])}`);
+  const vg = qp('verify', out(`${fam}.st`), '--against', src);
+  t.check(vg.status === 0, `${fam}: verify folder against HF: exit ${vg.status} ${vg.stdout.slice(-300)} ${vg.stderr}`);
+}
+
 rmSync(tmp, { recursive: true, force: true });
 t.finish();

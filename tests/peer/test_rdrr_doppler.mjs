@@ -5,7 +5,8 @@
 // Cases: stories260K-Q4_K_M.llamacpp.gguf (one shard; its Q5_0/Q8_0 stored as F32), stories260K.gguf with --shard-size 4096
 // (spanning tensors), HF llama-tied -> Q4_K_M (padded rows), llama-gqa-untied -> F16 multi-shard,
 // a signed model, a Mixtral-style MoE (HF mixtral -> Q4_K_M: moeConfig, expert/router groups and
-// roles as DOPPLER classifies them) and a PEFT LoRA adapter written here.
+// roles as DOPPLER classifies them), a PEFT LoRA adapter written here and Gemma 1/2/3 (DOPPLER's
+// model-config builder derives the HF config's values from our manifest).
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES, QP_FIXTURES_DIR, QP_TMP_DIR. Exit 77 = skipped.
 import { execFileSync } from 'node:child_process';
 import { createHash, createPublicKey, verify as edVerify } from 'node:crypto';
@@ -292,6 +293,53 @@ if (fixDir && existsSync(path.join(fixDir, 'mixtral'))) {
     check(ad.layers.size === 2, `DOPPLER loaded ${ad.layers.size} LoRA layers`);
   } catch (e) { check(false, `DOPPLER LoRA loader: ${e.message}`); }
   cases.push('lora');
+}
+
+// Gemma 1/2/3 (issue 16): HF fixtures -> RDRR F32 (gemma3 also Q4_K_M). Every check above, then
+// DOPPLER's own model-config builder (parseModelConfigFromManifest) on the manifest must derive
+// what the HF config.json says: q scale, soft-caps (Gemma 2's transformers defaults when absent),
+// sliding window, layer types, local rope base, linear rope scaling, norms applied as 1 + w over
+// the w the HF folder stores, embeddings x sqrt(hidden). Its session.perLayerInputs gate (runtime
+// policy, absent from every manifest we write) is filled from DOPPLER's own gemma3 conversion
+// config. quantpack verify of the package against the HF source must pass.
+const { parseModelConfigFromManifest } = await import(
+  pathToFileURL(path.join(dopplerDir, 'src/inference/pipelines/text/config.js')).href);
+const dopplerSession = JSON.parse(readFileSync(path.join(dopplerDir,
+  'src/config/conversion/gemma3/gemma-3-270m-it-f16-af32.json'), 'utf8')).session;
+for (const [fam, quant] of [['gemma', 'F32'], ['gemma2', 'F32'], ['gemma3', 'F32'], ['gemma3', 'Q4_K_M']]) {
+  const src = fixDir ? path.join(fixDir, fam) : null;
+  if (!src || !existsSync(src)) continue;
+  const out = path.join(tmp, `${fam}-${quant}`);
+  run(qp, ['convert', src, '--to', 'rdrr', '--quant', quant, '-o', out, '--quiet']);
+  const r = await checkModel(`${fam} ${quant}`, out);
+  if (!r) continue;
+  const hf = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
+  const man = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+  man.inference.session = { ...man.inference.session, perLayerInputs: dopplerSession.perLayerInputs };
+  let c = null;
+  try { c = parseModelConfigFromManifest(parseManifest(JSON.stringify(man))); }
+  catch (e) { check(false, `${fam}: DOPPLER's parseModelConfigFromManifest: ${e.message}`); continue; }
+  const g2 = fam === 'gemma2', g3 = fam === 'gemma3';
+  const capOr = (v, d) => (v === undefined ? d : v);
+  const layerTypes = g3 ? hf.layer_types
+    : g2 ? Array.from({ length: hf.num_hidden_layers }, (_, i) => (i % 2 ? 'full_attention' : 'sliding_attention')) : null;
+  const want = {
+    queryPreAttnScalar: fam === 'gemma' ? hf.head_dim : hf.query_pre_attn_scalar,
+    attnLogitSoftcapping: capOr(hf.attn_logit_softcapping, g2 ? 50 : null),
+    finalLogitSoftcapping: capOr(hf.final_logit_softcapping, g2 ? 30 : null),
+    slidingWindow: fam === 'gemma' ? null : hf.sliding_window,
+    layerTypes, rmsNormWeightOffset: true, scaleEmbeddings: true, hiddenActivation: 'gelu',
+    ropeTheta: hf.rope_theta, ropeLocalTheta: g3 ? hf.rope_local_base_freq : null,
+    ropeScaling: g3 && hf.rope_scaling ? { type: hf.rope_scaling.rope_type, factor: hf.rope_scaling.factor } : null,
+    postFeedforwardNorm: fam !== 'gemma', queryKeyNorm: g3,
+  };
+  for (const [k, v] of Object.entries(want))
+    check(JSON.stringify(c[k]) === JSON.stringify(v), `${fam} ${quant}: DOPPLER's ${k} ${JSON.stringify(c[k])}, HF says ${JSON.stringify(v)}`);
+  let v = null;
+  try { v = run(qp, ['verify', out, '--against', src]).toString(); } catch (e) { v = `exit ${e.status} ${e.stdout}`; }
+  check(/verdict: PASS/.test(v), `${fam} ${quant}: verify against the HF source: ${v.slice(-200)}`);
+  console.log(`${fam} ${quant}: ${v.split('\n').filter((l) => /cosine/.test(l)).slice(-1)[0]}`);
+  cases.push(`${fam}-${quant}`);
 }
 
 console.log(`cases: ${cases.join(', ')}`);

@@ -31,7 +31,8 @@
 // gguf-to-rdrr of stories260K.gguf (4 KiB shards, spanning) and of llama.cpp's
 // stories260K-Q4_K_M GGUF (Q5_0/Q8_0 stored as exact F32), stories260K.gguf -> RDRR Q4_K_M (the
 // issue's case: Q8_0 fallbacks -> F16), mixtral F16 (Mixtral-style MoE: DOPPLER's expert loader
-// on every expert), and a PEFT LoRA adapter.
+// on every expert), gemma / gemma2 / gemma3 F32 (loaded whole: DOPPLER's layer loader finds every
+// Gemma norm under our names), and a PEFT LoRA adapter.
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_TMP_DIR, QP_FIXTURES_DIR, QP_REAL_FIXTURES. Exit 77 = skipped.
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -156,7 +157,7 @@ async function checkTensors(label, dir, raw, manifest) {
 }
 
 // DopplerLoader.load(): the whole model, CPU fallback, hashes verified.
-async function checkWholeLoad(label, dir, raw, manifest) {
+async function checkWholeLoad(label, dir, raw, manifest, layerKeys = []) {
   const L = newLoader(dir, raw, manifest);
   L.heapManager = {}; // init() would ask for a WebGPU device; nothing else needs it here
   L.gpuCapabilities = { hasF16: false, hasSubgroups: false };
@@ -176,6 +177,9 @@ async function checkWholeLoad(label, dir, raw, manifest) {
   const arrays = [await whole(L.embeddings), L.finalNorm, await whole(L.lmHead)];
   for (const w of L.layers.values()) arrays.push(...Object.values(w).filter((v) => v instanceof Float32Array));
   check(arrays.every((a) => a instanceof Float32Array && a.length > 0 && !hasNaN(a)), `${label}: whole load gives NaN-free float weights`);
+  // the layer weights DOPPLER must find by name (Gemma 2/3's four norms, q/k norms)
+  for (const [i, w] of [...L.layers.entries()])
+    for (const k of layerKeys) check(w?.[k] instanceof Float32Array, `${label}: layer ${i}: DOPPLER found ${k}`);
   console.log(`${label}: DOPPLER load() complete: ${L.layers.size} layers, ${arrays.length} arrays`);
 }
 
@@ -226,7 +230,7 @@ async function checkPackage(label, dir, opts = {}) {
   try { manifest = parseManifest(text); } catch (e) { check(false, `${label}: parseManifest: ${e.message}`); return null; }
   const byType = await checkTensors(label, dir, raw, manifest);
   if (Object.keys(byType).every((d) => ['F32', 'F16', 'BF16'].includes(d)) && !opts.lora)
-    await checkWholeLoad(label, dir, raw, parseManifest(text));
+    await checkWholeLoad(label, dir, raw, parseManifest(text), opts.layerKeys);
   if (!opts.lora) await checkTokenizer(label, dir, raw);
   return { raw, byType };
 }
@@ -323,6 +327,18 @@ if (fixDir && existsSync(path.join(fixDir, 'mixtral'))) {
   try { verdict = run(qp, ['verify', out, '--against', src, '-n', '8']).toString(); } catch (e) { verdict = String(e.stdout ?? e.message); }
   check(/verdict: PASS/.test(verdict), `mixtral: quantpack verify RDRR vs HF: ${verdict.trim().split('\n').pop()}`);
   cases.push('mixtral MoE');
+}
+
+// Gemma 1/2/3 (issue 16): F32 packages of the HF fixtures, loaded whole; DOPPLER must find Gemma
+// 2/3's post-attention, pre- and post-FFN norms (and Gemma 3's q/k norms) under our names.
+for (const [fam, keys] of [['gemma', ['inputNorm', 'postAttentionNorm']],
+  ['gemma2', ['inputNorm', 'postAttentionNorm', 'preFeedforwardNorm', 'postFeedforwardNorm']],
+  ['gemma3', ['inputNorm', 'postAttentionNorm', 'preFeedforwardNorm', 'postFeedforwardNorm', 'qNorm', 'kNorm']]]) {
+  if (!fixDir || !existsSync(path.join(fixDir, fam))) continue;
+  const out = path.join(tmp, `${fam}-f32`);
+  convert(path.join(fixDir, fam), out, '--quant', 'F32');
+  await checkPackage(`${fam} F32`, out, { layerKeys: keys });
+  cases.push(fam);
 }
 
 if (realDir && existsSync(path.join(realDir, 'stories260K.gguf'))) {

@@ -4,7 +4,10 @@
  * independently, to exactly the bitnet-float weights; llama-sharded holds exactly the tensors of
  * llama-gqa-untied; llama-k256 has its 256/512-wide shapes (all Q4_K/Q6_K under Q4_K_M), GQA 8/4,
  * an untied lm_head and the documented value scales; mixtral has Mixtral's config keys and
- * tensors (router [8, 256] with 4x the projections' std, 8 experts of w1/w3 [256, 256] and w2). Safetensors files are parsed here with a minimal independent parser. */
+ * tensors (router [8, 256] with 4x the projections' std, 8 experts of w1/w3 [256, 256] and w2);
+ * gemma/gemma2/gemma3 have their config keys, norms stored as w around 0 (Gemma applies 1 + w),
+ * Gemma 2/3's four norms per layer and Gemma 3's q/k norms. Safetensors files are parsed here
+ * with a minimal independent parser. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -17,7 +20,7 @@
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
-                                       "qwen3", "mixtral", "phi-fused"};
+                                       "qwen3", "mixtral", "phi-fused", "gemma", "gemma2", "gemma3"};
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
@@ -410,6 +413,48 @@ static void check_qwen3(const char *dir) {
     st_free(&f);
 }
 
+/* gemma, gemma2, gemma3 (fixtures/README.md): architectures and Gemma's config keys; norms of
+ * mean ~0 (w of 1 + w); four norms per layer for 2/3, q/k norms [128] for 3, no lm_head. */
+static void check_gemma(const char *dir, const char *model, const char *arch, int layers, int norms) {
+    char md[2048], p[2100];
+    snprintf(md, sizeof md, "%s/%s", dir, model);
+    cJSON *cfg = load_json(md, "config.json");
+    if (cfg) {
+        cJSON *a = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
+        QP_CHECK_MSG(a && cJSON_IsString(a->child) && strcmp(a->child->valuestring, arch) == 0, "%s arch", model);
+        cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_activation");
+        QP_CHECK_MSG(cJSON_IsString(act) && strcmp(act->valuestring, "gelu_pytorch_tanh") == 0, "%s act", model);
+        QP_CHECK_EQ_INT(json_int(cfg, "head_dim"), 128);
+        QP_CHECK_EQ_INT(json_int(cfg, "num_hidden_layers"), layers);
+        if (norms == 4) QP_CHECK_EQ_INT(json_int(cfg, "sliding_window"), 8);
+        cJSON_Delete(cfg);
+    }
+    snprintf(p, sizeof p, "%s/model.safetensors", md);
+    st_file f;
+    if (!st_load(&f, p)) {
+        QP_CHECK_MSG(false, "%s: cannot parse", p);
+        return;
+    }
+    static const char *const nn[4] = {"input_layernorm", "post_attention_layernorm",
+                                      "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+    st_view v;
+    for (int k = 0; k < 4; k++) {
+        char n[128];
+        snprintf(n, sizeof n, "model.layers.%d.%s.weight", layers - 1, nn[k]);
+        bool ok = st_get(&f, n, &v);
+        QP_CHECK_MSG(ok == (k < norms), "%s: %s %s", model, n, ok ? "present" : "absent");
+        if (ok) {
+            double mean = 0;
+            for (int64_t i = 0; i < v.shape[0]; i++) mean += bf16_value(v.data + 2 * i);
+            QP_CHECK_MSG(fabs(mean / (double)v.shape[0]) < 0.01, "%s: %s mean %g", model, n, mean);
+        }
+    }
+    bool qk = st_get(&f, "model.layers.0.self_attn.q_norm.weight", &v);
+    QP_CHECK_MSG(qk == (strcmp(model, "gemma3") == 0) && (!qk || v.shape[0] == 128), "%s q_norm", model);
+    QP_CHECK(!st_get(&f, "lm_head.weight", &v));
+    st_free(&f);
+}
+
 /* mixtral: MixtralForCausalLM with 8 experts, top-2; per layer the router and 8 x 3 expert
  * matrices instead of mlp.*, all BF16 [*, 256]; router std 4w, expert std w (fixtures/README.md). */
 static void check_mixtral(const char *dir) {
@@ -484,6 +529,9 @@ int main(void) {
     check_k256(a);
     check_qwen3(a);
     check_mixtral(a);
+    check_gemma(a, "gemma", "GemmaForCausalLM", 2, 2);
+    check_gemma(a, "gemma2", "Gemma2ForCausalLM", 2, 4);
+    check_gemma(a, "gemma3", "Gemma3ForCausalLM", 6, 4);
     QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();

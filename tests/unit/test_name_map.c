@@ -79,6 +79,21 @@ int main(void) {
     /* a GGUF name is never an HF name and vice versa */
     QP_CHECK(qp_name_map_hf_to_gguf("blk.0.attn_q.weight", buf, sizeof buf) == NULL);
     QP_CHECK(qp_name_map_gguf_to_hf("model.layers.0.self_attn.q_proj.weight", buf, sizeof buf) == NULL);
+    /* Gemma 2/3's four norms back to their HF names; other families keep the common mapping */
+    static const struct { qp_family f; const char *gguf, *hf; } k_family[] = {
+        {QP_FAMILY_GEMMA2, "blk.3.ffn_norm.weight", "model.layers.3.pre_feedforward_layernorm.weight"},
+        {QP_FAMILY_GEMMA3, "blk.3.post_attention_norm.weight", "model.layers.3.post_attention_layernorm.weight"},
+        {QP_FAMILY_GEMMA2, "blk.0.post_ffw_norm.weight", "model.layers.0.post_feedforward_layernorm.weight"},
+        {QP_FAMILY_GEMMA3, "blk.1.attn_q.weight", "model.layers.1.self_attn.q_proj.weight"},
+        {QP_FAMILY_GEMMA, "blk.3.ffn_norm.weight", "model.layers.3.post_attention_layernorm.weight"},
+        {QP_FAMILY_LLAMA, "blk.3.ffn_norm.weight", "model.layers.3.post_attention_layernorm.weight"},
+    };
+    for (size_t i = 0; i < sizeof k_family / sizeof k_family[0]; i++) {
+        const char *h = qp_name_map_gguf_to_hf_family(k_family[i].f, k_family[i].gguf, buf, sizeof buf);
+        QP_CHECK_MSG(h && strcmp(h, k_family[i].hf) == 0, "%s -> %s (want %s)", k_family[i].gguf, h ? h : "NULL",
+                     k_family[i].hf);
+    }
+    QP_CHECK(qp_name_map_gguf_to_hf_family(QP_FAMILY_LLAMA, "blk.3.post_ffw_norm.weight", buf, sizeof buf) == NULL);
     /* buffers: exact fit works, one byte less fails, NULLs fail */
     const char *want = "blk.10.ffn_gate.weight";
     size_t need = strlen(want) + 1;
