@@ -1,6 +1,7 @@
 /* Byte-level BPE ("gpt2" vocabularies): the pre-tokenizer (tokenizer_pre.c) splits the text into
- * words, every byte of a word becomes its GPT-2 bytes_to_unicode character, and adjacent symbols
- * are merged by merge rank (lowest first, ties leftmost) with a priority queue. */
+ * words, every byte of a word becomes its GPT-2 bytes_to_unicode character (or, for the raw UTF-8
+ * pre-tokenizers, every UTF-8 character stays itself), and adjacent symbols are merged by merge
+ * rank (lowest first, ties leftmost) with a priority queue. */
 #include <string.h>
 
 #include "runtime/tokenizer_internal.h"
@@ -41,6 +42,11 @@ qp_status qp_tok_bpe_init(qp_tokenizer *t, qp_err *e) {
     const qp_vocab *v = t->v;
     qp_status s = qp_tok_pre_new(v->pre, sizeof v->pre, &t->pre, e);
     if (s != QP_OK) return s;
+    static const char hex[] = "0123456789ABCDEF";
+    for (int b = 0; b < 256; b++) { /* the raw UTF-8 byte fallback */
+        char buf[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+        t->byte_ids[b] = qp_tok_lookup(t, buf, 6);
+    }
     /* GPT-2 bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
      * take U+0100.. in byte order. */
     uint32_t next = 256;
@@ -125,6 +131,24 @@ static bool try_pair(const qp_tokenizer *t, const bpe_sym *sym, int32_t l, int32
     return qp_heap_push(h, c);
 }
 
+/* The word's first symbols into sym (room for n): one per byte, as its GPT-2 character's token,
+ * or, raw, one per UTF-8 character, as the token of that text (-1 when none). Returns the count. */
+static size_t bpe_symbols(const qp_tokenizer *t, bool raw, const uint8_t *w, size_t n, bpe_sym *sym) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; k++) {
+        size_t len = raw ? qp_utf8_lead_len(w[i]) : 1;
+        if (len > n - i) len = n - i;
+        sym[k].id = raw ? qp_tok_lookup(t, (const char *)w + i, len) : t->byte_char_id[w[i]];
+        sym[k].start = (uint32_t)i;
+        sym[k].len = (uint32_t)len;
+        sym[k].prev = (int32_t)k - 1;
+        sym[k].next = (int32_t)k + 1;
+        i += len;
+    }
+    if (k) sym[k - 1].next = -1;
+    return k;
+}
+
 /* Encodes one pre-tokenized word (raw bytes). False on allocation failure. */
 static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work *wk, qp_ids *out) {
     if (n == 0) return true;
@@ -148,16 +172,11 @@ static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work
         wk->cap = n;
     }
     bpe_sym *sym = wk->sym;
-    for (size_t i = 0; i < n; i++) {
-        sym[i].id = t->byte_char_id[w[i]];
-        sym[i].start = (uint32_t)i;
-        sym[i].len = 1;
-        sym[i].prev = (int32_t)i - 1;
-        sym[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
-    }
+    bool raw = qp_tok_pre_raw_utf8(t->pre);
+    size_t ns = bpe_symbols(t, raw, w, n, sym);
     wk->heap.n = 0;
     bool ok = true;
-    for (size_t i = 1; i < n && ok; i++) ok = try_pair(t, sym, (int32_t)i - 1, (int32_t)i, &wk->heap);
+    for (size_t i = 1; i < ns && ok; i++) ok = try_pair(t, sym, (int32_t)i - 1, (int32_t)i, &wk->heap);
     qp_merge_cand c;
     while (ok && qp_heap_pop(&wk->heap, &c)) {
         bpe_sym *l = &sym[c.left], *r = &sym[c.right];
@@ -178,10 +197,12 @@ static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work
             continue;
         }
         /* A merge whose result is no token, or a byte without a character token: one token per
-         * byte where possible, else unk, else nothing (llama.cpp drops such bytes too). */
+         * byte where possible, else unk, else nothing (llama.cpp drops such bytes too). Raw UTF-8
+         * words fall back to "<0xNN>" tokens only, as llama.cpp. */
         for (uint32_t j = 0; j < sym[i].len && ok; j++) {
-            int32_t id = t->byte_char_id[w[sym[i].start + j]];
-            if (id < 0) id = t->v->unk_id < t->n_tokens ? t->v->unk_id : -1;
+            uint8_t b = w[sym[i].start + j];
+            int32_t id = raw ? t->byte_ids[b] : t->byte_char_id[b];
+            if (id < 0 && !raw) id = t->v->unk_id < t->n_tokens ? t->v->unk_id : -1;
             if (id >= 0) ok = qp_ids_push(out, id);
         }
     }

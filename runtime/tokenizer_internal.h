@@ -35,6 +35,9 @@ typedef struct qp_tok_piece {
 QP_NODISCARD qp_status qp_tok_pre_new(const char *name, size_t name_cap, qp_tok_pre **out, qp_err *e);
 void qp_tok_pre_free(qp_tok_pre *p);
 bool qp_tok_pre_ignore_merges(const qp_tok_pre *p);
+/* True when words are merged as UTF-8 characters, not GPT-2 byte characters (llama.cpp's
+ * byte_encode = false), with "<0xNN>" tokens as the byte fallback. */
+bool qp_tok_pre_raw_utf8(const qp_tok_pre *p);
 /* Splits n code points (flags fl) into words; *pieces is allocated with qp_malloc. */
 QP_NODISCARD qp_status qp_tok_pre_split(const qp_tok_pre *p, const uint32_t *cp, const uint8_t *fl, size_t n,
                                         qp_tok_piece **pieces, size_t *n_pieces, qp_err *e);
@@ -62,7 +65,7 @@ struct qp_tokenizer {
     uint32_t n_norm_special;
     /* SentencePiece */
     bool add_space_prefix;
-    int32_t byte_ids[256]; /* id of "<0xNN>" or -1 */
+    int32_t byte_ids[256]; /* id of "<0xNN>" or -1 (SPM: else the byte as a piece) */
     /* byte-level BPE */
     qp_tok_pre *pre;
     qp_pair_index pairs;

@@ -33,20 +33,25 @@
 typedef struct pre_family {
     const char *label;
     const char *regex[7]; /* NULL-terminated */
-    bool ignore_merges;   /* a word that is a token is taken whole */
+    unsigned flags;       /* PRE_* */
 } pre_family;
+
+enum {
+    PRE_IGNORE_MERGES = 1, /* a word that is a token is taken whole */
+    PRE_RAW_UTF8 = 2,      /* llama.cpp byte_encode = false: words stay UTF-8 (tokenizer_bpe.c) */
+};
 
 /* llama.cpp llm_tokenizer_bpe's regex_exprs, family by family. */
 static const pre_family k_families[] = {
-    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, false},
-    {"gpt2", {RE_GPT2}, false},
-    {"llama3", {RE_LLAMA3}, true},
-    {"llama3-merges", {RE_LLAMA3}, false}, /* dbrx, smaug, chatglm4 */
+    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, 0},
+    {"gpt2", {RE_GPT2}, 0},
+    {"llama3", {RE_LLAMA3}, PRE_IGNORE_MERGES},
+    {"llama3-merges", {RE_LLAMA3}, 0}, /* dbrx, smaug, chatglm4 */
     {"jais2",
      {RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
                       "\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|"
                       "\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"},
-     false},
+     0},
     {"deepseek-llm",
      {"[\r\n]",
       "\\s?[A-Za-z\u00B5\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u01BA\u01BC-\u01BF\u01C4-\u0293"
@@ -63,58 +68,59 @@ static const pre_family k_families[] = {
        "\U000104D8-\U000104FB\U00010C80-\U00010CB2\U00010CC0-\U00010CF2\U000118A0-\U000118DF"
        "\U0001E900-\U0001E943]+",
       "\\s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\u2018-\u201F\u3000-\u3002]+", "\\s+$", "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+", "\\p{N}+"},
-     false},
-    {"deepseek-v3", {"\\p{N}{1,3}", RE_CJK_KANA, RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}, false},
+     0},
+    {"deepseek-v3", {"\\p{N}{1,3}", RE_CJK_KANA, RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}, 0},
     {"spark2_5",
      {"\\p{N}{1,3}", RE_CJK_KANA, RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+", "\\p{N}"},
-     false},
+     0},
     {"youtu",
      {"[\uAC00-\uD7A3\u3131-\u318E]+|[\uFF01\u2026\u201C\u201D\u2018\u2019\u2014\uFF1A\uFF1B"
       "\uFF0C\u3001-\u303F\uFE30-\uFE4F]+|[\u3105-\u312F]+|[\u4E00-\u9FA5\u3040-\u309F\u30A0-"
       "\u30FF]+",
       RE_CASED(RE_UP_CLASS, RE_LOW_CLASS, RE_CONTRACTIONS "?") "|\\p{N}" RE_SLASH_TAIL},
-     true},
-    {"deepseek-coder", {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+", "\\p{N}"}, false},
-    {"falcon", {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}, false},
-    {"starcoder", {"\\p{N}", RE_GPT2}, false},
-    {"qwen2", {RE_QWEN2}, false},
+     PRE_IGNORE_MERGES},
+    {"deepseek-coder", {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+", "\\p{N}"}, 0},
+    {"falcon", {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]"}, 0},
+    {"starcoder", {"\\p{N}", RE_GPT2}, 0},
+    {"qwen2", {RE_QWEN2}, 0},
     {"qwen35",
      {RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
                       "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-     false},
-    {"poro", {RE_PORO}, false},
-    {"viking", {RE_PORO, "\\p{N}"}, false},
-    {"tekken", {RE_CASED(RE_UP_LOOK, RE_LOW_LOOK, "") "|\\p{N}" RE_SLASH_TAIL}, true},
+     0},
+    {"poro", {RE_PORO}, 0},
+    {"viking", {RE_PORO, "\\p{N}"}, 0},
+    {"tekken", {RE_CASED(RE_UP_LOOK, RE_LOW_LOOK, "") "|\\p{N}" RE_SLASH_TAIL}, PRE_IGNORE_MERGES},
     {"chameleon",
      {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
       "[\\p{P}!-/:-@\\[-`{-~]", RE_GPT2},
-     false},
-    {"gpt-4o", {RE_CASED(RE_UP_LOOK, RE_LOW_LOOK, RE_CONTRACTIONS "?") "|\\p{N}{1,3}" RE_SLASH_TAIL}, false},
+     0},
+    {"gpt-4o", {RE_CASED(RE_UP_LOOK, RE_LOW_LOOK, RE_CONTRACTIONS "?") "|\\p{N}{1,3}" RE_SLASH_TAIL}, 0},
     {"granite-embed-multi",
      {RE_CASED(RE_UP_LOOK_M, RE_LOW_LOOK_M, RE_CONTRACTIONS "?") "|\\p{N}{1,3}" RE_SLASH_TAIL},
-     true},
+     PRE_IGNORE_MERGES},
     {"tiny_aya",
      {"\\d{1,3}(?=(?:\\d{3})*\\b)",
       RE_CASED(RE_UP_CLASS, RE_LOW_CLASS, RE_CONTRACTIONS "?") "|\\p{N}{1,3}" RE_SLASH_TAIL},
-     false},
-    {"superbpe", {"\\p{N}+", "(?=(\\d{3})+(?!\\d))"}, false},
+     0},
+    {"superbpe", {"\\p{N}+", "(?=(\\d{3})+(?!\\d))"}, 0},
     {"bailingmoe",
      {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\"
       "s\\p{L}\\p{N}]+"
       "[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
-     false},
+     0},
     {"seed-coder",
      {RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|"
                       "\\s+(?!\\S)|\\s+"},
-     false},
-    {"ufakzeka", {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" RE_LLAMA3_TAIL}, false},
-    {"laguna", {"[^\\n]+|[\\n]+", RE_QWEN2}, false},
+     0},
+    {"ufakzeka", {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" RE_LLAMA3_TAIL}, 0},
+    {"laguna", {"[^\\n]+|[\\n]+", RE_QWEN2}, 0},
     {"exaone-moe",
      {RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N"
       "}]+"
                       "[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
-     false},
-    {"minicpm5", {"\\p{N}{1,3}", RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+" RE_LLAMA3_TAIL}, true},
+     0},
+    {"whitespace", {"\\S+"}, PRE_RAW_UTF8}, /* jina-embeddings-v2-base-zh */
+    {"minicpm5", {"\\p{N}{1,3}", RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+" RE_LLAMA3_TAIL}, PRE_IGNORE_MERGES},
 };
 
 /* tokenizer.ggml.pre names -> family label, as llama_vocab::impl::load maps them. */
@@ -153,7 +159,7 @@ static const struct {
     {"superbpe", "superbpe"},
     {"bailingmoe", "bailingmoe"}, {"bailingmoe2", "bailingmoe"}, {"llada-moe", "bailingmoe"},
     {"seed-coder", "seed-coder"}, {"ufakzeka", "ufakzeka"}, {"laguna", "laguna"},
-    {"exaone-moe", "exaone-moe"}, {"minicpm5", "minicpm5"},
+    {"exaone-moe", "exaone-moe"}, {"minicpm5", "minicpm5"}, {"whitespace", "whitespace"},
 };
 
 enum { FAST_NONE, FAST_GPT2, FAST_LLAMA3 };
@@ -171,7 +177,9 @@ void qp_tok_pre_free(qp_tok_pre *p) {
     qp_free(p);
 }
 
-bool qp_tok_pre_ignore_merges(const qp_tok_pre *p) { return p->family->ignore_merges; }
+bool qp_tok_pre_ignore_merges(const qp_tok_pre *p) { return p->family->flags & PRE_IGNORE_MERGES; }
+
+bool qp_tok_pre_raw_utf8(const qp_tok_pre *p) { return p->family->flags & PRE_RAW_UTF8; }
 
 static const pre_family *family_of(const char *name, size_t name_cap) {
     for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++) {

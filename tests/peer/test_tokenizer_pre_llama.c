@@ -4,7 +4,10 @@
  * llama.cpp (the npm peer's libllama, llama_tokenize without special tokens) and by quantpack
  * (qp_model_open + qp_tokenizer_encode), and both tokenize the 46 strings of llama.cpp's vocab
  * test plus a corpus of code, numbers, CJK, kana, Hangul, emoji, marks, whitespace runs and the
- * characters each family's regexes single out. Ids must be equal for every string. */
+ * characters each family's regexes single out. Ids must be equal for every string. For the raw
+ * UTF-8 names, llama.cpp aborts (GGML_ASSERT in find_bpe_rank) on a word holding ' ' or '\n' next
+ * to another character, i.e. on two adjacent white-space characters one of which is ' ' or '\n'
+ * ("whitespace" keeps such runs as words): those strings are skipped for them, and counted. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,8 +32,12 @@ static const char *const k_names[] = {
     "bloom", "gpt3-finnish", "viking", "tekken", "chameleon", "gpt-4o", "llama4", "kanana2",
     "talkie", "minimax-m2", "granite-embed-multi-97m", "tiny_aya", "cohere2moe", "superbpe",
     "bailingmoe", "bailingmoe2", "llada-moe", "seed-coder", "ufakzeka", "laguna", "exaone-moe",
-    "minicpm5",
+    "minicpm5", "whitespace",
+    "hybriddna", /* refused by the pinned peer: not implemented here (runtime/tokenizer.md) */
 };
+
+/* Names whose words stay UTF-8 (llama.cpp byte_encode = false). */
+static bool raw_utf8_name(const char *name) { return strcmp(name, "whitespace") == 0; }
 
 static const char *const k_corpus[] = {
     "Hello World! It's 'S 'LL I'M you'RE they'Ve we'd",
@@ -80,9 +87,29 @@ static void load_strings(const char *dir) {
     for (size_t i = 0; i < sizeof k_corpus / sizeof k_corpus[0]; i++) g_strings[g_n_strings++] = qp_strdup(k_corpus[i]);
 }
 
+static bool is_white(uint32_t c) {
+    return (c >= 9 && c <= 13) || c == ' ' || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* True when s has two adjacent white-space characters, one of them ' ' or '\n'. */
+static bool aborts_raw_llama(const char *s) {
+    uint32_t prev = 0;
+    for (const uint8_t *p = (const uint8_t *)s; *p;) {
+        uint32_t c = *p;
+        int k = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (k > 1) c &= 0x3Fu >> (k - 1);
+        for (int j = 1; j < k && p[j]; j++) c = c << 6 | (p[j] & 0x3F);
+        for (int j = 0; j < k && *p; j++) p++;
+        if (is_white(prev) && is_white(c) && (prev == ' ' || prev == '\n' || c == ' ' || c == '\n')) return true;
+        prev = c;
+    }
+    return false;
+}
+
 /* One name: writes the GGUF, tokenizes every string with both; returns strings that differ, or
  * -1 when llama.cpp refuses the name. */
-static int run_name(const qp_vocab *vocab, const char *name, const char *tmp) {
+static int run_name(const qp_vocab *vocab, const char *name, const char *tmp, int *n_run) {
     char path[1200];
     snprintf(path, sizeof path, "%s/tok_pre_%s.gguf", tmp, name);
     random_llama spec = {.label = name, .n_embd = 8, .n_ff = 16, .n_layer = 1, .n_head = 1, .n_kv = 1,
@@ -99,10 +126,14 @@ static int run_name(const qp_vocab *vocab, const char *name, const char *tmp) {
     qp_tokenizer *t = NULL;
     QP_CHECK_MSG(qp_model_open(path, NULL, &m, &e) == QP_OK, "%s: %s", name, e.msg);
     QP_CHECK_MSG(m && qp_tokenizer_new(&m->vocab, &t, &e) == QP_OK, "%s: %s", name, e.msg);
-    int differ = 0;
+    int differ = 0, skipped = 0;
     static int32_t want[1 << 14];
     for (int k = 0; t && k < g_n_strings; k++) {
         const char *s = g_strings[k];
+        if (raw_utf8_name(name) && aborts_raw_llama(s)) {
+            skipped++;
+            continue;
+        }
         int32_t n_want = L.tokenize(lv, s, (int32_t)strlen(s), want, 1 << 14, false, false);
         int32_t *got = NULL;
         int64_t n_got = -1;
@@ -123,6 +154,8 @@ static int run_name(const qp_vocab *vocab, const char *name, const char *tmp) {
     qp_model_close(m);
     L.model_free(model);
     remove(path);
+    if (skipped) printf("%-24s %d strings skipped (llama.cpp aborts on them)\n", name, skipped);
+    *n_run = g_n_strings - skipped;
     return differ;
 }
 
@@ -143,15 +176,16 @@ int main(void) {
     QP_CHECK_MSG(mkdtemp(tmp) != NULL, "mkdtemp(%s) failed", tmp);
     int checked = 0, refused = 0;
     for (size_t i = 0; src && i < sizeof k_names / sizeof k_names[0]; i++) {
-        int d = run_name(&src->vocab, k_names[i], tmp);
+        int n_run = 0;
+        int d = run_name(&src->vocab, k_names[i], tmp, &n_run);
         if (d < 0) {
             printf("%-24s not known to this llama.cpp (refused)\n", k_names[i]);
             refused++;
             continue;
         }
         checked++;
-        QP_CHECK_MSG(d == 0, "%s: %d of %d strings differ from llama.cpp", k_names[i], d, g_n_strings);
-        printf("%-24s %d/%d strings equal to llama.cpp\n", k_names[i], g_n_strings - d, g_n_strings);
+        QP_CHECK_MSG(d == 0 && n_run >= 24, "%s: %d of %d strings differ from llama.cpp", k_names[i], d, n_run);
+        printf("%-24s %d/%d strings equal to llama.cpp\n", k_names[i], n_run - d, n_run);
     }
     printf("%d names checked against llama.cpp, %d refused by it\n", checked, refused);
     QP_CHECK_MSG(refused <= 2, "llama.cpp refused %d names", refused);
