@@ -149,10 +149,22 @@ static size_t bpe_symbols(const qp_tokenizer *t, bool raw, const uint8_t *w, siz
     return k;
 }
 
+static bool all_newlines(const uint8_t *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n') return false;
+    return true;
+}
+
 /* Encodes one pre-tokenized word (raw bytes). False on allocation failure. */
 static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work *wk, qp_ids *out) {
     if (n == 0) return true;
-    if (qp_tok_pre_ignore_merges(t->pre)) { /* a word that is a token is taken whole */
+    unsigned flags = qp_tok_pre_flags(t->pre);
+    bool raw = flags & QP_PRE_RAW_UTF8;
+    if ((flags & QP_PRE_NEWLINES_WHOLE) && all_newlines(w, n)) {
+        int32_t id = qp_tok_lookup(t, (const char *)w, n);
+        if (id >= 0) return qp_ids_push(out, id);
+    }
+    if (flags & QP_PRE_IGNORE_MERGES) { /* a word that is a token is taken whole */
         size_t need = n * 2;
         if (need > wk->mapped_cap) {
             char *m = qp_realloc(wk->mapped, need);
@@ -172,7 +184,6 @@ static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work
         wk->cap = n;
     }
     bpe_sym *sym = wk->sym;
-    bool raw = qp_tok_pre_raw_utf8(t->pre);
     size_t ns = bpe_symbols(t, raw, w, n, sym);
     wk->heap.n = 0;
     bool ok = true;
@@ -211,8 +222,39 @@ static bool bpe_word(const qp_tokenizer *t, const uint8_t *w, size_t n, bpe_work
 
 /* ---- fragment encoder ----------------------------------------------------------------------- */
 
+/* A copy of text with every ' ' as U+2581 (*len updated); NULL when out of memory. */
+static char *escape_spaces(const char *text, size_t *len) {
+    size_t n = 0;
+    for (size_t i = 0; i < *len; i++) n += text[i] == ' ' ? 3 : 1;
+    char *o = qp_malloc(n ? n : 1);
+    if (!o) return NULL;
+    for (size_t i = 0, k = 0; i < *len; i++) {
+        if (text[i] != ' ') {
+            o[k++] = text[i];
+            continue;
+        }
+        memcpy(o + k, "\xE2\x96\x81", 3);
+        k += 3;
+    }
+    *len = n;
+    return o;
+}
+
+static qp_status bpe_encode_text(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out, qp_err *e);
+
 qp_status qp_tok_bpe_encode(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out,
                             qp_err *e) {
+    if (!(qp_tok_pre_flags(t->pre) & QP_PRE_ESCAPE_SPACES) || len >= (size_t)UINT32_MAX / 2)
+        return bpe_encode_text(t, text, len, out, e);
+    char *esc = escape_spaces(text, &len);
+    if (!esc) return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory while encoding");
+    qp_status s = bpe_encode_text(t, esc, len, out, e);
+    qp_free(esc);
+    return s;
+}
+
+/* Encodes well-formed UTF-8 text: pre-tokenizer, then each word. */
+static qp_status bpe_encode_text(const qp_tokenizer *t, const char *text, size_t len, qp_ids *out, qp_err *e) {
     if (len >= (size_t)UINT32_MAX / 2)
         return qp_fail(e, QP_ERR_LIMIT, "tokenizer: text fragment of %zu bytes is over the limit",
                        len);

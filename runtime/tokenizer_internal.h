@@ -34,10 +34,14 @@ typedef struct qp_tok_piece {
  * UNSUPPORTED naming it when llama.cpp's list has no such name. */
 QP_NODISCARD qp_status qp_tok_pre_new(const char *name, size_t name_cap, qp_tok_pre **out, qp_err *e);
 void qp_tok_pre_free(qp_tok_pre *p);
-bool qp_tok_pre_ignore_merges(const qp_tok_pre *p);
-/* True when words are merged as UTF-8 characters, not GPT-2 byte characters (llama.cpp's
- * byte_encode = false), with "<0xNN>" tokens as the byte fallback. */
-bool qp_tok_pre_raw_utf8(const qp_tok_pre *p);
+enum {
+    QP_PRE_IGNORE_MERGES = 1,  /* a word that is a token is taken whole */
+    QP_PRE_RAW_UTF8 = 2,       /* words merge as UTF-8 characters, not GPT-2 byte characters
+                                  (llama.cpp byte_encode = false); "<0xNN>" byte fallback */
+    QP_PRE_ESCAPE_SPACES = 4,  /* ' ' becomes U+2581 before splitting (escape_whitespaces) */
+    QP_PRE_NEWLINES_WHOLE = 8, /* a word of only '\n' that is a token is taken whole (gemma4) */
+};
+unsigned qp_tok_pre_flags(const qp_tok_pre *p); /* QP_PRE_* */
 /* Splits n code points (flags fl) into words; *pieces is allocated with qp_malloc. */
 QP_NODISCARD qp_status qp_tok_pre_split(const qp_tok_pre *p, const uint32_t *cp, const uint8_t *fl, size_t n,
                                         qp_tok_piece **pieces, size_t *n_pieces, qp_err *e);

@@ -33,13 +33,12 @@
 typedef struct pre_family {
     const char *label;
     const char *regex[7]; /* NULL-terminated */
-    unsigned flags;       /* PRE_* */
+    unsigned flags;       /* QP_PRE_* */
 } pre_family;
 
-enum {
-    PRE_IGNORE_MERGES = 1, /* a word that is a token is taken whole */
-    PRE_RAW_UTF8 = 2,      /* llama.cpp byte_encode = false: words stay UTF-8 (tokenizer_bpe.c) */
-};
+#define PRE_IGNORE_MERGES QP_PRE_IGNORE_MERGES
+#define PRE_RAW_UTF8 QP_PRE_RAW_UTF8
+#define PRE_SPM_LIKE (QP_PRE_RAW_UTF8 | QP_PRE_ESCAPE_SPACES)
 
 /* llama.cpp llm_tokenizer_bpe's regex_exprs, family by family. */
 static const pre_family k_families[] = {
@@ -120,6 +119,8 @@ static const pre_family k_families[] = {
                       "[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
      0},
     {"whitespace", {"\\S+"}, PRE_RAW_UTF8}, /* jina-embeddings-v2-base-zh */
+    {"gemma4", {"[^\\n]+|[\\n]+"}, PRE_SPM_LIKE | QP_PRE_NEWLINES_WHOLE},
+    {"sarvam-moe", {"[^\\n]+|[\\n]+"}, PRE_SPM_LIKE},
     {"minicpm5", {"\\p{N}{1,3}", RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+" RE_LLAMA3_TAIL}, PRE_IGNORE_MERGES},
 };
 
@@ -160,6 +161,7 @@ static const struct {
     {"bailingmoe", "bailingmoe"}, {"bailingmoe2", "bailingmoe"}, {"llada-moe", "bailingmoe"},
     {"seed-coder", "seed-coder"}, {"ufakzeka", "ufakzeka"}, {"laguna", "laguna"},
     {"exaone-moe", "exaone-moe"}, {"minicpm5", "minicpm5"}, {"whitespace", "whitespace"},
+    {"gemma4", "gemma4"}, {"granite-embed-multi-311m", "gemma4"}, {"sarvam-moe", "sarvam-moe"},
 };
 
 enum { FAST_NONE, FAST_GPT2, FAST_LLAMA3 };
@@ -177,9 +179,7 @@ void qp_tok_pre_free(qp_tok_pre *p) {
     qp_free(p);
 }
 
-bool qp_tok_pre_ignore_merges(const qp_tok_pre *p) { return p->family->flags & PRE_IGNORE_MERGES; }
-
-bool qp_tok_pre_raw_utf8(const qp_tok_pre *p) { return p->family->flags & PRE_RAW_UTF8; }
+unsigned qp_tok_pre_flags(const qp_tok_pre *p) { return p->family->flags; }
 
 static const pre_family *family_of(const char *name, size_t name_cap) {
     for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++) {
