@@ -19,6 +19,15 @@
 #define RE_CJK_KANA "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+"
 #define RE_DS3_WORDS                                                                               \
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+#define RE_DS3_MAIN RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+/* llama.cpp's AFMoE digit splitter: a run of \p{N} is cut into its first (length mod 3) code
+ * points, then threes (the regex below gives the same pieces); its CJK / Asian-script ranges as
+ * llama.cpp's source spells them (the third starts at U+8C48, NFC of U+F900). */
+#define RE_AFMOE_DIGITS "\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))"
+#define RE_AFMOE_ASIAN                                                                             \
+    "[\u4E00-\u9FFF\u3400-\u4DBF\u8C48-\uFAFF\u3040-\u309F\u30A0-\u30FF\uFF65-\uFF9F\u2F00-\u2FDF"     \
+    "\u0E40-\u0E7F\u0E80-\u0EFF\u1780-\u17FF\u1000-\u109F\uAA60-\uAA7F\uA9E0-\uA9FF\uAC00-\uD7AF"      \
+    "\u1100-\u11FF]+"
 #define RE_CASED(up, low, tail)                                                                    \
     "[^\\r\\n\\p{L}\\p{N}]?" up "*" low "+" tail "|[^\\r\\n\\p{L}\\p{N}]?" up "+" low "*" tail
 #define RE_UP_CLASS "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]"
@@ -68,7 +77,7 @@ static const pre_family k_families[] = {
        "\U0001E900-\U0001E943]+",
       "\\s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\u2018-\u201F\u3000-\u3002]+", "\\s+$", "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+", "\\p{N}+"},
      0},
-    {"deepseek-v3", {"\\p{N}{1,3}", RE_CJK_KANA, RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}, 0},
+    {"deepseek-v3", {"\\p{N}{1,3}", RE_CJK_KANA, RE_DS3_MAIN}, 0},
     {"spark2_5",
      {"\\p{N}{1,3}", RE_CJK_KANA, RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+", "\\p{N}"},
      0},
@@ -118,6 +127,7 @@ static const pre_family k_families[] = {
       "}]+"
                       "[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
      0},
+    {"afmoe", {RE_AFMOE_DIGITS, RE_AFMOE_ASIAN, RE_DS3_MAIN}, 0},
     {"whitespace", {"\\S+"}, PRE_RAW_UTF8}, /* jina-embeddings-v2-base-zh */
     {"gemma4", {"[^\\n]+|[\\n]+"}, PRE_SPM_LIKE | QP_PRE_NEWLINES_WHOLE},
     {"sarvam-moe", {"[^\\n]+|[\\n]+"}, PRE_SPM_LIKE},
@@ -162,6 +172,7 @@ static const struct {
     {"seed-coder", "seed-coder"}, {"ufakzeka", "ufakzeka"}, {"laguna", "laguna"},
     {"exaone-moe", "exaone-moe"}, {"minicpm5", "minicpm5"}, {"whitespace", "whitespace"},
     {"gemma4", "gemma4"}, {"granite-embed-multi-311m", "gemma4"}, {"sarvam-moe", "sarvam-moe"},
+    {"afmoe", "afmoe"},
 };
 
 enum { FAST_NONE, FAST_GPT2, FAST_LLAMA3 };

@@ -37,7 +37,7 @@ static const char *const k_names[] = {
     "talkie", "minimax-m2", "granite-embed-multi-97m", "tiny_aya", "cohere2moe", "superbpe",
     "bailingmoe", "bailingmoe2", "llada-moe", "seed-coder", "ufakzeka", "laguna", "exaone-moe",
     "minicpm5", "whitespace", "gemma4", "granite-embed-multi-311m", "sarvam-moe",
-    "hybriddna", /* refused by the pinned peer: not implemented here (runtime/tokenizer.md) */
+    "afmoe", "hybriddna", /* refused by the pinned peer: not implemented here (runtime/tokenizer.md) */
 };
 
 static const char *const k_corpus[] = {
