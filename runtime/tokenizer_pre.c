@@ -19,6 +19,7 @@
 #define RE_CJK_KANA "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+"
 #define RE_DS3_WORDS                                                                               \
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+#define RE_KIMI_K2 "\\p{Han}+" /* llama.cpp's marker for its hand-written Kimi K2 splitter */
 #define RE_DS3_MAIN RE_DS3_WORDS "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
 /* llama.cpp's AFMoE digit splitter: a run of \p{N} is cut into its first (length mod 3) code
  * points, then threes (the regex below gives the same pieces); its CJK / Asian-script ranges as
@@ -128,6 +129,7 @@ static const pre_family k_families[] = {
                       "[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
      0},
     {"afmoe", {RE_AFMOE_DIGITS, RE_AFMOE_ASIAN, RE_DS3_MAIN}, 0},
+    {"kimi-k2", {RE_KIMI_K2}, 0},
     {"whitespace", {"\\S+"}, PRE_RAW_UTF8}, /* jina-embeddings-v2-base-zh */
     {"gemma4", {"[^\\n]+|[\\n]+"}, PRE_SPM_LIKE | QP_PRE_NEWLINES_WHOLE},
     {"sarvam-moe", {"[^\\n]+|[\\n]+"}, PRE_SPM_LIKE},
@@ -172,10 +174,10 @@ static const struct {
     {"seed-coder", "seed-coder"}, {"ufakzeka", "ufakzeka"}, {"laguna", "laguna"},
     {"exaone-moe", "exaone-moe"}, {"minicpm5", "minicpm5"}, {"whitespace", "whitespace"},
     {"gemma4", "gemma4"}, {"granite-embed-multi-311m", "gemma4"}, {"sarvam-moe", "sarvam-moe"},
-    {"afmoe", "afmoe"},
+    {"afmoe", "afmoe"}, {"kimi-k2", "kimi-k2"},
 };
 
-enum { FAST_NONE, FAST_GPT2, FAST_LLAMA3 };
+enum { FAST_NONE, FAST_GPT2, FAST_LLAMA3, FAST_KIMI_K2 };
 
 struct qp_tok_pre {
     const pre_family *family;
@@ -212,7 +214,10 @@ qp_status qp_tok_pre_new(const char *name, size_t name_cap, qp_tok_pre **out, qp
     p->family = fam;
     for (; p->n < 7 && fam->regex[p->n]; p->n++) {
         const char *re = fam->regex[p->n];
-        p->fast[p->n] = strcmp(re, RE_GPT2) == 0 ? FAST_GPT2 : strcmp(re, RE_LLAMA3) == 0 ? FAST_LLAMA3 : FAST_NONE;
+        p->fast[p->n] = strcmp(re, RE_GPT2) == 0     ? FAST_GPT2
+                        : strcmp(re, RE_LLAMA3) == 0 ? FAST_LLAMA3
+                        : strcmp(re, RE_KIMI_K2) == 0 ? FAST_KIMI_K2
+                                                      : FAST_NONE;
         if (p->fast[p->n] != FAST_NONE) continue;
         qp_status s = qp_tok_regex_compile(re, &p->re[p->n], e);
         if (s != QP_OK) {
@@ -278,6 +283,8 @@ static size_t match_gpt2(const pre_text *pt, size_t i, size_t end) {
     return match_space_run(pt, i, end);
 }
 
+static size_t match_llama3_tail(const pre_text *pt, size_t i, size_t end);
+
 /* Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  * ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
 static size_t match_llama3(const pre_text *pt, size_t i, size_t end) {
@@ -294,7 +301,12 @@ static size_t match_llama3(const pre_text *pt, size_t i, size_t end) {
         while (j < end && j - i < 3 && IS_N(j)) j++;
         return j - i;
     }
-    size_t j = c == ' ' ? i + 1 : i;
+    return match_llama3_tail(pt, i, end);
+}
+
+/* Llama 3's ` ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+` */
+static size_t match_llama3_tail(const pre_text *pt, size_t i, size_t end) {
+    size_t j = pt->cp[i] == ' ' ? i + 1 : i;
     if (j < end && IS_OTHER(j)) {
         while (j < end && IS_OTHER(j)) j++;
         while (j < end && (pt->cp[j] == '\r' || pt->cp[j] == '\n')) j++;
@@ -308,6 +320,37 @@ static size_t match_llama3(const pre_text *pt, size_t i, size_t end) {
     }
     if (last_nl != SIZE_MAX) return last_nl + 1 - i;
     return match_space_run(pt, i, end);
+}
+
+/* llama.cpp's unicode_cpt_is_han: CJK ideographs, extensions A-F, compatibility ideographs. */
+static bool is_han(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2EBEF) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+#define IS_L_NOT_HAN(k) ((k) < end && IS_L(k) && !is_han(pt->cp[k]))
+
+/* Kimi K2, as llama.cpp's hand-written splitter runs it: a Han run; else a non-Han letter run
+ * (after one optional character that is no letter, number, \r or \n) with an optional
+ * case-insensitive contraction; else \p{N}{1,3}; else Llama 3's tail. */
+static size_t match_kimi_k2(const pre_text *pt, size_t i, size_t end) {
+    uint32_t c = pt->cp[i];
+    size_t j = i;
+    if (is_han(c)) {
+        while (j < end && is_han(pt->cp[j])) j++;
+        return j - i;
+    }
+    bool lead = c != '\r' && c != '\n' && !IS_L(i) && !IS_N(i);
+    if (IS_L_NOT_HAN(i) || (lead && IS_L_NOT_HAN(i + 1))) {
+        j = lead ? i + 1 : i;
+        while (IS_L_NOT_HAN(j)) j++;
+        return j + (j < end ? match_contraction(pt, j, end, true) : 0) - i;
+    }
+    if (IS_N(i)) {
+        while (j < end && j - i < 3 && IS_N(j)) j++;
+        return j - i;
+    }
+    return match_llama3_tail(pt, i, end);
 }
 
 /* ---- splitting ------------------------------------------------------------------------------ */
@@ -335,7 +378,9 @@ static bool split_fast(int fast, const pre_text *pt, qp_tok_piece pc, piece_list
     size_t i = pc.start, gap = i;
     bool ok = true;
     while (ok && i < pc.end) {
-        size_t m = fast == FAST_GPT2 ? match_gpt2(pt, i, pc.end) : match_llama3(pt, i, pc.end);
+        size_t m = fast == FAST_GPT2     ? match_gpt2(pt, i, pc.end)
+                   : fast == FAST_LLAMA3 ? match_llama3(pt, i, pc.end)
+                                         : match_kimi_k2(pt, i, pc.end);
         if (m == 0) {
             i++;
             continue;

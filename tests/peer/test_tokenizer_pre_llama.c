@@ -37,7 +37,7 @@ static const char *const k_names[] = {
     "talkie", "minimax-m2", "granite-embed-multi-97m", "tiny_aya", "cohere2moe", "superbpe",
     "bailingmoe", "bailingmoe2", "llada-moe", "seed-coder", "ufakzeka", "laguna", "exaone-moe",
     "minicpm5", "whitespace", "gemma4", "granite-embed-multi-311m", "sarvam-moe",
-    "afmoe", "hybriddna", /* refused by the pinned peer: not implemented here (runtime/tokenizer.md) */
+    "afmoe", "kimi-k2", "hybriddna", /* refused by the pinned peer: not implemented here (runtime/tokenizer.md) */
 };
 
 static const char *const k_corpus[] = {
@@ -64,6 +64,7 @@ static const char *const k_corpus[] = {
     ". , ! ? \u2026 \u3002 \uff0c \u3001 \uff01\uff1f \u201cquoted\u201d \u2018x\u2019",
     "MixedCASEwithDIGITS123abc456DEF",
     "\n\n\n\n    \n        def f():\n\t\treturn 1\n",
+    "Kimi \u4e2d\u6587abc \u4f60\u597dWorld (\u65e5\u672c HELLO'S x'LL 'tis \u6f22\u5b57\u3068\u304b\u306a",
 };
 
 static char *g_strings[128];
