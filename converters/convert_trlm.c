@@ -89,6 +89,12 @@ static qp_status write_inference_config(const qp_trillim_config *c, const char *
     return qp_file_write_atomic(path, line, (size_t)n, e);
 }
 
+/* The source is a Hugging Face folder (the SDK's manifest describes it directly); any other source
+ * is staged as one first. */
+static bool is_hf_folder(const qp_model *src) {
+    return src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
+}
+
 /* What the conversion reads: the Hugging Face folder (the source's own, or staged), its config,
  * the SDK's manifest of it, and for a staged folder the plan that says which source tensor each
  * key came from. */
@@ -111,12 +117,12 @@ static void source_close(trlm_source *ts) {
 static qp_status source_open(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
                              trlm_source *ts, qp_err *e) {
     memset(ts, 0, sizeof *ts);
-    const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
+    const bool staged = !is_hf_folder(src);
     qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
     if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
     if (s == QP_OK) s = qp_model_refuse_gemma(src, "TRLM (Trillim's DarkNet)", e);
-    if (s == QP_OK && !is_hf) s = qp_hf_folder_plan(src, QP_ENC_F32, &ts->hfp, e);
-    if (s == QP_OK && !is_hf) s = stage_hf_folder(src, out, &ts->stage, e);
+    if (s == QP_OK && staged) s = qp_hf_folder_plan(src, QP_ENC_F32, &ts->hfp, e);
+    if (s == QP_OK && staged) s = stage_hf_folder(src, out, &ts->stage, e);
     ts->hf = ts->stage ? qp_outdir_path(ts->stage) : src->path;
     if (s == QP_OK) s = qp_trillim_config_from_hf(ts->hf, &ts->c, e);
     ts->c.target = o->target;
@@ -312,11 +318,10 @@ static qp_status check_adapter_only(const qp_trlm_convert_opts *o, const char *o
 
 qp_status qp_convert_to_trlm(const qp_model *src, const char *out, const qp_trlm_convert_opts *o,
                              qp_trlm_convert_stats *st, qp_err *e) {
-    const bool is_hf = src->format == QP_FORMAT_SAFETENSORS && qp_path_is_dir(src->path);
     qp_status s = o->adapter_only ? check_adapter_only(o, out, e) : QP_OK;
     if (s != QP_OK) return s;
     /* checked before anything is staged: the manifest of a staged source would name its copy */
-    if (o->save_manifest && !is_hf)
+    if (o->save_manifest && !is_hf_folder(src))
         return qp_fail(e, QP_ERR_ARG, "%s: --save-manifest needs a Hugging Face folder as the source: the "
                        "manifest of a %s source would name its staged copy, removed after conversion",
                        o->save_manifest, qp_format_name(src->format));
