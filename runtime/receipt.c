@@ -120,7 +120,7 @@ static bool is_bitnet_packed(const qp_model *m, const qp_tensor *x) {
 void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
                                   qp_verify_thresholds *t) {
     double min_bpw = 64.0;
-    bool ternary = false, identical = src != NULL, any = false;
+    bool ternary = false, identical = src != NULL, any = false, bf16 = false;
     for (int64_t i = 0; out && i < out->n_tensors; i++) {
         const qp_tensor *x = &out->tensors[i];
         if (x->n_dims < 2 || x->ne[1] < 2) continue;
@@ -137,6 +137,7 @@ void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
         }
         if (bpw < min_bpw) min_bpw = bpw;
         if (tr->flags & QP_ENC_FLAG_TERNARY) ternary = true;
+        if (xe == QP_ENC_BF16) bf16 = true;
         if (src) {
             const qp_tensor *y = qp_model_find(src, x->canon ? x->canon : x->name);
             if (!y || qp_tensor_stored_enc(y) != xe || y->decoded_copy || x->decoded_copy)
@@ -148,6 +149,9 @@ void qp_verify_default_thresholds(const qp_model *out, const qp_model *src,
         *t = (qp_verify_thresholds){0.99999, 1e-5, 1.0, 1.0, identical ? "identical" : "f32"};
     } else if (ternary || min_bpw < 4.0) {
         *t = (qp_verify_thresholds){0.95, 0.5, 0.8, 0.0, "low-bit"};
+    } else if (min_bpw >= 16.0 && bf16) {
+        /* 8 significant bits, not F16's 11: 64x F16's error (runtime.md "verify") */
+        *t = (qp_verify_thresholds){0.9995, 5e-3, 0.95, 0.0, "bf16"};
     } else if (min_bpw >= 16.0) {
         *t = (qp_verify_thresholds){0.9999, 1e-3, 0.95, 0.0, "16-bit"};
     } else if (min_bpw >= 8.0) {

@@ -116,7 +116,7 @@ typedef struct qp_verify_thresholds {
     double max_kl;           /* mean KL over positions must be <= this */
     double min_top1;         /* top-1 agreement rate over positions must be >= this */
     double min_greedy_match; /* matched greedy prefix / n_generate must be >= this (0 = report) */
-    const char *class_name;  /* "identical", "f32", "16-bit", "8-bit", "4-bit", "low-bit" */
+    const char *class_name;  /* "identical", "f32", "bf16", "16-bit", "8-bit", "4-bit", "low-bit" */
 } qp_verify_thresholds;
 
 /* Default thresholds for OUT against SRC from the OUT weight encodings (runtime/runtime.md). */

@@ -62,6 +62,14 @@ rt bf16 0 "$FX/llama-gqa-untied" --via gguf,rdrr,trlm,safetensors
 row bf16 "^gguf +F32 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 0 same bytes, 24 same F32 values, 6 q/k reordered"
 row bf16 "^gguf +F32 +gguf -> safetensors +tensors +pass +30 tensors equal: 0 same bytes, 30 same F32 values"
 row bf16 "^trlm +bf16 +trlm -> safetensors +verify +pass +identical: "
+# BF16 of the F32 llama-tied, default thresholds: its own class "bf16" (runtime.md "verify":
+# 8 significant bits, 64x F16's error; it failed "16-bit" at mean cosine 0.99984, KL 0.0021);
+# F16 stays "16-bit"
+rt bf16cls 0 "$FX/llama-tied" --via trlm,safetensors:BF16,gguf:BF16,gguf:F16
+for f in "trlm +bf16" "safetensors +BF16" "gguf +BF16"; do
+  row bf16cls "^$f +SRC -> [a-z]+ +verify +pass +bf16: cosine 0\.999[89]"
+done
+row bf16cls "^gguf +F16 +SRC -> gguf +verify +pass +16-bit: cosine 0\.99999"
 rt bf16q 0 "$FX/llama-gqa-untied" --via gguf:BF16,safetensors --quant BF16
 # GGUF BF16 keeps the 7 norms F32 (llama.cpp's rule): equal values, not bytes
 row bf16q "^gguf +BF16 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 17 same bytes, 7 same F32 values, 6 q/k reordered"
@@ -137,7 +145,7 @@ if [ -d "$R" ]; then
   for f in gguf rdrr safetensors; do row stories "^$f +F32 +$f -> gguf +tensors +pass +48 tensors equal: 48 same bytes"; done
   # the HF folder holds q/k as halves: 5 layers x 2 compared through the permutation
   row stories "^safetensors +F32 +SRC -> safetensors +tensors\+verify +pass +48 tensors equal: 38 same bytes, 0 same F32 values, 10 q/k reordered; verify identical: "
-  row stories "^trlm +bf16 +trlm -> gguf +verify +pass +16-bit: "
+  row stories "^trlm +bf16 +trlm -> gguf +verify +pass +bf16: "
   json "$TMP/stories/roundtrip.json" 'r.verdict === "pass" && r.source.format === "gguf" && r.back.format === "gguf"'
   rt llama2c 0 "$R/stories260K.bin" --tokenizer "$R/tok512.bin" --via gguf,rdrr,trlm,safetensors -o "$TMP/llama2c"
   row llama2c "^note: SRC's kind has no F32 writer: back to GGUF F32"

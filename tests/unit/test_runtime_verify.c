@@ -7,7 +7,7 @@
  * longer than verify's 64-position chunk, a one-token prompt, 1-2 threads.
  * Default threshold classes of the BitNet fixtures (qp-gen-fixtures, $QP_FIXTURES_DIR): the packed
  * checkpoint (U8 + weight_scale: ternary codes) is "low-bit" like I2_S, not "8-bit"; its float
- * twin (BF16) stays "16-bit"; and the packed checkpoint verifies against the float one.
+ * twin (BF16) is "bf16" (BF16's own class, 8 significant bits, not F16's "16-bit"); and the packed checkpoint verifies against the float one.
  * An RDRR Q4_K_M package of stories260K (rows of 64 zero-padded to 256, read back as F32 copies)
  * is classed by its stored encodings: "4-bit" (was "8-bit" when the reader's F32 copies and a
  * Q8_0 lm_head counted) and passes against stories260K.gguf. */
@@ -159,7 +159,8 @@ static void check_bitnet_classes(void) {
         qp_verify_default_thresholds(pk, pk, &th);
         QP_CHECK_MSG(!strcmp(th.class_name, "identical"), "packed vs packed: class %s", th.class_name);
         qp_verify_default_thresholds(fl, pk, &th);
-        QP_CHECK_MSG(!strcmp(th.class_name, "16-bit"), "float vs packed: class %s", th.class_name);
+        QP_CHECK_MSG(!strcmp(th.class_name, "bf16") && th.min_cosine == 0.9995 && th.max_kl == 5e-3,
+                     "float vs packed: class %s", th.class_name);
         /* same weights: the packed checkpoint passes against the float one */
         static int32_t ids[5] = {1, 40, 91, 7, 250};
         qp_verify_default_thresholds(pk, fl, &th);
