@@ -146,9 +146,10 @@ int qp_cli_dry_run_done(qp_model *m, qp_status s, struct qp_plan *plan, qp_err *
 
 /* The conversion progress line of every convert target: "[k/n] name  pct%  MB/s" rewritten in
  * place on stderr, only when stderr is a terminal and the run has lasted a second (short runs and
- * logs stay quiet); a newline ends it after the last tensor. qp_cli_progress_start first. */
+ * logs stay quiet; QP_PROGRESS_AFTER=SECONDS, 0..60, changes that second: a test hook); a newline
+ * ends it after the last tensor. qp_cli_progress_start first. */
 typedef struct qp_cli_progress {
-    double t0, last;
+    double t0, last, after;
     bool shown, tty;
 } qp_cli_progress;
 void qp_cli_progress_start(qp_cli_progress *p);

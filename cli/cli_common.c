@@ -112,14 +112,21 @@ double qp_cli_now_s(void) {
 }
 
 void qp_cli_progress_start(qp_cli_progress *p) {
-    *p = (qp_cli_progress){.t0 = qp_cli_now_s(), .tty = isatty(STDERR_FILENO) == 1};
+    *p = (qp_cli_progress){.t0 = qp_cli_now_s(), .after = 1.0, .tty = isatty(STDERR_FILENO) == 1};
+    /* test hook (tests/e2e/test_convert_progress.sh): the quiet start, in seconds */
+    const char *after = getenv("QP_PROGRESS_AFTER");
+    if (after) {
+        char *end;
+        double v = strtod(after, &end);
+        if (end != after && *end == '\0' && v >= 0.0 && v <= 60.0) p->after = v;
+    }
 }
 
 void qp_cli_progress_show(qp_cli_progress *p, int64_t k, int64_t n, const char *name, uint64_t done,
                           uint64_t total) {
     if (!p->tty) return;
     double t = qp_cli_now_s();
-    if (!p->shown && t - p->t0 < 1.0) return; /* short runs stay quiet */
+    if (!p->shown && t - p->t0 < p->after) return; /* short runs stay quiet */
     if (k < n && t - p->last < 0.5) return;
     p->last = t;
     p->shown = true;
