@@ -22,8 +22,8 @@ static void print_plan(const qp_hf_plan *p) {
             continue;
         }
         char shape[48];
-        if (t->n_dims == 1) snprintf(shape, sizeof shape, "[%lld]", (long long)t->ne[0]);
-        else snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)t->ne[1], (long long)t->ne[0]);
+        if (pe->n_dims == 1) snprintf(shape, sizeof shape, "[%lld]", (long long)pe->ne[0]);
+        else snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)pe->ne[1], (long long)pe->ne[0]);
         printf("%-32s %-44s %-14s %-8s %-6s %12llu %s\n", t->name, pe->hf_name, shape,
                qp_encoding_get(qp_tensor_stored_enc(t))->upper_name, qp_encoding_get(pe->dst)->upper_name,
                (unsigned long long)pe->dst_bytes, action_of(pe));

@@ -23,6 +23,7 @@ static const struct {
     {QP_FAMILY_QWEN2, "Qwen2ForCausalLM", "qwen2"},
     {QP_FAMILY_BITNET, "BitNetForCausalLM", "bitnet"},
     {QP_FAMILY_QWEN3, "Qwen3ForCausalLM", "qwen3"},
+    {QP_FAMILY_PHI3, "Phi3ForCausalLM", "phi3"},
     {QP_FAMILY_GEMMA, "GemmaForCausalLM", "gemma"},
     {QP_FAMILY_GEMMA2, "Gemma2ForCausalLM", "gemma2"},
     {QP_FAMILY_GEMMA3, "Gemma3ForCausalLM", "gemma3_text"},
@@ -50,18 +51,28 @@ static bool norm_minus_one(const qp_model *m, const qp_tensor *t) {
            strcmp(t->canon + n - k, "norm.weight") == 0;
 }
 
-/* The tensor as F32 rows in HF order into out (nelements floats); tmp: the same size. */
-static qp_status decode_tensor(const qp_model *m, const qp_tensor *t, float *out, float *tmp, qp_err *e) {
-    const int64_t n = qp_tensor_nelements(t), heads = pair_heads(m, t);
-    if (norm_minus_one(m, t)) {
+static int64_t entry_nelements(const qp_hf_plan_entry *pe) { return pe->ne[0] * pe->ne[1]; }
+
+/* The entry's source bytes: all of src, or expert pe->expert's rows of a merged tensor. */
+static const uint8_t *entry_data(const qp_hf_plan_entry *pe) {
+    size_t row_bytes = 0;
+    if (pe->expert < 0 || !qp_encoding_row_bytes(pe->src->enc, pe->ne[0], &row_bytes)) return pe->src->data;
+    return (const uint8_t *)pe->src->data + (size_t)pe->expert * (size_t)pe->ne[1] * row_bytes;
+}
+
+/* The entry as F32 rows in HF order into out (its nelements floats); tmp: the same size. */
+static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, float *out, float *tmp, qp_err *e) {
+    const qp_tensor *t = pe->src;
+    const int64_t n = entry_nelements(pe), heads = pe->permute_heads;
+    if (pe->minus_one) {
         if (!qp_encoding_dequantize_tensor(t->enc, t->data, out, n))
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
         for (int64_t i = 0; i < n; i++) out[i] -= 1.0f;
         return QP_OK;
     }
-    const int64_t row_len = t->n_dims == 1 ? 1 : t->ne[0], rows = n / row_len;
+    const int64_t row_len = pe->ne[0], rows = pe->ne[1];
     float *dst = heads ? tmp : out;
-    if (!qp_encoding_dequantize_tensor(t->enc, t->data, dst, n))
+    if (!qp_encoding_dequantize_tensor(t->enc, entry_data(pe), dst, n))
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
     if (!heads) return QP_OK;
     if (rows % heads || (rows / heads) % 2)
@@ -91,34 +102,68 @@ void qp_hf_plan_free(qp_hf_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
+/* A GGUF's merged experts "blk.L.ffn_{gate,up,down}_exps.weight" (3-D: ne[2] experts): the
+ * per-expert GGUF name "blk.L.ffn_gate.E.weight" of expert E into buf (the name map takes it to
+ * Mixtral's block_sparse_moe.experts.E.w1/w3/w2); false for any other tensor. */
+static bool expert_gguf_name(const qp_tensor *t, int64_t expert, char *buf, size_t cap) {
+    const char *c = t->canon, *x = c ? strstr(c, "_exps.weight") : NULL;
+    if (t->n_dims != 3 || !x || strcmp(x, "_exps.weight") != 0) return false;
+    int n = snprintf(buf, cap, "%.*s.%lld.weight", (int)(x - c), c, (long long)expert);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* The source tensors' written count: a merged expert tensor is ne[2] tensors. */
+static int64_t plan_count(const qp_model *m) {
+    int64_t n = 0;
+    char buf[256];
+    for (int64_t i = 0; i < m->n_tensors; i++)
+        n += expert_gguf_name(&m->tensors[i], 0, buf, sizeof buf) ? m->tensors[i].ne[2] : 1;
+    return n;
+}
+
+/* Fills pe for source t (expert: -1, or the expert of a merged tensor, named by gguf_name). */
+static qp_status plan_entry(const qp_model *m, const qp_tensor *t, int64_t expert, const char *gguf_name,
+                            qp_encoding dtype, qp_hf_plan_entry *pe, qp_err *e) {
+    *pe = (qp_hf_plan_entry){.src = t, .expert = expert};
+    if (!gguf_name || !qp_name_map_gguf_to_hf_family(m->arch.family, gguf_name, pe->hf_name, sizeof pe->hf_name))
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
+    if (t->n_dims > 2 && expert < 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
+    pe->n_dims = t->n_dims == 1 ? 1 : 2;
+    pe->ne[0] = t->ne[0];
+    pe->ne[1] = t->n_dims == 1 ? 1 : t->ne[1];
+    pe->dst = target_encoding(t, dtype);
+    pe->permute_heads = pair_heads(m, t);
+    pe->minus_one = norm_minus_one(m, t);
+    pe->dst_bytes = (uint64_t)entry_nelements(pe) * qp_encoding_get(pe->dst)->block_bytes;
+    return QP_OK;
+}
+
 qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *out, qp_err *e) {
     qp_hf_plan p = {0};
-    p.t = qp_calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *p.t);
-    if (!p.t) return qp_fail(e, QP_ERR_NOMEM, "out of memory for %lld tensors", (long long)m->n_tensors);
-    for (int64_t i = 0; i < m->n_tensors; i++) {
+    const int64_t cap = plan_count(m);
+    p.t = qp_calloc((size_t)(cap ? cap : 1), sizeof *p.t);
+    if (!p.t) return qp_fail(e, QP_ERR_NOMEM, "out of memory for %lld tensors", (long long)cap);
+    qp_status s = QP_OK;
+    for (int64_t i = 0; s == QP_OK && i < m->n_tensors; i++) {
         const qp_tensor *t = &m->tensors[i];
-        qp_hf_plan_entry *pe = &p.t[p.n];
-        pe->src = t;
-        pe->skip_rule = skip_rule(m, t);
-        if (pe->skip_rule) {
+        const char *rule = skip_rule(m, t);
+        char name[256];
+        if (rule) {
+            p.t[p.n++] = (qp_hf_plan_entry){.src = t, .expert = -1, .skip_rule = rule};
             p.n_skipped++;
-            p.n++;
-            continue;
+        } else if (expert_gguf_name(t, 0, name, sizeof name)) {
+            for (int64_t x = 0; s == QP_OK && x < t->ne[2]; x++)
+                if ((s = plan_entry(m, t, x, expert_gguf_name(t, x, name, sizeof name) ? name : NULL, dtype,
+                                    &p.t[p.n], e)) == QP_OK)
+                    p.dst_bytes += p.t[p.n++].dst_bytes;
+        } else if ((s = plan_entry(m, t, -1, t->canon, dtype, &p.t[p.n], e)) == QP_OK) {
+            p.dst_bytes += p.t[p.n++].dst_bytes;
         }
-        if (!t->canon || !qp_name_map_gguf_to_hf_family(m->arch.family, t->canon, pe->hf_name, sizeof pe->hf_name)) {
-            qp_hf_plan_free(&p);
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
-        }
-        if (t->n_dims > 2) {
-            qp_hf_plan_free(&p);
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
-        }
-        pe->dst = target_encoding(t, dtype);
-        pe->permute_heads = pair_heads(m, t);
-        pe->minus_one = norm_minus_one(m, t);
-        pe->dst_bytes = (uint64_t)qp_tensor_nelements(t) * qp_encoding_get(pe->dst)->block_bytes;
-        p.dst_bytes += pe->dst_bytes;
-        p.n++;
+    }
+    if (s != QP_OK) {
+        qp_hf_plan_free(&p);
+        return s;
     }
     *out = p;
     return QP_OK;
@@ -140,11 +185,10 @@ static qp_status write_tensors(const qp_model *m, const char *dir, const qp_hf_p
     int64_t largest = 0, n_out = plan->n - plan->n_skipped;
     for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
         const qp_hf_plan_entry *pe = &plan->t[i];
-        const qp_tensor *t = pe->src;
         if (pe->skip_rule) continue;
-        const int64_t shape[2] = {t->n_dims == 1 ? t->ne[0] : t->ne[1], t->ne[0]};
-        s = qp_st_writer_add_tensor(w, pe->hf_name, pe->dst, t->n_dims, shape, e);
-        if (qp_tensor_nelements(t) > largest) largest = qp_tensor_nelements(t);
+        const int64_t shape[2] = {pe->n_dims == 1 ? pe->ne[0] : pe->ne[1], pe->ne[0]};
+        s = qp_st_writer_add_tensor(w, pe->hf_name, pe->dst, pe->n_dims, shape, e);
+        if (entry_nelements(pe) > largest) largest = entry_nelements(pe);
     }
     if (s == QP_OK) s = qp_st_writer_begin(w, e);
     float *buf = NULL, *tmp = NULL;
@@ -158,8 +202,8 @@ static qp_status write_tensors(const qp_model *m, const char *dir, const qp_hf_p
             s = qp_fail(e, QP_ERR_CANCELLED, "cancelled before tensor %s", pe->src->name);
             break;
         }
-        const int64_t n = qp_tensor_nelements(pe->src);
-        s = decode_tensor(m, pe->src, buf, tmp, e);
+        const int64_t n = entry_nelements(pe);
+        s = decode_tensor(m, pe, buf, tmp, e);
         if (s == QP_OK) s = qp_st_writer_write_tensor(w, encode_target(pe, buf, tmp, n), (size_t)pe->dst_bytes, e);
         done += pe->dst_bytes;
         if (s == QP_OK && o->progress) o->progress(o->progress_user, ++k, n_out, pe->src->name, done, plan->dst_bytes);
@@ -214,6 +258,16 @@ static bool add_gemma_keys(cJSON *j, const qp_arch *a) {
                                    qp_f32_short_double(a->rope_theta_swa > 0 ? a->rope_theta_swa : a->rope_theta));
 }
 
+/* Phi-3's and Mixtral's sliding window (transformers' Phi3Config / MixtralConfig; null: none,
+ * which an absent key would not say: older MixtralConfig defaults it to 4096), and Phi-3's
+ * original_max_position_embeddings (the context; used with rope_scaling, which is null here). */
+static bool add_phi3_moe_keys(cJSON *j, const qp_arch *a) {
+    return (a->family != QP_FAMILY_PHI3 ||
+            cJSON_AddNumberToObject(j, "original_max_position_embeddings", (double)a->max_pos)) &&
+           (a->sliding_window > 0 ? cJSON_AddNumberToObject(j, "sliding_window", (double)a->sliding_window)
+                                  : cJSON_AddNullToObject(j, "sliding_window"));
+}
+
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
@@ -242,7 +296,7 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
               cJSON_AddStringToObject(j, "hidden_act", a->act == QP_ACT_RELU2  ? "relu2"
                                                        : a->act == QP_ACT_GELU ? "gelu_pytorch_tanh"
                                                                                : "silu") &&
-              (!gemma || add_gemma_keys(j, a)) &&
+              (!gemma || add_gemma_keys(j, a)) && (!(moe || a->family == QP_FAMILY_PHI3) || add_phi3_moe_keys(j, a)) &&
               cJSON_AddBoolToObject(j, "tie_word_embeddings", a->tie_embeddings) &&
               cJSON_AddBoolToObject(j, "attention_bias", a->qkv_bias) &&
               (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&

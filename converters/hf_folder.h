@@ -7,10 +7,14 @@
 #include "quantpack/convert.h"
 #include "quantpack/model.h"
 
-/* One source tensor: its HF name, the dtype it is written in and whether its rows are put back
- * in HF's rotate-halves order; or the rule that leaves it out. */
+/* One written tensor: its source (or one expert of a GGUF's merged ffn_*_exps), its HF name and
+ * shape, the dtype it is written in and whether its rows are put back in HF's rotate-halves
+ * order; or the rule that leaves a source tensor out. */
 typedef struct qp_hf_plan_entry {
     const qp_tensor *src;
+    int64_t expert;          /* >= 0: this expert's [ne1, ne0] slice of a 3-D src; -1: all of src */
+    int n_dims;              /* 1 or 2: the written tensor */
+    int64_t ne[2];           /* its ne[0] (row length) and ne[1] (rows; 1 for 1-D) */
     char hf_name[256];
     qp_encoding dst;         /* QP_ENC_F32, F16 or BF16 */
     int64_t permute_heads;   /* > 0: q/k rows from pairs to halves over this many heads */
@@ -20,7 +24,7 @@ typedef struct qp_hf_plan_entry {
 } qp_hf_plan_entry;
 
 typedef struct qp_hf_plan {
-    qp_hf_plan_entry *t;     /* every source tensor, in source order */
+    qp_hf_plan_entry *t;     /* every source tensor (merged experts: one per expert), in source order */
     int64_t n, n_skipped;
     uint64_t dst_bytes;
 } qp_hf_plan;
@@ -43,7 +47,8 @@ typedef struct qp_hf_folder_result {
 } qp_hf_folder_result;
 
 /* The plan for m (out written only on success; free with qp_hf_plan_free). A tensor without an
- * HF name and no skip rule, or of more than 2 dimensions, fails naming it (UNSUPPORTED). */
+ * HF name and no skip rule, or of more than 2 dimensions (other than merged experts), fails naming
+ * it (UNSUPPORTED). */
 QP_NODISCARD qp_status qp_hf_folder_plan(const qp_model *m, qp_encoding dtype, qp_hf_plan *out, qp_err *e);
 void qp_hf_plan_free(qp_hf_plan *p); /* NULL is fine */
 

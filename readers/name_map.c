@@ -47,8 +47,8 @@ static const name_pair k_expert[] = {
     {"w3", "ffn_up"},
 };
 static const char k_hf_experts[] = "block_sparse_moe.experts.";
-/* Phi-3's fused modules, mapped (HF -> GGUF only) for that family alone: in another
- * architecture they are not the model's tensors, and gate_up_proj would collide with up_proj. */
+/* Phi-3's fused modules, mapped for that family alone (both ways): in another architecture they
+ * are not the model's tensors, and gate_up_proj would collide with up_proj. */
 static const name_pair k_layer_phi3[] = {
     {"self_attn.qkv_proj", "attn_qkv"}, /* q, k, v rows in one matrix (kept fused) */
     {"mlp.gate_up_proj", "ffn_up"},     /* gate rows then up rows (llama.cpp's ffn_up) */
@@ -183,7 +183,9 @@ const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap)
 static bool has_four_norms(qp_family f) { return f == QP_FAMILY_GEMMA2 || f == QP_FAMILY_GEMMA3; }
 
 const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, char *buf, size_t cap) {
-    const char *hf = has_four_norms(f) ? map(gguf_name, buf, cap, false, k_layer_gemma2, N_OF(k_layer_gemma2)) : NULL;
+    const char *hf = has_four_norms(f) ? map(gguf_name, buf, cap, false, k_layer_gemma2, N_OF(k_layer_gemma2))
+                     : f == QP_FAMILY_PHI3 ? map(gguf_name, buf, cap, false, k_layer_phi3, N_OF(k_layer_phi3))
+                                           : NULL;
     return hf ? hf : qp_name_map_gguf_to_hf(gguf_name, buf, cap);
 }
 

@@ -57,7 +57,8 @@ const char *qp_name_map_hf_to_gguf(const char *hf_name, char *buf, size_t cap);
 /* The inverse: GGUF name -> HF name; NULL when unmapped or when it does not fit. */
 const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap);
 /* The same for a model of family f: Gemma 2/3's ffn_norm, post_attention_norm and post_ffw_norm
- * become pre_feedforward_layernorm, post_attention_layernorm and post_feedforward_layernorm. */
+ * become pre_feedforward_layernorm, post_attention_layernorm and post_feedforward_layernorm;
+ * Phi-3's attn_qkv and ffn_up become self_attn.qkv_proj and mlp.gate_up_proj. */
 const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, char *buf, size_t cap);
 /* After the architecture is known: a family's own module names (Phi-3's self_attn.qkv_proj ->
  * attn_qkv, mlp.gate_up_proj -> ffn_up, on tensors still without a canonical name; Gemma 2/3's

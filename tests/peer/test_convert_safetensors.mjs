@@ -10,7 +10,10 @@
 //  4. --quant F16 / BF16: every value is the F32 folder's value rounded to nearest (checked
 //     element by element), every dtype as asked; a BF16 Hugging Face fixture keeps its bytes;
 //  5. a Q4_K_M GGUF (llama.cpp's) becomes F32 without --allow-requantize (widening);
-//     an unknown --quant is refused with the list (exit 2).
+//     an unknown --quant is refused with the list (exit 2);
+//  6. Gemma 1/2/3 through GGUF (norms 1 + w) and back;
+//  7. Phi-3 (fused qkv / gate_up) and Mixtral (merged experts) through GGUF F32 and back: every
+//     HF tensor under its HF name, max |diff| 0, config.json keys as the source's.
 // Env: QP_BIN_DIR, QP_PEER_DIR, QP_REAL_FIXTURES, QP_FIXTURES_DIR, QP_TMP_DIR.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -233,6 +236,55 @@ for (const fam of ['gemma', 'gemma2', 'gemma3']) {
       `${fam} config.json ${k}: ${JSON.stringify(cfgOut[k])} vs the source's ${JSON.stringify(cfgSrc[k])}`);
   const vg = qp('verify', out(`${fam}.st`), '--against', src);
   t.check(vg.status === 0, `${fam}: verify folder against HF: exit ${vg.status} ${vg.stdout.slice(-300)} ${vg.stderr}`);
+}
+
+// --- 7. Phi-3 (fused attn_qkv, gate+up in one ffn_up) and Mixtral (experts merged into
+// ffn_*_exps by the GGUF) : HF (BF16) -> GGUF F32 -> safetensors -------------------------------
+// The GGUF, read by @huggingface/gguf, holds the fused / merged tensors (so the way back has to
+// name them as Phi-3's qkv_proj / gate_up_proj and split each merged tensor into per-expert
+// block_sparse_moe.experts.E.w1/w2/w3); the folder holds every HF tensor under its HF name with
+// its shape, each value the BF16 one (max |diff| 0), nothing else; --quant BF16 gives the HF bytes;
+// config.json carries the keys transformers reads for the class, equal to the source's.
+const fusedKeys = ['architectures', 'model_type', 'hidden_size', 'intermediate_size', 'num_hidden_layers',
+  'num_attention_heads', 'num_key_value_heads', 'vocab_size', 'max_position_embeddings', 'rms_norm_eps',
+  'rope_theta', 'hidden_act', 'tie_word_embeddings', 'attention_bias', 'bos_token_id', 'eos_token_id',
+  'num_local_experts', 'num_experts_per_tok', 'sliding_window', 'original_max_position_embeddings', 'head_dim'];
+for (const [fix, gguftensor, ggufShape] of [['phi-fused', 'blk.0.ffn_up.weight', (c) => [c.hidden_size, 2 * c.intermediate_size]],
+  ['mixtral', 'blk.0.ffn_gate_exps.weight', (c) => [c.hidden_size, c.intermediate_size, c.num_local_experts]]]) {
+  const src = path.join(fixDir, fix);
+  const cfgSrc = JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8'));
+  convert(src, 'gguf', out(`${fix}.gguf`), '--quant', 'F32');
+  convert(out(`${fix}.gguf`), 'safetensors', out(`${fix}.st`));
+  convert(out(`${fix}.gguf`), 'safetensors', out(`${fix}.bf16`), '--quant', 'BF16');
+  const g = await gguf(out(`${fix}.gguf`), { allowLocalFile: true });
+  const gt = g.tensorInfos.find((x) => x.name === gguftensor);
+  t.check(!!gt && gt.shape.map(Number).join() === ggufShape(cfgSrc).join(),
+    `${fix}: the GGUF's ${gguftensor} is ${gt ? gt.shape.join('x') : 'missing'}, want ${ggufShape(cfgSrc).join('x')}`);
+  const hfT = readSafetensors(path.join(src, 'model.safetensors'));
+  const back = readSafetensors(path.join(out(`${fix}.st`), 'model.safetensors'));
+  const backBf16 = readSafetensors(path.join(out(`${fix}.bf16`), 'model.safetensors'));
+  let equal = 0, bytesSame = 0, maxDiff = 0;
+  for (const [name, ref] of hfT) {
+    const w = back.get(name), wb = backBf16.get(name);
+    if (wb && wb.dtype === 'BF16' && Buffer.compare(wb.bytes, ref.bytes) === 0) bytesSame++;
+    if (!w || w.dtype !== 'F32' || w.shape.join() !== ref.shape.join()) { console.error(`${fix}: ${name} missing or reshaped`); continue; }
+    let d = 0;
+    for (let i = 0; i < ref.bytes.length / 2; i++) d = Math.max(d, Math.abs(f32(w.bytes, i) - bf16ToF32(ref.bytes.readUInt16LE(i * 2))));
+    maxDiff = Math.max(maxDiff, d);
+    if (d === 0) equal++;
+    else console.error(`${fix}: ${name} differs by ${d}`);
+  }
+  const extra = [...back.keys()].filter((n) => !hfT.has(n));
+  console.log(`${fix}: HF -> GGUF F32 (${gguftensor} ${gt?.shape.join('x')}) -> safetensors: ${equal}/${hfT.size} tensors ` +
+    `equal (max |diff| ${maxDiff}), ${extra.length} extra; --quant BF16 ${bytesSame}/${hfT.size} byte-identical`);
+  t.check(equal === hfT.size && extra.length === 0, `${fix}: every HF tensor back under its name (extra: ${extra.join(' ')})`);
+  t.check(bytesSame === hfT.size, `${fix}: --quant BF16 gives the HF bytes`);
+  const cfgOut = JSON.parse(readFileSync(path.join(out(`${fix}.st`), 'config.json'), 'utf8'));
+  for (const k of fusedKeys.filter((k2) => k2 in cfgSrc))
+    t.check(JSON.stringify(cfgOut[k]) === JSON.stringify(cfgSrc[k]),
+      `${fix} config.json ${k}: ${JSON.stringify(cfgOut[k])} vs the source's ${JSON.stringify(cfgSrc[k])}`);
+  const vf = qp('verify', out(`${fix}.st`), '--against', src);
+  t.check(vf.status === 0, `${fix}: verify folder against HF: exit ${vf.status} ${vf.stdout.slice(-300)} ${vf.stderr}`);
 }
 
 rmSync(tmp, { recursive: true, force: true });

@@ -70,6 +70,13 @@ for f in "trlm +bf16" "safetensors +BF16" "gguf +BF16"; do
   row bf16cls "^$f +SRC -> [a-z]+ +verify +pass +bf16: cosine 0\.999[89]"
 done
 row bf16cls "^gguf +F16 +SRC -> gguf +verify +pass +16-bit: cosine 0\.99999"
+# Phi-3 (fused qkv / gate_up) and Mixtral (experts merged into ffn_*_exps by the GGUF): back to
+# HF names, every tensor equal (hop 1 of the MoE is verify only: its GGUF holds other tensors)
+rt fused 0 "$FX/phi-fused" --via gguf
+row fused "^gguf +F32 +gguf -> safetensors +tensors +pass +15 tensors equal: 0 same bytes, 15 same F32 values"
+rt moe 0 "$FX/mixtral" --via gguf
+row moe "^gguf +F32 +SRC -> gguf +verify +pass +f32: "
+row moe "^gguf +F32 +gguf -> safetensors +tensors +pass +65 tensors equal: 0 same bytes, 65 same F32 values"
 rt bf16q 0 "$FX/llama-gqa-untied" --via gguf:BF16,safetensors --quant BF16
 # GGUF BF16 keeps the 7 norms F32 (llama.cpp's rule): equal values, not bytes
 row bf16q "^gguf +BF16 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 17 same bytes, 7 same F32 values, 6 q/k reordered"
