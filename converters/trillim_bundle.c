@@ -1,6 +1,8 @@
 /* trillim_config.json of a model or LoRA adapter bundle, and an adapter bundle's support files
  * (converters/trillim_bundle.h). */
 #include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "converters/trillim_bundle.h"
@@ -110,7 +112,7 @@ qp_status qp_trillim_adapter_bundle_write(const char *model_dir, const char *ada
     return s;
 }
 
-/* copy_adapter_support_files' skip rule (_should_skip_adapter_path) for a top-level name. */
+/* copy_adapter_support_files' skip rule (_should_skip_adapter_path) for a file's own name. */
 static bool adapter_file_skipped(const char *name) {
     static const char *const k_excluded[] = {".quantize_manifest.bin", "qmodel.lora", "qmodel.tensors",
                                              "rope.cache", "trillim_config.json", "adapter_model.safetensors",
@@ -161,6 +163,62 @@ static qp_status copy_adapter_file(const char *from, const char *name, bool expl
     return s;
 }
 
+/* rel's folders in the bundle (each made when absent), before the first file copied into rel:
+ * the SDK makes a destination's parents per file, so a folder without copied files is not made. */
+static qp_status make_out_dirs(qp_outdir *od, const char *rel, qp_err *e) {
+    char part[4096];
+    size_t n = strlen(rel);
+    if (n >= sizeof part) return qp_fail(e, QP_ERR_LIMIT, "adapter path %s is too long", rel);
+    qp_status s = QP_OK;
+    for (size_t i = 1; s == QP_OK && i <= n; i++) {
+        if (rel[i] != '/' && rel[i] != '\0') continue;
+        memcpy(part, rel, i);
+        part[i] = '\0';
+        char *p = qp_outdir_join(od, part);
+        if (!p) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        else if (mkdir(p, 0777) != 0 && errno != EEXIST) s = qp_fail(e, QP_ERR_IO, "%s: cannot make the folder", p);
+        qp_free(p);
+    }
+    return s;
+}
+
+enum { ADAPTER_MAX_DEPTH = 16 };
+
+/* copy_adapter_support_files walks the adapter folder with rglob: every file of every subfolder
+ * (links to folders are not followed; __pycache__ anywhere is left out), each skipped by its own
+ * name at any depth (_should_skip_adapter_path); config.json and tokenizer_config.json are
+ * rewritten at the top level only (rel NULL), copied as they are in a subfolder. */
+static qp_status copy_adapter_tree(const char *dir, const char *rel, bool explicit_tok, qp_outdir *od,
+                                   int depth, qp_err *e) {
+    if (depth > ADAPTER_MAX_DEPTH)
+        return qp_fail(e, QP_ERR_LIMIT, "%s: adapter folders nested deeper than %d", dir, ADAPTER_MAX_DEPTH);
+    DIR *d = opendir(dir);
+    if (!d) return qp_fail(e, QP_ERR_IO, "%s: cannot list the adapter folder", dir);
+    qp_status s = QP_OK;
+    bool made = rel == NULL;
+    for (struct dirent *de; s == QP_OK && (de = readdir(d));) {
+        const char *name = de->d_name;
+        if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]))) continue;
+        char *from = qp_path_join(dir, name), *sub = rel ? qp_path_join(rel, name) : qp_strdup(name);
+        struct stat st;
+        if (!from || !sub) {
+            s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+        } else if (lstat(from, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (strcmp(name, "__pycache__") != 0) s = copy_adapter_tree(from, sub, explicit_tok, od, depth + 1, e);
+        } else if (!adapter_file_skipped(name) && qp_path_check_regular(from, 0, NULL) == QP_OK) {
+            char *to = NULL;
+            if (!made) s = make_out_dirs(od, rel, e), made = s == QP_OK;
+            if (s == QP_OK && !(to = qp_outdir_join(od, sub))) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
+            if (s == QP_OK) s = copy_adapter_file(from, rel ? "" : name, explicit_tok, to, e);
+            qp_free(to);
+        }
+        qp_free(from);
+        qp_free(sub);
+    }
+    closedir(d);
+    return s;
+}
+
 qp_status qp_trillim_adapter_files_copy(const char *adapter_dir, qp_outdir *od, qp_err *e) {
     char *cp = qp_path_join(adapter_dir, "config.json"), *tp = qp_path_join(adapter_dir, "tokenizer_config.json");
     cJSON *cj = cp ? read_json_object(cp) : NULL, *tj = tp ? read_json_object(tp) : NULL;
@@ -169,19 +227,5 @@ qp_status qp_trillim_adapter_files_copy(const char *adapter_dir, qp_outdir *od, 
     cJSON_Delete(tj);
     qp_free(cp);
     qp_free(tp);
-    DIR *d = opendir(adapter_dir);
-    if (!d) return qp_fail(e, QP_ERR_IO, "%s: cannot list the adapter folder", adapter_dir);
-    qp_status s = QP_OK;
-    for (struct dirent *de; s == QP_OK && (de = readdir(d));) {
-        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
-        if (adapter_file_skipped(de->d_name)) continue;
-        char *from = qp_path_join(adapter_dir, de->d_name), *to = qp_outdir_join(od, de->d_name);
-        if (!from || !to) s = qp_fail(e, QP_ERR_NOMEM, "out of memory");
-        else if (!qp_path_is_dir(from) && qp_path_check_regular(from, 0, NULL) == QP_OK)
-            s = copy_adapter_file(from, de->d_name, explicit_tok, to, e); /* subfolders: not copied */
-        qp_free(from);
-        qp_free(to);
-    }
-    closedir(d);
-    return s;
+    return copy_adapter_tree(adapter_dir, NULL, explicit_tok, od, 0, e);
 }

@@ -22,11 +22,12 @@ QP_NODISCARD qp_status qp_trillim_bundle_write(const char *model_dir, const qp_t
 QP_NODISCARD qp_status qp_trillim_adapter_bundle_write(const char *model_dir, const char *adapter_dir,
                                                        const qp_trillim_config *c, const char *out_path,
                                                        qp_err *e);
-/* copy_adapter_support_files: every regular top-level file of adapter_dir into od except the
+/* copy_adapter_support_files: every regular file of adapter_dir (and its subfolders) into od except the
  * weights (adapter_model.safetensors*, adapter_model.bin), the SDK's artifacts (qmodel.*,
  * rope.cache, trillim_config.json, the manifest), *.pyc and *.tmp; config.json and
  * tokenizer_config.json rewritten as json.dumps(indent=2) + "\n" without tokenizer_class and
- * auto_map.AutoTokenizer unless the adapter declares an AutoTokenizer itself. */
+ * auto_map.AutoTokenizer unless the adapter declares an AutoTokenizer itself (top level only).
+ * Subfolders too, as the SDK's rglob (not __pycache__; the same skip rule on each file's name). */
 QP_NODISCARD qp_status qp_trillim_adapter_files_copy(const char *adapter_dir, qp_outdir *od, qp_err *e);
 
 #endif

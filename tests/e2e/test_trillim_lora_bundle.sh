@@ -22,12 +22,25 @@ node -e 'const fs = require("fs"), p = process.argv[1] + "/adapter_config.json",
 j.base_model_name_or_path = "org/bitnet-float"; fs.writeFileSync(p, JSON.stringify(j));' "$P"
 printf '{"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 256, "extra": [1, 2.5, {}], "unicode": "\\u00e9"}' > "$P/tokenizer_config.json"
 printf 'an adapter\n' > "$P/README.md"; printf 'x' > "$P/adapter_model.bin"; mkdir -p "$P/checkpoint-1"; printf 'x' > "$P/old.tmp"
+# subfolders: the SDK's rglob copies their files (its skip rule on each file's name at any depth,
+# nothing under __pycache__, config/tokenizer_config.json rewritten at the top level only; an
+# empty folder is not made: shutil.copy2 makes a destination's parents per file)
+mkdir -p "$P/extra/deep" "$P/extra/__pycache__" "$P/__pycache__"
+printf 'notes\n' > "$P/extra/notes.txt"; printf '{"tokenizer_class": "X"}' > "$P/extra/tokenizer_config.json"
+printf '{{ messages }}' > "$P/extra/deep/chat_template.jinja"; printf 'x' > "$P/extra/adapter_model.bin"
+printf 'x' > "$P/extra/qmodel.lora"; printf 'x' > "$P/extra/a.pyc"; printf 'x' > "$P/extra/__pycache__/n.txt"
+printf 'x' > "$P/__pycache__/m.cpython-312.pyc"
 
 B="$W/peft-TRNQ"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only -o "$B" --save-manifest "$W/ad.manifest" >"$W/out" 2>&1
 check "convert --adapter-only ($(head -c 200 "$W/out"))" "[ -s '$B/qmodel.lora' ]"
-check "bundle files: the adapter's (no weights, no .tmp, no subfolder) + qmodel.lora + trillim_config.json ($(ls -A "$B" | tr '\n' ' '))" \
-  "[ '$(ls -A "$B" | tr '\n' ' ')' = 'README.md adapter_config.json qmodel.lora tokenizer_config.json trillim_config.json ' ]"
+check "bundle files: the adapter's (no weights, no .tmp, no empty folder) + qmodel.lora + trillim_config.json ($(ls -A "$B" | tr '\n' ' '))" \
+  "[ '$(ls -A "$B" | tr '\n' ' ')' = 'README.md adapter_config.json extra qmodel.lora tokenizer_config.json trillim_config.json ' ]"
+F=$(cd "$B/extra" && find . | LC_ALL=C sort | tr '\n' ' ')
+check "subfolder files as the SDK's rglob copies them ($F)" \
+  "[ '$F' = '. ./deep ./deep/chat_template.jinja ./notes.txt ./tokenizer_config.json ' ]"
+check "a subfolder's files copied as they are (tokenizer_config.json not rewritten there)" \
+  "cmp -s '$P/extra/tokenizer_config.json' '$B/extra/tokenizer_config.json' && cmp -s '$P/extra/deep/chat_template.jinja' '$B/extra/deep/chat_template.jinja'"
 check "README.md and adapter_config.json copied as they are" "cmp -s '$P/README.md' '$B/README.md' && cmp -s '$P/adapter_config.json' '$B/adapter_config.json'"
 
 # the SDK's adapter-only manifest, trillim_config.json and sanitized tokenizer_config.json
