@@ -753,9 +753,10 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     if (any_contains(&names, "q_proj.bias") || any_contains(&names, "k_proj.bias") ||
         any_contains(&names, "v_proj.bias"))
         c->qkv_bias = true;
+    /* config.json alone, as the SDK's _resolve_tied_embeddings (v1 and current): a tied model's
+     * lm_head.weight, when present, is left out of the manifest (transformers ties it too) */
     cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
     c->tie_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : false;
-    if (any_contains(&names, "lm_head.weight")) c->tie_embeddings = false;
     /* EOS list: config.json eos_token_id (int or list; default 128009), then the stop tokens of
      * tokenizer.json's added_tokens; deduplicated in order. */
     int64_t eos_all[64];

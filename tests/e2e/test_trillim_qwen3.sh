@@ -2,7 +2,8 @@
 # Qwen3 TRLM as the current Trillim SDK makes it (--arch 6 QWEN3, 4 BONSAI, 5 BONSAI_TERNARY:
 # converters/trillim_sdk.md). From the generated Qwen3 HF fixture (untied lm_head, per-head
 # q_norm/k_norm [128], head_dim 128 != hidden/heads):
-# and a tied copy (lm_head.weight removed, tie_word_embeddings true: the SDK writes no lm_head entry):
+# and a tied copy (lm_head.weight removed, tie_word_embeddings true: the SDK writes no lm_head entry),
+# and a copy tied in config.json that keeps lm_head.weight (the SDK drops it: no entry either):
 # - the manifest convert --to trlm writes equals, byte for byte, the one computed here in node by
 #   the SDK's build_manifest rules (quantize/_manifest.py + _config.py's Qwen3 component_order:
 #   sort key, padding, _quantization_target_action per arch, Bonsai quantizing embedding and
@@ -144,6 +145,14 @@ const l = Buffer.alloc(8); l.writeBigUInt64LE(BigInt(t.length));
 fs.writeFileSync(dst, Buffer.concat([l, Buffer.from(t), ...parts]));
 EOF
 case_ tied "$W/src_tied" 6 auto bf16 qwen3
+# tied in config.json with lm_head.weight still in the safetensors: the SDK's
+# _resolve_tied_embeddings reads config.json alone and _should_skip_tensor drops lm_head.weight
+# (expect_manifest: no lm_head entry); the conversion says it left it out
+mkdir -p "$W/src_tied_head"; cp "$FIX/qwen3"/* "$W/src_tied_head/"; cp "$W/src_tied/config.json" "$W/src_tied_head/"
+case_ tied_head "$W/src_tied_head" 6 auto bf16 qwen3
+check "tied_head: the conversion names the lm_head.weight it left out ($(grep -m1 'left out' "$W/err"))" \
+  "grep -q 'left out.*lm_head.weight' '$W/err'"
+check "tied_head: qmodel.tensors == the tied copy's (the embedding is the output)" "cmp -s '$W/tied/qmodel.tensors' '$W/tied_head/qmodel.tensors'"
 case_ tied_q8 "$W/src_tied" 6 q8_0 q8_0 qwen3
 case_ bonsai "$W/src_bonsai" 4 auto binary bonsai
 # no trillim_source.json: the SDK's README.md guess (_legacy_readme_bonsai_arch_type)
