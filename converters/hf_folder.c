@@ -86,6 +86,7 @@ static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, fl
 /* llama.cpp's rope frequency table (Llama 3 GGUFs): HF computes it from config.json. */
 static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
     if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
+    if (m->format == QP_FORMAT_SAFETENSORS && !t->canon) return qp_name_map_skip_rule(m->arch.family, t->name);
     return t->canon && strcmp(t->canon, "rope_freqs.weight") == 0
                ? "rope frequencies: Hugging Face computes them from config.json"
                : NULL;

@@ -12,6 +12,7 @@
 #include "converters/recipe.h"
 #include "readers/bullet_format.h"
 #include "readers/gguf_meta.h"
+#include "readers/name_map.h"
 
 /* Each recipe: its name, llama.cpp's general.file_type, the encoding of its main tensors, and
  * whether it is a BitNet (ternary) recipe applied to the seven projections only. */
@@ -436,6 +437,7 @@ static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
         return "BitNet weight_scale: folded into its unpacked weight";
     if (is_sibling_scale(m, t)) return "sibling <base>.scale: folded into its decoded weight";
     if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
+    if (m->format == QP_FORMAT_SAFETENSORS && !t->canon) return qp_name_map_skip_rule(m->arch.family, t->name);
     return NULL;
 }
 

@@ -103,10 +103,12 @@ static const struct {
     /* Mixtral-style MoE: Mistral's attention, experts as llama.cpp's "llama" with expert_count
        (num_local_experts / num_experts_per_tok read by moe_fields) */
     {"MixtralForCausalLM", "mixtral", QP_FAMILY_MISTRAL, "llama"},
-    /* Gemma 1, 2 and 3 (text-only; Gemma3ForConditionalGeneration is refused by name) */
+    /* Gemma 1, 2 and 3; Gemma3ForConditionalGeneration (model_type "gemma3") is read as its
+       text model (gemma3_text_view), the vision tower left out by the converters */
     {"GemmaForCausalLM", "gemma", QP_FAMILY_GEMMA, "gemma"},
     {"Gemma2ForCausalLM", "gemma2", QP_FAMILY_GEMMA2, "gemma2"},
     {"Gemma3ForCausalLM", "gemma3_text", QP_FAMILY_GEMMA3, "gemma3"},
+    {"Gemma3ForConditionalGeneration", "gemma3", QP_FAMILY_GEMMA3, "gemma3"},
 };
 
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
@@ -307,11 +309,72 @@ static void rope_scaling_field(qp_model *m, const cJSON *root, const char *file)
     qp_model_add_problem(m, "%s: rope_scaling is set; it is kept as metadata but not applied", file);
 }
 
+/* transformers' Gemma3TextConfig defaults (configuration_gemma3.py): what a
+ * Gemma3ForConditionalGeneration's text_config leaves out. */
+static const char k_gemma3_text_defaults[] =
+    "{\"model_type\": \"gemma3_text\", \"vocab_size\": 262208, \"hidden_size\": 2304, "
+    "\"intermediate_size\": 9216, \"num_hidden_layers\": 26, \"num_attention_heads\": 8, "
+    "\"num_key_value_heads\": 4, \"head_dim\": 256, \"hidden_activation\": \"gelu_pytorch_tanh\", "
+    "\"max_position_embeddings\": 131072, \"initializer_range\": 0.02, \"rms_norm_eps\": 1e-6, "
+    "\"use_cache\": true, \"pad_token_id\": 0, \"eos_token_id\": 1, \"bos_token_id\": 2, "
+    "\"tie_word_embeddings\": true, \"rope_theta\": 1000000.0, \"attention_bias\": false, "
+    "\"attention_dropout\": 0.0, \"query_pre_attn_scalar\": 256, \"sliding_window\": 4096, "
+    "\"final_logit_softcapping\": null, \"attn_logit_softcapping\": null, "
+    "\"rope_scaling\": null, \"rope_local_base_freq\": 10000.0, \"sliding_window_pattern\": 6}";
+
+/* Every member of src into dst, replacing members of the same name; sub_configs: not
+ * text_config and vision_config. */
+static bool overlay(cJSON *dst, const cJSON *src, bool sub_configs) {
+    for (const cJSON *it = src->child; it; it = it->next) {
+        if (!it->string || (!sub_configs && (strcmp(it->string, "text_config") == 0 ||
+                                             strcmp(it->string, "vision_config") == 0)))
+            continue;
+        cJSON *copy = cJSON_Duplicate(it, true);
+        if (!copy) return false;
+        cJSON_DeleteItemFromObjectCaseSensitive(dst, it->string);
+        cJSON_AddItemToObject(dst, it->string, copy);
+    }
+    return true;
+}
+
+/* A Gemma3ForConditionalGeneration config.json as the configuration of its text model, merged
+ * as llama.cpp's converter merges it ({**config, **text_config}) over Gemma3TextConfig's
+ * defaults: the top-level keys (architectures, torch_dtype, the bos/eos ids) but vision_config,
+ * then text_config's. *out is a new object (the caller deletes it). */
+static qp_status gemma3_text_view(const cJSON *root, const char *file, cJSON **out, qp_err *e) {
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if (tc && !cJSON_IsNull(tc) && !cJSON_IsObject(tc))
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: 'text_config' is not an object", file);
+    qp_status s = tc ? qp_json_unique_keys(tc, file, "text_config", e) : QP_OK;
+    if (s != QP_OK) return s;
+    cJSON *view = cJSON_Parse(k_gemma3_text_defaults);
+    if (!view) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    if (!overlay(view, root, false) || (cJSON_IsObject(tc) && !overlay(view, tc, true))) {
+        cJSON_Delete(view);
+        return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+    }
+    *out = view;
+    return QP_OK;
+}
+
+static bool is_gemma3_multimodal(const char *arch0, const char *model_type) {
+    return arch0 ? strcmp(arch0, "Gemma3ForConditionalGeneration") == 0
+                 : model_type && strcmp(model_type, "gemma3") == 0;
+}
+
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
-    cJSON *root;
+    cJSON *root, *top = NULL;
     qp_status s = parse_json(text, len, file, &root, e);
     if (s != QP_OK) return s;
     s = qp_json_unique_keys(root, file, "the top-level object", e);
+    const cJSON *archs0 = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (s == QP_OK && is_gemma3_multimodal(cJSON_IsArray(archs0) && cJSON_IsString(archs0->child)
+                                               ? archs0->child->valuestring : NULL,
+                                           get_str(root, "model_type"))) {
+        top = root;
+        s = gemma3_text_view(top, file, &root, e);
+        if (s != QP_OK) root = top, top = NULL;
+    }
     qp_arch *a = &m->arch;
     const char *arch0 = NULL, *model_type = get_str(root, "model_type");
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -418,6 +481,7 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     if (s == QP_OK) rope_scaling_field(m, root, file);
     if (s == QP_OK) s = config_meta(m, root, file, e);
     cJSON_Delete(root);
+    cJSON_Delete(top);
     return s;
 }
 

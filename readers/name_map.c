@@ -137,9 +137,30 @@ static bool map_expert(const char *module, size_t module_len, bool to_gguf, char
     return false;
 }
 
+/* The text model of an HF multimodal wrapper (Gemma3ForConditionalGeneration): its tensors
+ * under "language_model.model." (transformers < 4.52), "model.language_model." (later) and
+ * "language_model.lm_head." are the causal LM's "model." / "lm_head." ones. Returns name itself
+ * or its plain form in buf (NULL when it does not fit). */
+static const name_pair k_text_prefixes[] = {
+    {"language_model.model.", "model."},
+    {"model.language_model.", "model."},
+    {"language_model.lm_head.", "lm_head."},
+};
+
+static const char *text_model_name(const char *name, char *buf, size_t cap) {
+    for (size_t i = 0; i < N_OF(k_text_prefixes); i++) {
+        size_t n = strlen(k_text_prefixes[i].hf);
+        if (strncmp(name, k_text_prefixes[i].hf, n) == 0)
+            return emit(buf, cap, snprintf(buf, cap, "%s%s", k_text_prefixes[i].gguf, name + n));
+    }
+    return name;
+}
+
 static const char *map(const char *name, char *buf, size_t cap, bool to_gguf,
                        const name_pair *layer_tab, size_t n_layer_tab) {
     if (!name || !buf || cap == 0) return NULL;
+    char plain[256];
+    if (to_gguf && !(name = text_model_name(name, plain, sizeof plain))) return NULL;
     size_t stem_len;
     const char *suffix = split_suffix(name, &stem_len);
     if (!suffix) return NULL;
@@ -187,6 +208,17 @@ const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, ch
                      : f == QP_FAMILY_PHI3 ? map(gguf_name, buf, cap, false, k_layer_phi3, N_OF(k_layer_phi3))
                                            : NULL;
     return hf ? hf : qp_name_map_gguf_to_hf(gguf_name, buf, cap);
+}
+
+const char *qp_name_map_skip_rule(qp_family f, const char *hf_name) {
+    static const char *const k_vision[] = {"vision_tower.", "multi_modal_projector.",
+                                           "model.vision_tower.", "model.multi_modal_projector."};
+    if (f != QP_FAMILY_GEMMA3 || !hf_name) return NULL;
+    for (size_t i = 0; i < N_OF(k_vision); i++)
+        if (strncmp(hf_name, k_vision[i], strlen(k_vision[i])) == 0)
+            return "Gemma 3 vision tower / multimodal projector: text model only (llama.cpp's "
+                   "converter writes these to a separate mmproj file)";
+    return NULL;
 }
 
 qp_status qp_name_map_family(qp_model *m, qp_err *e) {

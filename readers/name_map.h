@@ -22,6 +22,8 @@
  *                                                   llama.cpp's per-expert names, merged into
  *                                                   blk.N.ffn_*_exps by the converters)
  * with the suffix ".weight", ".bias" or ".weight_scale" (BitNet packed checkpoints) kept as is.
+ * HF -> GGUF also reads the text model of a multimodal checkpoint (Gemma3ForConditionalGeneration):
+ *   language_model.model.X and model.language_model.X as model.X, language_model.lm_head as lm_head.
  * Everything else (rotary_emb.inv_freq, unknown modules, other suffixes) is unmapped.
  *
  * Only names are mapped here, never bytes. HF q_proj / k_proj weights are stored for RoPE that
@@ -64,5 +66,9 @@ const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, ch
  * attn_qkv, mlp.gate_up_proj -> ffn_up, on tensors still without a canonical name; Gemma 2/3's
  * four norms, replacing the common mapping). */
 QP_NODISCARD qp_status qp_name_map_family(qp_model *m, qp_err *e);
+/* Why an HF tensor of a model of family f is left out of every output (the converters' skip
+ * rules, converters/recipes.md "Every tensor accounted for"), or NULL: Gemma 3's vision tower and
+ * multimodal projector (the text model is converted; llama.cpp writes them to an mmproj file). */
+const char *qp_name_map_skip_rule(qp_family f, const char *hf_name);
 
 #endif

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # quantpack convert on the generated HF fixtures (qp-gen-fixtures: llama-tied, llama-gqa-untied,
-# llama-sharded, qwen2, qwen3, phi-fused, gemma, gemma2, gemma3):
+# llama-sharded, qwen2, qwen3, phi-fused, gemma, gemma2, gemma3; gemma3-mm/-mm2 against gemma3):
 # - F32 and F16 outputs verify against the HF source with the runtime's default thresholds: names,
 #   the q/k permutation (llama), shapes and metadata are right (max |diff| ~1e-5 for F32);
 # - the GGUF key/values have llama.cpp's types (u32 counts, f32 eps/theta, bool add_bos, ...);
@@ -119,6 +119,30 @@ refuse() { # NAME FIXTURE SED MESSAGE
 refuse g3-yarn gemma3 's/"rope_type": "linear"/"rope_type": "yarn"/' "rope scaling .* is not implemented for gemma3"
 refuse g2-qpas gemma2 's/"query_pre_attn_scalar": 128/"query_pre_attn_scalar": 144/' "query_pre_attn_scalar 144 differs"
 refuse g1-gelu gemma 's/"hidden_activation": "gelu_pytorch_tanh"/"hidden_activation": "gelu"/' "hidden_activation 'gelu' is not supported"
+# Gemma3ForConditionalGeneration (gemma3-mm: google/gemma-3-4b-it's layout; gemma3-mm2: the later
+# model.language_model.* one): the text model with Gemma3TextConfig's defaults for what
+# text_config leaves out is gemma3's (the same tensors): every target writes what gemma3 gives, the
+# vision tower and projector (8 tensors) left out by name with the reason
+for m in gemma3-mm gemma3-mm2; do
+  "$QP" convert "$FX/$m" --quant F16 -o "$TMP/$m.gguf" 2>"$TMP/err" && ok || bad "$m F16: $(cat "$TMP/err")"
+  [ "$(grep -c "skipped .*vision_tower\|skipped .*multi_modal_projector" "$TMP/err")" = 8 ] && \
+    grep -q "text model only (llama.cpp's converter writes these to a separate mmproj file)" "$TMP/err" && ok || bad "$m skip notes: $(cat "$TMP/err")"
+  # the tensor data (the last 4.9 MB) is gemma3's byte for byte; only general.name differs
+  cmp -s <(tail -c 4900000 "$TMP/$m.gguf") <(tail -c 4900000 "$TMP/gemma3-F16.gguf") && ok || bad "$m GGUF tensors differ from gemma3's"
+  "$QP" inspect "$TMP/$m.gguf" | grep -v "general.name\|gguf v3" >"$TMP/im"
+  "$QP" inspect "$TMP/gemma3-F16.gguf" | grep -v "general.name\|gguf v3" >"$TMP/i3b"
+  cmp -s "$TMP/im" "$TMP/i3b" && ok || bad "$m GGUF keys/tensors differ from gemma3's: $(diff "$TMP/im" "$TMP/i3b" | head -5)"
+  "$QP" convert "$FX/$m" --to safetensors -o "$TMP/$m-st" 2>"$TMP/err" && ok || bad "$m --to safetensors: $(cat "$TMP/err")"
+  grep -q "left out: .*text model only.* and 7 more" "$TMP/err" && ok || bad "$m safetensors skip note: $(cat "$TMP/err")"
+  grep -q '"Gemma3ForCausalLM"' "$TMP/$m-st/config.json" && ok || bad "$m safetensors config"
+  "$QP" convert "$FX/$m" --to rdrr --quant F32 -o "$TMP/$m-rdrr" 2>"$TMP/err" && ok || bad "$m --to rdrr: $(cat "$TMP/err")"
+  for out in "$TMP/$m-st" "$TMP/$m-rdrr"; do
+    "$QP" verify "$out" --against "$FX/gemma3" -n 4 >"$TMP/v" 2>&1
+    grep -q "cosine min 1.000000000 mean 1.000000000, max |diff| 0, .*greedy 4/4" "$TMP/v" && ok || bad "verify $out vs gemma3: $(tail -3 "$TMP/v")"
+  done
+done
+refuse g3mm-yarn gemma3-mm 's/"rope_type": "linear"/"rope_type": "yarn"/' "rope scaling .* is not implemented for gemma3"
+refuse g3mm-tc gemma3-mm 's/"text_config": {/"text_config": 7, "x": {/' "'text_config' is not an object"
 refuse g3-types gemma3 's/"full_attention"/"sliding_attention"/' "layer_types\[5\] is not 'full_attention'"
 
 echo "$pass passed, $fail failed"

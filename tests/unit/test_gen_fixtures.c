@@ -6,7 +6,9 @@
  * an untied lm_head and the documented value scales; mixtral has Mixtral's config keys and
  * tensors (router [8, 256] with 4x the projections' std, 8 experts of w1/w3 [256, 256] and w2);
  * gemma/gemma2/gemma3 have their config keys, norms stored as w around 0 (Gemma applies 1 + w),
- * Gemma 2/3's four norms per layer and Gemma 3's q/k norms. Safetensors files are parsed here
+ * Gemma 2/3's four norms per layer and Gemma 3's q/k norms; gemma3-mm/-mm2 hold gemma3's tensors
+ * byte for byte under their layout's text prefix, 8 vision/projector tensors, and a config.json
+ * whose text_config leaves rope_theta, rms_norm_eps and the sliding pattern to the defaults. Safetensors files are parsed here
  * with a minimal independent parser. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -20,7 +22,8 @@
 
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
-                                       "qwen3", "mixtral", "phi-fused", "gemma", "gemma2", "gemma3"};
+                                       "qwen3", "mixtral", "phi-fused", "gemma", "gemma2", "gemma3",
+                                       "gemma3-mm", "gemma3-mm2"};
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
@@ -455,6 +458,57 @@ static void check_gemma(const char *dir, const char *model, const char *arch, in
     st_free(&f);
 }
 
+/* gemma3-mm (prefix "language_model.model.", vision "") and gemma3-mm2 ("model.language_model.",
+ * "model."): Gemma3ForConditionalGeneration; every gemma3 tensor "model.X" as "<prefix>X" with
+ * the same bytes, plus exactly 8 tensors under <vision>vision_tower. / multi_modal_projector. */
+static void check_gemma3_mm(const char *dir, const char *model, const char *prefix, const char *vision) {
+    char md[2048], p[2100];
+    snprintf(md, sizeof md, "%s/%s", dir, model);
+    cJSON *cfg = load_json(md, "config.json");
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
+    QP_CHECK_MSG(cJSON_IsArray(ar) && cJSON_IsString(ar->child) &&
+                 strcmp(ar->child->valuestring, "Gemma3ForConditionalGeneration") == 0, "%s arch", model);
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+    QP_CHECK_MSG(cJSON_IsObject(tc) && json_int(tc, "vocab_size") == 408 && json_int(tc, "head_dim") == 128,
+                 "%s text_config", model);
+    QP_CHECK_MSG(!cJSON_GetObjectItemCaseSensitive(tc, "rope_theta") &&
+                 !cJSON_GetObjectItemCaseSensitive(tc, "rms_norm_eps") &&
+                 !cJSON_GetObjectItemCaseSensitive(tc, "sliding_window_pattern"), "%s: defaults given", model);
+    QP_CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(cfg, "vision_config")));
+    cJSON_Delete(cfg);
+    st_file f, g;
+    snprintf(p, sizeof p, "%s/model.safetensors", md);
+    bool ok = st_load(&f, p);
+    snprintf(p, sizeof p, "%s/gemma3/model.safetensors", dir);
+    ok = st_load(&g, p) && ok;
+    QP_CHECK_MSG(ok, "%s: cannot parse", model);
+    if (!ok) return;
+    int n_text = 0, n_other = 0, n_g3 = 0;
+    for (cJSON *t = g.header->child; t; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) continue;
+        n_g3++;
+        char n[256];
+        snprintf(n, sizeof n, "%s%s", prefix, t->string + strlen("model."));
+        st_view a, b;
+        bool same = st_get(&g, t->string, &b) && st_get(&f, n, &a) && a.nbytes == b.nbytes &&
+                    memcmp(a.data, b.data, a.nbytes) == 0;
+        QP_CHECK_MSG(same, "%s: %s is not gemma3's %s", model, n, t->string);
+    }
+    for (cJSON *t = f.header->child; t; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) continue;
+        char vt[64], mp[64];
+        snprintf(vt, sizeof vt, "%svision_tower.", vision);
+        snprintf(mp, sizeof mp, "%smulti_modal_projector.", vision);
+        if (strncmp(t->string, prefix, strlen(prefix)) == 0) n_text++;
+        else if (strncmp(t->string, vt, strlen(vt)) == 0 || strncmp(t->string, mp, strlen(mp)) == 0) n_other++;
+        else QP_CHECK_MSG(false, "%s: unexpected tensor %s", model, t->string);
+    }
+    QP_CHECK_EQ_INT(n_text, n_g3);
+    QP_CHECK_EQ_INT(n_other, 8);
+    st_free(&f);
+    st_free(&g);
+}
+
 /* mixtral: MixtralForCausalLM with 8 experts, top-2; per layer the router and 8 x 3 expert
  * matrices instead of mlp.*, all BF16 [*, 256]; router std 4w, expert std w (fixtures/README.md). */
 static void check_mixtral(const char *dir) {
@@ -514,7 +568,7 @@ int main(void) {
         snprintf(db, sizeof db, "%s/%s", b, k_models[i]);
         int files = compare_dirs(da, db);
         QP_CHECK_MSG(files >= 5, "%s: %d files", k_models[i], files);
-        check_consistency(a, k_models[i]);
+        if (strncmp(k_models[i], "gemma3-mm", 9) != 0) check_consistency(a, k_models[i]);
     }
     /* nothing but the model folders (no staging debris) */
     int entries = 0;
@@ -532,6 +586,8 @@ int main(void) {
     check_gemma(a, "gemma", "GemmaForCausalLM", 2, 2);
     check_gemma(a, "gemma2", "Gemma2ForCausalLM", 2, 4);
     check_gemma(a, "gemma3", "Gemma3ForCausalLM", 6, 4);
+    check_gemma3_mm(a, "gemma3-mm", "language_model.model.", "");
+    check_gemma3_mm(a, "gemma3-mm2", "model.language_model.", "model.");
     QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();
