@@ -49,6 +49,65 @@ static qp_status unigram_kvs(const qp_vocab *v, qp_gguf_writer *w, qp_err *e) {
     return s;
 }
 
+/* The token list as convert_hf_to_gguf.py writes it: the vocabulary, then "[PAD<id>]" for every
+ * embedding row beyond it (get_vocab_base and _create_vocab_sentencepiece fill ids up to
+ * vocab_size so; Gemma 3's 262208 rows over a 262145-token tokenizer), type UNUSED and score
+ * -10000, so that llama.cpp's loader finds as many tokens as token_embd has rows. */
+typedef struct gguf_tokens {
+    int64_t n;
+    char **strs;
+    uint32_t *lens;
+    char *pad_text; /* the "[PAD<id>]" strings, 24 bytes each */
+} gguf_tokens;
+
+static qp_status gguf_tokens_make(const qp_model *m, gguf_tokens *out, qp_err *e) {
+    const qp_vocab *v = &m->vocab;
+    const qp_tensor *emb = qp_model_find(m, "token_embd.weight");
+    int64_t rows = emb && emb->n_dims >= 2 ? emb->ne[1] : 0, n = rows > v->n_tokens ? rows : v->n_tokens;
+    *out = (gguf_tokens){n, NULL, NULL, NULL};
+    out->strs = qp_calloc((size_t)n, sizeof *out->strs);
+    out->lens = qp_calloc((size_t)n, sizeof *out->lens);
+    out->pad_text = qp_calloc((size_t)(n - v->n_tokens) + 1, 24);
+    if (!out->strs || !out->lens || !out->pad_text)
+        return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory");
+    memcpy(out->strs, v->tokens, (size_t)v->n_tokens * sizeof *out->strs);
+    memcpy(out->lens, v->token_lens, (size_t)v->n_tokens * sizeof *out->lens);
+    for (int64_t i = v->n_tokens; i < n; i++) {
+        char *p = out->pad_text + 24 * (i - v->n_tokens);
+        out->lens[i] = (uint32_t)snprintf(p, 24, "[PAD%lld]", (long long)i);
+        out->strs[i] = p;
+    }
+    return QP_OK;
+}
+
+static void gguf_tokens_free(gguf_tokens *t) {
+    qp_free(t->strs);
+    qp_free(t->lens);
+    qp_free(t->pad_text);
+}
+
+/* tokenizer.ggml.scores / token_type over the padded list (pads: -10000, UNUSED); the types are
+ * written whenever there are pads, so llama.cpp sees them as unused. */
+static qp_status score_and_type_kvs(const qp_vocab *v, int64_t n, qp_gguf_writer *w, qp_err *e) {
+    bool types = v->types || n > v->n_tokens;
+    if (!v->scores && !types) return QP_OK;
+    uint8_t *buf = qp_malloc((size_t)n * 4);
+    if (!buf) return qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory");
+    qp_status s = QP_OK;
+    if (v->scores) {
+        for (int64_t i = 0; i < n; i++) qp_store_f32le(buf + 4 * i, i < v->n_tokens ? v->scores[i] : -10000.0f);
+        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.scores", QP_META_F32, (uint64_t)n, buf, e);
+    }
+    if (s == QP_OK && types) {
+        for (int64_t i = 0; i < n; i++)
+            qp_store_u32le(buf + 4 * i, (uint32_t)(i >= v->n_tokens ? QP_TOKTYPE_UNUSED
+                                                   : v->types ? v->types[i] : QP_TOKTYPE_NORMAL));
+        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.token_type", QP_META_I32, (uint64_t)n, buf, e);
+    }
+    qp_free(buf);
+    return s;
+}
+
 static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) {
     const qp_vocab *v = &m->vocab;
     if (v->model == QP_TOK_NONE || v->n_tokens <= 0 || !v->tokens) return QP_OK;
@@ -60,25 +119,11 @@ static qp_status tokenizer_kvs(const qp_model *m, qp_gguf_writer *w, qp_err *e) 
         const char *pre = v->pre[0] ? v->pre : "default";
         s = qp_gguf_writer_add_str(w, "tokenizer.ggml.pre", pre, strlen(pre), e);
     }
-    if (s == QP_OK)
-        s = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", v->tokens, v->token_lens,
-                                         (uint64_t)v->n_tokens, e);
-    uint8_t *buf = NULL;
-    if (s == QP_OK && (v->scores || v->types)) {
-        buf = qp_malloc((size_t)v->n_tokens * 4);
-        if (!buf) s = qp_fail(e, QP_ERR_NOMEM, "tokenizer: out of memory");
-    }
-    if (s == QP_OK && v->scores) {
-        for (int64_t i = 0; i < v->n_tokens; i++) qp_store_f32le(buf + 4 * i, v->scores[i]);
-        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.scores", QP_META_F32, (uint64_t)v->n_tokens,
-                                     buf, e);
-    }
-    if (s == QP_OK && v->types) {
-        for (int64_t i = 0; i < v->n_tokens; i++) qp_store_u32le(buf + 4 * i, (uint32_t)v->types[i]);
-        s = qp_gguf_writer_add_array(w, "tokenizer.ggml.token_type", QP_META_I32,
-                                     (uint64_t)v->n_tokens, buf, e);
-    }
-    qp_free(buf);
+    gguf_tokens tl = {0};
+    if (s == QP_OK) s = gguf_tokens_make(m, &tl, e);
+    if (s == QP_OK) s = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", tl.strs, tl.lens, (uint64_t)tl.n, e);
+    if (s == QP_OK) s = score_and_type_kvs(v, tl.n, w, e);
+    gguf_tokens_free(&tl);
     if (s == QP_OK && v->model == QP_TOK_BPE && v->n_merges > 0 && v->merges)
         s = qp_gguf_writer_add_str_array(w, "tokenizer.ggml.merges", v->merges, NULL,
                                          (uint64_t)v->n_merges, e);

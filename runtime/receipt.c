@@ -340,9 +340,18 @@ static void add_reason(qp_verify_report *r, const char *fmt, double v, double th
     snprintf(r->reasons + k, sizeof r->reasons - k, fmt, v, th);
 }
 
+/* True when v's tokens from `from` on are all UNUSED: the "[PAD<id>]" fill up to the embedding
+ * rows a GGUF writer adds (converters/recipes.md "Metadata of HF sources"), no text maps to them. */
+static bool unused_from(const qp_vocab *v, int64_t from) {
+    for (int64_t i = from; i < v->n_tokens; i++)
+        if (!v->types || v->types[i] != QP_TOKTYPE_UNUSED) return false;
+    return true;
+}
+
 /* The first difference between two tokenizers that changes what the model reads or writes:
- * the model kind, the token strings, the special ids, add_bos, the BPE merges. False and a
- * sentence in why when they differ (a model without a tokenizer differs from one with). */
+ * the model kind, the token strings (but trailing UNUSED padding on either side), the special
+ * ids, add_bos, the BPE merges. False and a sentence in why when they differ (a model without a
+ * tokenizer differs from one with). */
 static bool vocab_same(const qp_model *om, const qp_model *sm, char *why, size_t cap) {
     const qp_vocab *o = &om->vocab, *s = &sm->vocab;
     static const char *const k_kind[] = {"none", "SentencePiece", "byte-level BPE", "WordPiece"};
@@ -352,12 +361,13 @@ static bool vocab_same(const qp_model *om, const qp_model *sm, char *why, size_t
         return false;
     }
     if (o->model == QP_TOK_NONE) return true;
-    if (o->n_tokens != s->n_tokens) {
+    int64_t n = o->n_tokens < s->n_tokens ? o->n_tokens : s->n_tokens;
+    if (!unused_from(o, n) || !unused_from(s, n)) {
         snprintf(why, cap, "tokenizer differs: %lld tokens in the output, %lld in the source",
                  (long long)o->n_tokens, (long long)s->n_tokens);
         return false;
     }
-    for (int64_t i = 0; i < o->n_tokens; i++) {
+    for (int64_t i = 0; i < n; i++) {
         uint32_t lo = o->token_lens ? o->token_lens[i] : (uint32_t)strlen(o->tokens[i]);
         uint32_t ls = s->token_lens ? s->token_lens[i] : (uint32_t)strlen(s->tokens[i]);
         if (lo != ls || memcmp(o->tokens[i], s->tokens[i], lo) != 0) {

@@ -141,6 +141,15 @@ for m in gemma3-mm gemma3-mm2; do
     grep -q "cosine min 1.000000000 mean 1.000000000, max |diff| 0, .*greedy 4/4" "$TMP/v" && ok || bad "verify $out vs gemma3: $(tail -3 "$TMP/v")"
   done
 done
+# 416 embedding rows over the 408-token tokenizer (Gemma 3's 262208 over 262145): the GGUF's token
+# list is filled to the rows with [PAD<id>] (UNUSED), as convert_hf_to_gguf.py does (llama.cpp
+# loads it: peer.runtime_vs_llama_quant); verify takes the padding as the same tokenizer
+"$QP" convert "$FX/gemma3-mm-rows" --quant F16 -o "$TMP/g3rows.gguf" 2>"$TMP/err" && ok || bad "gemma3-mm-rows: $(cat "$TMP/err")"
+"$QP" inspect "$TMP/g3rows.gguf" >"$TMP/ir" 2>&1
+grep -Eq "tokenizer.ggml.tokens +array +\[string x 416\]" "$TMP/ir" && grep -Eq "tokenizer.ggml.token_type +array +\[i32 x 416\]" "$TMP/ir" && \
+  grep -Eq "^token_embd.weight +F16 +\[416, 256\]" "$TMP/ir" && ok || bad "gemma3-mm-rows GGUF: $(grep -E "tokens|token_type|token_embd" "$TMP/ir")"
+"$QP" verify "$TMP/g3rows.gguf" --against "$FX/gemma3-mm-rows" -n 8 >"$TMP/v" 2>&1 && ok || bad "verify gemma3-mm-rows: $(tail -3 "$TMP/v")"
+[ "$("$QP" tokenize "$TMP/g3rows.gguf" "[PAD410] Once upon a time" 2>&1)" = "$("$QP" tokenize "$FX/gemma3-mm-rows" "[PAD410] Once upon a time" 2>&1)" ] && ok || bad "gemma3-mm-rows: the padding is tokenized"
 refuse g3mm-yarn gemma3-mm 's/"rope_type": "linear"/"rope_type": "yarn"/' "rope scaling .* is not implemented for gemma3"
 refuse g3mm-tc gemma3-mm 's/"text_config": {/"text_config": 7, "x": {/' "'text_config' is not an object"
 refuse g3-types gemma3 's/"full_attention"/"sliding_attention"/' "layer_types\[5\] is not 'full_attention'"

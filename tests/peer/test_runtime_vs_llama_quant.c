@@ -386,6 +386,7 @@ int main(void) {
     const char *tmp = qp_test_env("QP_TMP_DIR", "/tmp");
     char stories[1024], tied[4096], gqa[4096], qwen[4096], k256[4096], bns[4096], qp[4096];
     char qwen3[4096], phi3[4096], gemma[4096], gemma2[4096], gemma3[4096], g3mm[4096], g3mm2[4096];
+    char g3rows[4096];
     char mixtral[4096];
     qp_test_path(stories, sizeof stories, real, "stories260K.gguf");
     qp_test_path(tied, sizeof tied, fixtures, "llama-tied");
@@ -401,6 +402,7 @@ int main(void) {
     qp_test_path(gemma3, sizeof gemma3, fixtures, "gemma3");
     qp_test_path(g3mm, sizeof g3mm, fixtures, "gemma3-mm");
     qp_test_path(g3mm2, sizeof g3mm2, fixtures, "gemma3-mm2");
+    qp_test_path(g3rows, sizeof g3rows, fixtures, "gemma3-mm-rows");
     qp_test_path(qp, sizeof qp, bin_dir, "quantpack");
     if (!qp_path_exists(llama_peer_lib()))
         QP_SKIP("libllama peer not installed (%s)", llama_peer_lib());
@@ -409,7 +411,7 @@ int main(void) {
         !qp_path_is_dir(k256) || !qp_path_is_dir(bns) || !qp_path_is_dir(qwen3) ||
         !qp_path_is_dir(mixtral) || !qp_path_is_dir(phi3) || !qp_path_is_dir(gemma) ||
         !qp_path_is_dir(gemma2) || !qp_path_is_dir(gemma3) || !qp_path_is_dir(g3mm) ||
-        !qp_path_is_dir(g3mm2))
+        !qp_path_is_dir(g3mm2) || !qp_path_is_dir(g3rows))
         QP_SKIP("generated fixtures not found under %s", fixtures);
     if (!qp_path_exists(qp)) QP_SKIP("quantpack not built (%s)", qp);
     QP_CHECK_MSG(qp_test_mkdir_p(tmp), "cannot create %s", tmp);
@@ -517,6 +519,10 @@ int main(void) {
          * multimodal HF folder itself; the same text model as gemma3, so gemma3's numbers */
         {"gemma3-mm", g3mm, gen_prompt, 16, 48, 0.999, 0, 1.0, true, true, NULL, 0, 0, 0.9995, 0},
         {"gemma3-mm2", g3mm2, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
+        /* 416 embedding rows over 408 tokens (as Gemma 3's 262208 over 262145): the GGUF's token
+         * list is padded with [PAD<id>] (UNUSED) to the rows, as convert_hf_to_gguf.py pads it;
+         * without that llama.cpp refuses token_embd's shape */
+        {"gemma3-mm-rows", g3rows, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], bin_dir, tmp);
 

@@ -23,7 +23,7 @@
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
                                        "qwen3", "mixtral", "phi-fused", "gemma", "gemma2", "gemma3",
-                                       "gemma3-mm", "gemma3-mm2"};
+                                       "gemma3-mm", "gemma3-mm2", "gemma3-mm-rows"};
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
@@ -460,8 +460,10 @@ static void check_gemma(const char *dir, const char *model, const char *arch, in
 
 /* gemma3-mm (prefix "language_model.model.", vision "") and gemma3-mm2 ("model.language_model.",
  * "model."): Gemma3ForConditionalGeneration; every gemma3 tensor "model.X" as "<prefix>X" with
- * the same bytes, plus exactly 8 tensors under <vision>vision_tower. / multi_modal_projector. */
-static void check_gemma3_mm(const char *dir, const char *model, const char *prefix, const char *vision) {
+ * the same bytes, plus exactly 8 tensors under <vision>vision_tower. / multi_modal_projector.
+ * gemma3-mm-rows: the embeddings have `rows` rows, gemma3's then zeros. */
+static void check_gemma3_mm(const char *dir, const char *model, const char *prefix, const char *vision,
+                            int rows) {
     char md[2048], p[2100];
     snprintf(md, sizeof md, "%s/%s", dir, model);
     cJSON *cfg = load_json(md, "config.json");
@@ -469,7 +471,7 @@ static void check_gemma3_mm(const char *dir, const char *model, const char *pref
     QP_CHECK_MSG(cJSON_IsArray(ar) && cJSON_IsString(ar->child) &&
                  strcmp(ar->child->valuestring, "Gemma3ForConditionalGeneration") == 0, "%s arch", model);
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
-    QP_CHECK_MSG(cJSON_IsObject(tc) && json_int(tc, "vocab_size") == 408 && json_int(tc, "head_dim") == 128,
+    QP_CHECK_MSG(cJSON_IsObject(tc) && json_int(tc, "vocab_size") == rows && json_int(tc, "head_dim") == 128,
                  "%s text_config", model);
     QP_CHECK_MSG(!cJSON_GetObjectItemCaseSensitive(tc, "rope_theta") &&
                  !cJSON_GetObjectItemCaseSensitive(tc, "rms_norm_eps") &&
@@ -490,8 +492,15 @@ static void check_gemma3_mm(const char *dir, const char *model, const char *pref
         char n[256];
         snprintf(n, sizeof n, "%s%s", prefix, t->string + strlen("model."));
         st_view a, b;
-        bool same = st_get(&g, t->string, &b) && st_get(&f, n, &a) && a.nbytes == b.nbytes &&
-                    memcmp(a.data, b.data, a.nbytes) == 0;
+        bool emb = strcmp(t->string, "model.embed_tokens.weight") == 0;
+        size_t want = 0; /* the embedding's bytes beyond gemma3's rows */
+        bool same = st_get(&g, t->string, &b) && st_get(&f, n, &a);
+        if (same && emb) {
+            QP_CHECK_EQ_INT(a.shape[0], rows);
+            want = b.nbytes / 408 * (size_t)(rows - 408);
+            for (size_t i = b.nbytes; i < a.nbytes && i < b.nbytes + want; i++) same = same && a.data[i] == 0;
+        }
+        same = same && a.nbytes == b.nbytes + want && memcmp(a.data, b.data, b.nbytes) == 0;
         QP_CHECK_MSG(same, "%s: %s is not gemma3's %s", model, n, t->string);
     }
     for (cJSON *t = f.header->child; t; t = t->next) {
@@ -586,8 +595,9 @@ int main(void) {
     check_gemma(a, "gemma", "GemmaForCausalLM", 2, 2);
     check_gemma(a, "gemma2", "Gemma2ForCausalLM", 2, 4);
     check_gemma(a, "gemma3", "Gemma3ForCausalLM", 6, 4);
-    check_gemma3_mm(a, "gemma3-mm", "language_model.model.", "");
-    check_gemma3_mm(a, "gemma3-mm2", "model.language_model.", "model.");
+    check_gemma3_mm(a, "gemma3-mm", "language_model.model.", "", 408);
+    check_gemma3_mm(a, "gemma3-mm2", "model.language_model.", "model.", 408);
+    check_gemma3_mm(a, "gemma3-mm-rows", "language_model.model.", "", 416);
     QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();
