@@ -206,3 +206,6 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
 QP_QDOT_TILE_REF(q4k_dot_q8k)
 QP_QDOT_TILE_REF(q5k_dot_q8k)
 QP_QDOT_TILE_REF(q6k_dot_q8k)
+QP_QDOT_TILE_REF(q8_0_dot_q8_0)
+QP_QDOT_TILE_REF(q4_0_dot_q8_0)
+QP_QDOT_TILE_REF(q5_0_dot_q8_0)

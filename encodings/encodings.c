@@ -195,6 +195,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize = qp_q4_0_quantize,
         .quantize_imatrix = qp_q4_0_quantize_imatrix,
         .vec_dot_q8 = qp_q4_0_dot_q8_0,
+        .vec_dot_q8_tile = qp_q4_0_dot_q8_0_tile,
         .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q4_1] = {
@@ -229,6 +230,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize = qp_q5_0_quantize,
         .quantize_imatrix = qp_q5_0_quantize_imatrix,
         .vec_dot_q8 = qp_q5_0_dot_q8_0,
+        .vec_dot_q8_tile = qp_q5_0_dot_q8_0_tile,
         .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q5_1] = {
@@ -262,6 +264,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .error_bound = "per 32-block: |err| <= amax/254 * 1.13 + 2^-18 (f16 d)",
         .quantize = qp_q8_0_quantize,
         .vec_dot_q8 = qp_q8_0_dot_q8_0,
+        .vec_dot_q8_tile = qp_q8_0_dot_q8_0_tile,
         .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q8_1] = {

@@ -30,6 +30,12 @@ static inline void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
+void qp_q8_0_dot_q8_0_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                               size_t ldy);
+void qp_q4_0_dot_q8_0_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                               size_t ldy);
+void qp_q5_0_dot_q8_0_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                               size_t ldy);
 float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 void qp_q4k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
@@ -48,6 +54,12 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q8_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
+void qp_q8_0_dot_q8_0_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                                size_t ldy);
+void qp_q4_0_dot_q8_0_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                                size_t ldy);
+void qp_q5_0_dot_q8_0_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                                size_t ldy);
 float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 void qp_q4k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
@@ -63,6 +75,12 @@ float qp_qk256_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_q8_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
+void qp_q8_0_dot_q8_0_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                                size_t ldy);
+void qp_q4_0_dot_q8_0_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                                size_t ldy);
+void qp_q5_0_dot_q8_0_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                                size_t ldy);
 float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 void qp_q4k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
@@ -81,6 +99,12 @@ float qp_qk256_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q8_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0(const void *w, const void *xq, int64_t n);
+void qp_q8_0_dot_q8_0_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                           size_t ldy);
+void qp_q4_0_dot_q8_0_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                           size_t ldy);
+void qp_q5_0_dot_q8_0_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
+                           size_t ldy);
 float qp_q4k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k(const void *w, const void *xq, int64_t n);
 void qp_q4k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,

@@ -17,6 +17,8 @@ QP_VNNI static inline __m256i lane_sums(__m256i w, __m256i a) {
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q8_0_dot_q8_0_vnni, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q4_0_dot_q8_0_vnni, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q5_0_dot_q8_0_vnni, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
+/* prompts: 4 rows x 4 tokens (16 accumulators of the 32 ymm registers) */
+QP_QDOT_LEGACY_TILES(QP_VNNI, vnni, lane_sums, 4, 4)
 
 /* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums (vpdpbusd) */
 QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {
