@@ -1,5 +1,5 @@
 /* AVX-512 VNNI fast-path dots (encodings/encodings.md "Fast dots"): vpdpbusd for the legacy
- * blocks (256-bit, the AVX2 kernel's lanes), 512-bit maddubs + vpdpwssd for Q4_K / Q6_K. Same
+ * blocks (256-bit, the AVX2 kernel's lanes), maddubs + vpdpwssd for Q4_K / Q5_K / Q6_K. Same
  * integers and the same float operations in the same order as enc_qdot.c's references, so the
  * results equal them bit for bit. Called only when cpuid reports AVX512_VNNI (simd.c). */
 #include <immintrin.h>
@@ -101,12 +101,11 @@ static inline void store_tile(__m512 sum, int tt, int nr, int nt, float *y, size
  * and the high nibbles of bytes 32k .. 32k + 31), plus bit 2k / 2k + 1 of qh[l] << 4 for Q5_K */
 QP_VNNI static inline void q4k_levels512(const uint8_t *wb, size_t off_qs, bool five, __m512i v[4]) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     const __m512i qh = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(wb + QP_Q5_K_OFF_QH)))
                             : _mm512_setzero_si512();
     for (int k = 0; k < 4; k++) {
-        const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(wb + off_qs + 32 * k)));
-        v[k] = _mm512_and_si512(_mm512_srlv_epi16(q, shift), m4);
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(wb + off_qs + 32 * k));
+        v[k] = _mm512_and_si512(join256(q, _mm256_srli_epi16(q, 4)), m4);
         if (five) {
             const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((char)(1 << (2 * k)))),
                                                    _mm256_set1_epi8((char)(1 << (2 * k + 1))), 1);
@@ -115,16 +114,23 @@ QP_VNNI static inline void q4k_levels512(const uint8_t *wb, size_t off_qs, bool 
     }
 }
 
-/* 8 six-bit scales and mins of a Q4_K / Q5_K block as 8 int16 each (qp_q4k_unpack_scales) */
+/* 8 six-bit scales and mins of a Q4_K / Q5_K block as 8 int16 each (qp_q4k_unpack_scales) with
+ * byte shuffles: bytes [sc0..3 | sc4..7 | mn0..3 | mn4..7] are s0..3 & 63 | s8..11 & 15 | s4..7 &
+ * 63 | s8..11 >> 4, plus bits 6-7 of s0..3 (for sc4..7) and s4..7 (mn4..7) moved to bits 4-5.
+ * Reads 16 bytes from s12 (the 4 after the scales are the block's next field). */
+static inline __m128i q4k_scale_bytes(const uint8_t *s12) {
+    const __m128i s = _mm_loadu_si128((const __m128i *)(const void *)s12);
+    const __m128i a = _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i lo = _mm_and_si128(a, _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0));
+    const __m128i nib = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi32(0, 0, 0, 0x0F0F0F0F));
+    const __m128i b = _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i top = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30));
+    return _mm_or_si128(_mm_or_si128(lo, nib), top);
+}
 static inline void q4k_scales16(const uint8_t *s12, __m128i *sc, __m128i *mn) {
-    uint32_t u[3];
-    memcpy(u, s12, 12);
-    const uint64_t s = (uint64_t)(u[0] & 0x3F3F3F3Fu) |
-                       (uint64_t)((u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4)) << 32;
-    const uint64_t m = (uint64_t)(u[1] & 0x3F3F3F3Fu) |
-                       (uint64_t)(((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4)) << 32;
-    *sc = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)s));
-    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m));
+    const __m128i v = q4k_scale_bytes(s12);
+    *sc = _mm_cvtepu8_epi16(v);
+    *mn = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(v, v));
 }
 
 typedef enum { TILE_Q4K, TILE_Q5K, TILE_Q6K } tile_kind;
@@ -239,17 +245,64 @@ QP_VNNI __attribute__((always_inline)) static inline float single_dot(tile_kind 
         const __m128i a4 = _mm_add_epi32(_mm256_castsi256_si128(a8), _mm256_extracti128_si256(a8, 1));
         __m128i h = _mm_hadd_epi32(a4, _mm_madd_epi16(mn, bp));
         h = _mm_hadd_epi32(h, h);
-        const float da = qp_load_f32le(ab);
-        sum = sum + (_cvtsh_ss((uint16_t)dd) * da) * (float)_mm_cvtsi128_si32(h);
-        if (kind != TILE_Q6K) sum = sum - (_cvtsh_ss((uint16_t)(dd >> 16)) * da) * (float)_mm_extract_epi32(h, 1);
+        /* lane 0: (d * da) * isum, lane 1: (dmin * da) * msum */
+        const __m128 p = _mm_mul_ps(_mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dd)), _mm_set1_ps(qp_load_f32le(ab))),
+                                    _mm_cvtepi32_ps(h));
+        sum = sum + _mm_cvtss_f32(p);
+        if (kind != TILE_Q6K) sum = sum - _mm_cvtss_f32(_mm_movehdup_ps(p));
     }
     return sum;
 }
+/* One Q4_K / Q5_K row, one token, in 256-bit vectors: on AMD Zen 4 (512-bit operations in two
+ * halves, two shuffle pipes) row_block's 512-bit joins and word permutes made the shuffle pipes
+ * the limit. Here a sub-block's levels are a 32-byte load masked (low nibbles) or shifted and
+ * masked (high), its scale a 32-bit broadcast load of (sc | sc << 16) from a small table, and the
+ * min sums one madd of the 16 block sums by the mins each repeated twice; the same exact
+ * integers, then the reference's float steps. */
+QP_VNNI __attribute__((always_inline)) static inline float k_min_row(const uint8_t *wb, const uint8_t *ab, int64_t n, size_t wbytes,
+                                                                     size_t off_qs, bool five) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m128i mn_twice = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
+        const __m128i v = q4k_scale_bytes(wb + QP_Q4_K_OFF_SCALES);
+        uint32_t scw[8] __attribute__((aligned(32)));
+        const __m256i sc32 = _mm256_cvtepu8_epi32(v);
+        _mm256_store_si256((__m256i *)(void *)scw, _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)));
+        const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(wb + QP_Q5_K_OFF_QH)) : _mm256_setzero_si256();
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        __m256i ac[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(wb + off_qs + 32 * k));
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k + 1), one), 4));
+            }
+            ac[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * k))),
+                                      _mm256_set1_epi32((int)scw[2 * k]));
+            ac[k] = _mm256_dpwssd_epi32(ac[k], _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * k + 32))),
+                                        _mm256_set1_epi32((int)scw[2 * k + 1]));
+        }
+        const __m256i acc = _mm256_add_epi32(_mm256_add_epi32(ac[0], ac[1]), _mm256_add_epi32(ac[2], ac[3]));
+        const __m256i m8 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(ab + QP_Q8_K_OFF_BSUMS)),
+                                             _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, mn_twice)));
+        const __m256i h = _mm256_hadd_epi32(acc, m8); /* per 128: acc pairs, then min pairs */
+        __m128i x = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        x = _mm_hadd_epi32(x, x); /* lane 0: isum, lane 1: msum */
+        const __m128 p = _mm_mul_ps(_mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)qp_load_u32le(wb))), _mm_set1_ps(qp_load_f32le(ab))),
+                                    _mm_cvtepi32_ps(x));
+        sum = sum + _mm_cvtss_f32(p);
+        sum = sum - _mm_cvtss_f32(_mm_movehdup_ps(p));
+    }
+    return sum;
+}
+
 QP_VNNI float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
-    return single_dot(TILE_Q4K, w, xq, n, QP_Q4_K_BYTES);
+    return k_min_row(w, xq, n, QP_Q4_K_BYTES, QP_Q4_K_OFF_QS, false);
 }
 QP_VNNI float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
-    return single_dot(TILE_Q5K, w, xq, n, QP_Q5_K_BYTES);
+    return k_min_row(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
 }
 QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
     return single_dot(TILE_Q6K, w, xq, n, QP_Q6_K_BYTES);
