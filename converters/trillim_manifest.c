@@ -1130,6 +1130,11 @@ static qp_status list_model_shards(manifest_build *b, qp_err *e) {
     return s;
 }
 
+/* A q/k/v projection's bias (TRLM roles Q/K/V_BIAS, each right after its weight). */
+static bool is_qkv_bias(const char *key) {
+    return ends_with(key, ".q_proj.bias") || ends_with(key, ".k_proj.bias") || ends_with(key, ".v_proj.bias");
+}
+
 /* The tensors to quantize, in header order shard by shard, then sorted by the SDK's key. */
 static qp_status collect_items(manifest_build *b, int n_model_shards, qp_err *e) {
     for (int si = 0; si < n_model_shards; si++) {
@@ -1140,6 +1145,10 @@ static qp_status collect_items(manifest_build *b, int n_model_shards, qp_err *e)
             if (strstr(key, "rotary_emb") || strstr(key, "inv_freq")) continue;
             if (b->c->tie_embeddings && strstr(key, "lm_head")) continue;
             if (ends_with(key, "_scale")) continue;
+            if (ends_with(key, ".bias") && !is_qkv_bias(key))
+                return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: the SDK would write this bias as a "
+                               "BF16_RAW record after its weight, but TRLM has no role for it and the "
+                               "runtime no such bias (q/k/v_proj biases only)", b->model_dir, key);
             if (b->n_items == b->cap_items) {
                 int nc = b->cap_items ? b->cap_items * 2 : 64;
                 item *ni = qp_realloc(b->items, (size_t)nc * sizeof *ni);

@@ -22,6 +22,9 @@ static const qp_trlm_role k_pat_bitnet[] = {R(ATTN_NORM), R(ATTN_SUB_NORM), R(K)
 /* the current SDK's Qwen3ForCausalLM component_order (arch 4-6) */
 static const qp_trlm_role k_pat_qwen3[] = {R(ATTN_NORM), R(K), R(V), R(Q), R(Q_NORM), R(K_NORM), R(O),
                                            R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
+/* the same with attention_bias: the SDK sorts each q/k/v bias right after its weight */
+static const qp_trlm_role k_pat_qwen3_bias[] = {R(ATTN_NORM), R(K), R(K_BIAS), R(V), R(V_BIAS), R(Q), R(Q_BIAS),
+                                                R(Q_NORM), R(K_NORM), R(O), R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
 #undef R
 
 typedef struct pattern {
@@ -93,7 +96,8 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
     int n_pats = 3;
     if (qp_trlm_arch_is_qwen3((uint32_t)o->arch)) {
         pats[0] = (pattern){k_pat_qwen3, 11};
-        n_pats = 1;
+        pats[1] = (pattern){k_pat_qwen3_bias, 14};
+        n_pats = 2;
     } else if (o->arch == QP_TRLM_ARCH_BITNET) {
         pats[0] = (pattern){k_pat_bitnet, 11};
         pats[1] = (pattern){k_pat_llama, 9};
@@ -121,11 +125,11 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
                            QP_TRLM_MAX_LAYERS);
         return QP_OK;
     }
-    if (n_pats == 1)
+    if (n_pats == 2)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: the %u per-layer tensor entries (after entry %u) do not "
                        "follow the SDK's Qwen3 layer layout (11 per layer: input_layernorm, k, v, q, "
-                       "q_norm, k_norm, o, post_attention_layernorm, gate, up, down) in order and "
-                       "1-D/2-D shape", file, rest, i);
+                       "q_norm, k_norm, o, post_attention_layernorm, gate, up, down; 14 with each q/k/v "
+                       "bias after its weight) in order and 1-D/2-D shape", file, rest, i);
     return qp_fail(e, QP_ERR_CORRUPT, "%s: the %u per-layer tensor entries (after entry %u) follow "
                    "none of the SDK v1 layer layouts (Llama: 9 per layer, Llama with q/k/v bias: "
                    "12, BitNet with sub-norms: 11) in order and 1-D/2-D shape", file, rest, i);

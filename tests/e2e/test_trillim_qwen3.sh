@@ -3,7 +3,8 @@
 # converters/trillim_sdk.md). From the generated Qwen3 HF fixture (untied lm_head, per-head
 # q_norm/k_norm [128], head_dim 128 != hidden/heads):
 # and a tied copy (lm_head.weight removed, tie_word_embeddings true: the SDK writes no lm_head entry),
-# and a copy tied in config.json that keeps lm_head.weight (the SDK drops it: no entry either):
+# and a copy tied in config.json that keeps lm_head.weight (the SDK drops it: no entry either),
+# and copies with attention_bias (q/k/v biases: records after their weights; an o bias refused):
 # - the manifest convert --to trlm writes equals, byte for byte, the one computed here in node by
 #   the SDK's build_manifest rules (quantize/_manifest.py + _config.py's Qwen3 component_order:
 #   sort key, padding, _quantization_target_action per arch, Bonsai quantizing embedding and
@@ -74,17 +75,19 @@ process.stdout.write(Buffer.concat(out));
 EOF
 }
 
-# check_records TRLM_DIR MANIFEST ARCH: every record follows from the manifest entry of its index
+# check_records TRLM_DIR MANIFEST ARCH [bias]: every record follows from the manifest entry of its index
 check_records() {
   node - "$@" <<'EOF'
-const fs = require('fs'), [dir, mpath, archS] = process.argv.slice(2);
+const fs = require('fs'), [dir, mpath, archS, bias] = process.argv.slice(2);
 const m = fs.readFileSync(mpath), f = fs.readFileSync(dir + '/qmodel.tensors');
 let o = 2 + 2 + m.readUInt16LE(2); const n = m.readUInt32LE(o); o += 4;
 const kindOf = [0, 1, 2, 1, 5, 6, 3, 4];                 // action -> TRLM kind (trillim_sdk.md "Bodies")
 const size = (k, pr, pc) => k === 0 ? 2 * pr * pc : k === 3 || k === 4 ? pr * Math.ceil(pc / 32) * 34
   : k === 5 ? pr * Math.ceil(pc / 128) * 18 : k === 6 ? pr * Math.ceil(pc / 128) * 34 : -1;
 // roles (readers/trlm.md + Q_NORM 17, K_NORM 18): embed, lm_head when present, final norm, then per layer
-const layerRoles = [3, 5, 6, 7, 17, 18, 8, 9, 10, 11, 13];
+// with attention_bias each q/k/v bias (14 Q_BIAS, 15 K_BIAS, 16 V_BIAS) follows its weight
+const layerRoles = bias ? [3, 5, 15, 6, 16, 7, 14, 17, 18, 8, 9, 10, 11, 13] : [3, 5, 6, 7, 17, 18, 8, 9, 10, 11, 13];
+const per = layerRoles.length;
 const errs = [];
 if (f.toString('latin1', 0, 4) !== 'TRLM' || f.readUInt32LE(8) !== Number(archS) || f.readUInt32LE(20) !== n)
   errs.push(`header: arch ${f.readUInt32LE(8)}, ${f.readUInt32LE(20)} records for ${n} entries`);
@@ -94,29 +97,29 @@ for (let i = 0; i < n; i++) {
   const e = o + 55 * i, r = 64 + 48 * i;
   const action = m[e], rows = m.readUInt32LE(e + 2), cols = m.readUInt32LE(e + 6), pr = m.readUInt32LE(e + 10), pc = m.readUInt32LE(e + 14);
   const kind = kindOf[action]; anyNew = anyNew || kind >= 3;
-  const role = i === 0 ? 0 : hasHead && i === 1 ? 1 : i === first - 1 ? 2 : layerRoles[(i - first) % 11];
-  const layer = i < first ? 0xFFFFFFFF : Math.floor((i - first) / 11);
+  const role = i === 0 ? 0 : hasHead && i === 1 ? 1 : i === first - 1 ? 2 : layerRoles[(i - first) % per];
+  const layer = i < first ? 0xFFFFFFFF : Math.floor((i - first) / per);
   const want = {kind, role, layer, rows, cols, pr, pc, off: Math.ceil(end / 64) * 64, size: size(kind, pr, pc)};
   const got = {kind: f[r], role: f[r + 1], layer: f.readUInt32LE(r + 4), rows: f.readUInt32LE(r + 8), cols: f.readUInt32LE(r + 12),
     pr: f.readUInt32LE(r + 16), pc: f.readUInt32LE(r + 20), off: Number(f.readBigUInt64LE(r + 24)), size: Number(f.readBigUInt64LE(r + 32))};
   if (JSON.stringify(want) !== JSON.stringify(got)) errs.push(`record ${i}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
   end = want.off + want.size;
 }
-if ((n - first) % 11) errs.push(`${n - first} layer entries, not 11 per layer`);
+if ((n - first) % per) errs.push(`${n - first} layer entries, not ${per} per layer`);
 if (f.length !== end) errs.push(`file ${f.length} bytes, last record ends at ${end}`);
 if (f.readUInt32LE(16) !== (anyNew ? 2 : 1)) errs.push(`body version ${f.readUInt32LE(16)}`);
 console.log(errs.length ? errs.slice(0, 3).join('; ') : `ok ${n}`);
 EOF
 }
 
-case_() { # name src_dir arch quant sdk_quant_name arch_name
-  local name=$1 src=$2 arch=$3 q=$4 qname=$5 aname=$6 D="$W/$1"
+case_() { # name src_dir arch quant sdk_quant_name arch_name [bias]
+  local name=$1 src=$2 arch=$3 q=$4 qname=$5 aname=$6 bias=${7:-} D="$W/$1"
   "$BIN/quantpack" convert "$src" --to trlm --quant "$q" -o "$D" --save-manifest "$W/$name.manifest" >"$W/err" 2>&1
   check "$name: convert ($(head -c 200 "$W/err"))" "[ -s '$D/qmodel.tensors' ]"
   expect_manifest "$src" "$arch" "$q" > "$W/$name.expect"
   check "$name: manifest == the SDK's build_manifest ($(stat -c %s "$W/$name.expect") bytes)" \
     "cmp -s '$W/$name.expect' '$W/$name.manifest'"
-  local rec; rec=$(check_records "$D" "$W/$name.expect" "$arch")
+  local rec; rec=$(check_records "$D" "$W/$name.expect" "$arch" $bias)
   check "$name: qmodel.tensors records follow from the SDK's manifest ($rec)" "[ '${rec%% *}' = ok ]"
   check "$name: trillim_config.json architecture $aname, quantization $qname" \
     "grep -q '\"architecture\": \"$aname\"' '$D/trillim_config.json' && grep -q '\"quantization\": \"$qname\"' '$D/trillim_config.json'"
@@ -155,6 +158,44 @@ check "tied_head: the conversion names the lm_head.weight it left out ($(grep -m
 check "tied_head: qmodel.tensors == the tied copy's (the embedding is the output)" "cmp -s '$W/tied/qmodel.tensors' '$W/tied_head/qmodel.tensors'"
 case_ tied_q8 "$W/src_tied" 6 q8_0 q8_0 qwen3
 case_ bonsai "$W/src_bonsai" 4 auto binary bonsai
+# attention_bias (q/k/v_proj.bias BF16, attention_bias true): the SDK's _matches_component_key takes
+# "<component>.bias" and sorts each bias right after its weight (bias_order 1), action BF16_RAW
+# (1-D); trillim-quantize gives them roles Q/K/V_BIAS, the TRLM runs with them (verify below) and
+# inference.config says QKV_BIAS 1 (the SDK runtime's has_qkv_bias = attention_bias). An o_proj
+# bias (transformers' Qwen3 has one with attention_bias) the SDK would write too, but TRLM has no
+# role and our runtime no such bias: refused naming it (exit 3)
+add_bias() { # SRC_DIR DST_DIR [o]: SRC with BF16 biases after each q/k/v (and o) projection
+  mkdir -p "$2"; cp "$1"/*.json "$2/"; sed -i 's/"attention_bias": false/"attention_bias": true/' "$2/config.json"
+  node - "$1/model.safetensors" "$2/model.safetensors" "${3:-}" <<'EOF'
+const fs = require('fs'), [src, dst, withO] = process.argv.slice(2), b = fs.readFileSync(src);
+const hl = Number(b.readBigUInt64LE(0)), h = JSON.parse(b.slice(8, 8 + hl).toString()), ds = 8 + hl;
+const nh = {}, parts = []; let off = 0, seed = 1;
+const put = (k, dtype, shape, d) => { nh[k] = {dtype, shape, data_offsets: [off, off + d.length]}; parts.push(d); off += d.length; };
+for (const [k, v] of Object.entries(h)) {
+  if (k === '__metadata__') { nh[k] = v; continue; }
+  put(k, v.dtype, v.shape, b.slice(ds + v.data_offsets[0], ds + v.data_offsets[1]));
+  const m = /^(model\.layers\.\d+\.self_attn\.([qkvo])_proj)\.weight$/.exec(k);
+  if (!m || (m[2] === 'o' && withO !== 'o')) continue;
+  const d = Buffer.alloc(2 * v.shape[0]);
+  for (let i = 0; i < v.shape[0]; i++) {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    d.writeUInt16LE(Buffer.from(new Float32Array([(seed / 2147483648 - 0.5) * 0.2]).buffer).readUInt16LE(2), 2 * i);
+  }
+  put(m[1] + '.bias', 'BF16', [v.shape[0]], d);
+}
+let t = JSON.stringify(nh); t += ' '.repeat((8 - t.length % 8) % 8);
+const l = Buffer.alloc(8); l.writeBigUInt64LE(BigInt(t.length));
+fs.writeFileSync(dst, Buffer.concat([l, Buffer.from(t), ...parts]));
+EOF
+}
+add_bias "$FIX/qwen3" "$W/src_bias"
+case_ bias "$W/src_bias" 6 auto bf16 qwen3 bias
+check "bias: inference.config QKV_BIAS 1 ($(cat "$W/bias/inference.config"))" \
+  "[ \"\$(cut -d' ' -f14 '$W/bias/inference.config')\" = 1 ]"
+add_bias "$FIX/qwen3" "$W/src_obias" o
+"$BIN/quantpack" convert "$W/src_obias" --to trlm -o "$W/obias" >"$W/err" 2>&1; rc=$?
+check "an o_proj bias: exit 3 naming it (rc $rc: $(head -c 160 "$W/err"))" \
+  "[ $rc -eq 3 ] && grep -q 'layers.0.self_attn.o_proj.bias' '$W/err' && [ ! -e '$W/obias' ]"
 # no trillim_source.json: the SDK's README.md guess (_legacy_readme_bonsai_arch_type)
 readme_case() { # README text, expected arch
   rm -rf "$W/src_readme" "$W/readme"; cp -r "$FIX/qwen3" "$W/src_readme"; printf '%s\n' "$1" > "$W/src_readme/README.md"
@@ -169,6 +210,9 @@ case_ bonsai_ternary "$W/src_bonsai_ternary" 5 auto grouped-ternary bonsai_terna
 vf() { "$BIN/quantpack" verify "$W/$1" --against "$FIX/qwen3" -n 16 "${@:2}" 2>&1; }
 out=$(vf qwen3 --min-cosine 0.999999 --min-top1 1)
 check "qwen3 (BF16) verifies: identical ($(echo "$out" | grep -m1 cosine))" \
+  "echo \"\$out\" | grep -q 'max |diff| 0,' && echo \"\$out\" | grep -q 'verdict: PASS'"
+out=$("$BIN/quantpack" verify "$W/bias" --against "$W/src_bias" -n 16 2>&1)
+check "qwen3 with q/k/v biases (BF16) verifies: identical ($(echo "$out" | grep -m1 cosine))" \
   "echo \"\$out\" | grep -q 'max |diff| 0,' && echo \"\$out\" | grep -q 'verdict: PASS'"
 out=$(vf qwen3_b32)
 check "qwen3 q8_0_blocked_32 verifies, 8-bit class ($(echo "$out" | grep -m1 cosine))" "echo \"\$out\" | grep -q 'verdict: PASS'"
