@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "converters/tensor_compare.h"
+#include "core/json.h"
 
 #define RT_MAX_VIA 16
 
@@ -479,12 +480,8 @@ static int prepare_report(const rt_args *a, char **json_path, bool *made) {
 }
 
 static cJSON *report_new(const rt_ctx *c) {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "schema", "quantpack.roundtrip.report");
-    cJSON_AddNumberToObject(r, "schema_version", 1);
-    cJSON *tool = cJSON_AddObjectToObject(r, "tool");
-    cJSON_AddStringToObject(tool, "name", "quantpack");
-    cJSON_AddStringToObject(tool, "version", QP_VERSION_STRING);
+    cJSON *r = qp_json_doc_new("quantpack.roundtrip.report", 1);
+    if (!r) return NULL;
     cJSON *s = cJSON_AddObjectToObject(r, "source");
     cJSON_AddStringToObject(s, "path", c->src->path);
     cJSON_AddStringToObject(s, "format", qp_format_name(c->src->format));

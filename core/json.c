@@ -9,6 +9,7 @@
 #include "core/strmap.h"
 #include "core/utf8.h"
 #include "quantpack/core.h"
+#include "quantpack/quantpack.h"
 
 bool qp_json_int(const cJSON *it, int64_t lo, int64_t hi, int64_t *out) {
     if (!cJSON_IsNumber(it)) return false;
@@ -75,6 +76,17 @@ qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool b
     free(text);
     qp_free(path);
     return s;
+}
+
+cJSON *qp_json_doc_new(const char *schema, int version) {
+    cJSON *r = cJSON_CreateObject(), *tool = NULL;
+    bool ok = r && cJSON_AddStringToObject(r, "schema", schema) &&
+              cJSON_AddNumberToObject(r, "schema_version", version) &&
+              (tool = cJSON_AddObjectToObject(r, "tool")) && cJSON_AddStringToObject(tool, "name", "quantpack") &&
+              cJSON_AddStringToObject(tool, "version", QP_VERSION_STRING);
+    if (ok) return r;
+    cJSON_Delete(r);
+    return NULL;
 }
 
 /* ---- Python's text of values ------------------------------------------------------------ */

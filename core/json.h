@@ -40,6 +40,11 @@ QP_NODISCARD qp_status qp_json_unique_keys(const cJSON *obj, const char *file, c
  * caller finished building j; false (an allocation failed on the way) returns QP_ERR_NOMEM. */
 QP_NODISCARD qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool built, qp_err *e);
 
+/* The header every JSON document quantpack writes starts with (the verify receipt, the roundtrip
+ * report): {"schema": schema, "schema_version": version, "tool": {"name": "quantpack",
+ * "version": QP_VERSION_STRING}}; the caller adds the rest. NULL when out of memory. */
+cJSON *qp_json_doc_new(const char *schema, int version);
+
 /* Python's repr/str of a float: the shortest round-trip digits ("1e-05", "10000.0", "0.1"). */
 void qp_py_float_repr(double v, char *buf, size_t cap);
 /* Appends Python's json.dumps(v, separators=(",", ":"), sort_keys=sort_keys) (ensure_ascii, the

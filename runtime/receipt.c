@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/json.h"
 #include "quantpack/quantpack.h"
 #include "runtime/runtime_internal.h"
 
@@ -620,13 +621,8 @@ static cJSON *ids_json(const int32_t *ids, int64_t n) {
 
 qp_status qp_verify_report_json(const qp_verify_report *r, char **json, qp_err *e) {
     if (!r || !json) return qp_fail(e, QP_ERR_ARG, "qp_verify_report_json: NULL argument");
-    cJSON *root = cJSON_CreateObject();
+    cJSON *root = qp_json_doc_new("quantpack.verify.receipt", 1);
     if (!root) return qp_fail(e, QP_ERR_NOMEM, "receipt: out of memory");
-    cJSON_AddStringToObject(root, "schema", "quantpack.verify.receipt");
-    cJSON_AddNumberToObject(root, "schema_version", 1);
-    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
-    cJSON_AddStringToObject(tool, "name", "quantpack");
-    cJSON_AddStringToObject(tool, "version", QP_VERSION_STRING);
     cJSON *inputs = cJSON_AddObjectToObject(root, "inputs");
     cJSON *in_out = NULL, *in_src = NULL;
     qp_status s = input_json(r->out_path, r->out_fmt, r->out_arch, &in_out, e);

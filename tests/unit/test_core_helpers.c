@@ -2,6 +2,9 @@
  * checks (core/json.h), sticky first error (core/sticky.h). */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/buf.h"
 #include "core/json.h"
@@ -9,6 +12,7 @@
 #include "core/utf8.h"
 #include "qp_test.h"
 #include "quantpack/core.h"
+#include "quantpack/quantpack.h"
 
 static void test_buf_basic(void) {
     qp_buf b = {0};
@@ -197,6 +201,20 @@ static void test_json(void) {
     cJSON_Delete(j);
 }
 
+/* qp_json_doc_new: the header the verify receipt and the roundtrip report share (runtime.md
+ * "Receipt JSON", cli/roundtrip.md), keys in that order. */
+static void test_json_doc_header(void) {
+    cJSON *j = qp_json_doc_new("quantpack.test.doc", 3);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    char want[256];
+    snprintf(want, sizeof want,
+             "{\"schema\":\"quantpack.test.doc\",\"schema_version\":3,\"tool\":{\"name\":\"quantpack\","
+             "\"version\":\"%s\"}}", QP_VERSION_STRING);
+    QP_CHECK_MSG(text && strcmp(text, want) == 0, "doc header: %s", text ? text : "(null)");
+    free(text);
+    cJSON_Delete(j);
+}
+
 static void test_sticky(void) {
     qp_err sticky, e;
     qp_err_clear(&sticky);
@@ -219,6 +237,7 @@ static void test_sticky(void) {
 }
 
 int main(void) {
+    test_json_doc_header();
     test_sticky();
     test_json();
     test_utf8();
