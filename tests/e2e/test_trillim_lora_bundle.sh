@@ -30,12 +30,16 @@ printf 'notes\n' > "$P/extra/notes.txt"; printf '{"tokenizer_class": "X"}' > "$P
 printf '{{ messages }}' > "$P/extra/deep/chat_template.jinja"; printf 'x' > "$P/extra/adapter_model.bin"
 printf 'x' > "$P/extra/qmodel.lora"; printf 'x' > "$P/extra/a.pyc"; printf 'x' > "$P/extra/__pycache__/n.txt"
 printf 'x' > "$P/__pycache__/m.cpython-312.pyc"
+# an adapter's own tokenizer and chat template (a fine-tune that added tokens): copied as they are
+printf '{"version": "1.0"}' > "$P/tokenizer.json"; printf '{%% for m in messages %%}{{ m.content }}{%% endfor %%}' > "$P/chat_template.jinja"
 
 B="$W/peft-TRNQ"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only -o "$B" --save-manifest "$W/ad.manifest" >"$W/out" 2>&1
 check "convert --adapter-only ($(head -c 200 "$W/out"))" "[ -s '$B/qmodel.lora' ]"
 check "bundle files: the adapter's (no weights, no .tmp, no empty folder) + qmodel.lora + trillim_config.json ($(ls -A "$B" | tr '\n' ' '))" \
-  "[ '$(ls -A "$B" | tr '\n' ' ')' = 'README.md adapter_config.json extra qmodel.lora tokenizer_config.json trillim_config.json ' ]"
+  "[ '$(ls -A "$B" | tr '\n' ' ')' = 'README.md adapter_config.json chat_template.jinja extra qmodel.lora tokenizer.json tokenizer_config.json trillim_config.json ' ]"
+check "the adapter's tokenizer.json and chat_template.jinja copied as they are" \
+  "cmp -s '$P/tokenizer.json' '$B/tokenizer.json' && cmp -s '$P/chat_template.jinja' '$B/chat_template.jinja'"
 F=$(cd "$B/extra" && find . | LC_ALL=C sort | tr '\n' ' ')
 check "subfolder files as the SDK's rglob copies them ($F)" \
   "[ '$F' = '. ./deep ./deep/chat_template.jinja ./notes.txt ./tokenizer_config.json ' ]"
