@@ -77,6 +77,12 @@ row fused "^gguf +F32 +gguf -> safetensors +tensors +pass +15 tensors equal: 0 s
 rt moe 0 "$FX/mixtral" --via gguf
 row moe "^gguf +F32 +SRC -> gguf +verify +pass +f32: "
 row moe "^gguf +F32 +gguf -> safetensors +tensors +pass +65 tensors equal: 0 same bytes, 65 same F32 values"
+# Gemma: norms are w in the HF folder, 1 + w (rounded to F32) in a GGUF: that path is not claimed
+# lossless (verify both hops; the tensor proof failed on blk.0.attn_norm.weight), safetensors is
+rt gemma 0 "$FX/gemma2" --via gguf,safetensors
+row gemma "^gguf +F32 +SRC -> gguf +verify +pass +f32: "
+row gemma "^gguf +F32 +gguf -> safetensors +verify +pass +f32: "
+row gemma "^safetensors +F32 +safetensors -> safetensors +tensors +pass +24 tensors equal"
 rt bf16q 0 "$FX/llama-gqa-untied" --via gguf:BF16,safetensors --quant BF16
 # GGUF BF16 keeps the 7 norms F32 (llama.cpp's rule): equal values, not bytes
 row bf16q "^gguf +BF16 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 17 same bytes, 7 same F32 values, 6 q/k reordered"
