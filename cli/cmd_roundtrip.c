@@ -153,8 +153,13 @@ static bool claims_lossless(const qp_model *src, const rt_format *f, const char 
     qp_encoding q = qp_encoding_from_name(quant);
     if (!widen && q != QP_ENC_F16 && q != QP_ENC_BF16) return false;
     for (int64_t i = 0; i < src->n_tensors; i++) {
-        const qp_encoding_traits *t = qp_encoding_get(qp_tensor_stored_enc(&src->tensors[i]));
+        const qp_tensor *x = &src->tensors[i];
+        const qp_encoding_traits *t = qp_encoding_get(qp_tensor_stored_enc(x));
         if (t->flags & (QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE)) return false;
+        /* a packed BitNet U8 + weight_scale: the writers fold the scale into float weights */
+        const char *name = x->canon ? x->canon : x->name;
+        size_t nl = name ? strlen(name) : 0;
+        if (nl > 6 && strcmp(name + nl - 6, "_scale") == 0) return false;
         if (!widen && t->id != q) return false;
     }
     return true;

@@ -72,8 +72,18 @@ static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, fl
     }
     const int64_t row_len = pe->ne[0], rows = pe->ne[1];
     float *dst = heads ? tmp : out;
-    if (!qp_encoding_dequantize_tensor(t->enc, entry_data(pe), dst, n))
+    if (pe->scale) {
+        float sc = 0.0f;
+        int64_t bad = 0;
+        if (!qp_encoding_dequantize_tensor(pe->scale->enc, pe->scale->data, &sc, 1))
+            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path,
+                           pe->scale->name);
+        if (!qp_bitnet_u8_to_f32(t->data, rows, row_len, sc, dst, &bad))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor %s: element %lld holds code 3 (not a ternary weight)",
+                           m->path, t->name, (long long)bad);
+    } else if (!qp_encoding_dequantize_tensor(t->enc, entry_data(pe), dst, n)) {
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
+    }
     if (!heads) return QP_OK;
     if (rows % heads || (rows / heads) % 2)
         return qp_fail(e, QP_ERR_FORMAT, "%s: tensor %s: %lld rows do not split into %lld heads of an even size",
@@ -83,10 +93,35 @@ static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, fl
     return QP_OK;
 }
 
-/* llama.cpp's rope frequency table (Llama 3 GGUFs): HF computes it from config.json. */
+/* A microsoft/bitnet-b1.58 packed projection (U8 [out/4, in], readers/model_check.h): its
+ * one-element "<name>_scale" sibling, else NULL. */
+static const qp_tensor *packed_scale(const qp_model *m, const qp_tensor *t) {
+    char sn[300];
+    const char *name = t->canon ? t->canon : t->name;
+    if (t->enc != QP_ENC_U8 || t->n_dims != 2 || snprintf(sn, sizeof sn, "%s_scale", name) >= (int)sizeof sn)
+        return NULL;
+    const qp_tensor *sc = qp_model_find(m, sn);
+    return sc && qp_tensor_nelements(sc) == 1 ? sc : NULL;
+}
+
+/* The weight whose "<weight>_scale" t is, when that weight is a packed BitNet projection. */
+static bool is_folded_scale(const qp_model *m, const qp_tensor *t) {
+    const char *name = t->canon ? t->canon : t->name;
+    size_t n = strlen(name), k = strlen("_scale");
+    char wn[300];
+    if (n <= k || n - k >= sizeof wn || strcmp(name + n - k, "_scale") != 0) return false;
+    memcpy(wn, name, n - k);
+    wn[n - k] = '\0';
+    const qp_tensor *w = qp_model_find(m, wn);
+    return w && packed_scale(m, w) == t;
+}
+
+/* llama.cpp's rope frequency table (Llama 3 GGUFs): HF computes it from config.json; a packed
+ * BitNet weight's scale: folded into its unpacked floats. */
 static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
     if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
     if (m->format == QP_FORMAT_SAFETENSORS && !t->canon) return qp_name_map_skip_rule(m->arch.family, t->name);
+    if (is_folded_scale(m, t)) return "packed BitNet weight_scale: folded into its weight, written as floats";
     return t->canon && strcmp(t->canon, "rope_freqs.weight") == 0
                ? "rope frequencies: Hugging Face computes them from config.json"
                : NULL;
@@ -131,8 +166,9 @@ static qp_status plan_entry(const qp_model *m, const qp_tensor *t, int64_t exper
     if (t->n_dims > 2 && expert < 0)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
     pe->n_dims = t->n_dims == 1 ? 1 : 2;
+    pe->scale = expert < 0 ? packed_scale(m, t) : NULL;
     pe->ne[0] = t->ne[0];
-    pe->ne[1] = t->n_dims == 1 ? 1 : t->ne[1];
+    pe->ne[1] = t->n_dims == 1 ? 1 : pe->scale ? 4 * t->ne[1] : t->ne[1];
     pe->dst = target_encoding(t, dtype);
     pe->permute_heads = pair_heads(m, t);
     pe->minus_one = norm_minus_one(m, t);

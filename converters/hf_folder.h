@@ -15,6 +15,8 @@ typedef struct qp_hf_plan_entry {
     int64_t expert;          /* >= 0: this expert's [ne1, ne0] slice of a 3-D src; -1: all of src */
     int n_dims;              /* 1 or 2: the written tensor */
     int64_t ne[2];           /* its ne[0] (row length) and ne[1] (rows; 1 for 1-D) */
+    const qp_tensor *scale;  /* a packed BitNet U8 src: its one-element weight_scale (rows x 4,
+                                written as the floats (code - 1) * scale) */
     char hf_name[256];
     qp_encoding dst;         /* QP_ENC_F32, F16 or BF16 */
     int64_t permute_heads;   /* > 0: q/k rows from pairs to halves over this many heads */

@@ -15,7 +15,8 @@
 #   runtime applies that sibling scale, so the file runs exactly as its F32 decoding (below);
 # - the ternary weights are exact: each output converted back to F32 (--allow-requantize decodes
 #   I2_S with its per-tensor scale, TQ with its block scales) is byte-identical to the HF source
-#   converted straight to F32 (alpha is a power of two, so even the f16 block scales are exact).
+#   converted straight to F32 (alpha is a power of two, so even the f16 block scales are exact);
+# - --to safetensors unpacks the packed checkpoint: --quant BF16 is the float checkpoint's bytes.
 set -u
 BIN="${QP_BIN_DIR:?}"; FX="${QP_FIXTURES_DIR:?}"; TMP="${QP_TMP_DIR:-/tmp}/convert-bitnet.$$"
 QP="$BIN/quantpack"
@@ -122,6 +123,26 @@ LC_ALL=C sed 's/silu/gelu/g' "$TMP/silu-TQ2_0.gguf" >"$TMP/silu-gelu.gguf"
 cmp -s "$TMP/silu-TQ2_0.gguf" "$TMP/silu-gelu.gguf" && bad "patch did not change the file" || ok
 "$QP" inspect "$TMP/silu-gelu.gguf" >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 3 ] && grep -q "contradicts general.architecture 'bitnet'" "$TMP/err" && ok || bad "contradicting key: exit $rc: $(cat "$TMP/err")"
+
+# --to safetensors from the packed checkpoint: each U8 projection unpacked to (code - 1) * scale, its
+# weight_scale folded (named in the left-out note); with --quant BF16 every tensor is the float
+# checkpoint's, byte for byte (the float checkpoint is what was packed); the F32 folder verifies
+# against the packed source (it was written as the U8 codes, [out/4, in], which no runtime reads)
+"$QP" convert "$FX/bitnet-packed" --to safetensors --quant BF16 -o "$TMP/pst16" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 0 ] && grep -q "left out: .*weight_scale (packed BitNet weight_scale: folded" "$TMP/err" && ok \
+  || bad "packed -> safetensors BF16: exit $rc: $(cat "$TMP/err")"
+node -e 'const fs = require("fs");
+const rd = (f) => { const b = fs.readFileSync(f), n = Number(b.readBigUInt64LE(0)), h = JSON.parse(b.subarray(8, 8 + n)), m = new Map();
+  for (const [k, v] of Object.entries(h)) if (k !== "__metadata__") m.set(k, {dtype: v.dtype, shape: v.shape.join(), b: b.subarray(8 + n + v.data_offsets[0], 8 + n + v.data_offsets[1])});
+  return m; };
+const a = rd(process.argv[1]), b = rd(process.argv[2]);
+const same = [...a].filter(([k, v]) => { const w = b.get(k); return w && w.dtype === v.dtype && w.shape === v.shape && Buffer.compare(w.b, v.b) === 0; });
+console.log(`packed -> safetensors BF16: ${same.length}/${a.size} tensors = the float checkpoint, ${b.size} written`);
+process.exit(same.length === a.size && b.size === a.size ? 0 : 1);' "$FX/bitnet-float/model.safetensors" "$TMP/pst16/model.safetensors" \
+  && ok || bad "packed -> safetensors BF16 is not the float checkpoint"
+"$QP" convert "$FX/bitnet-packed" --to safetensors -o "$TMP/pst" >/dev/null 2>&1 \
+  && "$QP" verify "$TMP/pst" --against "$FX/bitnet-packed" -n 8 >"$TMP/out" 2>&1 && ok \
+  || bad "packed -> safetensors F32 does not verify against the packed source: $(tail -3 "$TMP/out")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

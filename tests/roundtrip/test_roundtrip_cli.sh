@@ -83,6 +83,11 @@ rt gemma 0 "$FX/gemma2" --via gguf,safetensors
 row gemma "^gguf +F32 +SRC -> gguf +verify +pass +f32: "
 row gemma "^gguf +F32 +gguf -> safetensors +verify +pass +f32: "
 row gemma "^safetensors +F32 +safetensors -> safetensors +tensors +pass +24 tensors equal"
+# the packed BitNet checkpoint (U8 + weight_scale): every writer folds the scale into floats, so
+# no path is lossless (names change): verified both hops (the GGUF tensor proof failed on the
+# missing weight_scale; the safetensors folder held the U8 codes as [out/4, in] floats)
+rt packed 0 "$FX/bitnet-packed" --via gguf,safetensors
+for f in gguf safetensors; do row packed "^$f +F32 +SRC -> $f +verify +pass +f32: cosine 1\.0"; done
 rt bf16q 0 "$FX/llama-gqa-untied" --via gguf:BF16,safetensors --quant BF16
 # GGUF BF16 keeps the 7 norms F32 (llama.cpp's rule): equal values, not bytes
 row bf16q "^gguf +BF16 +SRC -> gguf +tensors\+verify +pass +30 tensors equal: 17 same bytes, 7 same F32 values, 6 q/k reordered"
