@@ -103,9 +103,10 @@ QP_VNNI static inline void q4k_levels512(const uint8_t *wb, size_t off_qs, bool 
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i qh = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(wb + QP_Q5_K_OFF_QH)))
                             : _mm512_setzero_si512();
+    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     for (int k = 0; k < 4; k++) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(wb + off_qs + 32 * k));
-        v[k] = _mm512_and_si512(join256(q, _mm256_srli_epi16(q, 4)), m4);
+        const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(wb + off_qs + 32 * k)));
+        v[k] = _mm512_and_si512(_mm512_srlv_epi16(q, shift), m4);
         if (five) {
             const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((char)(1 << (2 * k)))),
                                                    _mm256_set1_epi8((char)(1 << (2 * k + 1))), 1);
@@ -128,9 +129,14 @@ static inline __m128i q4k_scale_bytes(const uint8_t *s12) {
     return _mm_or_si128(_mm_or_si128(lo, nib), top);
 }
 static inline void q4k_scales16(const uint8_t *s12, __m128i *sc, __m128i *mn) {
-    const __m128i v = q4k_scale_bytes(s12);
-    *sc = _mm_cvtepu8_epi16(v);
-    *mn = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(v, v));
+    uint32_t u[3];
+    memcpy(u, s12, 12);
+    const uint64_t s = (uint64_t)(u[0] & 0x3F3F3F3Fu) |
+                       (uint64_t)((u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4)) << 32;
+    const uint64_t m = (uint64_t)(u[1] & 0x3F3F3F3Fu) |
+                       (uint64_t)(((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4)) << 32;
+    *sc = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)s));
+    *mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m));
 }
 
 typedef enum { TILE_Q4K, TILE_Q5K, TILE_Q6K } tile_kind;
@@ -253,10 +259,10 @@ QP_VNNI __attribute__((always_inline)) static inline float single_dot(tile_kind 
     }
     return sum;
 }
-/* One Q4_K / Q5_K row, one token, in 256-bit vectors: on AMD Zen 4 (512-bit operations in two
- * halves, two shuffle pipes) row_block's 512-bit joins and word permutes made the shuffle pipes
- * the limit. Here a sub-block's levels are a 32-byte load masked (low nibbles) or shifted and
- * masked (high), its scale a 32-bit broadcast load of (sc | sc << 16) from a small table, and the
+/* One Q4_K / Q5_K row, one token, in 256-bit vectors with short dependency chains per block (so
+ * more blocks overlap): on this AMD Zen 4 8.9 -> 6.7 ns per Q4_K super-block in cache against
+ * row_block's 512-bit form. A sub-block's levels are a 32-byte load masked (low nibbles) or shifted and
+ * masked (high), its scale an in-lane byte shuffle of the scale bytes (zero-extended words), and the
  * min sums one madd of the 16 block sums by the mins each repeated twice; the same exact
  * integers, then the reference's float steps. */
 QP_VNNI __attribute__((always_inline)) static inline float k_min_row(const uint8_t *wb, const uint8_t *ab, int64_t n, size_t wbytes,
@@ -266,9 +272,7 @@ QP_VNNI __attribute__((always_inline)) static inline float k_min_row(const uint8
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QP_QK_K; i++, wb += wbytes, ab += QP_Q8_K_BYTES) {
         const __m128i v = q4k_scale_bytes(wb + QP_Q4_K_OFF_SCALES);
-        uint32_t scw[8] __attribute__((aligned(32)));
-        const __m256i sc32 = _mm256_cvtepu8_epi32(v);
-        _mm256_store_si256((__m256i *)(void *)scw, _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)));
+        const __m256i v2 = _mm256_broadcastsi128_si256(v);
         const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(wb + QP_Q5_K_OFF_QH)) : _mm256_setzero_si256();
         const uint8_t *a = ab + QP_Q8_K_OFF_QS;
         __m256i ac[4];
@@ -280,9 +284,9 @@ QP_VNNI __attribute__((always_inline)) static inline float k_min_row(const uint8
                 hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k + 1), one), 4));
             }
             ac[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * k))),
-                                      _mm256_set1_epi32((int)scw[2 * k]));
+                                      _mm256_shuffle_epi8(v2, _mm256_set1_epi16((short)(0xFF00 | (2 * k)))));
             ac[k] = _mm256_dpwssd_epi32(ac[k], _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(const void *)(a + 64 * k + 32))),
-                                        _mm256_set1_epi32((int)scw[2 * k + 1]));
+                                        _mm256_shuffle_epi8(v2, _mm256_set1_epi16((short)(0xFF00 | (2 * k + 1)))));
         }
         const __m256i acc = _mm256_add_epi32(_mm256_add_epi32(ac[0], ac[1]), _mm256_add_epi32(ac[2], ac[3]));
         const __m256i m8 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(ab + QP_Q8_K_OFF_BSUMS)),
