@@ -107,12 +107,14 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
     }
 
 /* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for
- * prompts: tiles of TR rows x TT tokens; a weight block's levels and scale are made once for the
- * tile's TT tokens and an activation block is loaded once for its TR rows, and each (row, token)
- * keeps its own 8-lane accumulator that takes QP_QDOT_LEGACY_Q8_0's operations in its order, so
- * y is DOT's bits for every pair. One token (decode): DOT row by row. Rows and tokens past the
- * ends of a partial tile repeat the last one and are not stored. */
-#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LANE_SUMS, LV, BYTES, TR, TT)                          \
+ * prompts: tiles of TR rows x TT tokens; a weight block's levels, scale and ROW_PREP(levels) are
+ * made once for the tile's TT tokens and an activation block and its TOK_PREP once for its TR
+ * rows; PAIR(levels, row prep, token prep) gives the pair's 8 exact int32 lane sums (those of
+ * QP_QDOT_LEGACY_Q8_0's LANE_SUMS) and each (row, token) keeps its own 8-lane accumulator that
+ * takes QP_QDOT_LEGACY_Q8_0's float operations in its order, so y is DOT's bits for every pair.
+ * One token (decode): DOT row by row. Rows and tokens past the ends of a partial tile repeat
+ * the last one and are not stored. */
+#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LV, BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR)            \
     ATTR void FN(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq,          \
                  int64_t n_tok, int64_t n, float *y, size_t ldy) {                                \
         if (n_tok == 1) {                                                                         \
@@ -131,19 +133,20 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
                 for (int r = 0; r < (TR); r++)                                                    \
                     for (int t = 0; t < (TT); t++) acc[r][t] = _mm256_setzero_ps();               \
                 for (int64_t i = 0; i < n / QP_QK; i++) {                                         \
-                    __m256i lv[TR];                                                               \
+                    __m256i lv[TR], rp[TR];                                                       \
                     float dw[TR];                                                                 \
                     for (int r = 0; r < (TR); r++) {                                              \
                         lv[r] = LV(wr[r] + (size_t)i * (BYTES));                                  \
+                        rp[r] = ROW_PREP(lv[r]);                                                  \
                         dw[r] = _cvtsh_ss(qp_load_u16le(wr[r] + (size_t)i * (BYTES)));            \
                     }                                                                             \
                     for (int t = 0; t < (TT); t++) {                                              \
                         const uint8_t *ab = xt[t] + (size_t)i * QP_Q8_0_BYTES;                    \
-                        const __m256i a = qp_q8_0_levels256(ab);                                  \
+                        const __m256i a = TOK_PREP(qp_q8_0_levels256(ab));                        \
                         const float da = _cvtsh_ss(qp_load_u16le(ab));                            \
                         for (int r = 0; r < (TR); r++)                                            \
                             acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(_mm256_set1_ps(dw[r] * da), \
-                                                                               _mm256_cvtepi32_ps(LANE_SUMS(lv[r], a)))); \
+                                                                               _mm256_cvtepi32_ps(PAIR(lv[r], rp[r], a)))); \
                     }                                                                             \
                 }                                                                                 \
                 for (int t = 0; t < nt; t++)                                                      \
@@ -152,10 +155,10 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
         }                                                                                         \
     }
 /* the three legacy encodings' tiles at one level (SUFFIX avx2 / vnni) */
-#define QP_QDOT_LEGACY_TILES(ATTR, SUFFIX, LANE_SUMS, TR, TT)                                     \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q8_0_dot_q8_0_tile_##SUFFIX, qp_q8_0_dot_q8_0_##SUFFIX, LANE_SUMS, qp_q8_0_levels256, QP_Q8_0_BYTES, TR, TT) \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q4_0_dot_q8_0_tile_##SUFFIX, qp_q4_0_dot_q8_0_##SUFFIX, LANE_SUMS, qp_q4_0_levels256, QP_Q4_0_BYTES, TR, TT) \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q5_0_dot_q8_0_tile_##SUFFIX, qp_q5_0_dot_q8_0_##SUFFIX, LANE_SUMS, qp_q5_0_levels256, QP_Q5_0_BYTES, TR, TT)
+#define QP_QDOT_LEGACY_TILES(ATTR, SUFFIX, TR, TT, ROW_PREP, TOK_PREP, PAIR)                      \
+    QP_QDOT_LEGACY_TILE(ATTR, qp_q8_0_dot_q8_0_tile_##SUFFIX, qp_q8_0_dot_q8_0_##SUFFIX, qp_q8_0_levels256, QP_Q8_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR) \
+    QP_QDOT_LEGACY_TILE(ATTR, qp_q4_0_dot_q8_0_tile_##SUFFIX, qp_q4_0_dot_q8_0_##SUFFIX, qp_q4_0_levels256, QP_Q4_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR) \
+    QP_QDOT_LEGACY_TILE(ATTR, qp_q5_0_dot_q8_0_tile_##SUFFIX, qp_q5_0_dot_q8_0_##SUFFIX, qp_q5_0_levels256, QP_Q5_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR)
 
 /* ---- ternary and 2-bit rows against Q8_K (enc_qdot.c ternary_dot) ---------------------------- */
 
