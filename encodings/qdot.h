@@ -8,6 +8,11 @@
 /* tokens whose dots share one unpacking of a weight block (the AVX2 kernels of vec_dot_q8_tile) */
 #define QP_QDOT_TOKENS 4
 
+/* a rows x tokens dot (encoding.h qp_vec_dot_q8_tile_fn) */
+#define QP_QDOT_TILE_DECL(NAME)                                                                  \
+    void NAME(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, \
+              float *y, size_t ldy)
+
 /* The fixed reduction of 8 float lanes: (a0+a4)+(a2+a6) + (a1+a5)+(a3+a7), as an AVX2 256-bit
  * horizontal add does it (low + high 128, then movehl, then the odd lane). */
 static inline float qp_qdot_hsum8(const float a[8]) {
@@ -30,20 +35,14 @@ static inline void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
-void qp_q8_0_dot_q8_0_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                               size_t ldy);
-void qp_q4_0_dot_q8_0_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                               size_t ldy);
-void qp_q5_0_dot_q8_0_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                               size_t ldy);
+QP_QDOT_TILE_DECL(qp_q8_0_dot_q8_0_tile_ref);
+QP_QDOT_TILE_DECL(qp_q4_0_dot_q8_0_tile_ref);
+QP_QDOT_TILE_DECL(qp_q5_0_dot_q8_0_tile_ref);
 float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
-void qp_q4k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                             size_t ldy);
-void qp_q5k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                             size_t ldy);
-void qp_q6k_dot_q8k_tile_ref(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                             size_t ldy);
+QP_QDOT_TILE_DECL(qp_q4k_dot_q8k_tile_ref);
+QP_QDOT_TILE_DECL(qp_q5k_dot_q8k_tile_ref);
+QP_QDOT_TILE_DECL(qp_q6k_dot_q8k_tile_ref);
 float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_ref(const void *w, const void *xq, int64_t n);
@@ -54,12 +53,9 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n);
 float qp_q8_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_avx2(const void *w, const void *xq, int64_t n);
-void qp_q8_0_dot_q8_0_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                                size_t ldy);
-void qp_q4_0_dot_q8_0_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                                size_t ldy);
-void qp_q5_0_dot_q8_0_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                                size_t ldy);
+QP_QDOT_TILE_DECL(qp_q8_0_dot_q8_0_tile_avx2);
+QP_QDOT_TILE_DECL(qp_q4_0_dot_q8_0_tile_avx2);
+QP_QDOT_TILE_DECL(qp_q5_0_dot_q8_0_tile_avx2);
 float qp_q4k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 void qp_q4k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
@@ -75,20 +71,14 @@ float qp_qk256_dot_q8k_avx2(const void *w, const void *xq, int64_t n);
 float qp_q8_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0_vnni(const void *w, const void *xq, int64_t n);
-void qp_q8_0_dot_q8_0_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                                size_t ldy);
-void qp_q4_0_dot_q8_0_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                                size_t ldy);
-void qp_q5_0_dot_q8_0_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                                size_t ldy);
+QP_QDOT_TILE_DECL(qp_q8_0_dot_q8_0_tile_vnni);
+QP_QDOT_TILE_DECL(qp_q4_0_dot_q8_0_tile_vnni);
+QP_QDOT_TILE_DECL(qp_q5_0_dot_q8_0_tile_vnni);
 float qp_q4k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
-void qp_q4k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                              size_t ldy);
-void qp_q5k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                              size_t ldy);
-void qp_q6k_dot_q8k_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                              size_t ldy);
+QP_QDOT_TILE_DECL(qp_q4k_dot_q8k_tile_vnni);
+QP_QDOT_TILE_DECL(qp_q5k_dot_q8k_tile_vnni);
+QP_QDOT_TILE_DECL(qp_q6k_dot_q8k_tile_vnni);
 float qp_q5k_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
@@ -99,20 +89,14 @@ float qp_qk256_dot_q8k_vnni(const void *w, const void *xq, int64_t n);
 float qp_q8_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0(const void *w, const void *xq, int64_t n);
 float qp_q5_0_dot_q8_0(const void *w, const void *xq, int64_t n);
-void qp_q8_0_dot_q8_0_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                           size_t ldy);
-void qp_q4_0_dot_q8_0_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                           size_t ldy);
-void qp_q5_0_dot_q8_0_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                           size_t ldy);
+QP_QDOT_TILE_DECL(qp_q8_0_dot_q8_0_tile);
+QP_QDOT_TILE_DECL(qp_q4_0_dot_q8_0_tile);
+QP_QDOT_TILE_DECL(qp_q5_0_dot_q8_0_tile);
 float qp_q4k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_q6k_dot_q8k(const void *w, const void *xq, int64_t n);
-void qp_q4k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                         size_t ldy);
-void qp_q5k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                         size_t ldy);
-void qp_q6k_dot_q8k_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
-                         size_t ldy);
+QP_QDOT_TILE_DECL(qp_q4k_dot_q8k_tile);
+QP_QDOT_TILE_DECL(qp_q5k_dot_q8k_tile);
+QP_QDOT_TILE_DECL(qp_q6k_dot_q8k_tile);
 float qp_q5k_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_tq2_0_dot_q8k(const void *w, const void *xq, int64_t n);
 float qp_tq1_0_dot_q8k(const void *w, const void *xq, int64_t n);
