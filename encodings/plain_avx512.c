@@ -32,15 +32,38 @@ QP_INLINE float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 
 #define ALL ((__mmask16)0xffff)
 
+/* Eight 16-bit row elements starting at element i, widened exactly. */
+QP_INLINE __m256 load8(int kind, const uint8_t *w, int64_t i) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(w + 2 * i));
+    if (kind == K_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+QP_INLINE __m512 join8(__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); }
+
 QP_INLINE float dot_kind(int kind, const void *wp, const float *x, int64_t n) {
     const uint8_t *w = wp;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_fmadd_ps(load16(kind, w, i, ALL), _mm512_loadu_ps(x + i), a0);
-        a1 = _mm512_fmadd_ps(load16(kind, w, i + 16, ALL), _mm512_loadu_ps(x + i + 16), a1);
-        a2 = _mm512_fmadd_ps(load16(kind, w, i + 32, ALL), _mm512_loadu_ps(x + i + 32), a2);
-        a3 = _mm512_fmadd_ps(load16(kind, w, i + 48, ALL), _mm512_loadu_ps(x + i + 48), a3);
+    if (kind == K_F32) {
+        for (; i + 64 <= n; i += 64) {
+            a0 = _mm512_fmadd_ps(load16(kind, w, i, ALL), _mm512_loadu_ps(x + i), a0);
+            a1 = _mm512_fmadd_ps(load16(kind, w, i + 16, ALL), _mm512_loadu_ps(x + i + 16), a1);
+            a2 = _mm512_fmadd_ps(load16(kind, w, i + 32, ALL), _mm512_loadu_ps(x + i + 32), a2);
+            a3 = _mm512_fmadd_ps(load16(kind, w, i + 48, ALL), _mm512_loadu_ps(x + i + 48), a3);
+        }
+    } else {
+        /* F16 / BF16 rows: the same four 16-lane accumulators kept as 256-bit halves (lanes 0-7,
+           8-15), so every lane takes the same operations (the same bits); decode reads a 16-bit
+           row faster so on Zen 4 (one thread over a mapped F16 GGUF: 16.8 -> 19.5-20.2 GB/s) */
+        __m256 h[8];
+        for (int k = 0; k < 8; k++) h[k] = _mm256_setzero_ps();
+        for (; i + 64 <= n; i += 64)
+            for (int k = 0; k < 8; k++) h[k] = _mm256_fmadd_ps(load8(kind, w, i + 8 * k), _mm256_loadu_ps(x + i + 8 * k), h[k]);
+        a0 = join8(h[0], h[1]);
+        a1 = join8(h[2], h[3]);
+        a2 = join8(h[4], h[5]);
+        a3 = join8(h[6], h[7]);
     }
     if (i + 16 <= n) {
         a0 = _mm512_fmadd_ps(load16(kind, w, i, ALL), _mm512_loadu_ps(x + i), a0);
