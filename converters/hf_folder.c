@@ -120,7 +120,8 @@ static bool is_folded_scale(const qp_model *m, const qp_tensor *t) {
  * BitNet weight's scale: folded into its unpacked floats. */
 static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
     if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
-    if (m->format == QP_FORMAT_SAFETENSORS && !t->canon) return qp_name_map_skip_rule(m->arch.family, t->name);
+    const char *vision = m->format == QP_FORMAT_SAFETENSORS && !t->canon ? qp_name_map_skip_rule(m->arch.family, t->name) : NULL;
+    if (vision) return vision;
     if (is_folded_scale(m, t)) return "packed BitNet weight_scale: folded into its weight, written as floats";
     return t->canon && strcmp(t->canon, "rope_freqs.weight") == 0
                ? "rope frequencies: Hugging Face computes them from config.json"
