@@ -25,6 +25,7 @@ const char *qp_convert_gguf_arch(const qp_model *m) {
     case QP_FAMILY_GEMMA: return "gemma";
     case QP_FAMILY_GEMMA2: return "gemma2";
     case QP_FAMILY_GEMMA3: return "gemma3";
+    case QP_FAMILY_QWEN35: return "qwen35";
     /* the consumer that runs the kind (readers/gguf.md "BitNet architectures"): llama.cpp's
        "bitnet" is the SiLU graph, bitnet.cpp's "bitnet-b1.58" the ReLU^2 one */
     case QP_FAMILY_BITNET:
@@ -99,6 +100,14 @@ void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_reci
     ro->n_expert = m->arch.n_experts;
     ro->merge_experts = true;
     ro->norm_plus_one = m->format != QP_FORMAT_GGUF && m->arch.norm_plus_one;
+    ro->ssm_a_log = m->format != QP_FORMAT_GGUF && m->arch.ssm_a_log;
+    if (m->format != QP_FORMAT_GGUF && m->arch.family == QP_FAMILY_QWEN35 && !m->arch.ssm_heads_tiled &&
+        m->arch.ssm_time_step_rank > 0) {
+        ro->ssm_nk = m->arch.ssm_group_count;
+        ro->ssm_nv = m->arch.ssm_time_step_rank;
+        ro->ssm_hk = m->arch.ssm_state_size;
+        ro->ssm_hv = m->arch.ssm_inner_size / m->arch.ssm_time_step_rank;
+    }
 }
 
 qp_status qp_convert_gguf_plan(const qp_model *m, const qp_convert_opts *o, qp_plan *plan, qp_err *e) {
@@ -128,12 +137,13 @@ typedef struct job {
     int64_t bad_row;
 } job;
 
-/* Gemma's norms from HF (recipes.md "Gemma"): convert_hf_to_gguf.py adds 1 in the tensor's
- * torch dtype, F32 for BF16/F32 sources (widened first) and F16 for F16 ones (rounded to F16). */
-static void add_one(float *row, int64_t n, bool f16) {
+/* Gemma's and Qwen3.5's norms from HF (recipes.md "Gemma"): convert_hf_to_gguf.py adds 1 in the
+ * tensor's torch dtype, F32 for BF16/F32 sources (widened first) and F16 for F16 ones (rounded to
+ * F16); Qwen3.5's A_log becomes -exp(A_log) the same way (neg_exp). */
+static void add_one(float *row, int64_t n, bool f16, bool neg_exp) {
     const qp_encoding_traits *h = qp_encoding_get(QP_ENC_F16);
     for (int64_t c = 0; c < n; c++) {
-        row[c] += 1.0f;
+        row[c] = neg_exp ? -expf(row[c]) : row[c] + 1.0f;
         if (f16) {
             uint8_t b[2];
             h->quantize_ref(&row[c], b, 1);
@@ -142,9 +152,17 @@ static void add_one(float *row, int64_t n, bool f16) {
     }
 }
 
-static void decode_row(const job *j, int64_t r, float *row) {
+/* Qwen3.5's value heads reordered within one row (ssm_out's columns, ssm_a / ssm_dt). */
+static void vheads_in_row(const qp_vhead_order *v, float *row, int64_t n, float *tmp) {
+    memcpy(tmp, row, (size_t)n * sizeof(float));
+    for (int64_t c = 0; c < n; c++) row[c] = tmp[qp_vhead_src(v, c)];
+}
+
+/* tmp: row_len floats of scratch (the in-row value-head reorder) */
+static void decode_row(const job *j, int64_t r, float *row, float *tmp) {
     const qp_plan_entry *pe = j->pe;
     int64_t rin = pe->permute_heads > 0 ? qp_qk_row_in_halves(r, pe->permute_heads, j->n_rows) : r;
+    if (pe->vheads.n_k > 0 && !pe->vheads.in_row) rin = qp_vhead_src(&pe->vheads, r);
     if (pe->src_kind == QP_SRC_BITNET_U8) {
         int64_t q = j->n_rows / 4, in = j->row_len;
         int64_t pr = rin % q, shift = 2 * (rin / q);
@@ -160,13 +178,14 @@ static void decode_row(const job *j, int64_t r, float *row) {
     /* rows decode at unit scale (encoding.h; QK256: times its "<base>.scale" sibling) */
     if ((st->flags & QP_ENC_FLAG_EXT_SCALE) || pe->src_scale)
         for (int64_t c = 0; c < j->row_len; c++) row[c] *= j->weight_scale;
-    if (pe->plus_one) add_one(row, j->row_len, pe->src_enc == QP_ENC_F16);
+    if (pe->plus_one || pe->neg_exp) add_one(row, j->row_len, pe->src_enc == QP_ENC_F16, pe->neg_exp);
+    if (pe->vheads.n_k > 0 && pe->vheads.in_row) vheads_in_row(&pe->vheads, row, j->row_len, tmp);
 }
 
 typedef struct worker {
     job *j;
     int64_t a, b; /* rows of the chunk */
-    float *row;
+    float *row, *tmp; /* row_len floats each */
     bool bad;
     int64_t bad_row;
 } worker;
@@ -180,7 +199,7 @@ static void *work_rows(void *arg) {
     const int64_t rows_per_expert = j->pe->ne[1] > 0 ? j->pe->ne[1] : 1;
     for (int64_t r = w->a; r < w->b; r++) {
         float *row = j->f32_out ? j->f32_out + (size_t)r * (size_t)j->row_len : w->row;
-        decode_row(j, r, row);
+        decode_row(j, r, row, w->tmp);
         if (j->pe->src_kind == QP_SRC_BITNET_U8)
             for (int64_t c = 0; c < j->row_len; c++)
                 if (isnan(row[c]) && !w->bad) {
@@ -195,7 +214,8 @@ static void *work_rows(void *arg) {
     return NULL;
 }
 
-/* Runs rows j->r0..j->r1 on n threads (static split: bytes do not depend on n). */
+/* Runs rows j->r0..j->r1 on n threads (static split: bytes do not depend on n); rows_scratch holds
+ * 2 x row_len floats per thread. */
 static qp_status run_rows(job *j, int n_threads, float *rows_scratch, qp_err *e) {
     int64_t n = j->r1 - j->r0;
     int nt = n_threads;
@@ -205,8 +225,8 @@ static qp_status run_rows(job *j, int n_threads, float *rows_scratch, qp_err *e)
     worker ws[64];
     pthread_t th[64];
     for (int t = 0; t < nt; t++) {
-        ws[t] = (worker){j, j->r0 + n * t / nt, j->r0 + n * (t + 1) / nt,
-                         rows_scratch + (size_t)t * (size_t)j->row_len, false, 0};
+        float *sc = rows_scratch + (size_t)t * 2 * (size_t)j->row_len;
+        ws[t] = (worker){j, j->r0 + n * t / nt, j->r0 + n * (t + 1) / nt, sc, sc + j->row_len, false, 0};
     }
     int started = 0;
     for (int t = 1; t < nt; t++) {
@@ -315,7 +335,7 @@ static qp_status write_data(const qp_model *m, const qp_plan_entry *pe, const qp
     }
     int nt = o->threads > 0 ? o->threads : 1;
     if (nt > 64) nt = 64;
-    float *scratch = qp_calloc((size_t)nt, (size_t)j.row_len * sizeof(float));
+    float *scratch = qp_calloc((size_t)nt * 2, (size_t)j.row_len * sizeof(float)); /* row, tmp */
     if (!scratch) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
     qp_status s = QP_OK;
     const qp_encoding_traits *dt = qp_encoding_get(pe->dst_enc);

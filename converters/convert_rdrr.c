@@ -684,11 +684,15 @@ static qp_status check_moe_layout(const qp_model *m, qp_err *e) {
                    (long long)m->arch.n_experts);
 }
 
-/* RDRR keeps the source's tensor names; DOPPLER's layer loader finds Gemma 2/3's pre-FFN norm
+/* Qwen3.5 is refused (no delta-net layers in RDRR). RDRR keeps the source's tensor names;
+ * DOPPLER's layer loader finds Gemma 2/3's pre-FFN norm
  * only under HF's pre_feedforward_layernorm (a GGUF's ffn_norm is taken as its post-attention
  * norm), so those GGUF sources are refused (readers/rdrr.md "Gemma"). */
 static qp_status refuse_gemma_gguf_names(const qp_model *m, qp_err *e) {
     const qp_family f = m->arch.family;
+    if (f == QP_FAMILY_QWEN35) /* and Qwen3.5's delta-net layers are not in DOPPLER's spec */
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: architecture 'qwen35': RDRR's manifest and "
+                       "DOPPLER's runtime have no linear-attention (gated delta-net) layers", m->path);
     if ((f != QP_FAMILY_GEMMA2 && f != QP_FAMILY_GEMMA3) || m->format == QP_FORMAT_SAFETENSORS ||
         m->format == QP_FORMAT_RDRR)
         return QP_OK;

@@ -193,12 +193,39 @@ static qp_status gemma_keys(const qp_model *m, const char *arch, qp_gguf_writer 
     return s;
 }
 
+/* Qwen3.5's keys (convert_hf_to_gguf.py's Qwen3NextModel / Qwen3_5TextModel): the delta-net
+ * sizes as ssm.*, full_attention_interval, the M-RoPE sections (text positions: every section
+ * rotates by the same position, which is plain NEOX RoPE over rope.dimension_count). Value
+ * heads are written in llama.cpp's tiled order (the recipe's qp_vhead_order). */
+static qp_status qwen35_keys(const qp_model *m, const char *arch, qp_gguf_writer *w, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    qp_status s = add_u32_opt(w, arch, "ssm.conv_kernel", a->ssm_conv_kernel, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "ssm.state_size", a->ssm_state_size, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "ssm.group_count", a->ssm_group_count, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "ssm.time_step_rank", a->ssm_time_step_rank, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "ssm.inner_size", a->ssm_inner_size, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "full_attention_interval", a->full_attn_interval, e);
+    /* rope_parameters.mrope_section + a 0 (llama.cpp's default [11, 11, 10, 0] when absent) */
+    int32_t sec[4] = {11, 11, 10, 0};
+    const qp_meta *tc = qp_model_meta(m, "hf.config.text_config");
+    if (!tc) tc = qp_model_meta(m, "hf.config.rope_parameters"); /* Qwen3_5ForCausalLM */
+    const char *ms = tc && tc->str ? strstr(tc->str, "\"mrope_section\":[") : NULL;
+    if (ms) sscanf(ms + 17, "%d,%d,%d", &sec[0], &sec[1], &sec[2]);
+    uint8_t le[16];
+    for (int i = 0; i < 4; i++) qp_store_u32le(le + 4 * i, (uint32_t)sec[i]);
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
+    if (s == QP_OK) s = qp_gguf_writer_add_array(w, key, QP_META_I32, 4, le, e);
+    return s;
+}
+
 /* The keys of one architecture beyond the common ones, as convert_hf_to_gguf.py writes them. */
 static qp_status arch_keys(const qp_model *m, const char *arch, qp_gguf_writer *w, qp_err *e) {
     const qp_arch *a = &m->arch;
     char key[128];
     qp_status s = QP_OK;
     if (a->family == QP_FAMILY_GEMMA2 || a->family == QP_FAMILY_GEMMA3) return gemma_keys(m, arch, w, e);
+    if (a->family == QP_FAMILY_QWEN35) return qwen35_keys(m, arch, w, e);
     if (a->family == QP_FAMILY_PHI3) { /* Phi3MiniModel: sliding_window (0 when null) always */
         const qp_meta *orig = qp_model_meta(m, "hf.config.original_max_position_embeddings");
         if (orig && orig->type == QP_META_I64)
@@ -230,11 +257,11 @@ qp_status qp_hf_gguf_metadata(const qp_model *m, const char *arch, const qp_plan
     if (s == QP_OK) s = add_u32_opt(w, arch, "feed_forward_length", a->intermediate, e);
     if (s == QP_OK) s = add_u32_opt(w, arch, "attention.head_count", a->n_heads, e);
     if (s == QP_OK) s = add_u32_opt(w, arch, "attention.head_count_kv", n_kv, e);
-    if (s == QP_OK && head_dim * a->n_heads != a->hidden) {
+    if (s == QP_OK && (head_dim * a->n_heads != a->hidden || a->family == QP_FAMILY_QWEN35)) {
         s = add_u32_opt(w, arch, "attention.key_length", head_dim, e);
         if (s == QP_OK) s = add_u32_opt(w, arch, "attention.value_length", head_dim, e);
     }
-    if (s == QP_OK) s = add_u32_opt(w, arch, "rope.dimension_count", head_dim, e);
+    if (s == QP_OK) s = add_u32_opt(w, arch, "rope.dimension_count", a->rope_dims > 0 ? a->rope_dims : head_dim, e);
     /* MoE: llama.cpp's LLM_KV_EXPERT_COUNT / LLM_KV_EXPERT_USED_COUNT (convert_hf_to_gguf.py's
        add_expert_count / add_expert_used_count, after the rope keys) */
     if (s == QP_OK) s = add_u32_opt(w, arch, "expert_count", a->n_experts, e);

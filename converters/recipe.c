@@ -428,6 +428,31 @@ static qp_status gather_experts(const qp_model *m, int64_t n_expert, qp_plan_ent
     return QP_OK;
 }
 
+/* Which part of a Qwen3.5 tensor holds value heads (rows, or elements within each row), as
+ * convert_hf_to_gguf.py's _LinearAttentionVReorderBase reorders them. */
+static void vhead_order(const qp_recipe_opts *o, const char *name, qp_vhead_order *v) {
+    memset(v, 0, sizeof *v);
+    if (o->ssm_nk <= 0 || o->ssm_nv == o->ssm_nk) return;
+    static const struct {
+        const char *suffix;
+        bool value_width, after_keys, in_row;
+    } k[] = {
+        {"attn_qkv.weight", true, true, false}, {"ssm_conv1d.weight", true, true, false},
+        {"attn_gate.weight", true, false, false}, {"ssm_beta.weight", false, false, false},
+        {"ssm_alpha.weight", false, false, false}, {"ssm_out.weight", true, false, true},
+        {"ssm_dt.bias", false, false, true}, {".ssm_a", false, false, true},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (!ends_with(name, k[i].suffix)) continue;
+        v->n_k = o->ssm_nk;
+        v->per = o->ssm_nv / o->ssm_nk;
+        v->width = k[i].value_width ? o->ssm_hv : 1;
+        v->off = k[i].after_keys ? 2 * o->ssm_nk * o->ssm_hk : 0;
+        v->in_row = k[i].in_row;
+        return;
+    }
+}
+
 /* The named rules by which a source tensor is left out of an output (recipes.md "Every tensor
  * accounted for"); NULL for a tensor that must be mapped. */
 static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
@@ -622,14 +647,16 @@ static qp_status plan_entry_target(qstate *qs, const qp_model *m, qp_plan_entry 
      * and widening is always allowed */
     if (dst == pe->src_enc && pe->src_kind == QP_SRC_PLAIN && qp_encoding_gguf_type(dst) < 0)
         dst = QP_ENC_F32;
-    /* ... and so is the MoE router (convert_hf_to_gguf.py keeps FFN_GATE_INP in F32) */
-    if (m->format != QP_FORMAT_GGUF && strstr(pe->name, "ffn_gate_inp.weight") &&
+    /* ... and so are the MoE router and Qwen3.5's conv kernel (convert_hf_to_gguf.py keeps
+       FFN_GATE_INP and SSM_CONV1D in F32; ggml's ssm_conv takes F32 only) */
+    if (m->format != QP_FORMAT_GGUF &&
+        (strstr(pe->name, "ffn_gate_inp.weight") || strstr(pe->name, "ssm_conv1d.weight")) &&
         (dst == QP_ENC_F16 || dst == QP_ENC_BF16))
         dst = QP_ENC_F32;
     pe->dst_enc = dst;
     pe->convert = pe->src_kind != QP_SRC_PLAIN || dst != pe->src_enc || pe->permute_heads > 0 ||
-                  pe->plus_one;
-    if (pe->permute_heads > 0 && dst == pe->src_enc && !enc_is_quantized(dst))
+                  pe->plus_one || pe->neg_exp || pe->vheads.n_k > 0;
+    if ((pe->permute_heads > 0 || pe->vheads.n_k > 0) && dst == pe->src_enc && !enc_is_quantized(dst))
         pe->convert = true; /* rows are moved, bytes kept */
     const qp_encoding_traits *tr = qp_encoding_get(dst);
     if (!tr || qp_encoding_gguf_type(dst) < 0)
@@ -755,7 +782,14 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
             pe->src_scale = sc;
             pe->ne[1] = t->ne[1] * 4;
         }
-        pe->plus_one = o->norm_plus_one && ends_with(name, "norm.weight");
+        pe->plus_one = o->norm_plus_one && ends_with(name, "norm.weight") && !ends_with(name, "ssm_norm.weight");
+        pe->neg_exp = o->ssm_a_log && ends_with(name, ".ssm_a");
+        vhead_order(o, name, &pe->vheads);
+        if (ends_with(name, "ssm_conv1d.weight") && pe->n_dims == 3 && pe->ne[1] == 1) {
+            pe->ne[1] = pe->ne[2]; /* HF's Conv1d [channels, 1, kernel] squeezed, as llama.cpp's */
+            pe->ne[2] = 1;
+            pe->n_dims = 2;
+        }
         if (o->permute_qk && pe->n_dims == 2 &&
             (ends_with(name, "attn_q.weight") || ends_with(name, "attn_k.weight") ||
              ends_with(name, "attn_q.bias") || ends_with(name, "attn_k.bias"))) {

@@ -74,6 +74,23 @@ typedef enum qp_src_kind {
                              scale that entry's encoding chose (src = that entry's source) */
 } qp_src_kind;
 
+/* Qwen3.5's value heads from HF's grouped order (the heads of key head g together) to the tiled
+ * order llama.cpp's converter writes (_reorder_v_heads: output head j * n_k + g is input head
+ * g * per + j), over the indices [off, off + n_k * per * width) of rows (or, in_row, of the
+ * elements within each row); converters/recipes.md "Qwen3.5". */
+typedef struct qp_vhead_order {
+    int64_t n_k, per, width, off;
+    bool in_row;
+} qp_vhead_order;
+
+/* The source index of output index i under o (i itself outside the value part). */
+static inline int64_t qp_vhead_src(const qp_vhead_order *o, int64_t i) {
+    int64_t r = i - o->off, total = o->n_k * o->per * o->width;
+    if (o->n_k <= 0 || r < 0 || r >= total) return i;
+    int64_t n = r / o->width, j = n / o->n_k, g = n % o->n_k;
+    return o->off + (g * o->per + j) * o->width + r % o->width;
+}
+
 typedef struct qp_plan_entry {
     const qp_tensor *src;
     const char *name;        /* output name (owned by the plan) */
@@ -93,6 +110,9 @@ typedef struct qp_plan_entry {
     int64_t permute_heads;   /* > 0: HF -> GGUF q/k row permutation with this many heads */
     bool plus_one;           /* 1 added to every value (Gemma's "*norm.weight" from HF, as
                                 convert_hf_to_gguf.py: in F32, or rounded to F16 for F16 sources) */
+    bool neg_exp;            /* every value v -> -exp(v) (Qwen3.5's A_log from HF -> ssm_a, as
+                                convert_hf_to_gguf.py; the same rounding as plus_one) */
+    qp_vhead_order vheads;   /* Qwen3.5 value heads grouped (HF) -> tiled (llama.cpp); n_k 0: none */
     /* MoE experts stored one 2-D tensor each (HF) merged into llama.cpp's 3-D ffn_*_exps: the
        n_parts sources of slices 0..n_parts-1 (ne[2]), written one after the other (src =
        parts[0]); NULL otherwise. Owned by the plan. */
@@ -154,7 +174,12 @@ typedef struct qp_recipe_opts {
     int64_t n_layer;        /* for use_more_bits on ffn_down (block_count) */
     bool is_70b;            /* llama.cpp LLM_TYPE_70B (llama, 80 layers, GQA) */
     int64_t n_expert;       /* MoE experts per layer (llama.cpp hparams.n_expert; 0: dense) */
-    bool norm_plus_one;     /* Gemma HF source: every "*norm.weight" gets 1 added (plus_one) */
+    bool norm_plus_one;     /* Gemma / Qwen3.5 HF source: every "*norm.weight" gets 1 added
+                               (plus_one; Qwen3.5's ssm_norm excepted) */
+    bool ssm_a_log;         /* Qwen3.5 HF source: "*.ssm_a" holds A_log (neg_exp) */
+    /* Qwen3.5 HF source with more value than key heads (else 0): key heads, value heads, key and
+       value head widths, for the value-head reorder (qp_vhead_order) */
+    int64_t ssm_nk, ssm_nv, ssm_hk, ssm_hv;
     bool merge_experts;     /* per-expert HF tensors -> llama.cpp's merged ffn_*_exps (GGUF);
                                false: one entry per expert (RDRR keeps the source's tensors) */
     qp_tensor_options tensor; /* llama-quantize's per-tensor options and importance matrix */

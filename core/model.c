@@ -10,7 +10,7 @@ static const char *const k_format_names[QP_FORMAT_COUNT] = {
     "unknown", "safetensors", "gguf", "llama2c", "trlm", "rdrr", "bullet",
 };
 static const char *const k_family_names[QP_FAMILY_COUNT] = {
-    "unknown", "llama", "mistral", "qwen2", "bitnet", "qwen3", "phi3", "gemma", "gemma2", "gemma3",
+    "unknown", "llama", "mistral", "qwen2", "bitnet", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "qwen35",
 };
 
 bool qp_family_is_gemma(qp_family f) {

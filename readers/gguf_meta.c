@@ -217,6 +217,26 @@ static void gemma_keys(qp_model *m, const char *arch) {
         a->attn_scale = 1.0f / sqrtf((float)(big ? a->hidden / a->n_heads : a->head_dim));
 }
 
+/* Qwen3.5 as llama.cpp's qwen35 loader reads it: the ssm.* sizes, full_attention_interval (4
+ * when absent), rope.dimension_count (the rotated part of each head); ssm_a holds -exp(A_log);
+ * value heads in the tiled order (converters/recipes.md "Qwen3.5"). */
+static void qwen35_keys(qp_model *m, const char *arch) {
+    qp_arch *a = &m->arch;
+    char k[160];
+    int64_t v;
+    static const char *const keys[5] = {"ssm.conv_kernel", "ssm.state_size", "ssm.group_count",
+                                        "ssm.time_step_rank", "ssm.inner_size"};
+    int64_t *dst[5] = {&a->ssm_conv_kernel, &a->ssm_state_size, &a->ssm_group_count,
+                       &a->ssm_time_step_rank, &a->ssm_inner_size};
+    for (int i = 0; i < 5; i++)
+        if (arch_int(m, arch_key(k, sizeof k, arch, keys[i]), &v)) *dst[i] = v;
+    a->full_attn_interval = 4;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "full_attention_interval"), &v) && v > 0 && v <= 4096)
+        a->full_attn_interval = (int32_t)v;
+    if (arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->rope_dims = v;
+    a->ssm_heads_tiled = true; /* its converter reorders value heads for the graph's ggml_repeat */
+}
+
 static qp_status apply_arch(qp_model *m, qp_err *e) {
     qp_arch *a = &m->arch;
     const char *arch = qp_gguf_meta_str(m, "general.architecture", NULL);
@@ -249,6 +269,10 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->rope_style = QP_ROPE_NEOX;
         a->act = QP_ACT_GELU;
         a->swa_pattern = a->family == QP_FAMILY_GEMMA2 ? 2 : a->family == QP_FAMILY_GEMMA3 ? 6 : 0;
+    } else if (strcmp(arch, "qwen35") == 0) { /* llama.cpp's qwen35: runtime.md "Qwen3.5" */
+        a->family = QP_FAMILY_QWEN35;
+        a->rope_style = QP_ROPE_NEOX;
+        a->qk_norm = true;
     } else if (qp_gguf_bitnet_arch(arch, has_ms_i2s(m), &a->act, &a->act_int8)) {
         a->family = QP_FAMILY_BITNET;
         a->rope_style = QP_ROPE_NEOX; /* llama.cpp and bitnet.cpp: LLAMA_ROPE_TYPE_NEOX */
@@ -282,8 +306,9 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
     if (arch_int(m, arch_key(k, sizeof k, arch, "attention.head_count_kv"), &v)) a->n_kv_heads = v;
     /* llama.cpp: n_embd_head_k = attention.key_length, else n_embd / n_head; the rotated part
        (rope.dimension_count) is all of it for every architecture the runtime runs */
+    bool q35 = a->family == QP_FAMILY_QWEN35; /* rotates part of each head */
     if (arch_int(m, arch_key(k, sizeof k, arch, "attention.key_length"), &v)) a->head_dim = v;
-    else if (arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->head_dim = v;
+    else if (!q35 && arch_int(m, arch_key(k, sizeof k, arch, "rope.dimension_count"), &v)) a->head_dim = v;
     else if (a->n_heads > 0) a->head_dim = a->hidden / a->n_heads;
     /* MoE (llama.cpp's n_expert / n_expert_used; runtime.md "Mixture of experts") */
     if (arch_int(m, arch_key(k, sizeof k, arch, "expert_count"), &v)) a->n_experts = v;
@@ -297,6 +322,7 @@ static qp_status apply_arch(qp_model *m, qp_err *e) {
         a->sliding_window = v;
 
     if (a->family == QP_FAMILY_GEMMA2 || a->family == QP_FAMILY_GEMMA3) gemma_keys(m, arch);
+    if (q35) qwen35_keys(m, arch);
 
     if (m->n_tensors > 0) {
         a->tie_embeddings = !has_tensor(m, "output.weight");

@@ -104,11 +104,15 @@ static const struct {
        (num_local_experts / num_experts_per_tok read by moe_fields) */
     {"MixtralForCausalLM", "mixtral", QP_FAMILY_MISTRAL, "llama"},
     /* Gemma 1, 2 and 3; Gemma3ForConditionalGeneration (model_type "gemma3") is read as its
-       text model (gemma3_text_view), the vision tower left out by the converters */
+       text model (text_model_view), the vision tower left out by the converters */
     {"GemmaForCausalLM", "gemma", QP_FAMILY_GEMMA, "gemma"},
     {"Gemma2ForCausalLM", "gemma2", QP_FAMILY_GEMMA2, "gemma2"},
     {"Gemma3ForCausalLM", "gemma3_text", QP_FAMILY_GEMMA3, "gemma3"},
     {"Gemma3ForConditionalGeneration", "gemma3", QP_FAMILY_GEMMA3, "gemma3"},
+    /* Qwen3.5 dense; Qwen3_5ForConditionalGeneration is read as its text model the same way
+       (text_model_view), the vision tower and MTP block left out: llama.cpp's "qwen35" */
+    {"Qwen3_5ForCausalLM", "qwen3_5_text", QP_FAMILY_QWEN35, "qwen35"},
+    {"Qwen3_5ForConditionalGeneration", "qwen3_5", QP_FAMILY_QWEN35, "qwen35"},
 };
 
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
@@ -293,6 +297,64 @@ static qp_status gemma_fields(const cJSON *root, const char *file, qp_arch *a, q
     return s;
 }
 
+/* A key of Qwen3.5's rope: rope_parameters.<key> (transformers 5), else the top-level <key>. */
+static qp_status qwen35_rope_key(const cJSON *root, const char *key, const char *file, double *out,
+                                 bool *have, qp_err *e) {
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    qp_status s = QP_OK;
+    *have = false;
+    if (cJSON_IsObject(rp)) s = get_float(rp, key, file, out, have, e);
+    if (s == QP_OK && !*have) s = get_float(root, key, file, out, have, e);
+    return s;
+}
+
+/* Qwen3.5 (runtime/runtime.md "Qwen3.5"): the gated delta-net sizes, full_attention_interval
+ * (layer_types, when given, must be that pattern), partial rotary, the output gate, RMS norms as
+ * (1 + w) (Qwen3_5RMSNorm; the delta-net's gated norm excepted), A_log stored as the log. */
+static qp_status qwen35_fields(const cJSON *root, const char *file, qp_arch *a, qp_err *e) {
+    int64_t v = 4;
+    bool have, b;
+    qp_status s = get_uint(root, "full_attention_interval", 4096, file, &v, &have, e);
+    a->full_attn_interval = (int32_t)v;
+    static const char *const keys[] = {"linear_conv_kernel_dim", "linear_key_head_dim",
+                                       "linear_num_key_heads", "linear_num_value_heads",
+                                       "linear_value_head_dim"};
+    int64_t val[5] = {4, 128, 16, 32, 128}; /* Qwen3_5TextConfig's defaults */
+    for (int i = 0; s == QP_OK && i < 5; i++) {
+        s = get_uint(root, keys[i], 1 << 16, file, &v, &have, e);
+        if (s == QP_OK && have) val[i] = v;
+    }
+    a->ssm_conv_kernel = val[0];
+    a->ssm_state_size = val[1];
+    a->ssm_group_count = val[2];
+    a->ssm_time_step_rank = val[3];
+    a->ssm_inner_size = val[3] * val[4];
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    int l = 0;
+    for (const cJSON *x = cJSON_IsArray(lt) ? lt->child : NULL; s == QP_OK && x; x = x->next, l++) {
+        const char *want = (l + 1) % a->full_attn_interval == 0 ? "full_attention" : "linear_attention";
+        if (!cJSON_IsString(x) || strcmp(x->valuestring, want) != 0)
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: layer_types[%d] is not '%s': only every "
+                        "full_attention_interval-th layer (%d) full (llama.cpp's qwen35 pattern) is "
+                        "supported", file, l, want, (int)a->full_attn_interval);
+    }
+    if (s == QP_OK) s = get_bool(root, "attn_output_gate", file, &b, &have, e);
+    if (s == QP_OK && have && !b)
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: attn_output_gate false is not implemented (Qwen3.5 "
+                    "gates every full-attention output)", file);
+    double d = 0.25;
+    if (s == QP_OK) s = qwen35_rope_key(root, "partial_rotary_factor", file, &d, &have, e);
+    if (s == QP_OK && !(d > 0 && d <= 1))
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: partial_rotary_factor %g is not in (0, 1]", file, d);
+    a->rope_dims = (int64_t)((double)a->head_dim * d);
+    if (s == QP_OK) s = qwen35_rope_key(root, "rope_theta", file, &d, &have, e);
+    if (s == QP_OK && have) a->rope_theta = d > 0 ? (float)d : a->rope_theta;
+    a->qk_norm = true;
+    a->norm_plus_one = true;
+    a->ssm_a_log = true;
+    return s;
+}
+
 /* rope_scaling: Gemma 3's linear scaling of its global layers (rope_type or type "linear",
  * factor); any other kept as metadata, and qp_model_check refuses it for Gemma. */
 static void rope_scaling_field(qp_model *m, const cJSON *root, const char *file) {
@@ -337,17 +399,20 @@ static bool overlay(cJSON *dst, const cJSON *src, bool sub_configs) {
     return true;
 }
 
-/* A Gemma3ForConditionalGeneration config.json as the configuration of its text model, merged
- * as llama.cpp's converter merges it ({**config, **text_config}) over Gemma3TextConfig's
- * defaults: the top-level keys (architectures, torch_dtype, the bos/eos ids) but vision_config,
- * then text_config's. *out is a new object (the caller deletes it). */
-static qp_status gemma3_text_view(const cJSON *root, const char *file, cJSON **out, qp_err *e) {
+/* A multimodal checkpoint's config.json (Gemma3ForConditionalGeneration,
+ * Qwen3_5ForConditionalGeneration) as the configuration of its text model, merged as llama.cpp's
+ * converter merges it ({**config, **text_config}) over the text config's defaults (Gemma3TextConfig's;
+ * none for Qwen3.5, whose defaults qwen35_fields applies): the top-level keys (architectures,
+ * torch_dtype, tie_word_embeddings, the bos/eos ids) but vision_config, then text_config's. *out is
+ * a new object (the caller deletes it). */
+static qp_status text_model_view(const cJSON *root, const char *defaults, const char *file, cJSON **out,
+                                 qp_err *e) {
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
     if (tc && !cJSON_IsNull(tc) && !cJSON_IsObject(tc))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: 'text_config' is not an object", file);
     qp_status s = tc ? qp_json_unique_keys(tc, file, "text_config", e) : QP_OK;
     if (s != QP_OK) return s;
-    cJSON *view = cJSON_Parse(k_gemma3_text_defaults);
+    cJSON *view = cJSON_Parse(defaults);
     if (!view) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
     if (!overlay(view, root, false) || (cJSON_IsObject(tc) && !overlay(view, tc, true))) {
         cJSON_Delete(view);
@@ -357,9 +422,21 @@ static qp_status gemma3_text_view(const cJSON *root, const char *file, cJSON **o
     return QP_OK;
 }
 
-static bool is_gemma3_multimodal(const char *arch0, const char *model_type) {
-    return arch0 ? strcmp(arch0, "Gemma3ForConditionalGeneration") == 0
-                 : model_type && strcmp(model_type, "gemma3") == 0;
+/* The multimodal wrappers read as their text model, and that text config's defaults. */
+static const struct {
+    const char *hf_arch, *model_type, *defaults;
+} k_multimodal[] = {
+    {"Gemma3ForConditionalGeneration", "gemma3", k_gemma3_text_defaults},
+    {"Qwen3_5ForConditionalGeneration", "qwen3_5", "{}"},
+};
+
+/* The defaults of the text config when arch0 (else model_type) names a multimodal wrapper, else NULL. */
+static const char *multimodal_defaults(const char *arch0, const char *model_type) {
+    for (size_t i = 0; i < sizeof k_multimodal / sizeof k_multimodal[0]; i++)
+        if (arch0 ? strcmp(arch0, k_multimodal[i].hf_arch) == 0
+                  : model_type && strcmp(model_type, k_multimodal[i].model_type) == 0)
+            return k_multimodal[i].defaults;
+    return NULL;
 }
 
 qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const char *file, qp_err *e) {
@@ -368,11 +445,12 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     if (s != QP_OK) return s;
     s = qp_json_unique_keys(root, file, "the top-level object", e);
     const cJSON *archs0 = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-    if (s == QP_OK && is_gemma3_multimodal(cJSON_IsArray(archs0) && cJSON_IsString(archs0->child)
-                                               ? archs0->child->valuestring : NULL,
-                                           get_str(root, "model_type"))) {
+    const char *mm_defaults = multimodal_defaults(
+        cJSON_IsArray(archs0) && cJSON_IsString(archs0->child) ? archs0->child->valuestring : NULL,
+        get_str(root, "model_type"));
+    if (s == QP_OK && mm_defaults) {
         top = root;
-        s = gemma3_text_view(top, file, &root, e);
+        s = text_model_view(top, mm_defaults, file, &root, e);
         if (s != QP_OK) root = top, top = NULL;
     }
     qp_arch *a = &m->arch;
@@ -397,7 +475,7 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
             m->arch_name = nm ? qp_arena_strdup(qp_model_arena(m), nm) : NULL;
             if (nm && !m->arch_name) s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
             qp_model_add_problem(m, "%s: architecture '%s' is not one quantpack maps (Llama, Mistral, "
-                                    "Qwen2, Qwen3, Phi-3, Gemma 1/2/3, BitNet); read as family unknown", file,
+                                    "Qwen2, Qwen3, Qwen3.5 dense, Phi-3, Gemma 1/2/3, BitNet); read as family unknown", file,
                                  arch0 ? arch0 : model_type ? model_type : "(none given)");
         }
     }
@@ -476,6 +554,7 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
         s = moe_fields(root, fam >= 0 && strcmp(k_families[fam].hf_arch, "MixtralForCausalLM") == 0,
                        file, a, e);
     if (s == QP_OK && qp_family_is_gemma(a->family)) s = gemma_fields(root, file, a, e);
+    if (s == QP_OK && a->family == QP_FAMILY_QWEN35) s = qwen35_fields(root, file, a, e);
     if (s == QP_OK) s = token_id_field(m, root, "bos_token_id", file, &a->bos_id, e);
     if (s == QP_OK) s = token_id_field(m, root, "eos_token_id", file, &a->eos_id, e);
     if (s == QP_OK) rope_scaling_field(m, root, file);

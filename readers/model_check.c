@@ -222,8 +222,123 @@ static void gemma_config(const qp_model *m, qp_runtime_config *c) {
     c->rope_freq_scale = a->rope_freq_scale;
 }
 
+/* Qwen3.5's configuration (runtime.md "Qwen3.5"): the values the architecture gives, the
+ * delta-net sizes in range and consistent. */
+static qp_status qwen35_config(const qp_model *m, const qp_tensor *emb, qp_runtime_config *c, qp_err *e) {
+    const qp_arch *a = &m->arch;
+    c->family = a->family;
+    c->dim = pick(a->hidden, emb->ne[0]);
+    c->vocab = pick(a->vocab, emb->ne[1]);
+    const qp_tensor *g0 = qp_model_find(m, "blk.0.ffn_gate.weight");
+    c->ffn_dim = pick(a->intermediate, g0 ? g0->ne[1] : 0);
+    c->n_layers = a->n_layers;
+    c->n_heads = a->n_heads;
+    c->n_kv_heads = a->n_kv_heads;
+    c->head_dim = a->head_dim;
+    c->norm_eps = a->norm_eps > 0.0f ? a->norm_eps : 1e-6f;
+    c->rope_theta = a->rope_theta > 0.0f ? a->rope_theta : 10000.0f;
+    c->rope_style = QP_ROPE_NEOX;
+    c->rope_dims = a->rope_dims > 0 ? a->rope_dims : a->head_dim;
+    c->act = a->act;
+    c->qk_norm = c->attn_out_gate = true;
+    c->norm_plus_one = a->norm_plus_one;
+    c->ssm_a_log = a->ssm_a_log;
+    c->ssm_heads_tiled = a->ssm_heads_tiled;
+    c->full_attn_interval = a->full_attn_interval;
+    c->ssm_conv_kernel = a->ssm_conv_kernel;
+    c->ssm_state_size = a->ssm_state_size;
+    c->ssm_group_count = a->ssm_group_count;
+    c->ssm_time_step_rank = a->ssm_time_step_rank;
+    c->ssm_inner_size = a->ssm_inner_size;
+    qp_status s;
+    if ((s = check_config(m, c, e)) != QP_OK ||
+        (s = range(m, "full_attention_interval", c->full_attn_interval, 4096, e)) != QP_OK ||
+        (s = range(m, "the conv kernel (ssm.conv_kernel)", c->ssm_conv_kernel, 64, e)) != QP_OK ||
+        (s = range(m, "the key head width (ssm.state_size)", c->ssm_state_size, 4096, e)) != QP_OK ||
+        (s = range(m, "the key head count (ssm.group_count)", c->ssm_group_count, 4096, e)) != QP_OK ||
+        (s = range(m, "the value head count (ssm.time_step_rank)", c->ssm_time_step_rank, 4096, e)) != QP_OK ||
+        (s = range(m, "the value width (ssm.inner_size)", c->ssm_inner_size, QP_CHECK_MAX_DIM, e)) != QP_OK ||
+        (s = range(m, "the RoPE dimensions (rope.dimension_count)", c->rope_dims, c->head_dim, e)) != QP_OK ||
+        (s = range(m, "the value head width (ssm.inner_size / ssm.time_step_rank)",
+                   c->ssm_inner_size / c->ssm_time_step_rank, 4096, e)) != QP_OK)
+        return s;
+    if (c->ssm_time_step_rank % c->ssm_group_count != 0 || c->ssm_inner_size % c->ssm_time_step_rank != 0 ||
+        c->rope_dims % 2 != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: Qwen3.5 sizes: %lld value heads are not a multiple "
+                       "of %lld key heads, or the value width %lld not of them, or %lld RoPE dimensions "
+                       "odd", m->path, (long long)c->ssm_time_step_rank, (long long)c->ssm_group_count,
+                       (long long)c->ssm_inner_size, (long long)c->rope_dims);
+    return QP_OK;
+}
+
+/* The conv kernel: K x channels elements, HF's [channels, 1, K] or llama.cpp's [channels, K]. */
+static qp_status check_conv(const qp_model *m, const char *name, int64_t k, int64_t ch, qp_err *e) {
+    const qp_tensor *t = NULL;
+    qp_status s = qp_model_need(m, name, &t, e);
+    if (s != QP_OK) return s;
+    int64_t last = t->ne[1] == 1 ? t->ne[2] : t->ne[1];
+    if (t->ne[0] != k || last != ch || qp_tensor_nelements(t) != k * ch)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s' has shape ne=[%lld, %lld, %lld]; the "
+                       "runtime expects ne=[%lld, %lld] (kernel, channels)", m->path, name,
+                       (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)k,
+                       (long long)ch);
+    return QP_OK;
+}
+
+/* Qwen3.5's tensors: every layer's norms and FFN, the full-attention layers' q (with the gate),
+ * k, v, o and q/k norms, the delta-net layers' projections, conv, dt, A and gated norm. */
+static qp_status qwen35_check(const qp_model *m, qp_runtime_config *c, qp_err *e) {
+    const qp_tensor *emb = NULL;
+    qp_status s = qp_model_need(m, "token_embd.weight", &emb, e);
+    if (s != QP_OK || (s = qwen35_config(m, emb, c, e)) != QP_OK) return s;
+    int64_t dim = c->dim, qdim = c->n_heads * c->head_dim, kvdim = c->n_kv_heads * c->head_dim;
+    int64_t key = c->ssm_group_count * c->ssm_state_size, val = c->ssm_inner_size, nv = c->ssm_time_step_rank;
+    if ((s = check_mat(m, "token_embd.weight", dim, c->vocab, false, e)) != QP_OK) return s;
+    c->tied_output = qp_model_find(m, "output.weight") == NULL;
+    if ((!c->tied_output && (s = check_mat(m, "output.weight", dim, c->vocab, false, e)) != QP_OK) ||
+        (s = check_vec(m, "output_norm.weight", dim, false, e)) != QP_OK)
+        return s;
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        char nm[96];
+#define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
+        bool full = (l + 1) % c->full_attn_interval == 0;
+        if ((s = check_vec(m, NM("attn_norm.weight"), dim, false, e)) != QP_OK ||
+            (s = check_vec(m, NM("post_attention_norm.weight"), dim, false, e)) != QP_OK ||
+            (s = check_mat(m, NM("ffn_gate.weight"), dim, c->ffn_dim, false, e)) != QP_OK ||
+            (s = check_mat(m, NM("ffn_up.weight"), dim, c->ffn_dim, false, e)) != QP_OK ||
+            (s = check_mat(m, NM("ffn_down.weight"), c->ffn_dim, dim, false, e)) != QP_OK)
+            return s;
+        if (full && ((s = check_mat(m, NM("attn_q.weight"), dim, 2 * qdim, false, e)) != QP_OK ||
+                     (s = check_mat(m, NM("attn_k.weight"), dim, kvdim, false, e)) != QP_OK ||
+                     (s = check_mat(m, NM("attn_v.weight"), dim, kvdim, false, e)) != QP_OK ||
+                     (s = check_mat(m, NM("attn_output.weight"), qdim, dim, false, e)) != QP_OK ||
+                     (s = check_vec(m, NM("attn_q_norm.weight"), c->head_dim, false, e)) != QP_OK ||
+                     (s = check_vec(m, NM("attn_k_norm.weight"), c->head_dim, false, e)) != QP_OK))
+            return s;
+        if (!full && ((s = check_mat(m, NM("attn_qkv.weight"), dim, 2 * key + val, false, e)) != QP_OK ||
+                      (s = check_mat(m, NM("attn_gate.weight"), dim, val, false, e)) != QP_OK ||
+                      (s = check_mat(m, NM("ssm_beta.weight"), dim, nv, false, e)) != QP_OK ||
+                      (s = check_mat(m, NM("ssm_alpha.weight"), dim, nv, false, e)) != QP_OK ||
+                      (s = check_mat(m, NM("ssm_out.weight"), val, dim, false, e)) != QP_OK ||
+                      (s = check_conv(m, NM("ssm_conv1d.weight"), c->ssm_conv_kernel, 2 * key + val, e)) != QP_OK ||
+                      (s = check_vec(m, NM("ssm_dt.bias"), nv, false, e)) != QP_OK ||
+                      (s = check_vec(m, NM("ssm_a"), nv, false, e)) != QP_OK ||
+                      (s = check_vec(m, NM("ssm_norm.weight"), val / nv, false, e)) != QP_OK))
+            return s;
+#undef NM
+    }
+    return QP_OK;
+}
+
 qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     if (!m) return qp_fail(e, QP_ERR_ARG, "qp_model_check: NULL model");
+    if (m->arch.family == QP_FAMILY_QWEN35) {
+        qp_runtime_config c;
+        memset(&c, 0, sizeof c);
+        qp_status s = qwen35_check(m, &c, e);
+        if (s == QP_OK && out) *out = c;
+        return s;
+    }
     const qp_arch *a = &m->arch;
     const qp_tensor *emb = NULL, *q0 = NULL, *k0 = NULL, *g0 = NULL;
     qp_status s;

@@ -63,6 +63,22 @@ static const name_pair k_layer_gemma2[] = {
     {"post_feedforward_layernorm", "post_ffw_norm"},
 };
 
+/* Qwen3.5's modules (llama.cpp's qwen35 tensor names): post_attention_layernorm is the FFN's input
+ * norm there but keeps llama.cpp's name; the gated delta-net's projections, conv, norm and
+ * parameters. A_log and dt_bias have no suffix in HF: qwen35_canon gives them one first. */
+static const name_pair k_layer_qwen35[] = {
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"linear_attn.in_proj_qkv", "attn_qkv"},
+    {"linear_attn.in_proj_z", "attn_gate"},
+    {"linear_attn.in_proj_b", "ssm_beta"},
+    {"linear_attn.in_proj_a", "ssm_alpha"},
+    {"linear_attn.conv1d", "ssm_conv1d"},
+    {"linear_attn.norm", "ssm_norm"},
+    {"linear_attn.out_proj", "ssm_out"},
+    {"linear_attn.dt", "ssm_dt"}, /* dt_bias, as "dt.bias" */
+    {"linear_attn.A", "ssm_a"},   /* A_log, as "A.weight"; llama.cpp's name has no suffix */
+};
+
 /* Longest first: ".weight_scale" must win over ".weight" (which is not its suffix anyway, but
  * keep the order explicit). */
 static const char *const k_suffixes[] = {".weight_scale", ".weight", ".bias"};
@@ -210,18 +226,70 @@ const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, ch
     return hf ? hf : qp_name_map_gguf_to_hf(gguf_name, buf, cap);
 }
 
+/* A skip rule: the HF names under one of the prefixes are left out, for this reason. */
+typedef struct skip_prefixes {
+    qp_family family;
+    const char *const *prefixes;
+    size_t n;
+    const char *why;
+} skip_prefixes;
+
+static const char *const k_gemma3_vision[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                              "model.multi_modal_projector."};
+static const char *const k_qwen35_vision[] = {"model.visual."};
+static const char *const k_qwen35_mtp[] = {"mtp."};
+static const skip_prefixes k_skip[] = {
+    {QP_FAMILY_GEMMA3, k_gemma3_vision, N_OF(k_gemma3_vision),
+     "Gemma 3 vision tower / multimodal projector: text model only (llama.cpp's converter writes these to a "
+     "separate mmproj file)"},
+    {QP_FAMILY_QWEN35, k_qwen35_vision, N_OF(k_qwen35_vision),
+     "Qwen3.5 vision tower: not part of the text model (llama.cpp writes it as an mmproj)"},
+    {QP_FAMILY_QWEN35, k_qwen35_mtp, N_OF(k_qwen35_mtp),
+     "Qwen3.5 MTP block: not run by the main pass (llama.cpp's graph skips it)"},
+};
+
 const char *qp_name_map_skip_rule(qp_family f, const char *hf_name) {
-    static const char *const k_vision[] = {"vision_tower.", "multi_modal_projector.",
-                                           "model.vision_tower.", "model.multi_modal_projector."};
-    if (f != QP_FAMILY_GEMMA3 || !hf_name) return NULL;
-    for (size_t i = 0; i < N_OF(k_vision); i++)
-        if (strncmp(hf_name, k_vision[i], strlen(k_vision[i])) == 0)
-            return "Gemma 3 vision tower / multimodal projector: text model only (llama.cpp's "
-                   "converter writes these to a separate mmproj file)";
+    if (!hf_name) return NULL;
+    for (size_t r = 0; r < N_OF(k_skip); r++) {
+        if (k_skip[r].family != f) continue;
+        for (size_t i = 0; i < k_skip[r].n; i++)
+            if (strncmp(hf_name, k_skip[r].prefixes[i], strlen(k_skip[r].prefixes[i])) == 0) return k_skip[r].why;
+    }
     return NULL;
 }
 
+static bool ends_with(const char *s, size_t n, const char *lit) {
+    size_t l = strlen(lit);
+    return n >= l && memcmp(s + n - l, lit, l) == 0;
+}
+
+/* A Qwen3.5 tensor's canonical name in buf: A_log / dt_bias given a suffix, then k_layer_qwen35
+ * before the common table (map() reads the multimodal checkpoint's "model.language_model." as
+ * "model.", as for Gemma 3). NULL when unmapped (the vision tower, the MTP block: skip rules). */
+static const char *qwen35_canon(const char *name, char *buf, size_t cap) {
+    char hf[256];
+    size_t n = strlen(name);
+    const char *tail = ends_with(name, n, ".A_log") ? ".A.weight" : ends_with(name, n, ".dt_bias") ? ".dt.bias" : "";
+    size_t keep = n - (*tail ? (tail[1] == 'A' ? 6 : 8) : 0);
+    if (snprintf(hf, sizeof hf, "%.*s%s", (int)keep, name, tail) >= (int)sizeof hf) return NULL;
+    const char *r = map(hf, buf, cap, true, k_layer_qwen35, N_OF(k_layer_qwen35));
+    if (!r) r = map(hf, buf, cap, true, k_layer, N_OF(k_layer));
+    size_t bl = r ? strlen(r) : 0;
+    if (r && ends_with(r, bl, ".ssm_a.weight")) buf[bl - 7] = '\0';
+    return r;
+}
+
 qp_status qp_name_map_family(qp_model *m, qp_err *e) {
+    if (m->arch.family == QP_FAMILY_QWEN35) {
+        for (int64_t i = 0; i < m->n_tensors; i++) {
+            char buf[256];
+            qp_tensor *t = &m->tensors[i];
+            const char *c = qwen35_canon(t->name, buf, sizeof buf);
+            if (c && !(t->canon = qp_arena_strdup(qp_model_arena(m), c)))
+                return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+        }
+        return QP_OK;
+    }
     bool phi3 = m->arch.family == QP_FAMILY_PHI3;
     bool gemma2 = has_four_norms(m->arch.family);
     if (!phi3 && !gemma2) return QP_OK;

@@ -17,12 +17,17 @@
  *   model.layers.N.post_attention_layernorm   -> blk.N.post_attention_norm
  *   model.layers.N.pre_feedforward_layernorm  -> blk.N.ffn_norm
  *   model.layers.N.post_feedforward_layernorm -> blk.N.post_ffw_norm
+ *   Qwen3.5 only (qp_name_map_family, HF -> GGUF):
+ *   post_attention_layernorm -> post_attention_norm, linear_attn.in_proj_qkv -> attn_qkv,
+ *   in_proj_z -> attn_gate, in_proj_b -> ssm_beta, in_proj_a -> ssm_alpha, conv1d -> ssm_conv1d,
+ *   norm -> ssm_norm, out_proj -> ssm_out, dt_bias -> ssm_dt.bias, A_log -> ssm_a (no suffix)
  *   model.layers.N.block_sparse_moe.gate <-> blk.N.ffn_gate_inp       (Mixtral router)
  *   model.layers.N.block_sparse_moe.experts.E.w1 <-> blk.N.ffn_gate.E (w2: ffn_down, w3: ffn_up;
  *                                                   llama.cpp's per-expert names, merged into
  *                                                   blk.N.ffn_*_exps by the converters)
  * with the suffix ".weight", ".bias" or ".weight_scale" (BitNet packed checkpoints) kept as is.
- * HF -> GGUF also reads the text model of a multimodal checkpoint (Gemma3ForConditionalGeneration):
+ * HF -> GGUF also reads the text model of a multimodal checkpoint (Gemma3ForConditionalGeneration,
+ * Qwen3_5ForConditionalGeneration):
  *   language_model.model.X and model.language_model.X as model.X, language_model.lm_head as lm_head.
  * Everything else (rotary_emb.inv_freq, unknown modules, other suffixes) is unmapped.
  *
@@ -64,11 +69,12 @@ const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap)
 const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, char *buf, size_t cap);
 /* After the architecture is known: a family's own module names (Phi-3's self_attn.qkv_proj ->
  * attn_qkv, mlp.gate_up_proj -> ffn_up, on tensors still without a canonical name; Gemma 2/3's
- * four norms, replacing the common mapping). */
+ * four norms, replacing the common mapping; Qwen3.5's names above). */
 QP_NODISCARD qp_status qp_name_map_family(qp_model *m, qp_err *e);
 /* Why an HF tensor of a model of family f is left out of every output (the converters' skip
  * rules, converters/recipes.md "Every tensor accounted for"), or NULL: Gemma 3's vision tower and
- * multimodal projector (the text model is converted; llama.cpp writes them to an mmproj file). */
+ * multimodal projector, Qwen3.5's vision tower (model.visual.) and MTP block (mtp.) (the text
+ * model is converted; llama.cpp writes the vision towers to an mmproj file). One prefix table. */
 const char *qp_name_map_skip_rule(qp_family f, const char *hf_name);
 
 #endif

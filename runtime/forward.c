@@ -58,6 +58,15 @@ struct qp_runtime {
     int64_t *moe_slot; /* per gathered token of one expert: token * n_experts_used + rank */
     float *moe_x;      /* gathered inputs of one expert (dim each), then its outputs */
     float *moe_out;    /* n_experts_used * dim per token: weighted expert outputs, by rank */
+    /* Qwen3.5 (NULL otherwise), for bcap tokens: */
+    float *q_gate;     /* 2 * qdim per token: a full-attention layer's q and output gate */
+    float *lin_qkv;    /* conv channels per token: a delta-net layer's attn_qkv product */
+    float *lin_z;      /* value width per token: its attn_gate product */
+    float *lin_ba;     /* 2 * value heads per token: its ssm_beta, then ssm_alpha products */
+    float *lin_o;      /* value width per token: its gated-normed output */
+    /* recurrent state of every layer (used by the delta-net ones), zeroed at position 0 */
+    float *conv_state; /* [layer][channel][kernel - 1] */
+    float *ssm_state;  /* [layer][value head][key width][value width] */
 };
 
 static void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps) {
@@ -94,7 +103,8 @@ static void softmax(float *x, int64_t n) {
 /* Rotates each head of vec (n_heads * head_dim) by the angles cs/sn (head_dim/2 each). */
 static void rope(const qp_runtime *rt, float *vec, int64_t n_heads, const float *cs,
                  const float *sn) {
-    int64_t hd = rt->cfg.head_dim, half = hd / 2;
+    /* partial rotation (Qwen3.5): the first rope_dims of each head, the rest unchanged */
+    int64_t hd = rt->cfg.head_dim, half = (rt->cfg.rope_dims > 0 ? rt->cfg.rope_dims : hd) / 2;
     for (int64_t h = 0; h < n_heads; h++) {
         float *v = vec + h * hd;
         for (int64_t i = 0; i < half; i++) {
@@ -120,7 +130,7 @@ static void rope(const qp_runtime *rt, float *vec, int64_t n_heads, const float 
  * base with its linear scaling: positions x rope_freq_scale). */
 static void rope_angles(const qp_runtime *rt, int64_t pos, bool swa, float *cs, float *sn) {
     const qp_runtime_config *c = &rt->cfg;
-    int64_t hd = c->head_dim;
+    int64_t hd = c->rope_dims > 0 ? c->rope_dims : c->head_dim; /* the rotated dimensions */
     const qp_rope_yarn *y = c->rope_yarn.factor > 0.0 ? &c->rope_yarn : NULL;
     double mscale = qp_rope_attention_factor(y);
     double theta = swa && c->rope_theta_swa > 0.0f ? (double)c->rope_theta_swa : (double)c->rope_theta;
@@ -156,7 +166,9 @@ static void choose_fast_dots(qp_runtime *rt) {
     for (int64_t l = 0; l < w->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         qp_wmat *lm[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (int i = 0; i < (L->experts ? 4 : 7); i++) fast_dot_for(rt, lm[i]);
+        qp_wmat *ssm[5] = {&L->ssm_qkv, &L->ssm_z, &L->ssm_beta, &L->ssm_alpha, &L->ssm_out};
+        for (int i = L->recurrent ? 4 : 0; i < (L->experts ? 4 : 7); i++) fast_dot_for(rt, lm[i]);
+        for (int i = 0; i < (L->recurrent ? 5 : 0); i++) fast_dot_for(rt, ssm[i]);
         if (!L->experts) continue;
         fast_dot_for(rt, &L->router);
         for (int64_t i = 0; i < 3 * rt->cfg.n_experts; i++) fast_dot_for(rt, &L->experts[i]);
@@ -185,8 +197,10 @@ static void free_batch(qp_runtime *rt) {
                      rt->act_s,  rt->rope_cos, rt->rope_sin};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
     qp_free(rt->act_i8);
-    float *moe[] = {rt->moe_probs, rt->moe_w, rt->moe_x, rt->moe_out};
+    float *moe[] = {rt->moe_probs, rt->moe_w, rt->moe_x, rt->moe_out,
+                    rt->q_gate, rt->lin_qkv, rt->lin_z, rt->lin_ba, rt->lin_o};
     for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) qp_free(moe[i]);
+    rt->q_gate = rt->lin_qkv = rt->lin_z = rt->lin_ba = rt->lin_o = NULL;
     qp_free(rt->moe_sel);
     qp_free(rt->moe_slot);
     rt->moe_probs = rt->moe_w = rt->moe_x = rt->moe_out = NULL;
@@ -235,6 +249,13 @@ static bool alloc_batch(qp_runtime *rt, int64_t n) {
         rt->moe_slot = ok ? qp_calloc((size_t)n, sizeof *rt->moe_slot) : NULL;
         ok = ok && rt->moe_sel && rt->moe_slot;
     }
+    if (c->full_attn_interval > 0) {
+        rt->q_gate = alloc_f(n * 2 * qdim, &ok);
+        rt->lin_qkv = alloc_f(n * (2 * c->ssm_group_count * c->ssm_state_size + c->ssm_inner_size), &ok);
+        rt->lin_z = alloc_f(n * c->ssm_inner_size, &ok);
+        rt->lin_ba = alloc_f(n * 2 * c->ssm_time_step_rank, &ok);
+        rt->lin_o = alloc_f(n * c->ssm_inner_size, &ok);
+    }
     for (int i = 0; i < QP_ACT_SLOTS && ok && rt->act_q_ld > 0; i++)
         if (!(rt->act_q[i] = qp_calloc((size_t)n, rt->act_q_ld))) ok = false;
     if (!ok || !rt->act_i8) {
@@ -269,6 +290,7 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     }
     int64_t qdim = c->n_heads * c->head_dim, kvdim = c->n_kv_heads * c->head_dim;
     int64_t big = c->dim > qdim ? c->dim : qdim;
+    if (c->ssm_inner_size > big) big = c->ssm_inner_size; /* ssm_out's rows (Qwen3.5) */
     int64_t cols = big > c->ffn_dim ? big : c->ffn_dim;
     int64_t cache;
     bool ok = qp_i64_mul(c->n_layers * c->n_ctx, kvdim, &cache);
@@ -280,6 +302,11 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     rt->logits = alloc_f(c->vocab, &ok);
     rt->att = alloc_f((int64_t)c->n_threads * c->n_ctx, &ok);
     rt->scratch = alloc_f((int64_t)c->n_threads * rt->scratch_cols, &ok);
+    if (c->full_attn_interval > 0) { /* sizes bounded by qp_model_check's ranges */
+        int64_t ch = 2 * c->ssm_group_count * c->ssm_state_size + c->ssm_inner_size;
+        rt->conv_state = alloc_f(c->n_layers * ch * (c->ssm_conv_kernel > 1 ? c->ssm_conv_kernel - 1 : 1), &ok);
+        rt->ssm_state = alloc_f(c->n_layers * c->ssm_state_size * c->ssm_inner_size, &ok);
+    }
     c->kv_f16 = !c->exact && !o->kv_f32;
     rt->kv = qp_encoding_get(c->kv_f16 ? QP_ENC_F16 : QP_ENC_F32);
     if (ok) {
@@ -306,7 +333,7 @@ void qp_runtime_free(qp_runtime *rt) {
     qp_pool_free(rt->pool);
     qp_weights_free(&rt->w);
     free_batch(rt);
-    float *bufs[] = {rt->logits, rt->att, rt->scratch};
+    float *bufs[] = {rt->logits, rt->att, rt->scratch, rt->conv_state, rt->ssm_state};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) qp_free(bufs[i]);
     qp_free(rt->k_cache);
     qp_free(rt->v_cache);
@@ -318,6 +345,8 @@ void qp_runtime_reset(qp_runtime *rt) {
 }
 
 const qp_runtime_config *qp_runtime_get_config(const qp_runtime *rt) { return &rt->cfg; }
+
+bool qp_runtime_is_recurrent(const qp_runtime *rt) { return rt && rt->cfg.full_attn_interval > 0; }
 
 const float *qp_runtime_hidden(const qp_runtime *rt) { return rt->hidden; }
 
@@ -527,13 +556,110 @@ static void post_norm(float *v, const float *w, int64_t nt, int64_t dim, float e
     for (int64_t t = 0; t < nt; t++) rmsnorm(v + t * dim, v + t * dim, w, dim, eps);
 }
 
+/* Qwen3.5's full-attention q: the q half of each head of q_gate (per head q then gate, as HF's
+ * view(..., 2 * head_dim).chunk(2) and llama.cpp's views), the gate halves kept in q_gate. */
+static void split_q_gate(const qp_runtime_config *c, const float *qg, float *q, int64_t nt) {
+    int64_t hd = c->head_dim, qdim = c->n_heads * hd;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t h = 0; h < c->n_heads; h++)
+            memcpy(q + t * qdim + h * hd, qg + t * 2 * qdim + h * 2 * hd, (size_t)hd * sizeof(float));
+}
+
+/* Qwen3.5's output gate: each attention output element x sigmoid(its gate). */
+static void apply_out_gate(const qp_runtime_config *c, float *ao, const float *qg, int64_t nt) {
+    int64_t hd = c->head_dim, qdim = c->n_heads * hd;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t h = 0; h < c->n_heads; h++)
+            for (int64_t i = 0; i < hd; i++) {
+                float g = qg[t * 2 * qdim + h * 2 * hd + hd + i];
+                ao[t * qdim + h * hd + i] *= 1.0f / (1.0f + expf(-g));
+            }
+}
+
+/* Layer l's attention of nt tokens at pos .., input rt->xb (normalized), Wo's product back in
+ * rt->xb. rcos/rsin: the layer's rope table. */
+static void attn_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int64_t nt, int64_t pos,
+                       const float *rcos, const float *rsin) {
+    const qp_runtime_config *c = &rt->cfg;
+    int64_t dim = c->dim, hd = c->head_dim, qdim = c->n_heads * hd, kvdim = c->n_kv_heads * hd;
+    int64_t half = hd / 2;
+    float eps = c->norm_eps;
+    size_t loff = (size_t)l * (size_t)c->n_ctx * (size_t)kvdim;
+    act_in in = {rt->xb, dim, dim, nt, false, {NULL}};
+    bool gated = c->attn_out_gate;
+    qp_matvec_task qkv[3] = {task_for(rt, &L->wq, &in, gated ? rt->q_gate : rt->q, gated ? 2 * qdim : qdim),
+                             task_for(rt, &L->wk, &in, rt->k, kvdim),
+                             task_for(rt, &L->wv, &in, rt->v, kvdim)};
+    matmul(rt, qkv, 3, nt);
+    if (gated) split_q_gate(c, rt->q_gate, rt->q, nt);
+    for (int64_t t = 0; t < nt; t++) {
+        float *q = rt->q + t * qdim, *k = rt->k + t * kvdim, *v = rt->v + t * kvdim;
+        if (L->bq)
+            for (int64_t i = 0; i < qdim; i++) q[i] += L->bq[i];
+        if (L->bk)
+            for (int64_t i = 0; i < kvdim; i++) k[i] += L->bk[i];
+        if (L->bv)
+            for (int64_t i = 0; i < kvdim; i++) v[i] += L->bv[i];
+        if (L->q_norm) head_norms(q, c->n_heads, hd, L->q_norm, eps);
+        if (L->k_norm) head_norms(k, c->n_kv_heads, hd, L->k_norm, eps);
+        rope(rt, q, c->n_heads, rcos + t * half, rsin + t * half);
+        rope(rt, k, c->n_kv_heads, rcos + t * half, rsin + t * half);
+        size_t at = (loff + (size_t)(pos + t) * (size_t)kvdim) * rt->kv->block_bytes;
+        if (c->kv_f16) { /* F16 round to nearest even (the F16 traits' quantize) */
+            rt->kv->quantize(k, rt->k_cache + at, kvdim);
+            rt->kv->quantize(v, rt->v_cache + at, kvdim);
+        } else {
+            memcpy(rt->k_cache + at, k, (size_t)kvdim * sizeof(float));
+            memcpy(rt->v_cache + at, v, (size_t)kvdim * sizeof(float));
+        }
+    }
+
+    attn_job aj = {rt, l, pos, layer_window(c, l)};
+    /* an item costs ~2 * (pos+1) * head_dim multiply-adds */
+    int64_t per_item = 2 * (pos + (nt + 1) / 2) * hd + 1;
+    qp_pool_run(rt->pool, nt * c->n_heads, per_item >= 16384 ? 1 : 16384 / per_item, attn_items, &aj);
+    float *ao = rt->att_out;
+    if (gated) apply_out_gate(c, ao, rt->q_gate, nt);
+    if (L->attn_sub_norm) {
+        for (int64_t t = 0; t < nt; t++)
+            rmsnorm(rt->att_out_n + t * qdim, rt->att_out + t * qdim, L->attn_sub_norm, qdim, eps);
+        ao = rt->att_out_n;
+    }
+    act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
+    qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
+    matmul(rt, &o_task, 1, nt);
+}
+
+/* Qwen3.5's delta-net layer l for nt tokens, input rt->xb (normalized), ssm_out's product back
+ * in rt->xb: the four projections batched, then token by token through the recurrent state. */
+static void delta_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int64_t nt) {
+    const qp_runtime_config *c = &rt->cfg;
+    int64_t dim = c->dim, val = c->ssm_inner_size, nv = c->ssm_time_step_rank;
+    int64_t ch = 2 * c->ssm_group_count * c->ssm_state_size + val;
+    act_in in = {rt->xb, dim, dim, nt, false, {NULL}};
+    qp_matvec_task pr[4] = {task_for(rt, &L->ssm_qkv, &in, rt->lin_qkv, ch),
+                            task_for(rt, &L->ssm_z, &in, rt->lin_z, val),
+                            task_for(rt, &L->ssm_beta, &in, rt->lin_ba, 2 * nv),
+                            task_for(rt, &L->ssm_alpha, &in, rt->lin_ba + nv, 2 * nv)};
+    matmul(rt, pr, 4, nt);
+    int64_t km1 = c->ssm_conv_kernel > 1 ? c->ssm_conv_kernel - 1 : 1;
+    float *cs = rt->conv_state + l * ch * km1;
+    float *ss = rt->ssm_state + l * c->ssm_state_size * val;
+    for (int64_t t = 0; t < nt; t++)
+        qp_delta_net_token(c, L, cs, ss, rt->lin_qkv + t * ch, rt->lin_z + t * val, rt->lin_ba + t * 2 * nv,
+                           rt->lin_o + t * val);
+    act_in in_o = {rt->lin_o, val, val, nt, false, {NULL}};
+    qp_matvec_task o_task = task_for(rt, &L->ssm_out, &in_o, rt->xb, dim);
+    matmul(rt, &o_task, 1, nt);
+}
+
 /* Runs nt <= bcap tokens at positions pos .. pos+nt-1 (checked by the callers). With
  * all_logits every token's logits go there (row t at t * vocab) and the last one's also to
  * rt->logits; else with last_logits only the last token's go to rt->logits; else none. */
 static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t pos,
                       float *all_logits, bool last_logits) {
     const qp_runtime_config *c = &rt->cfg;
-    int64_t dim = c->dim, hd = c->head_dim, qdim = c->n_heads * hd, kvdim = c->n_kv_heads * hd;
+    int64_t dim = c->dim, hd = c->head_dim;
     int64_t ffn = c->ffn_dim, half = hd / 2;
     float eps = c->norm_eps;
     float *x = rt->x;
@@ -549,59 +675,25 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         if (own_swa)
             rope_angles(rt, pos + t, true, rt->rope_cos + swa_off + t * half, rt->rope_sin + swa_off + t * half);
     }
+    if (pos == 0 && rt->conv_state) { /* a new sequence: the recurrent state starts at zero */
+        int64_t ch = 2 * c->ssm_group_count * c->ssm_state_size + c->ssm_inner_size;
+        int64_t km1 = c->ssm_conv_kernel > 1 ? c->ssm_conv_kernel - 1 : 1;
+        memset(rt->conv_state, 0, (size_t)(c->n_layers * ch * km1) * sizeof(float));
+        memset(rt->ssm_state, 0, (size_t)(c->n_layers * c->ssm_state_size * c->ssm_inner_size) * sizeof(float));
+    }
 
     for (int64_t l = 0; l < c->n_layers; l++) {
         const qp_layer_weights *L = &rt->w.layers[l];
-        size_t loff = (size_t)l * (size_t)c->n_ctx * (size_t)kvdim;
         int64_t window = layer_window(c, l);
-        const float *rcos = rt->rope_cos + (window > 0 ? swa_off : 0);
-        const float *rsin = rt->rope_sin + (window > 0 ? swa_off : 0);
 
-        /* attention */
+        /* attention (Qwen3.5's delta-net layers: linear attention) */
         for (int64_t t = 0; t < nt; t++)
             rmsnorm(rt->xb + t * dim, x + t * dim, L->attn_norm, dim, eps);
-        act_in in = {rt->xb, dim, dim, nt, false, {NULL}};
-        qp_matvec_task qkv[3] = {task_for(rt, &L->wq, &in, rt->q, qdim),
-                                 task_for(rt, &L->wk, &in, rt->k, kvdim),
-                                 task_for(rt, &L->wv, &in, rt->v, kvdim)};
-        matmul(rt, qkv, 3, nt);
-        for (int64_t t = 0; t < nt; t++) {
-            float *q = rt->q + t * qdim, *k = rt->k + t * kvdim, *v = rt->v + t * kvdim;
-            if (L->bq)
-                for (int64_t i = 0; i < qdim; i++) q[i] += L->bq[i];
-            if (L->bk)
-                for (int64_t i = 0; i < kvdim; i++) k[i] += L->bk[i];
-            if (L->bv)
-                for (int64_t i = 0; i < kvdim; i++) v[i] += L->bv[i];
-            if (L->q_norm) head_norms(q, c->n_heads, hd, L->q_norm, eps);
-            if (L->k_norm) head_norms(k, c->n_kv_heads, hd, L->k_norm, eps);
-            rope(rt, q, c->n_heads, rcos + t * half, rsin + t * half);
-            rope(rt, k, c->n_kv_heads, rcos + t * half, rsin + t * half);
-            size_t at = (loff + (size_t)(pos + t) * (size_t)kvdim) * rt->kv->block_bytes;
-            if (c->kv_f16) { /* F16 round to nearest even (the F16 traits' quantize) */
-                rt->kv->quantize(k, rt->k_cache + at, kvdim);
-                rt->kv->quantize(v, rt->v_cache + at, kvdim);
-            } else {
-                memcpy(rt->k_cache + at, k, (size_t)kvdim * sizeof(float));
-                memcpy(rt->v_cache + at, v, (size_t)kvdim * sizeof(float));
-            }
-        }
-
-        attn_job aj = {rt, l, pos, window};
-        /* an item costs ~2 * (pos+1) * head_dim multiply-adds */
-        int64_t per_item = 2 * (pos + (nt + 1) / 2) * hd + 1;
-        qp_pool_run(rt->pool, nt * c->n_heads, per_item >= 16384 ? 1 : 16384 / per_item,
-                    attn_items, &aj);
-        float *ao = rt->att_out;
-        if (L->attn_sub_norm) {
-            for (int64_t t = 0; t < nt; t++)
-                rmsnorm(rt->att_out_n + t * qdim, rt->att_out + t * qdim, L->attn_sub_norm, qdim,
-                        eps);
-            ao = rt->att_out_n;
-        }
-        act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
-        qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
-        matmul(rt, &o_task, 1, nt);
+        if (L->recurrent)
+            delta_block(rt, L, l, nt);
+        else
+            attn_block(rt, L, l, nt, pos, rt->rope_cos + (window > 0 ? swa_off : 0),
+                       rt->rope_sin + (window > 0 ? swa_off : 0));
         post_norm(rt->xb, L->post_attn_norm, nt, dim, eps);
         for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
 
@@ -658,6 +750,10 @@ static qp_status check_tokens(const qp_runtime *rt, const int32_t *tokens, int64
                        "position %lld is invalid: the context holds %lld positions and %lld are "
                        "filled", (long long)(pos < 0 || pos > rt->n_past ? pos : pos + n - 1),
                        (long long)c->n_ctx, (long long)rt->n_past);
+    if (rt->conv_state && pos != 0 && pos != rt->n_past)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: position %lld: a %s model's recurrent state "
+                       "cannot rewind (run position 0 to start over, or %lld to continue)",
+                       rt->model->path, (long long)pos, qp_family_name(c->family), (long long)rt->n_past);
     return QP_OK;
 }
 

@@ -286,6 +286,7 @@ static qp_status run_prompt(qp_gen_session *s, const int32_t *prompt, int64_t n,
                            (long long)i, (int)prompt[i], (long long)s->n_vocab);
     int64_t keep = 0;
     while (keep < s->n_ids && keep < n - 1 && s->ids[keep] == prompt[keep]) keep++;
+    if (keep < s->n_ids && qp_runtime_is_recurrent(s->rt)) keep = 0; /* no rewinding: start over */
     s->n_ids = keep;
     s->logits = NULL;
     r->n_reused = keep;

@@ -299,7 +299,14 @@ static qp_status run_prompt(qp_runtime *rs, qp_runtime *ro, int64_t vocab, promp
             }
         }
     }
-    /* OUT free-runs from its first divergence: its own greedy continuation */
+    /* OUT free-runs from its first divergence: its own greedy continuation. A recurrent OUT
+     * (Qwen3.5) cannot rewind: the input both runs shared is replayed from position 0 first. */
+    float *lo_re;
+    if (first_div >= 0 && qp_runtime_is_recurrent(ro) &&
+        (s = qp_runtime_forward_batch(ro, p->pos_token, P + first_div, 0, NULL, &lo_re, e)) != QP_OK) {
+        qp_err_prefix(e, "verify (output model): ");
+        goto done;
+    }
     if (first_div >= 0) {
         for (int64_t j = first_div + 1; j < n_gen; j++) {
             float *lo;

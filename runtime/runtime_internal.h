@@ -52,6 +52,15 @@ typedef struct qp_layer_weights {
        [dim -> n_experts] and expert x's gate, up, down at experts[3 * x + QP_EXPERT_*] */
     qp_wmat router;
     qp_wmat *experts;
+    /* Qwen3.5 (runtime.md "Qwen3.5"): a full-attention layer's wq has 2 x qdim rows (q and the
+     * output gate per head); a delta-net layer (recurrent) has instead: */
+    bool recurrent;
+    qp_wmat ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out; /* attn_qkv, attn_gate, ssm_beta,
+                                                             ssm_alpha, ssm_out */
+    float *ssm_conv;  /* [conv channels][kernel] */
+    float *ssm_dt;    /* [value heads] */
+    float *ssm_a;     /* [value heads]: -exp(A_log), whichever the model stores */
+    float *ssm_norm;  /* [value head width], applied as stored (no 1 + w) */
 } qp_layer_weights;
 
 typedef struct qp_weights {
@@ -67,6 +76,15 @@ QP_NODISCARD qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg
 void qp_weights_free(qp_weights *w);
 /* Dequantizes row r of w into out (w->cols floats). */
 void qp_wmat_row(const qp_wmat *w, int64_t r, float *out);
+
+/* ---- Qwen3.5's gated delta-net, one token (delta_net.c) ------------------------------------
+ * qkv: the token's attn_qkv product (2 key + value channels), convolved in place with the
+ * layer's conv state (kernel - 1 earlier inputs per channel, shifted) and SiLU'd; then per value
+ * head the state S (key width x value width) is decayed, updated by the delta rule and read
+ * with q; out (value width per head) = rmsnorm(o) * ssm_norm * silu(z). beta_alpha: the token's
+ * ssm_beta then ssm_alpha products (value heads each). */
+void qp_delta_net_token(const qp_runtime_config *c, const qp_layer_weights *L, float *conv_state,
+                        float *state, float *qkv, const float *z, const float *beta_alpha, float *out);
 
 /* ---- matrix products (matvec.c) ------------------------------------------------------------
  * For n_tok tokens t: y[t * ldy + r] = dot(row r of w, token t's activations) for every row.

@@ -307,6 +307,46 @@ static qp_status bind_gate_up(const qp_model *m, const qp_runtime_config *cfg, i
     return bind_mat(m, NM("ffn_up.weight"), dim, ffn, false, bn, i8, &L->w_up, e);
 }
 
+/* Qwen3.5's layer l (runtime.md "Qwen3.5"): the norms (post_attention_norm is the FFN's input
+ * norm) and FFN; q with its gate, k, v, o, q/k norms for a full-attention layer; the delta-net's
+ * matrices, conv kernel, dt, A (as -exp(A_log)) and gated norm otherwise. */
+static qp_status bind_qwen35_layer(const qp_model *m, const qp_runtime_config *cfg, int64_t l,
+                                   qp_layer_weights *L, qp_err *e) {
+    int64_t dim = cfg->dim, qdim = cfg->n_heads * cfg->head_dim, kvdim = cfg->n_kv_heads * cfg->head_dim;
+    int64_t key = cfg->ssm_group_count * cfg->ssm_state_size, val = cfg->ssm_inner_size;
+    int64_t nv = cfg->ssm_time_step_rank, ch = 2 * key + val;
+    char nm[96];
+    qp_status s;
+    L->recurrent = (l + 1) % cfg->full_attn_interval != 0;
+    if ((s = bind_norm(m, cfg, NM("attn_norm.weight"), dim, &L->attn_norm, e)) != QP_OK ||
+        (s = bind_norm(m, cfg, NM("post_attention_norm.weight"), dim, &L->ffn_norm, e)) != QP_OK ||
+        (s = bind_gate_up(m, cfg, l, false, false, L, e)) != QP_OK ||
+        (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, false, false, &L->w_down, e)) != QP_OK)
+        return s;
+    if (!L->recurrent) {
+        if ((s = bind_mat(m, NM("attn_q.weight"), dim, 2 * qdim, false, false, false, &L->wq, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, false, false, &L->wk, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, false, false, &L->wv, e)) != QP_OK ||
+            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, false, false, &L->wo, e)) != QP_OK ||
+            (s = bind_norm(m, cfg, NM("attn_q_norm.weight"), cfg->head_dim, &L->q_norm, e)) != QP_OK)
+            return s;
+        return bind_norm(m, cfg, NM("attn_k_norm.weight"), cfg->head_dim, &L->k_norm, e);
+    }
+    if ((s = bind_mat(m, NM("attn_qkv.weight"), dim, ch, false, false, false, &L->ssm_qkv, e)) != QP_OK ||
+        (s = bind_mat(m, NM("attn_gate.weight"), dim, val, false, false, false, &L->ssm_z, e)) != QP_OK ||
+        (s = bind_mat(m, NM("ssm_beta.weight"), dim, nv, false, false, false, &L->ssm_beta, e)) != QP_OK ||
+        (s = bind_mat(m, NM("ssm_alpha.weight"), dim, nv, false, false, false, &L->ssm_alpha, e)) != QP_OK ||
+        (s = bind_mat(m, NM("ssm_out.weight"), val, dim, false, false, false, &L->ssm_out, e)) != QP_OK ||
+        (s = bind_vec(m, NM("ssm_conv1d.weight"), cfg->ssm_conv_kernel * ch, false, &L->ssm_conv, e)) != QP_OK ||
+        (s = bind_vec(m, NM("ssm_dt.bias"), nv, false, &L->ssm_dt, e)) != QP_OK ||
+        (s = bind_vec(m, NM("ssm_a"), nv, false, &L->ssm_a, e)) != QP_OK ||
+        (s = bind_vec(m, NM("ssm_norm.weight"), val / nv, false, &L->ssm_norm, e)) != QP_OK)
+        return s;
+    if (cfg->ssm_a_log) /* HF's A_log: llama.cpp's converter writes -exp(A_log) (F32) */
+        for (int64_t i = 0; i < nv; i++) L->ssm_a[i] = -expf(L->ssm_a[i]);
+    return QP_OK;
+}
+
 qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
     memset(w, 0, sizeof *w);
     const qp_arch *a = &m->arch;
@@ -336,6 +376,10 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
     for (int64_t l = 0; l < cfg->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         char nm[96];
+        if (a->family == QP_FAMILY_QWEN35) {
+            if ((s = bind_qwen35_layer(m, cfg, l, L, e)) != QP_OK) goto fail;
+            continue;
+        }
         if ((s = bind_qkv(m, cfg, l, bn, i8, L, e)) != QP_OK ||
             (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, i8, &L->wo, e)) != QP_OK ||
             (cfg->n_experts > 0 && (s = bind_moe(m, cfg, l, L, e)) != QP_OK) ||
@@ -390,6 +434,8 @@ void qp_weights_free(qp_weights *w) {
         qp_free(L->post_attn_norm);
         qp_free(L->post_ffn_norm);
         qp_free(L->experts);
+        float *ssm[] = {L->ssm_conv, L->ssm_dt, L->ssm_a, L->ssm_norm};
+        for (size_t i = 0; i < sizeof ssm / sizeof ssm[0]; i++) qp_free(ssm[i]);
     }
     qp_free(w->layers);
     qp_free(w->output_norm);

@@ -44,11 +44,13 @@ typedef enum qp_family {
     QP_FAMILY_GEMMA,  /* GeGLU, embeddings x sqrt(hidden), RMS norms as (1 + w) in HF */
     QP_FAMILY_GEMMA2, /* Gemma + post-attention/post-FFN norms, soft-capping, sliding window */
     QP_FAMILY_GEMMA3, /* Gemma 2 + q/k norms, local/global rope bases, no attention soft-cap */
+    QP_FAMILY_QWEN35, /* Qwen3.5 dense: gated delta-net (linear attention) layers, every
+                         full_attn_interval-th layer gated full attention (runtime.md "Qwen3.5") */
     QP_FAMILY_COUNT
 } qp_family;
 
 QP_API const char *qp_family_name(qp_family f); /* "llama", "mistral", "qwen2", "bitnet", "qwen3",
-                                                   "phi3", "gemma", "gemma2", "gemma3" */
+                                                   "phi3", "gemma", "gemma2", "gemma3", "qwen35" */
 /* True for the Gemma families (runtime/runtime.md "Gemma"). */
 QP_API bool qp_family_is_gemma(qp_family f);
 
@@ -114,6 +116,19 @@ typedef struct qp_arch {
     /* Mixture of experts (Mixtral): n_experts FFNs per layer, a router picks n_experts_used per
      * token (runtime/runtime.md "Mixture of experts"); 0 for a dense FFN. */
     int64_t n_experts, n_experts_used;
+    /* Qwen3.5 (runtime/runtime.md "Qwen3.5"; 0 / false for every other family): layer l is gated
+     * full attention when (l + 1) % full_attn_interval == 0, a gated delta-net layer otherwise;
+     * the delta-net sizes as llama.cpp's ssm.* keys name them. */
+    int32_t full_attn_interval;
+    int64_t ssm_conv_kernel;  /* causal depthwise conv width (linear_conv_kernel_dim) */
+    int64_t ssm_state_size;   /* key head width (linear_key_head_dim) */
+    int64_t ssm_group_count;  /* key heads (linear_num_key_heads) */
+    int64_t ssm_time_step_rank; /* value heads (linear_num_value_heads) */
+    int64_t ssm_inner_size;   /* value heads x value head width */
+    int64_t rope_dims;        /* > 0: RoPE rotates the first rope_dims of each head (partial) */
+    bool ssm_a_log;           /* ssm_a holds HF's A_log (applied as -exp); false: llama.cpp's -exp(A_log) */
+    bool ssm_heads_tiled;     /* value head h reads key head h % key heads (llama.cpp's GGUF order);
+                                 false: h / (value heads / key heads) (HF's grouped order) */
     int32_t bos_id;        /* -1 when none */
     int32_t eos_id;        /* -1 when none */
 } qp_arch;

@@ -55,6 +55,12 @@ typedef struct qp_runtime_config {
     float rope_freq_scale; /* > 0: positions x this in the other layers (linear scaling) */
     bool act_int8; /* BitNet: int8 activations per token in front of the seven projections */
     int64_t n_experts, n_experts_used; /* MoE FFN (0: dense); ffn_dim is one expert's width */
+    /* Qwen3.5 (runtime.md "Qwen3.5"; 0 / false otherwise): qp_arch's fields of the same names */
+    int32_t full_attn_interval; /* > 0: a hybrid model, delta-net layers keep a recurrent state */
+    int64_t ssm_conv_kernel, ssm_state_size, ssm_group_count, ssm_time_step_rank, ssm_inner_size;
+    int64_t rope_dims;          /* RoPE dimensions per head (head_dim unless partial) */
+    bool attn_out_gate;         /* attn_q holds q and a sigmoid output gate per head */
+    bool ssm_a_log, ssm_heads_tiled;
     int n_threads;
     bool exact;        /* the path that runs (qp_runtime_opts.exact) */
     int n_fast_mats;   /* matrices on a fast dot (0 on the exact path) */
@@ -84,6 +90,9 @@ QP_API QP_NODISCARD qp_status qp_runtime_forward(qp_runtime *rt, int32_t token, 
  * the output projection of every token. */
 QP_API QP_NODISCARD qp_status qp_runtime_forward_batch(qp_runtime *rt, const int32_t *tokens, int64_t n_tokens,
                                                 int64_t pos, float *all_logits, float **logits, qp_err *e);
+/* A model with recurrent layers (Qwen3.5) cannot rewind: qp_runtime_forward(_batch) takes pos 0
+ * (which starts over) or the next position only, and fails (QP_ERR_UNSUPPORTED) otherwise. */
+QP_API bool qp_runtime_is_recurrent(const qp_runtime *rt);
 /* Forgets the KV cache (next forward must be at pos 0). */
 QP_API void qp_runtime_reset(qp_runtime *rt);
 

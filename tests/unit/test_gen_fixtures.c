@@ -8,7 +8,9 @@
  * gemma/gemma2/gemma3 have their config keys, norms stored as w around 0 (Gemma applies 1 + w),
  * Gemma 2/3's four norms per layer and Gemma 3's q/k norms; gemma3-mm/-mm2 hold gemma3's tensors
  * byte for byte under their layout's text prefix, 8 vision/projector tensors, and a config.json
- * whose text_config leaves rope_theta, rms_norm_eps and the sliding pattern to the defaults. Safetensors files are parsed here
+ * whose text_config leaves rope_theta, rms_norm_eps and the sliding pattern to the defaults; qwen35
+ * is Qwen3_5ForConditionalGeneration's layout (text_config, model.language_model.*, delta-net
+ * layers 0-2, full attention 3). Safetensors files are parsed here
  * with a minimal independent parser. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -23,7 +25,7 @@
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
                                        "qwen3", "mixtral", "phi-fused", "gemma", "gemma2", "gemma3",
-                                       "gemma3-mm", "gemma3-mm2", "gemma3-mm-rows"};
+                                       "gemma3-mm", "gemma3-mm2", "gemma3-mm-rows", "qwen35"};
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
@@ -140,10 +142,14 @@ static int json_int(const cJSON *j, const char *key) {
 static void check_consistency(const char *dir, const char *model) {
     char md[2048];
     snprintf(md, sizeof md, "%s/%s", dir, model);
-    cJSON *cfg = load_json(md, "config.json");
+    cJSON *cfg_file = load_json(md, "config.json"), *cfg = cfg_file;
     cJSON *tok = load_json(md, "tokenizer.json");
     cJSON *tcfg = load_json(md, "tokenizer_config.json");
     if (!cfg || !tok || !tcfg) goto done;
+    /* Qwen3.5's multimodal layout: the text model's keys and tensors one level down */
+    cJSON *text = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+    if (text) cfg = text;
+    const char *embed = text ? "model.language_model.embed_tokens.weight" : "model.embed_tokens.weight";
     int vocab = json_int(cfg, "vocab_size");
     cJSON *mv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tok, "model"), "vocab");
     cJSON *added = cJSON_GetObjectItemCaseSensitive(tok, "added_tokens");
@@ -182,7 +188,7 @@ static void check_consistency(const char *dir, const char *model) {
     if (st_load(&f, p)) {
         st_view v;
         bool tied = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings"));
-        if (st_get(&f, "model.embed_tokens.weight", &v)) {
+        if (st_get(&f, embed, &v)) {
             QP_CHECK_EQ_INT(v.shape[0], vocab);
             QP_CHECK_EQ_INT(v.shape[1], json_int(cfg, "hidden_size"));
         } else {
@@ -196,7 +202,7 @@ static void check_consistency(const char *dir, const char *model) {
         QP_CHECK_MSG(0, "%s: cannot parse", p);
     }
 done:
-    cJSON_Delete(cfg);
+    cJSON_Delete(cfg_file);
     cJSON_Delete(tok);
     cJSON_Delete(tcfg);
 }
@@ -416,6 +422,42 @@ static void check_qwen3(const char *dir) {
     st_free(&f);
 }
 
+/* qwen35 (fixtures/README.md): the delta-net tensors of layers 0-2 with transformers' shapes
+ * (conv1d [1024, 1, 4]: 2 key heads x 2 + 4 value heads of 128, A_log / dt_bias [4], norm [128]
+ * around 1), no self_attn there; layer 3's
+ * q_proj [2 x 256, 256] (q and gate), q/k norms [128] around 0 (w of 1 + w), no linear_attn. */
+static void check_qwen35(const char *dir) {
+    char p[2048];
+    snprintf(p, sizeof p, "%s/qwen35/model.safetensors", dir);
+    st_file f;
+    if (!st_load(&f, p)) {
+        QP_CHECK_MSG(false, "%s: cannot parse", p);
+        return;
+    }
+    st_view v;
+    char n[128];
+    for (int l = 0; l < 4; l++) {
+#define LN(suffix) (snprintf(n, sizeof n, "model.language_model.layers.%d.%s", l, suffix), n)
+        bool lin = l < 3;
+        QP_CHECK_MSG(st_get(&f, LN("linear_attn.conv1d.weight"), &v) == lin &&
+                         (!lin || (v.n_dims == 3 && v.shape[0] == 1024 && v.shape[1] == 1 && v.shape[2] == 4)), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("linear_attn.in_proj_qkv.weight"), &v) == lin && (!lin || v.shape[0] == 1024), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("linear_attn.A_log"), &v) == lin && (!lin || (v.n_dims == 1 && v.shape[0] == 4)), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("linear_attn.out_proj.weight"), &v) == lin &&
+                         (!lin || (v.shape[0] == 256 && v.shape[1] == 512)), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("linear_attn.norm.weight"), &v) == lin &&
+                         (!lin || (v.shape[0] == 128 && fabsf(bf16_value(v.data) - 1.0f) < 0.5f)), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("self_attn.q_proj.weight"), &v) == !lin &&
+                         (lin || (v.shape[0] == 512 && v.shape[1] == 256)), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("self_attn.q_norm.weight"), &v) == !lin &&
+                         (lin || (v.shape[0] == 128 && fabsf(bf16_value(v.data)) < 0.5f)), "%s", n);
+        QP_CHECK_MSG(st_get(&f, LN("post_attention_layernorm.weight"), &v) && fabsf(bf16_value(v.data)) < 0.5f, "%s", n);
+#undef LN
+    }
+    QP_CHECK(st_get(&f, "lm_head.weight", &v) && !st_get(&f, "model.embed_tokens.weight", &v));
+    st_free(&f);
+}
+
 /* gemma, gemma2, gemma3 (fixtures/README.md): architectures and Gemma's config keys; norms of
  * mean ~0 (w of 1 + w); four norms per layer for 2/3, q/k norms [128] for 3, no lm_head. */
 static void check_gemma(const char *dir, const char *model, const char *arch, int layers, int norms) {
@@ -598,6 +640,7 @@ int main(void) {
     check_gemma3_mm(a, "gemma3-mm", "language_model.model.", "", 408);
     check_gemma3_mm(a, "gemma3-mm2", "model.language_model.", "model.", 408);
     check_gemma3_mm(a, "gemma3-mm-rows", "language_model.model.", "", 416);
+    check_qwen35(a);
     QP_CHECK_EQ_INT(qp_path_remove_tree(a, NULL), QP_OK);
     QP_CHECK_EQ_INT(qp_path_remove_tree(b, NULL), QP_OK);
     return qp_test_finish();

@@ -94,6 +94,28 @@ int main(void) {
                      k_family[i].hf);
     }
     QP_CHECK(qp_name_map_gguf_to_hf_family(QP_FAMILY_LLAMA, "blk.3.post_ffw_norm.weight", buf, sizeof buf) == NULL);
+    /* skip rules, one table: a family's prefixes only (names from google/gemma-3-4b-it and the
+     * Qwen3.5 checkpoints: model.visual.*, mtp.*) */
+    static const struct {
+        qp_family f;
+        const char *hf, *why; /* why: a word of the rule, NULL: not skipped */
+    } k_skip[] = {
+        {QP_FAMILY_GEMMA3, "vision_tower.vision_model.post_layernorm.weight", "Gemma 3 vision"},
+        {QP_FAMILY_GEMMA3, "model.multi_modal_projector.mm_soft_emb_norm.weight", "Gemma 3 vision"},
+        {QP_FAMILY_QWEN35, "model.visual.blocks.0.attn.qkv.weight", "Qwen3.5 vision"},
+        {QP_FAMILY_QWEN35, "mtp.layers.0.mlp.gate_proj.weight", "Qwen3.5 MTP"},
+        {QP_FAMILY_QWEN35, "mtp.fc.weight", "Qwen3.5 MTP"},
+        {QP_FAMILY_QWEN35, "model.language_model.layers.0.mlp.gate_proj.weight", NULL},
+        {QP_FAMILY_QWEN35, "vision_tower.vision_model.post_layernorm.weight", NULL},
+        {QP_FAMILY_GEMMA3, "model.visual.blocks.0.attn.qkv.weight", NULL},
+        {QP_FAMILY_GEMMA3, "mtp.fc.weight", NULL},
+        {QP_FAMILY_LLAMA, "vision_tower.x.weight", NULL},
+    };
+    for (size_t i = 0; i < sizeof k_skip / sizeof k_skip[0]; i++) {
+        const char *r = qp_name_map_skip_rule(k_skip[i].f, k_skip[i].hf);
+        QP_CHECK_MSG(k_skip[i].why ? r && strstr(r, k_skip[i].why) : !r, "skip %s: %s", k_skip[i].hf, r ? r : "NULL");
+    }
+    QP_CHECK(qp_name_map_skip_rule(QP_FAMILY_QWEN35, NULL) == NULL);
     /* buffers: exact fit works, one byte less fails, NULLs fail */
     const char *want = "blk.10.ffn_gate.weight";
     size_t need = strlen(want) + 1;
