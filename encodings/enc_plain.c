@@ -120,6 +120,38 @@ float qp_bf16_vec_dot(const void *w, const float *x, int64_t n) {
     if (lv >= 1) return qp_bf16_vec_dot_avx2(w, x, n);
     return bf16_vec_dot_ref(w, x, n);
 }
+/* Fast path: an F16 row against activations rounded to F16 (plain_kernels.h "Fast path"
+ * defines the summation; this scalar code is the reference, the kernels give its bits). */
+static float hdot_f16_ref(const void *w, const void *x, int64_t n) {
+    const uint8_t *pw = w, *px = x;
+    float a[QP_HDOT_LANES] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        const float p =
+            qp_fp16_to_fp32(qp_load_u16le(pw + 2 * i)) * qp_fp16_to_fp32(qp_load_u16le(px + 2 * i));
+        a[i % QP_HDOT_LANES] = a[i % QP_HDOT_LANES] + p;
+    }
+    return qp_hdot_reduce(a);
+}
+float qp_f16_dot_f16(const void *w, const void *x, int64_t n) {
+    int lv = qp_simd_level();
+    if (lv >= 2) return qp_f16_dot_f16_avx512(w, x, n);
+    if (lv >= 1) return qp_f16_dot_f16_avx2(w, x, n);
+    return hdot_f16_ref(w, x, n);
+}
+/* rows x tokens: AVX-512 tiles; below that each pair's single dot (the same bits) */
+static void hdot_pairs(float (*dot)(const void *, const void *, int64_t), const void *w, size_t ldw,
+                       int64_t n_rows, const void *x, size_t ldx, int64_t n_tok, int64_t n, float *y,
+                       size_t ldy) {
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy + (size_t)r] =
+                dot((const uint8_t *)w + (size_t)r * ldw, (const uint8_t *)x + (size_t)t * ldx, n);
+}
+void qp_f16_dot_f16_tile(const void *w, size_t ldw, int64_t n_rows, const void *x, size_t ldx, int64_t n_tok,
+                         int64_t n, float *y, size_t ldy) {
+    if (qp_simd_level() >= 2) qp_f16_dot_f16_tile_avx512(w, ldw, n_rows, x, ldx, n_tok, n, y, ldy);
+    else hdot_pairs(qp_f16_dot_f16, w, ldw, n_rows, x, ldx, n_tok, n, y, ldy);
+}
 bool qp_bf16_validate(const void *x, int64_t n, char *why, size_t why_len) {
     const uint8_t *p = x;
     for (int64_t i = 0; i < n; i++) {

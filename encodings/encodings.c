@@ -39,6 +39,9 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .dequantize = qp_f16_dequantize,
         .vec_dot_f32 = qp_f16_vec_dot,
         .validate = qp_f16_validate,
+        .vec_dot_q8 = qp_f16_dot_f16, /* activations rounded to F16 once per token */
+        .vec_dot_q8_tile = qp_f16_dot_f16_tile,
+        .act_encoding = QP_ENC_F16,
         .error_bound = "round to nearest even: relative 2^-11 in the normal range",
         .quantize = qp_f16_quantize,
     },

@@ -16,6 +16,9 @@ void qp_f16_quantize(const float *x, void *y, int64_t n);
 void qp_f16_dequantize(const void *x, float *y, int64_t n);
 float qp_f16_vec_dot(const void *w, const float *x, int64_t n);
 bool qp_f16_validate(const void *x, int64_t n, char *why, size_t why_len);
+float qp_f16_dot_f16(const void *w, const void *x, int64_t n);
+void qp_f16_dot_f16_tile(const void *w, size_t ldw, int64_t n_rows, const void *x, size_t ldx, int64_t n_tok,
+                         int64_t n, float *y, size_t ldy);
 void qp_bf16_quantize(const float *x, void *y, int64_t n);
 void qp_bf16_dequantize(const void *x, float *y, int64_t n);
 float qp_bf16_vec_dot(const void *w, const float *x, int64_t n);

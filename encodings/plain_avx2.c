@@ -166,3 +166,36 @@ void qp_bf16_dequantize_avx2(const void *x, float *y, int64_t n) {
         y[i] = qp_bf16_to_fp32(h);
     }
 }
+
+/* ---- F16 rows against F16 activations (plain_kernels.h "Fast path") -----------------
+ * Eight 8-lane accumulators: a[k] lane j is lane 8k + j of the 64.
+ * a[l] + a[l + h] for h = 32, 16, 8 across the registers, then 4, 2, 1 within one */
+QP_INLINE float hdot_reduce8(__m256 a[8]) {
+    for (int k = 0; k < 4; k++) a[k] = _mm256_add_ps(a[k], a[k + 4]);
+    for (int k = 0; k < 2; k++) a[k] = _mm256_add_ps(a[k], a[k + 2]);
+    __m256 d = _mm256_add_ps(a[0], a[1]);
+    __m128 e = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+    e = _mm_add_ps(e, _mm_movehl_ps(e, e));
+    e = _mm_add_ss(e, _mm_shuffle_ps(e, e, 1));
+    return _mm_cvtss_f32(e);
+}
+
+/* FMA: a product of two F16 values is exact in F32 */
+static float hdot_f16(const uint8_t *w, const uint8_t *x, int64_t n) {
+    __m256 a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_fmadd_ps(load8(K_F16, w, i + 8 * k), load8(K_F16, x, i + 8 * k), a[k]);
+    if (i < n) { /* zero padding adds +0 products: a lane never holds -0, so they change nothing */
+        uint8_t tw[2 * 64] = {0}, tx[2 * 64] = {0};
+        memcpy(tw, w + 2 * i, (size_t)(2 * (n - i)));
+        memcpy(tx, x + 2 * i, (size_t)(2 * (n - i)));
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_fmadd_ps(load8(K_F16, tw, 8 * k), load8(K_F16, tx, 8 * k), a[k]);
+    }
+    return hdot_reduce8(a);
+}
+
+float qp_f16_dot_f16_avx2(const void *w, const void *x, int64_t n) { return hdot_f16(w, x, n); }

@@ -209,3 +209,91 @@ void qp_f32_dot_multi2_avx512(const float *w0, const float *w1, const float *x, 
         y1[(size_t)(t + k) * ldy] = o1[k];
     }
 }
+
+/* ---- F16 rows against F16 activations (plain_kernels.h "Fast path") -----------------
+ * Four 16-lane accumulators: a[k] lane j is lane 16k + j of the 64; the partial last step by
+ * masked (zeroing) loads, whose +0 products change nothing (a lane never holds -0). */
+/* a[l] + a[l + h] for h = 32, 16 across the registers, 8 across the halves, then 4, 2, 1 */
+QP_INLINE float hdot_reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    __m512 c = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+    __m256 d = _mm256_add_ps(_mm512_castps512_ps256(c), _mm512_extractf32x8_ps(c, 1));
+    __m128 e = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+    e = _mm_add_ps(e, _mm_movehl_ps(e, e));
+    e = _mm_add_ss(e, _mm_shuffle_ps(e, e, 1));
+    return _mm_cvtss_f32(e);
+}
+
+/* the first min(left, 16) lanes */
+QP_INLINE __mmask16 lanes_mask(int64_t left) {
+    if (left >= 16) return ALL;
+    return (__mmask16)((1u << left) - 1u);
+}
+
+/* FMA: a product of two F16 values is exact in F32 */
+static float hdot_f16(const uint8_t *w, const uint8_t *x, int64_t n) {
+    __m512 a[4];
+    for (int k = 0; k < 4; k++) a[k] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; k++)
+            a[k] = _mm512_fmadd_ps(load16(K_F16, w, i + 16 * k, ALL), load16(K_F16, x, i + 16 * k, ALL),
+                                   a[k]);
+    for (int k = 0; k < 4 && i + 16 * k < n; k++) {
+        const int64_t left = n - i - 16 * k;
+        const __mmask16 m = lanes_mask(left);
+        a[k] = _mm512_fmadd_ps(load16(K_F16, w, i + 16 * k, m), load16(K_F16, x, i + 16 * k, m), a[k]);
+    }
+    return hdot_reduce4(a[0], a[1], a[2], a[3]);
+}
+
+float qp_f16_dot_f16_avx512(const void *w, const void *x, int64_t n) { return hdot_f16(w, x, n); }
+
+/* nr rows x nt tokens at once (nr <= 2, nt <= 3: 24 accumulators): every pair's lanes take the
+ * single dot's operations in its order, so each y is qp_*_dot_*_avx512's bits; each 16-element
+ * chunk of a row is widened once for nt tokens and each activation chunk once for nr rows. */
+QP_INLINE void hdot_rt(int nr, int nt, const uint8_t *w, size_t ldw, const uint8_t *x, size_t ldx,
+                       int64_t n, float *y, size_t ldy) {
+    __m512 a[2][3][4];
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            for (int k = 0; k < 4; k++) a[r][t][k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 64)
+        for (int k = 0; k < 4 && i + 16 * k < n; k++) {
+            const int64_t left = n - i - 16 * k;
+            const __mmask16 m = lanes_mask(left);
+            __m512 wv[2];
+            for (int r = 0; r < nr; r++) wv[r] = load16(K_F16, w + (size_t)r * ldw, i + 16 * k, m);
+            for (int t = 0; t < nt; t++) {
+                const __m512 xv = load16(K_F16, x + (size_t)t * ldx, i + 16 * k, m);
+                for (int r = 0; r < nr; r++) a[r][t][k] = _mm512_fmadd_ps(wv[r], xv, a[r][t][k]);
+            }
+        }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++)
+            y[(size_t)t * ldy + (size_t)r] = hdot_reduce4(a[r][t][0], a[r][t][1], a[r][t][2], a[r][t][3]);
+}
+
+void qp_f16_dot_f16_tile_avx512(const void *wp, size_t ldw, int64_t n_rows, const void *xp, size_t ldx,
+                                int64_t n_tok, int64_t n, float *y, size_t ldy) {
+    const uint8_t *w = wp, *x = xp;
+    if (n_tok == 1) { /* decode: one sequential stream of weights (2 rows at once read slower) */
+        for (int64_t r = 0; r < n_rows; r++) y[r] = hdot_f16(w + (size_t)r * ldw, x, n);
+        return;
+    }
+    for (int64_t r = 0; r < n_rows; r += 2) {
+        const int nr = n_rows - r >= 2 ? 2 : 1;
+        for (int64_t t = 0; t < n_tok; t += 3) {
+            const int nt = n_tok - t >= 3 ? 3 : (int)(n_tok - t);
+            const uint8_t *wr = w + (size_t)r * ldw, *xt = x + (size_t)t * ldx;
+            float *yt = y + (size_t)t * ldy + (size_t)r;
+            /* constant counts, so the accumulators stay in registers */
+            if (nr == 2 && nt == 3) hdot_rt(2, 3, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nr == 2 && nt == 2) hdot_rt(2, 2, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nr == 2) hdot_rt(2, 1, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nt == 3) hdot_rt(1, 3, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nt == 2) hdot_rt(1, 2, wr, ldw, xt, ldx, n, yt, ldy);
+            else hdot_rt(1, 1, wr, ldw, xt, ldx, n, yt, ldy);
+        }
+    }
+}
+

@@ -48,4 +48,24 @@ void qp_f32_dot_multi(const float *w, const float *x, size_t ldx, int64_t nx, in
 void qp_f32_dot_multi2(const float *w0, const float *w1, const float *x, size_t ldx, int64_t nx,
                        int64_t n, float *y0, float *y1, size_t ldy);
 
+/* Fast path (traits vec_dot_q8 of F16 / BF16, encodings.md "Fast dots"): a 16-bit row against
+ * activations rounded once to the row's own type (traits quantize of F16 / BF16). One summation
+ * structure at every level, so every level gives the scalar reference's bits: element i adds
+ * w_i * x_i into lane i mod 64, in index order (product rounded, then added; a product of two
+ * F16 values is exact in F32, so the F16 kernels' FMA gives the same bits; BF16 kernels multiply
+ * then add); then lanes l and l + h are added, a[l] = a[l] + a[l + h] for l < h, for h = 32, 16,
+ * 8, 4, 2, 1, and the result is a[0]. */
+#define QP_HDOT_LANES 64
+static inline float qp_hdot_reduce(float a[QP_HDOT_LANES]) {
+    for (int h = QP_HDOT_LANES / 2; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++) a[l] = a[l] + a[l + h];
+    return a[0];
+}
+float qp_f16_dot_f16_avx2(const void *w, const void *x, int64_t n);
+float qp_f16_dot_f16_avx512(const void *w, const void *x, int64_t n);
+/* rows x tokens (encoding.h qp_vec_dot_q8_tile_fn): tiles of 2 rows x 3 tokens, each pair the
+ * single dot's bits */
+void qp_f16_dot_f16_tile_avx512(const void *w, size_t ldw, int64_t n_rows, const void *x, size_t ldx,
+                                int64_t n_tok, int64_t n, float *y, size_t ldy);
+
 #endif

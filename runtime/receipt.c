@@ -167,7 +167,9 @@ void qp_verify_fast_thresholds(const qp_model *out, qp_verify_thresholds *t) {
     for (int64_t i = 0; out && i < out->n_tensors && !fast; i++) {
         const qp_tensor *x = &out->tensors[i];
         const qp_encoding_traits *tr = qp_encoding_get(x->enc);
-        fast = x->n_dims >= 2 && tr && tr->vec_dot_q8 != NULL;
+        /* 8-bit activation blocks, not the F16 / BF16 rounding of 16-bit rows' activations */
+        const qp_encoding_traits *at = tr && tr->vec_dot_q8 ? qp_encoding_get(tr->act_encoding) : NULL;
+        fast = x->n_dims >= 2 && at && !(at->flags & QP_ENC_FLAG_FLOAT);
     }
     if (fast && t->min_cosine > 0.999)
         *t = (qp_verify_thresholds){0.999, 1e-2, 0.9, 0.0, "8-bit"};

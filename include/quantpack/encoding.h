@@ -149,7 +149,8 @@ typedef struct qp_encoding_traits {
     /* with an importance matrix (NULL: the encoding does not use one; quantize applies) */
     qp_quantize_imatrix_fn quantize_imatrix;
     /* Fast path (NULL when absent): vec_dot_q8 against activations quantized with
-     * qp_encoding_get(act_encoding)->quantize (QP_ENC_Q8_0 or QP_ENC_Q8_K). */
+     * qp_encoding_get(act_encoding)->quantize (QP_ENC_Q8_0 or QP_ENC_Q8_K; QP_ENC_F16 for F16
+     * rows: the activations rounded to F16). */
     qp_vec_dot_q8_fn vec_dot_q8;
     qp_encoding act_encoding;
     qp_vec_dot_q8_tile_fn vec_dot_q8_tile; /* NULL: vec_dot_q8 pair by pair */

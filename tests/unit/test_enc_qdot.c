@@ -5,7 +5,8 @@
  *  - the fast dot is within the documented bound of the exact dot (dequantized row . F32
  *    activations, summed here in double): the activation rounding, |x - x^| <= 0.57 d_b per
  *    element (d_b = amax_b / 127 of the activation block, f16 or f32 scale), times sum |w| over
- *    the block, plus float rounding (nblocks + 16) 2^-22 sum |w x|;
+ *    the block, plus float rounding (nblocks + 16) 2^-22 sum |w x|; F16 rows against F16
+ *    activations: float_bound below (rows of any length, so 1, 63, 100, 2049 too);
  *  - an independent integer recomputation (from dequantized weights and activations) agrees;
  *  - hand-made blocks: all-zero activations give 0, one weight and one activation give w * a.
  * The worst measured error / bound is printed. */
@@ -39,7 +40,7 @@ static void fill(float *x, int64_t n, int dist) {
     }
 }
 
-static double g_worst; /* max |fast - exact| / bound */
+static double g_worst, g_worst_16; /* max |fast - exact| / bound (8-bit, F16 activations) */
 
 /* A weight row: quantize_ref of w, or for encodings quantized per tensor only (I2_S, I2_S_ARM:
  * codes + tensor scale) random code bytes, the illegal code 3 included (it decodes to 0). */
@@ -49,6 +50,21 @@ static void weights_of(const qp_encoding_traits *tr, const float *w, uint8_t *wq
         return;
     }
     for (size_t i = 0; i < wb; i++) wq[i] = (uint8_t)(rnd() >> 56);
+}
+
+static double wabs_all(const float *wd, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += fabs(wd[i]);
+    return s;
+}
+
+/* F16 rows against activations rounded to F16 (encodings.md "Fast dots"): rounding x costs at
+ * most u |x| + a per element (u = 2^-11; a = 2^-25, half the subnormal step), and the 64 lanes of
+ * ceil(n / 64) terms plus the 6-level tree at most (ceil(n / 64) + 8) 2^-24 of the rounded
+ * products' absolute sum: |fast - exact| <= (2^-11 + (ceil(n / 64) + 8) 2^-23) sum |w x| + 2^-24 sum |w|. */
+static double float_bound(int64_t n, double sum_abs, double wabs) {
+    const double lanes = (double)((n + 63) / 64);
+    return (ldexp(1.0, -11) + (lanes + 8) * ldexp(1.0, -23)) * sum_abs + ldexp(1.0, -24) * wabs;
 }
 
 static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xdist) {
@@ -78,7 +94,12 @@ static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xd
         }
         act_err += 0.57 * amax / 127.0 * wabs;
     }
-    const double bound = act_err + ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs;
+    double bound = act_err + ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs;
+    double float_part = ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs * 2;
+    if (at->flags & QP_ENC_FLAG_FLOAT) { /* F16 rows: activations rounded to F16 */
+        float_part = ((double)((n + 63) / 64) + 8) * ldexp(1.0, -23) * sum_abs;
+        bound = float_bound(n, sum_abs, wabs_all(wd, n));
+    }
     float ref = 0;
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
@@ -94,9 +115,10 @@ static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xd
     const double err = fabs((double)ref - exact);
     QP_CHECK_MSG(err <= bound, "%s n=%lld dist %d/%d: |fast - exact| = %.6g > bound %.6g (exact %.6g)",
                  tr->name, (long long)n, wdist, xdist, err, bound, exact);
-    if (bound > 0 && err / bound > g_worst) g_worst = err / bound;
+    double *worst = (at->flags & QP_ENC_FLAG_FLOAT) ? &g_worst_16 : &g_worst;
+    if (bound > 0 && err / bound > *worst) *worst = err / bound;
     /* the dequantized weights against the dequantized activations: only float rounding apart */
-    QP_CHECK_MSG(fabs((double)ref - recomputed) <= ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs * 2 + 1e-30,
+    QP_CHECK_MSG(fabs((double)ref - recomputed) <= float_part + 1e-30,
                  "%s n=%lld: fast %.9g vs dequantized-activation dot %.9g", tr->name, (long long)n, ref,
                  recomputed);
     free(w), free(x), free(wd), free(xd), free(wq), free(xq);
@@ -184,8 +206,9 @@ int main(void) {
         QP_CHECK_MSG(at && at->quantize && (tr->quantize_ref || tr->quantize_tensor) && tr->dequantize,
                      "%s: fast dot without its activation encoding or reference functions", tr->name);
         if (!at || !at->quantize) continue;
-        const int64_t lens[] = {256, 512, 2048, 5632};
-        for (int li = 0; li < 4; li++)
+        const int64_t lens[] = {256, 512, 2048, 5632, 1, 63, 100, 2049};
+        const int n_lens = (at && (at->flags & QP_ENC_FLAG_FLOAT)) ? 8 : 4; /* any length: tails */
+        for (int li = 0; li < n_lens; li++)
             for (int wdist = 0; wdist < 5; wdist++)
                 for (int xdist = 0; xdist < 5; xdist++) check_row(tr, lens[li], wdist, xdist);
         check_hand(tr);
@@ -193,10 +216,12 @@ int main(void) {
             n_tile++;
             check_tile(tr, 256);
             check_tile(tr, 2048);
+            if (at->flags & QP_ENC_FLAG_FLOAT) check_tile(tr, 100); /* a partial 64-element step */
         }
     }
-    QP_CHECK_MSG(n_tile >= 6, "only %d encodings have a rows x tokens fast dot", n_tile);
-    QP_CHECK_MSG(n_enc >= 11, "only %d encodings have a fast dot", n_enc);
-    printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f\n", n_enc, g_worst);
+    QP_CHECK_MSG(n_tile >= 7, "only %d encodings have a rows x tokens fast dot", n_tile);
+    QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
+    printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
+           "(F16)\n", n_enc, g_worst, g_worst_16);
     return qp_test_finish();
 }

@@ -737,7 +737,7 @@ static void test_fast(void) {
     int32_t toks[N];
     for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 11 + 3) % 40);
     static const int split[] = {5, 1, 2, 30, 32};
-    const qp_encoding encs[] = {QP_ENC_Q8_0, QP_ENC_Q4_0, QP_ENC_Q5_0, QP_ENC_Q4_K, QP_ENC_Q6_K};
+    const qp_encoding encs[] = {QP_ENC_Q8_0, QP_ENC_Q4_0, QP_ENC_Q5_0, QP_ENC_Q4_K, QP_ENC_Q6_K, QP_ENC_F16};
     static float exact[N * 40], tbt[N * 40], got[N * 40];
     for (size_t ci = 0; ci < sizeof encs / sizeof encs[0]; ci++) {
         cfg c = {256, 512, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, encs[ci]};
@@ -793,8 +793,8 @@ static bool run_opts(const built *b, const qp_runtime_opts *o, const int32_t *to
     return ok;
 }
 
-/* The fast path's F16 KV cache (runtime.md "KV cache"): on models without fast dots (F32 / F16
- * matrices, so only the cache differs), over 70 positions at every SIMD level, the logits are
+/* The fast path's F16 KV cache (runtime.md "KV cache"): on models without fast dots (F32 / BF16
+ * matrices, tied output: only the cache differs), over 70 positions at every SIMD level, the logits are
  * within max |diff| <= 2e-3 max |logit| and cosine >= 0.99999 of the F32 cache's (measured
  * below), yet not equal to them (the cache is F16); kv_f32 = true gives the exact path's bits;
  * the exact path keeps F32 whatever kv_f32 says. */
@@ -804,7 +804,7 @@ static void test_kv_f16(void) {
     for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 13 + 5) % 40);
     const cfg cases[] = {
         {64, 96, 2, 8, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, false, false, true, QP_ENC_F32},
-        {64, 96, 2, 8, 4, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, false, QP_ENC_F16},
+        {64, 96, 2, 8, 4, 40, QP_FAMILY_QWEN2, QP_ROPE_NEOX, true, false, true, QP_ENC_BF16},
     };
     static float f32kv[N * 40], f16kv[N * 40], other[N * 40];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
