@@ -24,9 +24,10 @@ static const char k_tq_usage[] =
     "or the current SDK's (a sections block after the entries, actions 4-7). Actions BF16_RAW,\n"
     "TERNARY_QUANTIZE, EMBEDDING_I8, REPACK_TERNARY, padded to the manifest's padded rows x\n"
     "cols. Writes qmodel.tensors (TRLM), rope.cache (TRRC) and qmodel.lora (TRLA) atomically\n"
-    "(temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA, 4 BONSAI,\n"
-    "5 BONSAI_TERNARY, 6 QWEN3 (Qwen3 layers with q_norm/k_norm); 3 QWEN35 is refused (no\n"
-    "runtime for linear attention). --rope-dim must equal --head-dim (no partial rotary);\n"
+    "(temp name, renamed when every file succeeded). --arch: 1 BITNET, 2 LLAMA, 3 QWEN35\n"
+    "(Qwen3.5 dense: delta-net and full-attention layers), 4 BONSAI, 5 BONSAI_TERNARY, 6 QWEN3\n"
+    "(Qwen3 layers with q_norm/k_norm). --rope-dim must equal --head-dim but for --arch 3\n"
+    "(partial rotary: rope.cache holds the rotated dimensions);\n"
     "--yarn-* writes YaRN rope scaling into rope.cache (betas default to 32 / 1, as HF).\n"
     "Integers are 0..2^31. Byte layouts: readers/trlm.md, converters/trillim_sdk.md.\n"
     "Exit codes: 0 ok, 2 usage, 3 bad input, 4 I/O.\n";

@@ -146,7 +146,8 @@ static qp_trillim_quant_opts quant_opts(const qp_trillim_config *c, const char *
         .intermediate = c->intermediate, .hidden_orig = c->hidden_orig,
         .intermediate_orig = c->intermediate_orig, .norm_eps = c->norm_eps,
         .tie_embeddings = c->tie_embeddings, .rope_output = rpath, .rope_theta = c->rope_theta,
-        .max_pos = c->max_pos, .head_dim = c->head_dim, .lora_output = lpath, .lora_rank = rank,
+        .max_pos = c->max_pos, .head_dim = c->head_dim, .rope_dim = c->rope_dim, .lora_output = lpath,
+        .lora_rank = rank,
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads};
 }
 

@@ -525,8 +525,8 @@ static qp_status tensor_info(const st_shard *sh, const char *key, uint8_t *dt, i
 }
 
 /* Architecture registry of the current SDK (quantize/_config.py _ARCH_REGISTRY; plus Mistral /
- * Qwen2 as LLAMA, a documented extension). Qwen3_5ForConditionalGeneration is QWEN35 (refused by
- * the caller). */
+ * Qwen2 as LLAMA, a documented extension). Qwen3_5ForConditionalGeneration is QWEN35 (its text
+ * model; converters/trillim_sdk.md "Arch ids"). */
 static int arch_of(const char *name) {
     static const struct { const char *n; int a; } k[] = {
         {"bitnetforcausallm", 1}, {"bitnetbpeforcausallm", 1}, {"llamaforcausallm", 2},
@@ -681,6 +681,50 @@ static qp_status bonsai_arch(const char *model_dir, int *arch, qp_err *e) {
     return s;
 }
 
+/* _merge_nested_dicts: every member of src into dst, objects merged member by member. */
+static bool merge_nested(cJSON *dst, const cJSON *src) {
+    for (const cJSON *it = src->child; it; it = it->next) {
+        cJSON *cur = cJSON_GetObjectItemCaseSensitive(dst, it->string);
+        if (cJSON_IsObject(cur) && cJSON_IsObject(it)) {
+            if (!merge_nested(cur, it)) return false;
+            continue;
+        }
+        cJSON *copy = cJSON_Duplicate(it, true);
+        if (!copy) return false;
+        cJSON_DeleteItemFromObjectCaseSensitive(dst, it->string);
+        cJSON_AddItemToObject(dst, it->string, copy);
+    }
+    return true;
+}
+
+/* canonicalize_model_config (_bundle_metadata.py): a non-empty text_config object merged over the
+ * other top-level keys (Qwen3_5ForConditionalGeneration), architectures kept from the top level. */
+static qp_status canonical_config(cJSON *cfg, const char *file, qp_err *e) {
+    cJSON *tc = cJSON_DetachItemFromObjectCaseSensitive(cfg, "text_config");
+    cJSON *archs = cJSON_IsObject(tc) && tc->child ? cJSON_DetachItemFromObjectCaseSensitive(cfg, "architectures") : NULL;
+    bool ok = !cJSON_IsObject(tc) || !tc->child || merge_nested(cfg, tc);
+    if (archs) { /* the top level's architectures win over text_config's */
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, "architectures");
+        cJSON_AddItemToObject(cfg, "architectures", archs);
+    }
+    cJSON_Delete(tc);
+    return ok ? QP_OK : qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
+}
+
+/* _resolve_rope_theta and _resolve_partial_rotary_factor: the top-level key first for the
+ * theta, rope_parameters' first for the factor. */
+static void rope_fields(const cJSON *cfg, qp_trillim_config *c) {
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+    if (!cJSON_IsObject(rp)) rp = NULL;
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(cfg, "rope_theta");
+    if ((!th || cJSON_IsNull(th)) && rp) th = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta");
+    c->rope_theta = cJSON_IsNumber(th) ? th->valuedouble : 10000.0;
+    const cJSON *pf = rp ? cJSON_GetObjectItemCaseSensitive(rp, "partial_rotary_factor") : NULL;
+    if (!pf || cJSON_IsNull(pf)) pf = cJSON_GetObjectItemCaseSensitive(cfg, "partial_rotary_factor");
+    double f = cJSON_IsNumber(pf) ? pf->valuedouble : 1.0;
+    c->rope_dim = (int64_t)nearbyint((double)c->head_dim * f); /* Python round(): half to even */
+}
+
 qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c, qp_err *e) {
     memset(c, 0, sizeof *c);
     char *cfg_path = qp_path_join(model_dir, "config.json");
@@ -688,6 +732,7 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     cJSON *cfg = NULL;
     name_list names = {0};
     qp_status s = read_json(cfg_path, &cfg, e);
+    if (s == QP_OK) s = canonical_config(cfg, cfg_path, e);
     if (s != QP_OK) goto done;
     cJSON *archs = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
     cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
@@ -697,11 +742,6 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (BitNetForCausalLM, "
                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
                     cfg_path, aname);
-        goto done;
-    }
-    if (c->arch_type == 3) {
-        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: '%s' is the SDK's QWEN35 (arch 3): its linear-attention "
-                    "layers are not run by this runtime", cfg_path, aname);
         goto done;
     }
     if (c->arch_type == 6 && (s = bonsai_arch(model_dir, &c->arch_type, e)) != QP_OK) goto done;
@@ -732,8 +772,7 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     cJSON *eps = cJSON_GetObjectItemCaseSensitive(cfg, "rms_norm_eps");
     if (!cJSON_IsNumber(eps)) eps = cJSON_GetObjectItemCaseSensitive(cfg, "layer_norm_epsilon");
     c->norm_eps = cJSON_IsNumber(eps) ? eps->valuedouble : 1e-6;
-    cJSON *th = cJSON_GetObjectItemCaseSensitive(cfg, "rope_theta");
-    c->rope_theta = cJSON_IsNumber(th) ? th->valuedouble : 10000.0;
+    rope_fields(cfg, c);
     qp_py_float_repr(c->norm_eps, c->norm_eps_text, sizeof c->norm_eps_text);
     qp_py_float_repr(c->rope_theta, c->rope_theta_text, sizeof c->rope_theta_text);
     cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
@@ -852,8 +891,14 @@ static bool layer_of(const char *key, int64_t *layer) {
     return false;
 }
 
-/* The embedding_key of the SDK's BITNET and LLAMA arch entries. */
-static const char k_embedding_key[] = "model.embed_tokens.weight";
+/* The embedding_key / final_norm_key of the SDK's arch entries (Qwen3.5's text model sits under
+ * model.language_model.). */
+static const char *embedding_key(const qp_trillim_config *c) {
+    return c->arch_type == 3 ? "model.language_model.embed_tokens.weight" : "model.embed_tokens.weight";
+}
+static const char *final_norm_key(const qp_trillim_config *c) {
+    return c->arch_type == 3 ? "model.language_model.norm.weight" : "model.norm.weight";
+}
 
 static void sort_key(item *it, const qp_trillim_config *c) {
     const char *key = it->key;
@@ -865,9 +910,18 @@ static void sort_key(item *it, const qp_trillim_config *c) {
                                               "self_attn.q_proj", "self_attn.q_norm", "self_attn.k_norm",
                                               "self_attn.o_proj", "post_attention_layernorm",
                                               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-    const char *order[12];
+    static const char *const qwen35_order[] = {
+        "input_layernorm", "linear_attn.A_log", "linear_attn.conv1d.weight", "linear_attn.dt_bias",
+        "linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight", "linear_attn.in_proj_qkv.weight",
+        "linear_attn.in_proj_z.weight", "linear_attn.norm.weight", "linear_attn.out_proj.weight",
+        "self_attn.k_norm.weight", "self_attn.q_norm.weight", "self_attn.k_proj", "self_attn.v_proj",
+        "self_attn.q_proj", "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
+        "mlp.down_proj"};
+    const char *order[20];
     int n = 0;
-    if (c->arch_type >= 4) {
+    if (c->arch_type == 3) {
+        for (size_t i = 0; i < sizeof qwen35_order / sizeof qwen35_order[0]; i++) order[n++] = qwen35_order[i];
+    } else if (c->arch_type >= 4) {
         for (size_t i = 0; i < sizeof qwen3_order / sizeof qwen3_order[0]; i++) order[n++] = qwen3_order[i];
     } else if (c->arch_type == 1) {
         order[n++] = "input_layernorm";
@@ -887,9 +941,9 @@ static void sort_key(item *it, const qp_trillim_config *c) {
     int64_t layer;
     it->k1 = it->k2 = -1;
     it->k3 = 0;
-    if (strcmp(key, k_embedding_key) == 0) it->k0 = 0;
+    if (strcmp(key, embedding_key(c)) == 0) it->k0 = 0;
     else if (strncmp(key, "lm_head.", 8) == 0) it->k0 = 0, it->k1 = 0;
-    else if (strcmp(key, "model.norm.weight") == 0) it->k0 = 1;
+    else if (strcmp(key, final_norm_key(c)) == 0) it->k0 = 1;
     else if (layer_of(key, &layer)) {
         it->k0 = 2;
         it->k1 = layer;
@@ -1143,6 +1197,9 @@ static qp_status collect_items(manifest_build *b, int n_model_shards, qp_err *e)
             const char *key = it->string;
             if (!key || strcmp(key, "__metadata__") == 0) continue;
             if (strstr(key, "rotary_emb") || strstr(key, "inv_freq")) continue;
+            /* determine_language_model_only: Qwen3.5's vision tower and MTP block are dropped */
+            if (b->c->arch_type == 3 && (strncmp(key, "model.visual.", 13) == 0 || strncmp(key, "mtp.", 4) == 0))
+                continue;
             if (b->c->tie_embeddings && strstr(key, "lm_head")) continue;
             if (ends_with(key, "_scale")) continue;
             if (ends_with(key, ".bias") && !is_qkv_bias(key))
@@ -1246,12 +1303,13 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
     uint64_t begin, end;
     qp_status s = tensor_info(sh, x->key, &dt, shape, &nd, &begin, &end, e);
     if (s != QP_OK) return s;
-    int64_t row = nd >= 1 ? shape[0] : 1, col = nd >= 2 ? shape[1] : 1;
+    int64_t row = nd >= 1 ? shape[0] : 1, col = 1;
+    for (int d = 1; d < nd; d++) col = col > (1 << 24) ? col : col * shape[d]; /* math.prod(shape[1:]) */
     if (row <= 0 || col <= 0 || row > (1 << 24) || col > (1 << 24))
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': shape out of range", sh->path,
                        x->key);
     bool is_1d = col == 1;
-    bool is_embed = strcmp(x->key, k_embedding_key) == 0;
+    bool is_embed = strcmp(x->key, embedding_key(c)) == 0;
     bool is_head = strncmp(x->key, "lm_head.", 8) == 0;
     /* the Bonsai family quantizes the embedding and lm_head too (_is_bonsai_family) */
     bool quant = c->arch_type == 4 || c->arch_type == 5 ? !is_1d : !(is_1d || is_embed || is_head);
@@ -1261,7 +1319,9 @@ static qp_status plan_entry(manifest_build *b, const item *x, qp_trillim_entry *
     for (int d = 0; d < nd; d++) padded_shape[d] = pad_dim(shape[d], c, &padded);
     if (padded) {
         pr = nd >= 1 ? (uint32_t)padded_shape[0] : 1;
-        pc = nd >= 2 ? (uint32_t)padded_shape[1] : 1;
+        int64_t prod = 1;
+        for (int d = 1; d < nd; d++) prod *= padded_shape[d];
+        pc = (uint32_t)prod;
     }
     t->dtype = dt;
     t->rows = (uint32_t)row;

@@ -143,6 +143,7 @@ typedef struct qp_trillim_config {
     int64_t hidden_orig, intermediate_orig; /* as config.json gives them */
     int64_t n_layers, n_heads, n_kv_heads, vocab, head_dim, max_pos;
     double norm_eps, rope_theta;
+    int64_t rope_dim; /* round(head_dim x partial_rotary_factor): the SDK's --rope-dim */
     bool tie_embeddings, qkv_bias, attn_sub_norm, ffn_sub_norm;
     int n_eos;
     int64_t eos[QP_TRILLIM_MAX_EOS];

@@ -25,6 +25,13 @@ static const qp_trlm_role k_pat_qwen3[] = {R(ATTN_NORM), R(K), R(V), R(Q), R(Q_N
 /* the same with attention_bias: the SDK sorts each q/k/v bias right after its weight */
 static const qp_trlm_role k_pat_qwen3_bias[] = {R(ATTN_NORM), R(K), R(K_BIAS), R(V), R(V_BIAS), R(Q), R(Q_BIAS),
                                                 R(Q_NORM), R(K_NORM), R(O), R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
+/* the current SDK's Qwen3_5ForConditionalGeneration component_order (arch 3), each layer holding
+ * only its own: a gated delta-net layer, then a full-attention one */
+static const qp_trlm_role k_pat_qwen35_linear[] = {R(ATTN_NORM), R(SSM_A), R(SSM_CONV1D), R(SSM_DT), R(SSM_ALPHA),
+                                                   R(SSM_BETA), R(SSM_QKV), R(SSM_GATE), R(SSM_NORM), R(SSM_OUT),
+                                                   R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
+static const qp_trlm_role k_pat_qwen35_full[] = {R(ATTN_NORM), R(K_NORM), R(Q_NORM), R(K), R(V), R(Q), R(O),
+                                                 R(FFN_NORM), R(GATE), R(UP), R(DOWN)};
 #undef R
 
 typedef struct pattern {
@@ -73,6 +80,41 @@ qp_status qp_trillim_entry_output(const qp_trillim_entry *t, const qp_trillim_qu
     return QP_OK;
 }
 
+#define N_PAT(a) (uint32_t)(sizeof(a) / sizeof((a)[0]))
+
+/* Whether entries t[0..n) have the 1-D/2-D shapes of the roles pat[0..n). */
+static bool fits(const qp_trillim_entry *t, uint32_t avail, const qp_trlm_role *pat, uint32_t n) {
+    if (avail < n) return false;
+    for (uint32_t k = 0; k < n; k++)
+        if (qp_trlm_role_is_1d(pat[k]) != (t[k].cols == 1)) return false;
+    return true;
+}
+
+/* Arch 3's layers after entry i: each a delta-net layer (14) or a full-attention one (11), told
+ * apart by the third entry (conv1d, 2-D, or q_norm, 1-D); the layer kind is checked against
+ * the interval pattern by the reader (config.json's full_attention_interval). */
+static qp_status assign_qwen35_layers(const qp_trillim_entry *t, uint32_t n, uint32_t i, qp_trlm_record *rec,
+                                      uint32_t *n_layers, const char *file, qp_err *e) {
+    uint32_t l = 0;
+    while (i < n) {
+        const qp_trlm_role *pat = k_pat_qwen35_linear;
+        uint32_t np = N_PAT(k_pat_qwen35_linear);
+        if (!fits(t + i, n - i, pat, np)) pat = k_pat_qwen35_full, np = N_PAT(k_pat_qwen35_full);
+        if (!fits(t + i, n - i, pat, np))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entries from %u (layer %u) follow neither of the SDK's "
+                           "Qwen3.5 layer layouts (delta-net, 14: input_layernorm, A_log, conv1d, dt_bias, in_proj_a, "
+                           "in_proj_b, in_proj_qkv, in_proj_z, norm, out_proj, post_attention_layernorm, gate, up, "
+                           "down; full attention, 11: input_layernorm, k_norm, q_norm, k, v, q, o, "
+                           "post_attention_layernorm, gate, up, down) in order and 1-D/2-D shape", file, i, l);
+        for (uint32_t k = 0; k < np; k++) rec[i + k].role = pat[k], rec[i + k].layer = l;
+        i += np;
+        if (++l > QP_TRLM_MAX_LAYERS)
+            return qp_fail(e, QP_ERR_LIMIT, "%s: more than %u layers", file, QP_TRLM_MAX_LAYERS);
+    }
+    *n_layers = l;
+    return l ? QP_OK : qp_fail(e, QP_ERR_CORRUPT, "%s: no layer entries", file);
+}
+
 /* Assigns a role and layer to every entry (SDK v1 order). */
 static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_quant_opts *o,
                               qp_trlm_record *rec, uint32_t *n_layers, const char *file, qp_err *e) {
@@ -91,6 +133,7 @@ static qp_status assign_roles(const qp_trillim_manifest *m, const qp_trillim_qua
     if (i >= n || t[i].cols != 1)
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u must be the 1-D final norm", file, i);
     rec[i].role = QP_TRLM_ROLE_OUTPUT_NORM, rec[i].layer = QP_TRLM_LAYER_NONE, i++;
+    if (o->arch == QP_TRLM_ARCH_QWEN35) return assign_qwen35_layers(t, n, i, rec, n_layers, file, e);
     uint32_t rest = n - i;
     pattern pats[3];
     int n_pats = 3;
@@ -140,7 +183,8 @@ static qp_status check_shapes(const qp_trillim_manifest *m, const qp_trillim_qua
                               const qp_trlm_record *rec, uint32_t n_layers, const char *file,
                               qp_err *e) {
     const uint32_t H = (uint32_t)o->hidden_orig, I = (uint32_t)o->intermediate_orig;
-    /* per layer, the rows/cols of each role (from layer 0), checked against every layer */
+    /* per layer, the rows/cols of each role (from its first layer: Qwen3.5's layer 0 has no q),
+       checked against every layer */
     uint32_t rows0[QP_TRLM_ROLE_COUNT] = {0}, cols0[QP_TRLM_ROLE_COUNT] = {0};
     for (uint32_t i = 0; i < m->n_entries; i++) {
         const qp_trlm_record *r = &rec[i];
@@ -149,22 +193,24 @@ static qp_status check_shapes(const qp_trillim_manifest *m, const qp_trillim_qua
             return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor entry %u (1-D %s) has action %s; "
                            "1-D tensors are BF16_RAW", file, i, qp_trlm_role_name(r->role, r->layer,
                            (char[64]){0}, 64), qp_trillim_action_name(t->action));
-        if (r->layer == 0 || r->layer == QP_TRLM_LAYER_NONE) {
+        if (r->layer == QP_TRLM_LAYER_NONE || (rows0[r->role] == 0 && cols0[r->role] == 0)) {
             rows0[r->role] = r->rows;
             cols0[r->role] = r->cols;
         } else if (rows0[r->role] != r->rows || cols0[r->role] != r->cols) {
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor entry %u (layer %u): shape %u x %u "
-                           "differs from layer 0's %u x %u", file, i, r->layer, r->rows, r->cols,
+                           "differs from the first layer's %u x %u", file, i, r->layer, r->rows, r->cols,
                            rows0[r->role], cols0[r->role]);
         }
     }
     (void)n_layers;
+    /* Qwen3.5's q_proj holds the query and its output gate: 2 x the o input */
+    uint32_t q_out = o->arch == QP_TRLM_ARCH_QWEN35 ? rows0[QP_TRLM_ROLE_Q] / 2 : rows0[QP_TRLM_ROLE_Q];
     struct { qp_trlm_role role; int dim; uint32_t want; const char *what; } rules[] = {
         {QP_TRLM_ROLE_EMBED, 1, H, "hidden"},       {QP_TRLM_ROLE_OUTPUT_NORM, 0, H, "hidden"},
         {QP_TRLM_ROLE_ATTN_NORM, 0, H, "hidden"},   {QP_TRLM_ROLE_FFN_NORM, 0, H, "hidden"},
         {QP_TRLM_ROLE_Q, 1, H, "hidden"},           {QP_TRLM_ROLE_K, 1, H, "hidden"},
         {QP_TRLM_ROLE_V, 1, H, "hidden"},           {QP_TRLM_ROLE_O, 0, H, "hidden"},
-        {QP_TRLM_ROLE_O, 1, rows0[QP_TRLM_ROLE_Q], "q rows"},
+        {QP_TRLM_ROLE_O, 1, q_out, "q rows (Qwen3.5: half of them)"},
         {QP_TRLM_ROLE_V, 0, rows0[QP_TRLM_ROLE_K], "k rows"},
         {QP_TRLM_ROLE_GATE, 0, I, "intermediate"},  {QP_TRLM_ROLE_GATE, 1, H, "hidden"},
         {QP_TRLM_ROLE_UP, 0, I, "intermediate"},    {QP_TRLM_ROLE_UP, 1, H, "hidden"},
@@ -178,6 +224,14 @@ static qp_status check_shapes(const qp_trillim_manifest *m, const qp_trillim_qua
         {QP_TRLM_ROLE_V_BIAS, 0, rows0[QP_TRLM_ROLE_V], "v rows"},
         {QP_TRLM_ROLE_Q_NORM, 0, (uint32_t)o->head_dim, "head_dim"},
         {QP_TRLM_ROLE_K_NORM, 0, (uint32_t)o->head_dim, "head_dim"},
+        {QP_TRLM_ROLE_SSM_QKV, 1, H, "hidden"},     {QP_TRLM_ROLE_SSM_GATE, 1, H, "hidden"},
+        {QP_TRLM_ROLE_SSM_ALPHA, 1, H, "hidden"},   {QP_TRLM_ROLE_SSM_BETA, 1, H, "hidden"},
+        {QP_TRLM_ROLE_SSM_BETA, 0, rows0[QP_TRLM_ROLE_SSM_ALPHA], "value heads"},
+        {QP_TRLM_ROLE_SSM_A, 0, rows0[QP_TRLM_ROLE_SSM_ALPHA], "value heads"},
+        {QP_TRLM_ROLE_SSM_DT, 0, rows0[QP_TRLM_ROLE_SSM_ALPHA], "value heads"},
+        {QP_TRLM_ROLE_SSM_CONV1D, 0, rows0[QP_TRLM_ROLE_SSM_QKV], "in_proj_qkv rows"},
+        {QP_TRLM_ROLE_SSM_OUT, 0, H, "hidden"},
+        {QP_TRLM_ROLE_SSM_OUT, 1, rows0[QP_TRLM_ROLE_SSM_GATE], "in_proj_z rows"},
     };
     for (uint32_t i = 0; i < m->n_entries; i++) {
         const qp_trlm_record *r = &rec[i];
@@ -415,17 +469,18 @@ done:
 
 /* --arch and the current SDK's rope flags (converters/trillim_sdk.md "Arch ids", "Rope"). */
 static qp_status check_arch_and_rope(const qp_trillim_quant_opts *o, qp_err *e) {
-    if (o->arch == QP_TRLM_ARCH_QWEN35)
-        return qp_fail(e, QP_ERR_UNSUPPORTED, "--arch 3 (QWEN35): its linear-attention layers "
-                       "(Qwen3.5's gated delta-net: in_proj_qkv/a/b/z, conv1d, A_log, dt_bias) are not "
-                       "run by this runtime; 1, 2 and 4-6 are");
     if (o->arch < QP_TRLM_ARCH_BITNET || o->arch > QP_TRLM_ARCH_QWEN3)
-        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET), 2 (LLAMA), 4 (BONSAI), 5 "
-                       "(BONSAI_TERNARY), 6 (QWEN3); 3 (QWEN35) is refused", o->arch);
-    if (qp_trlm_arch_is_qwen3((uint32_t)o->arch) && o->head_dim <= 0)
-        return qp_fail(e, QP_ERR_ARG, "--arch %d (Qwen3 layers) needs --head-dim: the q_norm/k_norm "
+        return qp_fail(e, QP_ERR_ARG, "--arch %d: 1 (BITNET), 2 (LLAMA), 3 (QWEN35), 4 (BONSAI), 5 "
+                       "(BONSAI_TERNARY), 6 (QWEN3)", o->arch);
+    bool qk_norms = qp_trlm_arch_is_qwen3((uint32_t)o->arch) || o->arch == QP_TRLM_ARCH_QWEN35;
+    if (qk_norms && o->head_dim <= 0)
+        return qp_fail(e, QP_ERR_ARG, "--arch %d (q/k norms) needs --head-dim: the q_norm/k_norm "
                        "length", o->arch);
-    if (o->rope_dim != 0 && o->head_dim > 0 && o->rope_dim != o->head_dim)
+    if (o->arch == QP_TRLM_ARCH_QWEN35 && (o->rope_dim < 0 || o->rope_dim > o->head_dim || o->rope_dim % 2 != 0))
+        return qp_fail(e, QP_ERR_ARG, "--rope-dim %lld: an even number up to --head-dim %lld",
+                       (long long)o->rope_dim, (long long)o->head_dim);
+    /* partial rotary: Qwen3.5 only (runtime.md "Qwen3.5": the first rope-dim dimensions of a head) */
+    if (o->arch != QP_TRLM_ARCH_QWEN35 && o->rope_dim != 0 && o->head_dim > 0 && o->rope_dim != o->head_dim)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "--rope-dim %lld with --head-dim %lld: partial rotary "
                        "embeddings are not run by this runtime (rope-dim must equal head-dim)",
                        (long long)o->rope_dim, (long long)o->head_dim);
@@ -542,7 +597,9 @@ qp_status qp_trillim_quantize(const qp_trillim_manifest *m, const qp_trillim_qua
         }
         const qp_rope_yarn yarn = {o->yarn_factor, o->yarn_orig_max_pos, o->yarn_beta_fast,
                                    o->yarn_beta_slow};
-        if ((s = qp_trrc_write(o->rope_output, (uint32_t)o->max_pos, (uint32_t)o->head_dim,
+        /* partial rotary (Qwen3.5): the table of the rotated rope-dim dimensions (readers/trlm.md) */
+        int64_t rd = o->arch == QP_TRLM_ARCH_QWEN35 && o->rope_dim > 0 ? o->rope_dim : o->head_dim;
+        if ((s = qp_trrc_write(o->rope_output, (uint32_t)o->max_pos, (uint32_t)rd,
                                o->rope_theta, &yarn, e)) != QP_OK)
             goto done;
         rope_done = true;

@@ -205,6 +205,8 @@ static qp_status expose(qp_model *m, const qp_trlm_record *r, const uint8_t *dat
                         const char *path, uint32_t idx, qp_err *e) {
     char name[64];
     qp_trlm_role_name(r->role, r->layer, name, sizeof name);
+    if (m->arch.family == QP_FAMILY_QWEN35 && r->role == QP_TRLM_ROLE_FFN_NORM) /* llama.cpp's qwen35 name */
+        snprintf(name, sizeof name, "blk.%u.post_attention_norm.weight", (unsigned)r->layer);
     qp_tensor *t;
     qp_status s = qp_model_add_tensor(m, name, strlen(name), &t, e);
     if (s != QP_OK) return s;
@@ -344,13 +346,9 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 4: version %u (only 1)", tpath, ver);
         goto done;
     }
-    if (arch == QP_TRLM_ARCH_QWEN35) {
-        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 8: architecture 3 (QWEN35): its linear-attention "
-                    "layers are not run by this runtime", tpath);
-        goto done;
-    }
-    if (arch != QP_TRLM_ARCH_BITNET && arch != QP_TRLM_ARCH_LLAMA && !qp_trlm_arch_is_qwen3(arch)) {
-        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 8: architecture %u (1 BITNET, 2 LLAMA, 4 BONSAI, "
+    bool qwen35 = arch == QP_TRLM_ARCH_QWEN35;
+    if (arch != QP_TRLM_ARCH_BITNET && arch != QP_TRLM_ARCH_LLAMA && !qwen35 && !qp_trlm_arch_is_qwen3(arch)) {
+        s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: offset 8: architecture %u (1 BITNET, 2 LLAMA, 3 QWEN35, 4 BONSAI, "
                     "5 BONSAI_TERNARY, 6 QWEN3)", tpath, arch);
         goto done;
     }
@@ -408,9 +406,9 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
                     tpath, b.flags & 1u, has_out ? "presence" : "absence");
         goto done;
     }
-    if (has_qk_norm != qp_trlm_arch_is_qwen3(arch)) {
-        s = qp_fail(e, QP_ERR_CORRUPT, "%s: arch id %u %s q_norm/k_norm records (Qwen3's layers: arch 4-6 "
-                    "only, and there always)", tpath, arch, has_qk_norm ? "with" : "without");
+    if (has_qk_norm != (qp_trlm_arch_is_qwen3(arch) || qwen35)) {
+        s = qp_fail(e, QP_ERR_CORRUPT, "%s: arch id %u %s q_norm/k_norm records (Qwen3's and Qwen3.5's "
+                    "layers: arch 3-6 only, and there always)", tpath, arch, has_qk_norm ? "with" : "without");
         goto done;
     }
     rope_info ri = {0};
@@ -444,6 +442,14 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
         a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
         a->act_int8 = true; /* DarkNet's BitNet products take int8 activations */
         if (!m->arch_name) m->arch_name = "bitnet-b1.58";
+    } else if (qwen35) { /* the delta-net sizes, interval and partial rotary: config.json's */
+        if (a->family != QP_FAMILY_QWEN35) {
+            s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: arch id 3 (QWEN35) needs the folder's config.json of a "
+                        "Qwen3.5 model (its delta-net sizes and full_attention_interval)", tpath);
+            goto done;
+        }
+        a->act = act == 0 ? QP_ACT_RELU2 : QP_ACT_SILU;
+        m->arch_name = "qwen35";
     } else if (qp_trlm_arch_is_qwen3(arch)) { /* QWEN3 and the Bonsai checkpoints of it */
         a->family = QP_FAMILY_QWEN3;
         a->qk_norm = true;
@@ -465,7 +471,12 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
     a->qkv_bias = has_qb;
     a->sub_norms = has_sub;
     a->rope_style = QP_ROPE_NEOX;
-    if (ri.present) {
+    if (ri.present && qwen35) { /* rope.cache holds the rotated part (readers/trlm.md "rope.cache") */
+        a->rope_dims = ri.head_dim;
+        a->max_pos = ri.max_pos;
+        a->rope_theta = (float)ri.theta;
+        a->rope_yarn = ri.yarn;
+    } else if (ri.present) {
         a->head_dim = ri.head_dim;
         a->max_pos = ri.max_pos;
         a->rope_theta = (float)ri.theta;
@@ -477,7 +488,7 @@ qp_status qp_trlm_read(qp_model *m, const char *path, const qp_open_opts *o, qp_
                     "(rope.cache or config.json gives it)", tpath);
         goto done;
     }
-    a->n_heads = qrows / a->head_dim;
+    a->n_heads = qrows / a->head_dim / (qwen35 ? 2 : 1); /* Qwen3.5's q rows: query and output gate */
     a->n_kv_heads = krows / a->head_dim;
     if (a->max_pos <= 0) a->max_pos = 2048;
     for (uint32_t i = 0; i < b.n_tensors; i++)

@@ -25,6 +25,15 @@ static const char *const k_role_fmt[QP_TRLM_ROLE_COUNT] = {
     [QP_TRLM_ROLE_V_BIAS] = "blk.%u.attn_v.bias",
     [QP_TRLM_ROLE_Q_NORM] = "blk.%u.attn_q_norm.weight",
     [QP_TRLM_ROLE_K_NORM] = "blk.%u.attn_k_norm.weight",
+    [QP_TRLM_ROLE_SSM_A] = "blk.%u.ssm_a",
+    [QP_TRLM_ROLE_SSM_CONV1D] = "blk.%u.ssm_conv1d.weight",
+    [QP_TRLM_ROLE_SSM_DT] = "blk.%u.ssm_dt.bias",
+    [QP_TRLM_ROLE_SSM_ALPHA] = "blk.%u.ssm_alpha.weight",
+    [QP_TRLM_ROLE_SSM_BETA] = "blk.%u.ssm_beta.weight",
+    [QP_TRLM_ROLE_SSM_QKV] = "blk.%u.attn_qkv.weight",
+    [QP_TRLM_ROLE_SSM_GATE] = "blk.%u.attn_gate.weight",
+    [QP_TRLM_ROLE_SSM_NORM] = "blk.%u.ssm_norm.weight",
+    [QP_TRLM_ROLE_SSM_OUT] = "blk.%u.ssm_out.weight",
 };
 
 const char *qp_trlm_arch_name(uint32_t arch) {
@@ -45,7 +54,7 @@ bool qp_trlm_role_is_1d(qp_trlm_role r) {
     case QP_TRLM_ROLE_OUTPUT_NORM: case QP_TRLM_ROLE_ATTN_NORM: case QP_TRLM_ROLE_ATTN_SUB_NORM:
     case QP_TRLM_ROLE_FFN_NORM: case QP_TRLM_ROLE_FFN_SUB_NORM: case QP_TRLM_ROLE_Q_BIAS:
     case QP_TRLM_ROLE_K_BIAS: case QP_TRLM_ROLE_V_BIAS: case QP_TRLM_ROLE_Q_NORM:
-    case QP_TRLM_ROLE_K_NORM:
+    case QP_TRLM_ROLE_K_NORM: case QP_TRLM_ROLE_SSM_A: case QP_TRLM_ROLE_SSM_DT: case QP_TRLM_ROLE_SSM_NORM:
         return true;
     default:
         return false;

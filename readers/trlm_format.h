@@ -92,6 +92,16 @@ typedef enum qp_trlm_role {
     QP_TRLM_ROLE_V_BIAS,
     QP_TRLM_ROLE_Q_NORM, /* Qwen3 self_attn.q_norm [head_dim] (arch 4-6) */
     QP_TRLM_ROLE_K_NORM, /* Qwen3 self_attn.k_norm [head_dim] */
+    /* Qwen3.5's gated delta-net (arch 3; HF's linear_attn.*, values as HF stores them) */
+    QP_TRLM_ROLE_SSM_A,      /* A_log [value heads] */
+    QP_TRLM_ROLE_SSM_CONV1D, /* conv1d [channels, 1, K] as [channels, K] */
+    QP_TRLM_ROLE_SSM_DT,     /* dt_bias [value heads] */
+    QP_TRLM_ROLE_SSM_ALPHA,  /* in_proj_a [value heads, hidden] */
+    QP_TRLM_ROLE_SSM_BETA,   /* in_proj_b [value heads, hidden] */
+    QP_TRLM_ROLE_SSM_QKV,    /* in_proj_qkv [2 keys + values, hidden] */
+    QP_TRLM_ROLE_SSM_GATE,   /* in_proj_z [values, hidden] */
+    QP_TRLM_ROLE_SSM_NORM,   /* norm [value head dim] (plain w) */
+    QP_TRLM_ROLE_SSM_OUT,    /* out_proj [hidden, values] */
     QP_TRLM_ROLE_COUNT
 } qp_trlm_role;
 

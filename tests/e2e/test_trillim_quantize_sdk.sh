@@ -168,8 +168,9 @@ ok "rope.cache one byte short of its trailer refused (exit $rc: $(head -c 200 "$
 refused() { # name, extra args, stderr fragment
   "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --tie-embeddings $2 >/dev/null 2>"$TMP/trq_err"; local rc=$?
   ok "$1 (exit $rc: $(head -c 160 "$TMP/trq_err"))" "[ $rc -eq 3 ] && grep -q '$3' '$TMP/trq_err'"; }
-refused "--arch 3 (QWEN35) refused by name" "--arch 3" "QWEN35.*linear-attention"
-# 4-6 run Qwen3 layers (e2e.trillim_qwen3): this Llama-layout manifest does not fit them
+# 3 runs Qwen3.5 layers (e2e.trillim_qwen35), 4-6 Qwen3 layers (e2e.trillim_qwen3): this
+# Llama-layout manifest fits none of them
+refused "--arch 3 with a Llama-layout manifest refused" "--arch 3" "Qwen3.5 layer layouts"
 for a in 4 5 6; do refused "--arch $a with a Llama-layout manifest refused" "--arch $a" "Qwen3 layer layout"; done
 refused "partial rotary refused" "--rope-dim 8" "partial rotary"
 "$BIN/trillim-quantize" $(sdk_args "$M2" "$O2") --arch 9 >/dev/null 2>&1; rc=$?

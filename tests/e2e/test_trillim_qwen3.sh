@@ -16,8 +16,8 @@
 #   manifest; trillim_config.json names the arch and the SDK's quantization name;
 # - the TRLM runs and verifies against its source (BF16: max |diff| 0; q8_0: the 8-bit class);
 # - trillim-inference with the SDK's init block (arch_type 6 / 4) gives `quantpack run --ids`'
-#   ids; a wrong arch_type is refused; --arch 3 (QWEN35) is refused naming linear attention, a
-#   Qwen3_5ForConditionalGeneration source refused (the HF reader does not take it).
+#   ids; a wrong arch_type is refused; a Qwen3 checkpoint labelled Qwen3_5ForConditionalGeneration
+#   is refused (its delta-net tensors are missing). --arch 3 itself: e2e.trillim_qwen35.
 set -u
 . "$(dirname "$0")/trillim_util.sh"
 trillim_workdir trlm_qwen3 qwen3
@@ -261,15 +261,11 @@ N=$({ init 6 bf16; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-i
 check "Qwen3 adapter bundle via lora_dir == merged folder, != base ($A / $Bm / $N; $(head -c 160 "$W/err"))" \
   "[ -n '$A' ] && [ '$A' = '$Bm' ] && [ '$A' != '$N' ]"
 
-# refused: QWEN35 (linear attention) at the quantizer and as a source
-"$BIN/trillim-quantize" --manifest "$W/qwen3.manifest" --output "$W/x/qmodel.tensors" --arch 3 \
-  --hidden-dim 256 --intermediate-dim 512 --hidden-dim-orig 256 --intermediate-dim-orig 512 --norm-eps 1e-06 \
-  --head-dim 128 >/dev/null 2>"$W/err"; rc=$?
-check "--arch 3: exit 3 naming QWEN35 and linear attention (rc $rc)" "[ $rc -eq 3 ] && grep -q 'QWEN35.*linear-attention' '$W/err'"
+# refused: a Qwen3 checkpoint labelled Qwen3.5 (no delta-net tensors)
 cp -r "$FIX/qwen3" "$W/src_q35"; sed -i 's/Qwen3ForCausalLM/Qwen3_5ForConditionalGeneration/' "$W/src_q35/config.json"
 "$BIN/quantpack" convert "$W/src_q35" --to trlm -o "$W/q35" >/dev/null 2>"$W/err"; rc=$?
-check "Qwen3_5ForConditionalGeneration source: exit 3, nothing written (rc $rc: $(head -c 160 "$W/err"))" \
-  "[ $rc -eq 3 ] && [ ! -e '$W/q35' ]"
+check "Qwen3 labelled Qwen3_5ForConditionalGeneration: exit 3, nothing written (rc $rc: $(head -c 160 "$W/err"))" \
+  "[ $rc -eq 3 ] && [ ! -e '$W/q35' ] && grep -q 'attn_qkv' '$W/err'"
 printf '{"architecture": "qwen9"}' > "$W/src_bonsai/trillim_source.json"
 "$BIN/quantpack" convert "$W/src_bonsai" --to trlm -o "$W/bad_src" >/dev/null 2>"$W/err"; rc=$?
 check "unknown trillim_source.json marker: exit 3 naming it (rc $rc)" "[ $rc -eq 3 ] && grep -q qwen9 '$W/err'"

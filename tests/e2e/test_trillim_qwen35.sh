@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Qwen3.5 TRLM as the current Trillim SDK makes it (--arch 3 QWEN35: converters/trillim_sdk.md,
+# readers/trlm.md roles 19-27). From the generated qwen35 fixture (Qwen3_5ForConditionalGeneration:
+# config under text_config, tensors under model.language_model., layers 0-2 gated delta-net, 3
+# full attention with q_proj = query + gate, RoPE on 32 of 128 dimensions):
+# - the manifest convert --to trlm writes equals, byte for byte, the one computed here in node by
+#   the SDK's rules (quantize/_manifest.py + _config.py's qwen3_5forconditionalgeneration
+#   component_order: _matches_component_key, _processing_sort_key, canonicalize_model_config,
+#   col = prod(shape[1:]) so conv1d [1024, 1, 4] is 1024 x 4, "auto" ternary for every tensor with
+#   col > 1 but the embedding / lm_head; model.visual.* and mtp.* dropped);
+# - every qmodel.tensors record (kind of the action, role from the tensor's HF name, layer, shape,
+#   size, offset) follows from that manifest; rope.cache holds the 32 rotated dimensions;
+# - the TRLM runs and verifies against its source (bf16: max |diff| 0; q8_0: the 8-bit class;
+#   ternary / auto: the low-bit class, numbers printed);
+# - a copy with a vision tower and an MTP block gives the same qmodel.tensors;
+# - trillim-inference with the SDK's init block (arch_type 3) gives `quantpack run --ids`' ids.
+set -u
+. "$(dirname "$0")/trillim_util.sh"
+trillim_workdir trlm_qwen35 qwen35
+
+# expect SRC QUANT MANIFEST_OUT ROLES_OUT: the SDK's build_manifest bytes, and "role layer" per entry
+expect() {
+  node - "$@" <<'EOF'
+const fs = require('fs'), [dir, quant, mout, rout] = process.argv.slice(2);
+const st = fs.realpathSync(dir) + '/model.safetensors', b = fs.readFileSync(st);
+const hlen = Number(b.readBigUInt64LE(0)), hdr = JSON.parse(b.slice(8, 8 + hlen).toString()), start = 8 + hlen;
+const raw = JSON.parse(fs.readFileSync(dir + '/config.json'));
+const merge = (a, o) => { const r = {...a}; for (const [k, v] of Object.entries(o))
+  r[k] = (r[k] && typeof r[k] === 'object' && !Array.isArray(r[k]) && v && typeof v === 'object' && !Array.isArray(v)) ? merge(r[k], v) : v; return r; };
+const tc = raw.text_config, cfg = (tc && Object.keys(tc).length) ? merge(Object.fromEntries(Object.entries(raw).filter(([k]) => k !== 'text_config')), tc) : raw;
+if (raw.architectures) cfg.architectures = raw.architectures;
+const r128 = (v) => Math.ceil(v / 128) * 128;
+const H0 = cfg.hidden_size, I0 = cfg.intermediate_size, H = r128(H0), I = r128(I0), tie = !!cfg.tie_word_embeddings;
+const order = ['input_layernorm', 'linear_attn.A_log', 'linear_attn.conv1d.weight', 'linear_attn.dt_bias',
+  'linear_attn.in_proj_a.weight', 'linear_attn.in_proj_b.weight', 'linear_attn.in_proj_qkv.weight',
+  'linear_attn.in_proj_z.weight', 'linear_attn.norm.weight', 'linear_attn.out_proj.weight', 'self_attn.k_norm.weight',
+  'self_attn.q_norm.weight', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.q_proj', 'self_attn.o_proj',
+  'post_attention_layernorm', 'mlp.gate_proj', 'mlp.up_proj', 'mlp.down_proj'];
+// TRLM roles of the components (readers/trlm.md): 3 attn_norm, 19-27 the delta-net, 18 k_norm,
+// 17 q_norm, 5 k, 6 v, 7 q, 8 o, 9 ffn_norm, 10 gate, 11 up, 13 down
+const roleOf = [3, 19, 20, 21, 22, 23, 24, 25, 26, 27, 18, 17, 5, 6, 7, 8, 9, 10, 11, 13];
+const EMB = 'model.language_model.embed_tokens.weight', NORM = 'model.language_model.norm.weight';
+const matches = (k, c) => k.endsWith('.' + c) || (!/(\.weight|\.bias|A_log|dt_bias)$/.test(c) &&
+  (k.endsWith('.' + c + '.weight') || k.endsWith('.' + c + '.bias')));
+const skip = (k) => k.includes('rotary_emb') || k.includes('inv_freq') || (tie && k === 'lm_head.weight') ||
+  k.endsWith('_scale') || k.startsWith('model.visual.') || k.startsWith('mtp.');
+const sortKey = (k) => {
+  if (k === EMB) return [0, -1, -1, 0];
+  if (k.startsWith('lm_head.')) return [0, 0, -1, 0];
+  if (k === NORM) return [1, -1, -1, 0];
+  const m = /\.layers\.(\d+)\./.exec(k); if (!m) return [3, -1, -1, 0];
+  let p = order.findIndex((c) => matches(k, c)); if (p < 0) p = order.length;
+  return [2, Number(m[1]), p, k.endsWith('.bias') ? 1 : 0];
+};
+const cmp = (a, c) => { for (let i = 0; i < 4; i++) if (a[i] !== c[i]) return a[i] - c[i]; return 0; };
+const keys = Object.keys(hdr).filter((k) => k !== '__metadata__' && !skip(k));
+keys.sort((a, c) => cmp(sortKey(a), sortKey(c)));
+const targetAction = (dt) => ({auto: (dt === 'I8' || dt === 'U8') ? 3 : 1, bf16: 0, q8_0: 6, q8_0_blocked_32: 7,
+  q1_0_128: 4, grouped_ternary_128: 5, ternary: (dt === 'I8' || dt === 'U8') ? 3 : 1})[quant];
+const dtc = {F32: 0, F16: 1, BF16: 2, I8: 3, U8: 4};
+const out = [], roles = [];
+const u = (v, n) => { const x = Buffer.alloc(n); if (n === 8) x.writeBigUInt64LE(BigInt(v)); else x.writeUIntLE(v, 0, n); out.push(x); };
+u(1, 2); u(Buffer.byteLength(st), 2); out.push(Buffer.from(st)); u(keys.length, 4);
+const prod = (a) => a.reduce((x, y) => x * y, 1);
+for (const k of keys) {
+  const t = hdr[k], shape = t.shape, row = shape[0], col = shape.length >= 2 ? prod(shape.slice(1)) : 1;
+  const is1d = col === 1, isEmb = k === EMB, isHead = k.startsWith('lm_head.');
+  let padded = false;
+  const ps = shape.map((d) => { if (d === I0 && I !== I0) { padded = true; return I; } if (d === H0 && H !== H0) { padded = true; return H; } return d; });
+  let pr = padded ? ps[0] : row; const pc = padded ? (ps.length >= 2 ? prod(ps.slice(1)) : 1) : col;
+  const action = (isEmb || isHead || is1d) ? 0 : targetAction(t.dtype);
+  if (action === 7) pr = Math.ceil(pr / 32) * 32;
+  u(action, 1); u(dtc[t.dtype], 1); u(row, 4); u(col, 4); u(pr, 4); u(pc, 4); u(0, 2);
+  u(start + t.data_offsets[0], 8); u(t.data_offsets[1] - t.data_offsets[0], 8); u(0, 1); u(0, 2); u(0, 8); u(0, 8);
+  const m = /\.layers\.(\d+)\./.exec(k);
+  roles.push(isEmb ? [0, -1] : isHead ? [1, -1] : k === NORM ? [2, -1] : [roleOf[order.findIndex((c) => matches(k, c))], Number(m[1])]);
+}
+u(keys.length ? 1 : 0, 4); if (keys.length) { u(1, 1); u(0, 4); u(keys.length, 4); }
+fs.writeFileSync(mout, Buffer.concat(out)); fs.writeFileSync(rout, JSON.stringify(roles));
+EOF
+}
+
+# check_records TRLM_DIR MANIFEST ROLES: every record follows from its manifest entry and role
+check_records() {
+  node - "$@" <<'EOF'
+const fs = require('fs'), [dir, mpath, rpath] = process.argv.slice(2);
+const m = fs.readFileSync(mpath), f = fs.readFileSync(dir + '/qmodel.tensors'), roles = JSON.parse(fs.readFileSync(rpath));
+let o = 2 + 2 + m.readUInt16LE(2); const n = m.readUInt32LE(o); o += 4;
+const kindOf = [0, 1, 2, 1, 5, 6, 3, 4];
+const size = (k, pr, pc) => k === 0 ? 2 * pr * pc : k === 1 ? pr * Math.ceil(pc / 4) + 4 : k === 3 || k === 4 ? pr * Math.ceil(pc / 32) * 34
+  : k === 5 ? pr * Math.ceil(pc / 128) * 18 : k === 6 ? pr * Math.ceil(pc / 128) * 34 : -1;
+const errs = [];
+if (f.toString('latin1', 0, 4) !== 'TRLM' || f.readUInt32LE(8) !== 3 || f.readUInt32LE(20) !== n)
+  errs.push(`header: arch ${f.readUInt32LE(8)}, ${f.readUInt32LE(20)} records for ${n} entries`);
+let end = 64 + 48 * n;
+for (let i = 0; i < n; i++) {
+  const e = o + 55 * i, r = 64 + 48 * i;
+  const action = m[e], rows = m.readUInt32LE(e + 2), cols = m.readUInt32LE(e + 6), pr = m.readUInt32LE(e + 10), pc = m.readUInt32LE(e + 14);
+  const kind = kindOf[action];
+  const want = {kind, role: roles[i][0], layer: roles[i][1] < 0 ? 0xFFFFFFFF : roles[i][1], rows, cols, pr, pc, off: Math.ceil(end / 64) * 64};
+  const got = {kind: f[r], role: f[r + 1], layer: f.readUInt32LE(r + 4), rows: f.readUInt32LE(r + 8), cols: f.readUInt32LE(r + 12),
+    pr: f.readUInt32LE(r + 16), pc: f.readUInt32LE(r + 20), off: Number(f.readBigUInt64LE(r + 24))};
+  const sz = Number(f.readBigUInt64LE(r + 32)), wsz = size(kind, pr, pc);
+  if (JSON.stringify(want) !== JSON.stringify(got) || (wsz >= 0 && sz !== wsz))
+    errs.push(`record ${i}: ${JSON.stringify(got)} size ${sz} != ${JSON.stringify(want)} size ${wsz}`);
+  end = got.off + sz;
+}
+console.log(errs.length ? errs.slice(0, 3).join('; ') : `ok ${n}`);
+EOF
+}
+
+vf() { "$BIN/quantpack" verify "$W/$1" --against "$FIX/qwen35" -n 16 2>&1; }
+case_() { # name src quant sdk_quant_name verify_class
+  local name=$1 src=$2 q=$3 qname=$4 D="$W/$1"
+  "$BIN/quantpack" convert "$src" --to trlm --quant "$q" -o "$D" --save-manifest "$W/$name.manifest" >"$W/err" 2>&1
+  check "$name: convert ($(head -c 200 "$W/err"))" "[ -s '$D/qmodel.tensors' ]"
+  expect "$src" "$q" "$W/$name.expect" "$W/$name.roles"
+  check "$name: manifest == the SDK's build_manifest ($(stat -c %s "$W/$name.expect") bytes)" \
+    "cmp -s '$W/$name.expect' '$W/$name.manifest'"
+  local rec; rec=$(check_records "$D" "$W/$name.expect" "$W/$name.roles")
+  check "$name: qmodel.tensors records follow from the SDK's manifest ($rec)" "[ '${rec%% *}' = ok ]"
+  check "$name: trillim_config.json architecture qwen35, quantization $qname" \
+    "grep -q '\"architecture\": \"qwen35\"' '$D/trillim_config.json' && grep -q '\"quantization\": \"$qname\"' '$D/trillim_config.json'"
+  local out; out=$(vf "$name")
+  echo "$name: $(echo "$out" | grep -m1 'prompt 1')"
+  check "$name: verify against the HF source: class $5, PASS" \
+    "echo \"\$out\" | grep -q 'class $5' && echo \"\$out\" | grep -q 'verdict: PASS'"
+}
+
+case_ bf16 "$FIX/qwen35" bf16 bf16 identical
+check "bf16: max |diff| 0 against the source" "vf bf16 | grep -q 'max |diff| 0,'"
+case_ q8_0 "$FIX/qwen35" q8_0 q8_0 8-bit
+case_ auto "$FIX/qwen35" auto ternary low-bit
+check "auto: conv1d and in_proj_a/b are ternary records (kind 1) like the other 2-D weights" \
+  "node -e \"const f=require('fs').readFileSync('$W/auto/qmodel.tensors');const n=f.readUInt32LE(20);let ok=0;
+   for(let i=0;i<n;i++){const r=64+48*i;if([20,22,23].includes(f[r+1])&&f[r]===1)ok++;}process.exit(ok===9?0:1)\""
+# rope.cache: TRRC, max_pos 256, the rotated 32 dimensions, theta 1e7
+check "rope.cache: head_dim field 32 (the rotated part), theta 1e7" \
+  "[ \"\$(od -An -tu4 -j12 -N8 '$W/bf16/rope.cache' | tr -s ' ')\" = ' 256 32' ] && [ \"\$(od -An -tf8 -j20 -N8 '$W/bf16/rope.cache' | tr -d ' ')\" = 10000000 ]"
+
+# a vision tower and an MTP block beside the text model: dropped (determine_language_model_only)
+mkdir -p "$W/src_mm"; cp "$FIX/qwen35"/*.json "$W/src_mm/"
+node - "$FIX/qwen35/model.safetensors" "$W/src_mm/model.safetensors" <<'EOF'
+const fs = require('fs'), [src, dst] = process.argv.slice(2), b = fs.readFileSync(src);
+const hl = Number(b.readBigUInt64LE(0)), h = JSON.parse(b.slice(8, 8 + hl).toString()), ds = 8 + hl;
+const nh = {}, parts = []; let off = 0;
+const add = (k, dtype, shape, d) => { nh[k] = {dtype, shape, data_offsets: [off, off + d.length]}; parts.push(d); off += d.length; };
+add('model.visual.blocks.0.attn.qkv.weight', 'BF16', [8, 16], Buffer.alloc(256, 1));
+for (const [k, v] of Object.entries(h)) {
+  if (k === '__metadata__') { nh[k] = v; continue; }
+  add(k, v.dtype, v.shape, b.slice(ds + v.data_offsets[0], ds + v.data_offsets[1]));
+}
+add('mtp.fc.weight', 'BF16', [256, 512], Buffer.alloc(256 * 512 * 2, 2));
+add('mtp.layers.0.mlp.gate_proj.weight', 'BF16', [512, 256], Buffer.alloc(256 * 512 * 2, 3));
+let t = JSON.stringify(nh); t += ' '.repeat((8 - t.length % 8) % 8);
+const l = Buffer.alloc(8); l.writeBigUInt64LE(BigInt(t.length));
+fs.writeFileSync(dst, Buffer.concat([l, Buffer.from(t), ...parts]));
+EOF
+case_ mm "$W/src_mm" bf16 bf16 identical
+check "mm: qmodel.tensors == the text-only source's" "cmp -s '$W/bf16/qmodel.tensors' '$W/mm/qmodel.tensors'"
+
+# trillim-quantize --arch 3 on a Qwen3 manifest: refused naming the Qwen3.5 layer layouts
+"$BIN/quantpack" convert "$FIX/qwen3" --to trlm -o "$W/qwen3" --save-manifest "$W/qwen3.manifest" >/dev/null 2>&1
+"$BIN/trillim-quantize" --manifest "$W/qwen3.manifest" --output "$W/x/qmodel.tensors" --arch 3 \
+  --hidden-dim 256 --intermediate-dim 512 --hidden-dim-orig 256 --intermediate-dim-orig 512 --norm-eps 1e-06 \
+  --head-dim 128 >/dev/null 2>"$W/err"; rc=$?
+check "--arch 3 with a Qwen3 manifest: exit 3 naming the Qwen3.5 layouts (rc $rc: $(head -c 160 "$W/err"))" \
+  "[ $rc -eq 3 ] && grep -q 'Qwen3.5 layer layouts' '$W/err'"
+
+# trillim-inference with the SDK's init block (_build_init_block of the qwen35 folder)
+init() {
+  local pairs=(arch_type=3 activation=1 hidden_dim=256 intermediate_dim=512 num_layers=4 num_heads=2
+    num_kv_heads=1 vocab_size=408 head_dim=128 max_position_embeddings=256 norm_eps=1e-06
+    rope_theta=10000000.0 tie_word_embeddings=0 has_qkv_bias=0 has_attn_sub_norm=0 has_ffn_sub_norm=0
+    quantization=$1 eos_tokens=407)
+  echo ${#pairs[@]}; printf '%s\n' "${pairs[@]}"; }
+req() { printf '8\nkv_position=%s\ntokens=%s\ntemperature=0\ntop_k=50\ntop_p=0.9\nrepetition_penalty=1.0\nrep_penalty_lookback=64\nmax_tokens=%s\n' "$1" "$2" "$3"; }
+for c in "bf16 bf16" "auto ternary"; do
+  set -- $c
+  mapfile -t T < <( { init "$2"; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-inference" "$W/$1" 2>"$W/err"; echo "rc=$?" )
+  R=$("$BIN/quantpack" run "$W/$1" --ids "406 11 58 149" -n 5 --temp 0 --print-ids 2>/dev/null)
+  check "trillim-inference arch_type=3 ($1): ids == run --ids (${T[*]}; $R; $(head -c 200 "$W/err"))" \
+    "[ '406 11 58 149 ${T[*]:0:5}' = '$R' ] && [ '${T[-1]}' = rc=0 ]"
+done
+rm -rf "$W"
+finish
