@@ -681,28 +681,12 @@ static qp_status bonsai_arch(const char *model_dir, int *arch, qp_err *e) {
     return s;
 }
 
-/* _merge_nested_dicts: every member of src into dst, objects merged member by member. */
-static bool merge_nested(cJSON *dst, const cJSON *src) {
-    for (const cJSON *it = src->child; it; it = it->next) {
-        cJSON *cur = cJSON_GetObjectItemCaseSensitive(dst, it->string);
-        if (cJSON_IsObject(cur) && cJSON_IsObject(it)) {
-            if (!merge_nested(cur, it)) return false;
-            continue;
-        }
-        cJSON *copy = cJSON_Duplicate(it, true);
-        if (!copy) return false;
-        cJSON_DeleteItemFromObjectCaseSensitive(dst, it->string);
-        cJSON_AddItemToObject(dst, it->string, copy);
-    }
-    return true;
-}
-
 /* canonicalize_model_config (_bundle_metadata.py): a non-empty text_config object merged over the
  * other top-level keys (Qwen3_5ForConditionalGeneration), architectures kept from the top level. */
 static qp_status canonical_config(cJSON *cfg, const char *file, qp_err *e) {
     cJSON *tc = cJSON_DetachItemFromObjectCaseSensitive(cfg, "text_config");
     cJSON *archs = cJSON_IsObject(tc) && tc->child ? cJSON_DetachItemFromObjectCaseSensitive(cfg, "architectures") : NULL;
-    bool ok = !cJSON_IsObject(tc) || !tc->child || merge_nested(cfg, tc);
+    bool ok = !cJSON_IsObject(tc) || !tc->child || qp_json_overlay(cfg, tc, true, NULL); /* _merge_nested_dicts */
     if (archs) { /* the top level's architectures win over text_config's */
         cJSON_DeleteItemFromObjectCaseSensitive(cfg, "architectures");
         cJSON_AddItemToObject(cfg, "architectures", archs);

@@ -67,6 +67,28 @@ qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *wh
     return s;
 }
 
+static bool skipped(const char *key, const char *const *skip) {
+    for (; skip && *skip; skip++)
+        if (strcmp(key, *skip) == 0) return true;
+    return false;
+}
+
+bool qp_json_overlay(cJSON *dst, const cJSON *src, bool nested, const char *const *skip) {
+    for (const cJSON *it = src->child; it; it = it->next) {
+        if (!it->string || skipped(it->string, skip)) continue;
+        cJSON *cur = cJSON_GetObjectItemCaseSensitive(dst, it->string);
+        if (nested && cJSON_IsObject(cur) && cJSON_IsObject(it)) {
+            if (!qp_json_overlay(cur, it, true, NULL)) return false;
+            continue;
+        }
+        cJSON *copy = cJSON_Duplicate(it, true);
+        if (!copy) return false;
+        cJSON_DeleteItemFromObjectCaseSensitive(dst, it->string);
+        cJSON_AddItemToObject(dst, it->string, copy);
+    }
+    return true;
+}
+
 qp_status qp_json_write_file(const char *dir, const char *name, cJSON *j, bool built, qp_err *e) {
     char *text = built && j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);

@@ -32,6 +32,12 @@ bool qp_json_get_uint(const cJSON *obj, const char *key, uint64_t *out);
  * integer", "too large" (past 2^53) or "a number". */
 const char *qp_json_kind(const cJSON *it);
 
+/* Every member of src into dst, replacing dst's member of the same name (Python's {**dst, **src});
+ * nested: two objects of the same name merged member by member instead (the Trillim SDK's
+ * _merge_nested_dicts); members named in skip (NULL-terminated, or NULL) left out. false when
+ * out of memory. */
+bool qp_json_overlay(cJSON *dst, const cJSON *src, bool nested, const char *const *skip);
+
 /* QP_ERR_CORRUPT naming the first key that appears twice among obj's members ("<file>:
  * duplicate key 'k' in <what>"), QP_ERR_NOMEM, or QP_OK (also for NULL or a non-object). */
 QP_NODISCARD qp_status qp_json_unique_keys(const cJSON *obj, const char *file, const char *what, qp_err *e);

@@ -384,21 +384,6 @@ static const char k_gemma3_text_defaults[] =
     "\"final_logit_softcapping\": null, \"attn_logit_softcapping\": null, "
     "\"rope_scaling\": null, \"rope_local_base_freq\": 10000.0, \"sliding_window_pattern\": 6}";
 
-/* Every member of src into dst, replacing members of the same name; sub_configs: not
- * text_config and vision_config. */
-static bool overlay(cJSON *dst, const cJSON *src, bool sub_configs) {
-    for (const cJSON *it = src->child; it; it = it->next) {
-        if (!it->string || (!sub_configs && (strcmp(it->string, "text_config") == 0 ||
-                                             strcmp(it->string, "vision_config") == 0)))
-            continue;
-        cJSON *copy = cJSON_Duplicate(it, true);
-        if (!copy) return false;
-        cJSON_DeleteItemFromObjectCaseSensitive(dst, it->string);
-        cJSON_AddItemToObject(dst, it->string, copy);
-    }
-    return true;
-}
-
 /* A multimodal checkpoint's config.json (Gemma3ForConditionalGeneration,
  * Qwen3_5ForConditionalGeneration) as the configuration of its text model, merged as llama.cpp's
  * converter merges it ({**config, **text_config}) over the text config's defaults (Gemma3TextConfig's;
@@ -414,7 +399,8 @@ static qp_status text_model_view(const cJSON *root, const char *defaults, const 
     if (s != QP_OK) return s;
     cJSON *view = cJSON_Parse(defaults);
     if (!view) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
-    if (!overlay(view, root, false) || (cJSON_IsObject(tc) && !overlay(view, tc, true))) {
+    static const char *const k_sub_configs[] = {"text_config", "vision_config", NULL};
+    if (!qp_json_overlay(view, root, false, k_sub_configs) || (cJSON_IsObject(tc) && !qp_json_overlay(view, tc, false, NULL))) {
         cJSON_Delete(view);
         return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", file);
     }

@@ -98,7 +98,6 @@ init() { # LORA_DIR (empty: none)
     quantization=ternary eos_tokens=407)
   [ -n "$1" ] && pairs+=("lora_dir=$1")
   echo ${#pairs[@]}; printf '%s\n' "${pairs[@]}"; }
-req() { printf '8\nkv_position=%s\ntokens=%s\ntemperature=0\ntop_k=50\ntop_p=0.9\nrepetition_penalty=1.0\nrep_penalty_lookback=64\nmax_tokens=%s\n' "$1" "$2" "$3"; }
 ex() { { init "$2"; req 0 406,11,58,149 5; req 9 5,17 3; echo 0; } | timeout 60 "$BIN/trillim-inference" "$1" 2>"$W/err" | tr '\n' ' '; echo "rc=${PIPESTATUS[1]}"; }
 L=$(ex "$W/base" "$B"); N=$(ex "$W/base" ""); M=$(ex "$W/merged" "$W/merged")
 V=$( { printf '4\n1\n0\n50\n0.9\n1.0\n64\n5\n'; printf '%s\n' 406 11 58 149; printf '2\n0\n0\n50\n0.9\n1.0\n64\n3\n5\n17\n0\n'; } |

@@ -174,7 +174,6 @@ init() {
     rope_theta=10000000.0 tie_word_embeddings=0 has_qkv_bias=0 has_attn_sub_norm=0 has_ffn_sub_norm=0
     quantization=$1 eos_tokens=407)
   echo ${#pairs[@]}; printf '%s\n' "${pairs[@]}"; }
-req() { printf '8\nkv_position=%s\ntokens=%s\ntemperature=0\ntop_k=50\ntop_p=0.9\nrepetition_penalty=1.0\nrep_penalty_lookback=64\nmax_tokens=%s\n' "$1" "$2" "$3"; }
 for c in "bf16 bf16" "auto ternary"; do
   set -- $c
   mapfile -t T < <( { init "$2"; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-inference" "$W/$1" 2>"$W/err"; echo "rc=$?" )

@@ -12,6 +12,8 @@ trillim_workdir() {
 }
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 finish() { echo "$pass passed, $fail failed"; [ $fail -eq 0 ]; }
+# req KV TOKENS(comma list) MAX_TOKENS: a greedy request block of the current SDK's protocol
+req() { printf '8\nkv_position=%s\ntokens=%s\ntemperature=0\ntop_k=50\ntop_p=0.9\nrepetition_penalty=1.0\nrep_penalty_lookback=64\nmax_tokens=%s\n' "$1" "$2" "$3"; }
 
 # peft_adapter DIR [SHAPES_JSON]: adapter_model.safetensors (q_proj, v_proj, down_proj of both
 # layers, rank 4, deterministic values in +-0.5) and adapter_config.json (alpha 8). SHAPES_JSON:
