@@ -13,7 +13,8 @@
 # - the TRLM runs and verifies against its source (bf16: max |diff| 0; q8_0: the 8-bit class;
 #   ternary / auto: the low-bit class, numbers printed);
 # - a copy with a vision tower and an MTP block gives the same qmodel.tensors;
-# - trillim-inference with the SDK's init block (arch_type 3) gives `quantpack run --ids`' ids.
+# - trillim-inference with the SDK's init block (arch_type 3) gives `quantpack run --ids`' ids,
+#   also over a delta, a reset and a rewind into the recurrent state (the prefix replayed).
 set -u
 . "$(dirname "$0")/trillim_util.sh"
 trillim_workdir trlm_qwen35 qwen35
@@ -181,5 +182,14 @@ for c in "bf16 bf16" "auto ternary"; do
   check "trillim-inference arch_type=3 ($1): ids == run --ids (${T[*]}; $R; $(head -c 200 "$W/err"))" \
     "[ '406 11 58 149 ${T[*]:0:5}' = '$R' ] && [ '${T[-1]}' = rc=0 ]"
 done
+# four turns on one process: a delta (kv 7 + 2 tokens), a reset (kv 0), a rewind into the cache
+# (kv 3: the recurrent state cannot rewind, the prefix is replayed); each turn's ids == run --ids
+# of its whole sequence
+T=$({ init bf16; req 0 406,11,58,149 3; req 7 20,21 3; req 0 406,11,58,149 3; req 3 77 2; echo 0; } |
+  timeout 60 "$BIN/trillim-inference" "$W/bf16" 2>"$W/err" | tr '\n' ' ')
+r() { "$BIN/quantpack" run "$W/bf16" --ids "$1" -n "$2" --temp 0 --print-ids 2>/dev/null | cut -d' ' -f$3-; }
+t1=$(r '406 11 58 149' 3 5)
+E="$t1 407 7 $(r "406 11 58 149 $t1 20 21" 3 10) 407 12 $t1 407 7 $(r '406 11 58 77' 2 5) 407 6 "
+check "trillim-inference arch_type=3: delta, reset and rewind turns == run --ids ($T / $E; $(head -c 160 "$W/err"))" "[ '$T' = '$E' ]"
 rm -rf "$W"
 finish
