@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "readers/bullet_format.h"
 #include "readers/hf_config.h"
 #include "readers/model_check.h"
+#include "readers/name_map.h"
 
 /* The runtime's ranges (runtime/runtime.md "Limits"). */
 #define QP_CHECK_MAX_DIM ((int64_t)1 << 20)
@@ -36,6 +38,33 @@ static qp_status range(const qp_model *m, const char *field, int64_t v, int64_t 
 bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows) {
     return t->enc == QP_ENC_U8 && t->ne[0] == cols && t->ne[1] * 4 == rows && t->ne[2] == 1 &&
            t->ne[3] == 1;
+}
+
+/* llama.cpp's Llama 3 rope_freqs: every factor 1 (a float tensor) changes no angle. */
+static bool all_ones(const qp_tensor *t) {
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    int64_t n = qp_tensor_nelements(t);
+    if (!tr || !tr->dequantize || tr->block_elems != 1 || !t->data || n > 65536 ||
+        t->nbytes < (size_t)n * tr->block_bytes)
+        return false;
+    for (int64_t i = 0; i < n; i++) {
+        float v;
+        tr->dequantize(t->data + (size_t)i * tr->block_bytes, &v, 1);
+        if (v != 1.0f) return false;
+    }
+    return true;
+}
+
+const char *qp_model_unused_rule(const qp_model *m, const qp_tensor *t) {
+    size_t n = strlen(t->name), k = strlen(".rotary_emb.inv_freq");
+    if (n > k && strcmp(t->name + n - k, ".rotary_emb.inv_freq") == 0)
+        return "rotary inv_freq: recomputed from rope_theta";
+    if (t->canon && strcmp(t->canon, "rope_freqs.weight") == 0 && all_ones(t))
+        return "rope_freqs with every factor 1: no change to any angle";
+    if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
+    if (m->format == QP_FORMAT_SAFETENSORS && !t->canon)
+        return qp_name_map_skip_rule(m->arch.family, t->name);
+    return NULL;
 }
 
 static qp_status check_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,

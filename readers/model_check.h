@@ -47,6 +47,14 @@ double qp_arch_query_pre_attn_scalar(const qp_arch *a);
  * QP_ERR_UNSUPPORTED naming the family and the target when m is Gemma 1/2/3; QP_OK otherwise. */
 QP_NODISCARD qp_status qp_model_refuse_gemma(const qp_model *m, const char *target, qp_err *e);
 
+/* Why tensor t of m is legitimately left unread by the runtime, or NULL when it must be consumed
+ * (runtime/weights.c refuses a model with a tensor it neither binds nor finds a rule for): HF's
+ * rotary inv_freq (recomputed from rope_theta), llama.cpp's rope_freqs when every factor is 1, a
+ * .bullet's biases and task heads (qp_bullet_skip_rule), Gemma 3's vision tower
+ * (qp_name_map_skip_rule). The converters' own skip rules (converters/recipe.c, hf_folder.c) are
+ * theirs: scales they fold into a weight are read by the runtime from the scaled tensor. */
+const char *qp_model_unused_rule(const qp_model *m, const qp_tensor *t);
+
 /* True when the runtime reads "<name>" as a BitNet packed U8 projection of rows x cols
  * (microsoft/bitnet-b1.58: U8 [rows/4, cols] with a "<name>_scale"). */
 bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows);

@@ -12,6 +12,17 @@
 /* Finds a tensor; NULL (without error) when absent. */
 static const qp_tensor *find(const qp_model *m, const char *name) { return qp_model_find(m, name); }
 
+/* The model being bound and, per tensor of it (by index), whether the runtime consumed it: after
+ * binding every tensor must be consumed or left out by a named rule (check_all_consumed). */
+typedef struct binder {
+    const qp_model *m;
+    uint8_t *used;
+} binder;
+
+static void mark_used(const binder *b, const qp_tensor *t) {
+    if (t) b->used[t - b->m->tensors] = 1;
+}
+
 /* Checks the traits and the byte size of a tensor of rows x cols elements. */
 static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows, int64_t cols,
                              size_t *row_bytes, qp_err *e) {
@@ -46,8 +57,9 @@ static qp_status check_bytes(const qp_model *m, const qp_tensor *t, int64_t rows
  * q * weight_scale; encodings/enc_ternary.md) unpacked into runtime-owned rows: I2_S codes (x86
  * layout, 2 bits per weight, integer dot) when in % 128 == 0, else one int8 per weight; the
  * weight_scale becomes the matrix scale. Same weights as the float checkpoint, exactly. */
-static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *name, int64_t cols,
+static qp_status bind_packed(const binder *b, const qp_tensor *t, const char *name, int64_t cols,
                              int64_t rows, qp_wmat *w, qp_err *e) {
+    const qp_model *m = b->m;
     char sn[160];
     size_t nl = strlen(name);
     if (nl < 7 || strcmp(name + nl - 7, ".weight") != 0 ||
@@ -62,6 +74,7 @@ static qp_status bind_packed(const qp_model *m, const qp_tensor *t, const char *
                        "one-element float '%s'", m->path, name, sn);
     float ws;
     str->dequantize(st->data, &ws, 1);
+    mark_used(b, st);
     if (!isfinite(ws))
         return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s' is not finite", m->path, sn);
     size_t n = (size_t)rows * (size_t)cols; /* rows, cols bounded by the config checks */
@@ -122,14 +135,16 @@ static qp_status check_projection_scale(const qp_model *m, const char *name, boo
 /* bitnet_proj: one of the seven projections of a BitNet b1.58 model, whose inputs are int8-
  * quantized per token whatever the weight encoding when act_int8 (the model's arithmetic), and
  * stay float otherwise (llama.cpp's "bitnet"; runtime.md). */
-static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int64_t rows,
+static qp_status bind_mat(const binder *b, const char *name, int64_t cols, int64_t rows,
                           bool need_dequant, bool bitnet_proj, bool act_int8, qp_wmat *w,
                           qp_err *e) {
+    const qp_model *m = b->m;
     const qp_tensor *t = NULL;
     qp_status s = qp_model_need(m, name, &t, e);
     if (s != QP_OK) return s;
+    mark_used(b, t);
     if (bitnet_proj && qp_model_check_is_packed(t, cols, rows))
-        return bind_packed(m, t, name, cols, rows, w, e);
+        return bind_packed(b, t, name, cols, rows, w, e);
     /* shapes: checked by qp_model_check */
     size_t rb;
     if ((s = check_bytes(m, t, rows, cols, &rb, e)) != QP_OK) return s;
@@ -161,6 +176,8 @@ static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int
             return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor '%s': its sibling scale is not finite",
                            m->path, name);
         w->scale *= sib;
+        char sn[160];
+        if (qp_gguf_scale_name(name, sn, sizeof sn)) mark_used(b, find(m, sn));
     }
     w->act_i8 = bitnet_proj ? act_int8 : (tr->flags & QP_ENC_FLAG_TERNARY) != 0;
     w->use_i8 = w->act_i8 && tr->vec_dot_i8 != NULL;
@@ -169,8 +186,9 @@ static qp_status bind_mat(const qp_model *m, const char *name, int64_t cols, int
 
 /* Expert x's kind-k matrix of layer l: a slice of llama.cpp's merged 3-D tensor or its own 2-D
  * one (readers/model_check.h), used in place. */
-static qp_status bind_expert(const qp_model *m, const qp_runtime_config *cfg, int64_t l,
+static qp_status bind_expert(const binder *b, const qp_runtime_config *cfg, int64_t l,
                              qp_expert_kind k, int64_t x, qp_wmat *w, qp_err *e) {
+    const qp_model *m = b->m;
     bool down = k == QP_EXPERT_DOWN;
     int64_t cols = down ? cfg->ffn_dim : cfg->dim, rows = down ? cfg->dim : cfg->ffn_dim;
     const qp_tensor *t;
@@ -180,6 +198,7 @@ static qp_status bind_expert(const qp_model *m, const qp_runtime_config *cfg, in
     /* rows x slices <= 2^22 x 512: no overflow (model_check's ranges) */
     if (s == QP_OK) s = check_bytes(m, t, rows * t->ne[2], cols, &rb, e);
     if (s != QP_OK) return s;
+    mark_used(b, t);
     const qp_encoding_traits *tr = qp_encoding_get(t->enc);
     if (tr->flags & (QP_ENC_FLAG_EXT_SCALE | QP_ENC_FLAG_SIBLING_SCALE))
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s': %s keeps a per-tensor scale, which "
@@ -199,23 +218,25 @@ static qp_status bind_expert(const qp_model *m, const qp_runtime_config *cfg, in
 }
 
 /* A MoE layer's router and experts. */
-static qp_status bind_moe(const qp_model *m, const qp_runtime_config *cfg, int64_t l,
+static qp_status bind_moe(const binder *b, const qp_runtime_config *cfg, int64_t l,
                           qp_layer_weights *L, qp_err *e) {
+    const qp_model *m = b->m;
     char nm[96];
     snprintf(nm, sizeof nm, "blk.%lld.ffn_gate_inp.weight", (long long)l);
-    qp_status s = bind_mat(m, nm, cfg->dim, cfg->n_experts, false, false, false, &L->router, e);
+    qp_status s = bind_mat(b, nm, cfg->dim, cfg->n_experts, false, false, false, &L->router, e);
     if (s != QP_OK) return s;
     L->experts = qp_calloc((size_t)cfg->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
     for (int64_t x = 0; s == QP_OK && x < cfg->n_experts; x++)
         for (int k = 0; s == QP_OK && k < 3; k++)
-            s = bind_expert(m, cfg, l, (qp_expert_kind)k, x, &L->experts[3 * x + k], e);
+            s = bind_expert(b, cfg, l, (qp_expert_kind)k, x, &L->experts[3 * x + k], e);
     return s;
 }
 
 /* A 1-D tensor of n elements into a new F32 array. Absent and optional: *out = NULL. */
-static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool optional,
+static qp_status bind_vec(const binder *b, const char *name, int64_t n, bool optional,
                           float **out, qp_err *e) {
+    const qp_model *m = b->m;
     *out = NULL;
     const qp_tensor *t = find(m, name);
     if (!t && optional) return QP_OK;
@@ -231,6 +252,7 @@ static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool o
     float *v = qp_malloc((size_t)n * sizeof *v);
     if (!v) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory for tensor '%s'", m->path, name);
     tr->dequantize(t->data, v, n);
+    mark_used(b, t);
     float sc = 1.0f;
     if ((tr->flags & QP_ENC_FLAG_EXT_SCALE) &&
         qp_encoding_tensor_scale(t->enc, t->data, t->nbytes, n, &sc) && sc != 1.0f)
@@ -241,9 +263,9 @@ static qp_status bind_vec(const qp_model *m, const char *name, int64_t n, bool o
 
 /* An RMS norm's weight: bind_vec, plus 1 on every element when the model stores Gemma's w of
  * x * (1 + w) (cfg->norm_plus_one, HF checkpoints; runtime.md "Gemma"). */
-static qp_status bind_norm(const qp_model *m, const qp_runtime_config *cfg, const char *name,
+static qp_status bind_norm(const binder *b, const qp_runtime_config *cfg, const char *name,
                            int64_t n, float **out, qp_err *e) {
-    qp_status s = bind_vec(m, name, n, false, out, e);
+    qp_status s = bind_vec(b, name, n, false, out, e);
     if (s == QP_OK && cfg->norm_plus_one)
         for (int64_t i = 0; i < n; i++) (*out)[i] = 1.0f + (*out)[i];
     return s;
@@ -269,48 +291,48 @@ static qp_wmat row_view(const qp_wmat *w, int64_t r0, int64_t n) {
 
 /* Layer l's q, k, v: three matrices, or (cfg->fused_qkv, Phi-3) the row ranges [0, qdim),
  * [qdim, qdim + kvdim), [qdim + kvdim, qdim + 2 kvdim) of blk.l.attn_qkv, as llama.cpp views it. */
-static qp_status bind_qkv(const qp_model *m, const qp_runtime_config *cfg, int64_t l, bool bn,
+static qp_status bind_qkv(const binder *b, const qp_runtime_config *cfg, int64_t l, bool bn,
                           bool i8, qp_layer_weights *L, qp_err *e) {
     int64_t dim = cfg->dim, qdim = cfg->n_heads * cfg->head_dim, kvdim = cfg->n_kv_heads * cfg->head_dim;
     char nm[96];
     qp_status s;
     if (cfg->fused_qkv) {
         qp_wmat qkv = {0};
-        if ((s = bind_mat(m, NM("attn_qkv.weight"), dim, qdim + 2 * kvdim, false, bn, i8, &qkv, e)) != QP_OK)
+        if ((s = bind_mat(b, NM("attn_qkv.weight"), dim, qdim + 2 * kvdim, false, bn, i8, &qkv, e)) != QP_OK)
             return s;
         L->wq = row_view(&qkv, 0, qdim);
         L->wk = row_view(&qkv, qdim, kvdim);
         L->wv = row_view(&qkv, qdim + kvdim, kvdim);
         return QP_OK;
     }
-    if ((s = bind_mat(m, NM("attn_q.weight"), dim, qdim, false, bn, i8, &L->wq, e)) != QP_OK ||
-        (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, bn, i8, &L->wk, e)) != QP_OK)
+    if ((s = bind_mat(b, NM("attn_q.weight"), dim, qdim, false, bn, i8, &L->wq, e)) != QP_OK ||
+        (s = bind_mat(b, NM("attn_k.weight"), dim, kvdim, false, bn, i8, &L->wk, e)) != QP_OK)
         return s;
-    return bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, bn, i8, &L->wv, e);
+    return bind_mat(b, NM("attn_v.weight"), dim, kvdim, false, bn, i8, &L->wv, e);
 }
 
 /* Layer l's gate and up: two matrices, or (cfg->fused_gate_up, Phi-3) the first and second
  * halves of blk.l.ffn_up [dim, 2 ffn] (HF gate_up_proj.chunk(2): gate first). */
-static qp_status bind_gate_up(const qp_model *m, const qp_runtime_config *cfg, int64_t l, bool bn,
+static qp_status bind_gate_up(const binder *b, const qp_runtime_config *cfg, int64_t l, bool bn,
                               bool i8, qp_layer_weights *L, qp_err *e) {
     int64_t dim = cfg->dim, ffn = cfg->ffn_dim;
     char nm[96];
     qp_status s;
     if (cfg->fused_gate_up) {
         qp_wmat gu = {0};
-        if ((s = bind_mat(m, NM("ffn_up.weight"), dim, 2 * ffn, false, bn, i8, &gu, e)) != QP_OK) return s;
+        if ((s = bind_mat(b, NM("ffn_up.weight"), dim, 2 * ffn, false, bn, i8, &gu, e)) != QP_OK) return s;
         L->w_gate = row_view(&gu, 0, ffn);
         L->w_up = row_view(&gu, ffn, ffn);
         return QP_OK;
     }
-    if ((s = bind_mat(m, NM("ffn_gate.weight"), dim, ffn, false, bn, i8, &L->w_gate, e)) != QP_OK) return s;
-    return bind_mat(m, NM("ffn_up.weight"), dim, ffn, false, bn, i8, &L->w_up, e);
+    if ((s = bind_mat(b, NM("ffn_gate.weight"), dim, ffn, false, bn, i8, &L->w_gate, e)) != QP_OK) return s;
+    return bind_mat(b, NM("ffn_up.weight"), dim, ffn, false, bn, i8, &L->w_up, e);
 }
 
 /* Qwen3.5's layer l (runtime.md "Qwen3.5"): the norms (post_attention_norm is the FFN's input
  * norm) and FFN; q with its gate, k, v, o, q/k norms for a full-attention layer; the delta-net's
  * matrices, conv kernel, dt, A (as -exp(A_log)) and gated norm otherwise. */
-static qp_status bind_qwen35_layer(const qp_model *m, const qp_runtime_config *cfg, int64_t l,
+static qp_status bind_qwen35_layer(const binder *b, const qp_runtime_config *cfg, int64_t l,
                                    qp_layer_weights *L, qp_err *e) {
     int64_t dim = cfg->dim, qdim = cfg->n_heads * cfg->head_dim, kvdim = cfg->n_kv_heads * cfg->head_dim;
     int64_t key = cfg->ssm_group_count * cfg->ssm_state_size, val = cfg->ssm_inner_size;
@@ -318,37 +340,70 @@ static qp_status bind_qwen35_layer(const qp_model *m, const qp_runtime_config *c
     char nm[96];
     qp_status s;
     L->recurrent = (l + 1) % cfg->full_attn_interval != 0;
-    if ((s = bind_norm(m, cfg, NM("attn_norm.weight"), dim, &L->attn_norm, e)) != QP_OK ||
-        (s = bind_norm(m, cfg, NM("post_attention_norm.weight"), dim, &L->ffn_norm, e)) != QP_OK ||
-        (s = bind_gate_up(m, cfg, l, false, false, L, e)) != QP_OK ||
-        (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, false, false, &L->w_down, e)) != QP_OK)
+    if ((s = bind_norm(b, cfg, NM("attn_norm.weight"), dim, &L->attn_norm, e)) != QP_OK ||
+        (s = bind_norm(b, cfg, NM("post_attention_norm.weight"), dim, &L->ffn_norm, e)) != QP_OK ||
+        (s = bind_gate_up(b, cfg, l, false, false, L, e)) != QP_OK ||
+        (s = bind_mat(b, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, false, false, &L->w_down, e)) != QP_OK)
         return s;
     if (!L->recurrent) {
-        if ((s = bind_mat(m, NM("attn_q.weight"), dim, 2 * qdim, false, false, false, &L->wq, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_k.weight"), dim, kvdim, false, false, false, &L->wk, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_v.weight"), dim, kvdim, false, false, false, &L->wv, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, false, false, &L->wo, e)) != QP_OK ||
-            (s = bind_norm(m, cfg, NM("attn_q_norm.weight"), cfg->head_dim, &L->q_norm, e)) != QP_OK)
+        if ((s = bind_mat(b, NM("attn_q.weight"), dim, 2 * qdim, false, false, false, &L->wq, e)) != QP_OK ||
+            (s = bind_mat(b, NM("attn_k.weight"), dim, kvdim, false, false, false, &L->wk, e)) != QP_OK ||
+            (s = bind_mat(b, NM("attn_v.weight"), dim, kvdim, false, false, false, &L->wv, e)) != QP_OK ||
+            (s = bind_mat(b, NM("attn_output.weight"), qdim, dim, false, false, false, &L->wo, e)) != QP_OK ||
+            (s = bind_norm(b, cfg, NM("attn_q_norm.weight"), cfg->head_dim, &L->q_norm, e)) != QP_OK)
             return s;
-        return bind_norm(m, cfg, NM("attn_k_norm.weight"), cfg->head_dim, &L->k_norm, e);
+        return bind_norm(b, cfg, NM("attn_k_norm.weight"), cfg->head_dim, &L->k_norm, e);
     }
-    if ((s = bind_mat(m, NM("attn_qkv.weight"), dim, ch, false, false, false, &L->ssm_qkv, e)) != QP_OK ||
-        (s = bind_mat(m, NM("attn_gate.weight"), dim, val, false, false, false, &L->ssm_z, e)) != QP_OK ||
-        (s = bind_mat(m, NM("ssm_beta.weight"), dim, nv, false, false, false, &L->ssm_beta, e)) != QP_OK ||
-        (s = bind_mat(m, NM("ssm_alpha.weight"), dim, nv, false, false, false, &L->ssm_alpha, e)) != QP_OK ||
-        (s = bind_mat(m, NM("ssm_out.weight"), val, dim, false, false, false, &L->ssm_out, e)) != QP_OK ||
-        (s = bind_vec(m, NM("ssm_conv1d.weight"), cfg->ssm_conv_kernel * ch, false, &L->ssm_conv, e)) != QP_OK ||
-        (s = bind_vec(m, NM("ssm_dt.bias"), nv, false, &L->ssm_dt, e)) != QP_OK ||
-        (s = bind_vec(m, NM("ssm_a"), nv, false, &L->ssm_a, e)) != QP_OK ||
-        (s = bind_vec(m, NM("ssm_norm.weight"), val / nv, false, &L->ssm_norm, e)) != QP_OK)
+    if ((s = bind_mat(b, NM("attn_qkv.weight"), dim, ch, false, false, false, &L->ssm_qkv, e)) != QP_OK ||
+        (s = bind_mat(b, NM("attn_gate.weight"), dim, val, false, false, false, &L->ssm_z, e)) != QP_OK ||
+        (s = bind_mat(b, NM("ssm_beta.weight"), dim, nv, false, false, false, &L->ssm_beta, e)) != QP_OK ||
+        (s = bind_mat(b, NM("ssm_alpha.weight"), dim, nv, false, false, false, &L->ssm_alpha, e)) != QP_OK ||
+        (s = bind_mat(b, NM("ssm_out.weight"), val, dim, false, false, false, &L->ssm_out, e)) != QP_OK ||
+        (s = bind_vec(b, NM("ssm_conv1d.weight"), cfg->ssm_conv_kernel * ch, false, &L->ssm_conv, e)) != QP_OK ||
+        (s = bind_vec(b, NM("ssm_dt.bias"), nv, false, &L->ssm_dt, e)) != QP_OK ||
+        (s = bind_vec(b, NM("ssm_a"), nv, false, &L->ssm_a, e)) != QP_OK ||
+        (s = bind_vec(b, NM("ssm_norm.weight"), val / nv, false, &L->ssm_norm, e)) != QP_OK)
         return s;
     if (cfg->ssm_a_log) /* HF's A_log: llama.cpp's converter writes -exp(A_log) (F32) */
         for (int64_t i = 0; i < nv; i++) L->ssm_a[i] = -expf(L->ssm_a[i]);
     return QP_OK;
 }
 
+/* Every tensor of the model bound (marked in b->used) or left out by a named rule
+ * (qp_model_unused_rule); any other is refused by name: the runtime never runs a model without
+ * something it contains (runtime.md "Every tensor consumed"). */
+static qp_status check_all_consumed(const binder *b, qp_err *e) {
+    const qp_model *m = b->m;
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const qp_tensor *t = &m->tensors[i];
+        if (b->used[i] || qp_model_unused_rule(m, t)) continue;
+        const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+        bool renamed = t->canon && strcmp(t->canon, t->name) != 0;
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor '%s'%s%s%s (%s, %lld elements, offset %llu) "
+                       "is not used by the runtime's %s graph; refusing to run the model without it "
+                       "(nothing is dropped silently)", m->path, t->canon ? t->canon : t->name,
+                       renamed ? " (stored as '" : "", renamed ? t->name : "", renamed ? "')" : "",
+                       tr ? tr->upper_name : "?", (long long)qp_tensor_nelements(t),
+                       (unsigned long long)t->offset, qp_family_name(m->arch.family));
+    }
+    return QP_OK;
+}
+
+static qp_status bind_all(const binder *b, qp_runtime_config *cfg, qp_weights *w, qp_err *e);
+
 qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
     memset(w, 0, sizeof *w);
+    binder b = {m, qp_calloc(m->n_tensors > 0 ? (size_t)m->n_tensors : 1, 1)};
+    if (!b.used) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    qp_status s = bind_all(&b, cfg, w, e);
+    if (s == QP_OK && (s = check_all_consumed(&b, e)) != QP_OK) qp_weights_free(w);
+    qp_free(b.used);
+    return s;
+}
+
+/* Binds every tensor the forward pass reads into w (freed again on failure). */
+static qp_status bind_all(const binder *b, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
+    const qp_model *m = b->m;
     const qp_arch *a = &m->arch;
     /* configuration in range, every tensor present with its shape: the checks a conversion
      * applies before writing (readers/model_check.h) */
@@ -357,15 +412,15 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
     int64_t dim = cfg->dim, hd = cfg->head_dim, nh = cfg->n_heads, nkv = cfg->n_kv_heads;
     int64_t qdim = nh * hd, kvdim = nkv * hd;
 
-    if ((s = bind_mat(m, "token_embd.weight", dim, cfg->vocab, true, false, false, &w->tok_embd, e)) != QP_OK)
+    if ((s = bind_mat(b, "token_embd.weight", dim, cfg->vocab, true, false, false, &w->tok_embd, e)) != QP_OK)
         goto fail;
     if (!cfg->tied_output) {
-        if ((s = bind_mat(m, "output.weight", dim, cfg->vocab, false, false, false, &w->output, e)) != QP_OK)
+        if ((s = bind_mat(b, "output.weight", dim, cfg->vocab, false, false, false, &w->output, e)) != QP_OK)
             goto fail;
     } else {
         w->output = w->tok_embd; /* tied (llama.cpp also falls back to token_embd) */
     }
-    if ((s = bind_norm(m, cfg, "output_norm.weight", dim, &w->output_norm, e)) != QP_OK) goto fail;
+    if ((s = bind_norm(b, cfg, "output_norm.weight", dim, &w->output_norm, e)) != QP_OK) goto fail;
     w->layers = qp_calloc((size_t)cfg->n_layers, sizeof *w->layers);
     if (!w->layers) {
         s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
@@ -377,37 +432,37 @@ qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights 
         qp_layer_weights *L = &w->layers[l];
         char nm[96];
         if (a->family == QP_FAMILY_QWEN35) {
-            if ((s = bind_qwen35_layer(m, cfg, l, L, e)) != QP_OK) goto fail;
+            if ((s = bind_qwen35_layer(b, cfg, l, L, e)) != QP_OK) goto fail;
             continue;
         }
-        if ((s = bind_qkv(m, cfg, l, bn, i8, L, e)) != QP_OK ||
-            (s = bind_mat(m, NM("attn_output.weight"), qdim, dim, false, bn, i8, &L->wo, e)) != QP_OK ||
-            (cfg->n_experts > 0 && (s = bind_moe(m, cfg, l, L, e)) != QP_OK) ||
+        if ((s = bind_qkv(b, cfg, l, bn, i8, L, e)) != QP_OK ||
+            (s = bind_mat(b, NM("attn_output.weight"), qdim, dim, false, bn, i8, &L->wo, e)) != QP_OK ||
+            (cfg->n_experts > 0 && (s = bind_moe(b, cfg, l, L, e)) != QP_OK) ||
             (cfg->n_experts == 0 &&
-             ((s = bind_gate_up(m, cfg, l, bn, i8, L, e)) != QP_OK ||
-              (s = bind_mat(m, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down,
+             ((s = bind_gate_up(b, cfg, l, bn, i8, L, e)) != QP_OK ||
+              (s = bind_mat(b, NM("ffn_down.weight"), cfg->ffn_dim, dim, false, bn, i8, &L->w_down,
                             e)) != QP_OK)) ||
-            (s = bind_norm(m, cfg, NM("attn_norm.weight"), dim, &L->attn_norm, e)) != QP_OK ||
-            (s = bind_norm(m, cfg, NM("ffn_norm.weight"), dim, &L->ffn_norm, e)) != QP_OK)
+            (s = bind_norm(b, cfg, NM("attn_norm.weight"), dim, &L->attn_norm, e)) != QP_OK ||
+            (s = bind_norm(b, cfg, NM("ffn_norm.weight"), dim, &L->ffn_norm, e)) != QP_OK)
             goto fail;
         if (cfg->post_norms &&
-            ((s = bind_norm(m, cfg, NM("post_attention_norm.weight"), dim, &L->post_attn_norm, e)) != QP_OK ||
-             (s = bind_norm(m, cfg, NM("post_ffw_norm.weight"), dim, &L->post_ffn_norm, e)) != QP_OK))
+            ((s = bind_norm(b, cfg, NM("post_attention_norm.weight"), dim, &L->post_attn_norm, e)) != QP_OK ||
+             (s = bind_norm(b, cfg, NM("post_ffw_norm.weight"), dim, &L->post_ffn_norm, e)) != QP_OK))
             goto fail;
         if (cfg->sub_norms &&
-            ((s = bind_vec(m, NM("attn_sub_norm.weight"), qdim, false, &L->attn_sub_norm, e)) !=
+            ((s = bind_vec(b, NM("attn_sub_norm.weight"), qdim, false, &L->attn_sub_norm, e)) !=
                  QP_OK ||
-             (s = bind_vec(m, NM("ffn_sub_norm.weight"), cfg->ffn_dim, false, &L->ffn_sub_norm,
+             (s = bind_vec(b, NM("ffn_sub_norm.weight"), cfg->ffn_dim, false, &L->ffn_sub_norm,
                            e)) != QP_OK))
             goto fail;
         if (cfg->qk_norm &&
-            ((s = bind_norm(m, cfg, NM("attn_q_norm.weight"), hd, &L->q_norm, e)) != QP_OK ||
-             (s = bind_norm(m, cfg, NM("attn_k_norm.weight"), hd, &L->k_norm, e)) != QP_OK))
+            ((s = bind_norm(b, cfg, NM("attn_q_norm.weight"), hd, &L->q_norm, e)) != QP_OK ||
+             (s = bind_norm(b, cfg, NM("attn_k_norm.weight"), hd, &L->k_norm, e)) != QP_OK))
             goto fail;
         if (cfg->qkv_bias &&
-            ((s = bind_vec(m, NM("attn_q.bias"), qdim, !a->qkv_bias, &L->bq, e)) != QP_OK ||
-             (s = bind_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, &L->bk, e)) != QP_OK ||
-             (s = bind_vec(m, NM("attn_v.bias"), kvdim, !a->qkv_bias, &L->bv, e)) != QP_OK))
+            ((s = bind_vec(b, NM("attn_q.bias"), qdim, !a->qkv_bias, &L->bq, e)) != QP_OK ||
+             (s = bind_vec(b, NM("attn_k.bias"), kvdim, !a->qkv_bias, &L->bk, e)) != QP_OK ||
+             (s = bind_vec(b, NM("attn_v.bias"), kvdim, !a->qkv_bias, &L->bv, e)) != QP_OK))
             goto fail;
     }
     return QP_OK;

@@ -4,7 +4,10 @@
  * QP_ERR_UNSUPPORTED naming the tensor (the same folder without it plans fine); a rotary inv_freq is skipped by its named rule and listed in
  * plan.skipped. The CLI: `convert` exits 3 naming the tensor and writes nothing; an architecture
  * the readers do not know is refused by name; a Mixtral config over dense tensors is refused
- * naming the missing router. */
+ * naming the missing router.
+ * The runtime never drops one either: `run` and `verify` on a folder with a tensor it does not
+ * read (a Llama model with an extra MLP matrix, or an unmapped tensor) exit 3 naming it; the
+ * inv_freq folder (a named rule) runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,28 @@ static void make_model(const char *dir, const char *extra, int64_t rows, int64_t
     qp_model_close(src);
 }
 
+/* `quantpack run DIR` and `quantpack verify DIR --against g_src`: exit 3 with want in the message
+ * (want NULL: run exits 0). */
+static void check_runtime(const char *bin, const char *dir, const char *want) {
+    char cmd[4096];
+    const char *verbs[2] = {"run '%s' --ids '1 2' -n 1 -t 1", "verify '%s' --against '%s' -t 1"};
+    for (int v = 0; v < (want ? 2 : 1); v++) {
+        char args[2600], log[1300];
+        snprintf(args, sizeof args, verbs[v], dir, g_src);
+        snprintf(log, sizeof log, "%s/runtime.log", g_tmp);
+        snprintf(cmd, sizeof cmd, "'%s/quantpack' %s >'%s' 2>&1", bin, args, log);
+        int rc = system(cmd);
+        int want_rc = want ? 3 : 0;
+        QP_CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == want_rc, "%s: status %d, %d expected", args,
+                     rc, want_rc);
+        size_t n = 0;
+        char *text = qp_test_read_file(log, &n);
+        QP_CHECK_MSG(text && (!want || (strstr(text, want) && strstr(text, "not used by the runtime"))),
+                     "%s: no \"%s\" in: %s", args, want ? want : "", text ? text : "(no output)");
+        free(text);
+    }
+}
+
 /* Plans dir as GGUF Q8_0: the status, the message, the number of skipped tensors. */
 static qp_status plan(const char *dir, char *msg, size_t cap, int64_t *n_skipped, const char **rule) {
     qp_err e;
@@ -125,15 +150,25 @@ int main(void) {
         QP_CHECK_MSG(strstr(msg, k_unmapped[i].name) && strstr(msg, "no place in the output"),
                      "%s: %s", k_unmapped[i].name, msg);
     }
+    const char *bin = qp_test_env("QP_BIN_DIR", "bin");
+    /* the runtime refuses what it does not read, by name: an unmapped tensor (its HF name) and
+     * a mapped one no graph of ours reads (its GGUF name) */
+    check_runtime(bin, g_src, NULL);
+    snprintf(dir, sizeof dir, "%s/extra0", g_tmp);
+    check_runtime(bin, dir, k_unmapped[0].name);
+    snprintf(dir, sizeof dir, "%s/unread", g_tmp);
+    make_model(dir, "model.layers.1.mlp.down_proj.weight_scale", 1, 0);
+    check_runtime(bin, dir, "blk.1.ffn_down.weight_scale");
+
     /* a named rule: skipped, listed, with the rule's text */
     snprintf(dir, sizeof dir, "%s/inv_freq", g_tmp);
     make_model(dir, "model.layers.0.self_attn.rotary_emb.inv_freq", 8, 0);
     QP_CHECK_EQ_INT(plan(dir, msg, sizeof msg, &n_skipped, &rule), QP_OK);
     QP_CHECK_EQ_INT(n_skipped, 1);
     QP_CHECK_MSG(strstr(rule, "inv_freq") != NULL, "rule: %s", rule);
+    check_runtime(bin, dir, NULL);
 
     /* the CLI: exit 3 naming the tensor, nothing written */
-    const char *bin = qp_test_env("QP_BIN_DIR", "bin");
     char cmd[4096], out[1300];
     snprintf(out, sizeof out, "%s/experts.gguf", g_tmp);
     remove(out);
