@@ -70,7 +70,8 @@ static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, fl
         for (int64_t i = 0; i < n; i++) out[i] -= 1.0f;
         return QP_OK;
     }
-    const int64_t row_len = pe->ne[0], rows = pe->ne[1];
+    /* a q/k bias is one column: its elements are the rows that move */
+    const int64_t row_len = pe->n_dims == 1 ? 1 : pe->ne[0], rows = pe->n_dims == 1 ? n : pe->ne[1];
     float *dst = heads ? tmp : out;
     if (pe->scale) {
         float sc = 0.0f;
@@ -336,7 +337,10 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
                                                                                : "silu") &&
               (!gemma || add_gemma_keys(j, a)) && (!(moe || a->family == QP_FAMILY_PHI3) || add_phi3_moe_keys(j, a)) &&
               cJSON_AddBoolToObject(j, "tie_word_embeddings", a->tie_embeddings) &&
-              cJSON_AddBoolToObject(j, "attention_bias", a->qkv_bias) &&
+              /* transformers' LlamaAttention biases q, k, v and o with attention_bias, LlamaMLP
+                 gate, up and down with mlp_bias: without the keys it would drop the biases */
+              cJSON_AddBoolToObject(j, "attention_bias", a->qkv_bias || qp_model_find(m, "blk.0.attn_output.bias")) &&
+              (!qp_model_find(m, "blk.0.ffn_down.bias") || cJSON_AddBoolToObject(j, "mlp_bias", true)) &&
               (bos < 0 || cJSON_AddNumberToObject(j, "bos_token_id", bos)) &&
               (eos < 0 || cJSON_AddNumberToObject(j, "eos_token_id", eos)) &&
               cJSON_AddStringToObject(j, "torch_dtype", "float32");

@@ -450,6 +450,12 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
                            (s = check_vec(m, NM("attn_k.bias"), kvdim, !a->qkv_bias, e)) != QP_OK ||
                            (s = check_vec(m, NM("attn_v.bias"), kvdim, !a->qkv_bias, e)) != QP_OK))
             return s;
+        /* optional biases llama.cpp's graphs add (bo, ffn_{gate,up,down}_b): shapes when present */
+        if ((s = check_vec(m, NM("attn_output.bias"), dim, true, e)) != QP_OK ||
+            (s = check_vec(m, NM("ffn_gate.bias"), c.ffn_dim, true, e)) != QP_OK ||
+            (s = check_vec(m, NM("ffn_up.bias"), c.ffn_dim, true, e)) != QP_OK ||
+            (s = check_vec(m, NM("ffn_down.bias"), dim, true, e)) != QP_OK)
+            return s;
 #undef NM
     }
     if (out) *out = c;

@@ -2,6 +2,7 @@
  *
  *   x = embed(token)
  *   per layer: h = rmsnorm(x) * attn_norm; q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv);
+ *              (every product + its bias when the model has one: bo, ffn_{gate,up,down}.bias);
  *              [Qwen3: per-head rmsnorm(q) * q_norm, rmsnorm(k) * k_norm]; rope(q), rope(k); cache k,v; a = softmax(q.k / sqrt(head_dim)) v per head (GQA);
  *              [BitNet: a = rmsnorm(a) * attn_sub_norm]; x += Wo a;
  *              h = rmsnorm(x) * ffn_norm; f = act(Wgate h) * (Wup h)  (SiLU, or ReLU^2);
@@ -550,6 +551,14 @@ static void moe_ffn(qp_runtime *rt, const qp_layer_weights *L, int64_t nt) {
     }
 }
 
+/* Each of nt rows of n in place, v += b (b NULL: nothing): a projection's bias, added to its
+ * product as llama.cpp's ggml_add. */
+static void add_bias(float *v, const float *b, int64_t nt, int64_t n) {
+    if (!b) return;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t i = 0; i < n; i++) v[t * n + i] += b[i];
+}
+
 /* Gemma 2/3's post-norms: each of nt rows of dim in place, rmsnorm(v) * w (w NULL: nothing). */
 static void post_norm(float *v, const float *w, int64_t nt, int64_t dim, float eps) {
     if (!w) return;
@@ -591,15 +600,12 @@ static void attn_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int
                              task_for(rt, &L->wk, &in, rt->k, kvdim),
                              task_for(rt, &L->wv, &in, rt->v, kvdim)};
     matmul(rt, qkv, 3, nt);
+    add_bias(rt->q, L->bq, nt, qdim);
+    add_bias(rt->k, L->bk, nt, kvdim);
+    add_bias(rt->v, L->bv, nt, kvdim);
     if (gated) split_q_gate(c, rt->q_gate, rt->q, nt);
     for (int64_t t = 0; t < nt; t++) {
         float *q = rt->q + t * qdim, *k = rt->k + t * kvdim, *v = rt->v + t * kvdim;
-        if (L->bq)
-            for (int64_t i = 0; i < qdim; i++) q[i] += L->bq[i];
-        if (L->bk)
-            for (int64_t i = 0; i < kvdim; i++) k[i] += L->bk[i];
-        if (L->bv)
-            for (int64_t i = 0; i < kvdim; i++) v[i] += L->bv[i];
         if (L->q_norm) head_norms(q, c->n_heads, hd, L->q_norm, eps);
         if (L->k_norm) head_norms(k, c->n_kv_heads, hd, L->k_norm, eps);
         rope(rt, q, c->n_heads, rcos + t * half, rsin + t * half);
@@ -628,6 +634,7 @@ static void attn_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int
     act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
     qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
     matmul(rt, &o_task, 1, nt);
+    add_bias(rt->xb, L->bo, nt, dim);
 }
 
 /* Qwen3.5's delta-net layer l for nt tokens, input rt->xb (normalized), ssm_out's product back
@@ -709,6 +716,8 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         qp_matvec_task gu[2] = {task_for(rt, &L->w_gate, &in_f, rt->hb, ffn),
                                 task_for(rt, &L->w_up, &in_f, rt->hb2, ffn)};
         matmul(rt, gu, 2, nt);
+        add_bias(rt->hb, L->b_gate, nt, ffn);
+        add_bias(rt->hb2, L->b_up, nt, ffn);
         ffn_act(c, rt->hb, rt->hb2, nt * ffn);
         float *fi = rt->hb;
         if (L->ffn_sub_norm) {
@@ -719,6 +728,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         act_in in_d = {fi, ffn, ffn, nt, false, {NULL}};
         qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb, dim);
         matmul(rt, &d_task, 1, nt);
+        add_bias(rt->xb, L->b_down, nt, dim);
         post_norm(rt->xb, L->post_ffn_norm, nt, dim, eps);
         for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
     }

@@ -46,6 +46,10 @@ typedef struct qp_layer_weights {
     float *attn_norm, *ffn_norm;          /* [dim] */
     float *attn_sub_norm, *ffn_sub_norm;  /* [n_heads*head_dim], [ffn_dim]; NULL when absent */
     float *bq, *bk, *bv;                  /* NULL when absent */
+    float *bo;                            /* [dim]: attn_output.bias (HF attention_bias on Llama
+                                             biases o_proj too); NULL when absent */
+    float *b_gate, *b_up, *b_down;        /* [ffn], [ffn], [dim]: ffn_{gate,up,down}.bias (HF
+                                             mlp_bias); NULL when absent */
     float *q_norm, *k_norm;               /* [head_dim] each (Qwen3, Gemma 3); NULL when absent */
     float *post_attn_norm, *post_ffn_norm; /* [dim] each (Gemma 2/3); NULL when absent */
     /* MoE (runtime.md "Mixture of experts"; w_gate/w_up/w_down unused): the router

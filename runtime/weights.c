@@ -464,6 +464,13 @@ static qp_status bind_all(const binder *b, qp_runtime_config *cfg, qp_weights *w
              (s = bind_vec(b, NM("attn_k.bias"), kvdim, !a->qkv_bias, &L->bk, e)) != QP_OK ||
              (s = bind_vec(b, NM("attn_v.bias"), kvdim, !a->qkv_bias, &L->bv, e)) != QP_OK))
             goto fail;
+        /* optional biases of llama.cpp's graphs (bo, ffn_*_b): applied when present */
+        if ((s = bind_vec(b, NM("attn_output.bias"), dim, true, &L->bo, e)) != QP_OK ||
+            (cfg->n_experts == 0 && !cfg->fused_gate_up &&
+             ((s = bind_vec(b, NM("ffn_gate.bias"), cfg->ffn_dim, true, &L->b_gate, e)) != QP_OK ||
+              (s = bind_vec(b, NM("ffn_up.bias"), cfg->ffn_dim, true, &L->b_up, e)) != QP_OK ||
+              (s = bind_vec(b, NM("ffn_down.bias"), dim, true, &L->b_down, e)) != QP_OK)))
+            goto fail;
     }
     return QP_OK;
 fail:
@@ -484,6 +491,10 @@ void qp_weights_free(qp_weights *w) {
         qp_free(L->bq);
         qp_free(L->bk);
         qp_free(L->bv);
+        qp_free(L->bo);
+        qp_free(L->b_gate);
+        qp_free(L->b_up);
+        qp_free(L->b_down);
         qp_free(L->q_norm);
         qp_free(L->k_norm);
         qp_free(L->post_attn_norm);

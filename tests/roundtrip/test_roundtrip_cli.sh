@@ -114,6 +114,13 @@ rt qwen2 3 "$FX/qwen2" --via bullet,gguf -o "$TMP/qwen2"
 row qwen2 "^bullet +- +SRC -> bullet +- +error +.*cannot be written for bullet-core"
 row qwen2 "^gguf +F32 +gguf -> safetensors +tensors +pass "
 json "$TMP/qwen2/roundtrip.json" 'r.verdict === "error" && r.paths[0].hops.length === 1 && r.paths[1].hops.length === 2'
+# every projection biased (attention_bias, mlp_bias): GGUF holds the biases (q/k ones reordered
+# with their rows, and back), TRLM and .bullet refuse them by name
+rt bias 3 "$FX/llama-bias" --via gguf,trlm,bullet -o "$TMP/bias"
+row bias "^gguf +F32 +SRC -> gguf +tensors\+verify +pass +35 tensors equal: .*8 q/k reordered"
+row bias "^gguf +F32 +gguf -> safetensors +tensors +pass "
+row bias "^trlm .* error +.*mlp.down_proj.bias: .*TRLM has no role for it"
+row bias "^bullet .* error +.*cannot be written for bullet-core"
 no_leftovers failures
 
 # 4. usage and the output rule

@@ -35,11 +35,13 @@ static uint64_t g_rng = 88172645463325252ull;
 static const char *g_skip; /* a tensor build() leaves out */
 static bool g_tern_vals;    /* build(): projections exactly ternary whatever the encoding */
 static float g_sib_scale;   /* build(): QK256 matrices get a sibling "<base>.scale" of this value */
-static bool g_exact_path = true; /* run_all: qp_runtime_opts.exact */
+static bool g_exact_path = true; /* run_all, run_vs_ref: qp_runtime_opts.exact */
 static int g_ref_actq = -1; /* reference: -1 the runtime.md rule, 0 never quantize activations */
 static bool g_bitnet_silu;  /* build(): a BitNet model is llama.cpp's "bitnet" (SiLU, float
                                activations); the reference follows */
 static bool g_scale_any;    /* build(): every blk.* matrix (any encoding) gets the sibling scale */
+static bool g_more_biases;  /* with cfg.bias: also attn_output.bias and ffn_{gate,up,down}.bias
+                               (HF Llama attention_bias + mlp_bias), in build() and the reference */
 static float frand(void) { /* uniform in [-1, 1) */
     g_rng ^= g_rng << 13;
     g_rng ^= g_rng >> 7;
@@ -153,6 +155,12 @@ static void build(built *b, const cfg *c, uint64_t seed) {
             add(b, N("attn_k.bias"), 0, kvd, QP_ENC_F32, 0.5f, 0.0f, false);
             add(b, N("attn_v.bias"), 0, kvd, QP_ENC_F32, 0.5f, 0.0f, false);
         }
+        if (c->bias && g_more_biases) {
+            add(b, N("attn_output.bias"), 0, c->dim, QP_ENC_F32, 0.5f, 0.0f, false);
+            add(b, N("ffn_gate.bias"), 0, c->ffn, QP_ENC_F32, 0.5f, 0.0f, false);
+            add(b, N("ffn_up.bias"), 0, c->ffn, QP_ENC_F32, 0.5f, 0.0f, false);
+            add(b, N("ffn_down.bias"), 0, c->dim, QP_ENC_F32, 0.5f, 0.0f, false);
+        }
         if (c->sub_norms) {
             add(b, N("attn_sub_norm.weight"), 0, c->dim, QP_ENC_F32, 0.2f, 1.0f, false);
             add(b, N("ffn_sub_norm.weight"), 0, c->ffn, QP_ENC_F32, 0.2f, 1.0f, false);
@@ -205,6 +213,13 @@ static void ref_proj(const built *b, const char *name, int64_t rows, int64_t col
         in = xq;
     }
     ref_matvec(get(b, name), rows, cols, in, y);
+}
+
+/* y += the bias named (g_more_biases with cfg.bias; else nothing) */
+static void add_ref_bias(const built *b, const cfg *c, const char *name, double *y, int n) {
+    if (!c->bias || !g_more_biases) return;
+    const float *bias = get(b, name);
+    for (int i = 0; i < n; i++) y[i] += bias[i];
 }
 
 /* Logits after feeding toks[0..n) (last position). */
@@ -270,10 +285,13 @@ static void ref_forward(const built *b, const cfg *c, const int32_t *toks, int n
                 memcpy(o, tmp, sizeof(double) * (size_t)dim);
             }
             ref_proj(b, N("attn_output.weight"), dim, dim, aq, o, h);
+            add_ref_bias(b, c, N("attn_output.bias"), h, dim);
             for (int i = 0; i < dim; i++) x[i] += h[i];
             ref_rmsnorm(x, get(b, N("ffn_norm.weight")), dim, h);
             ref_proj(b, N("ffn_gate.weight"), ffn, dim, aq, h, g);
             ref_proj(b, N("ffn_up.weight"), ffn, dim, aq, h, u);
+            add_ref_bias(b, c, N("ffn_gate.bias"), g, ffn);
+            add_ref_bias(b, c, N("ffn_up.bias"), u, ffn);
             for (int i = 0; i < ffn; i++) {
                 double a = relu2 ? (g[i] > 0 ? g[i] * g[i] : 0.0) : g[i] / (1.0 + exp(-g[i]));
                 g[i] = a * u[i];
@@ -284,6 +302,7 @@ static void ref_forward(const built *b, const cfg *c, const int32_t *toks, int n
                 memcpy(g, tmp, sizeof(double) * (size_t)ffn);
             }
             ref_proj(b, N("ffn_down.weight"), dim, ffn, aq, g, h);
+            add_ref_bias(b, c, N("ffn_down.bias"), h, dim);
             for (int i = 0; i < dim; i++) x[i] += h[i];
 #undef N
         }
@@ -297,7 +316,7 @@ static double run_vs_ref(const built *b, const cfg *c, const int32_t *toks, int 
                          float *last_logits) {
     qp_runtime *rt = NULL;
     qp_err e = {0};
-    qp_runtime_opts o = {.n_threads = threads, .n_ctx = 32, .exact = true};
+    qp_runtime_opts o = {.n_threads = threads, .n_ctx = 32, .exact = g_exact_path};
     if (qp_runtime_new(b->m, &o, &rt, &e) != QP_OK) {
         fprintf(stderr, "runtime_new: %s\n", e.msg);
         return INFINITY;
@@ -383,6 +402,23 @@ static void test_variants(void) {
     build(&b, &c, 777);
     double d = run_vs_ref(&b, &c, k_toks, NTOK, 2, NULL);
     QP_CHECK_MSG(d < 1e-4, "qwen2 bias: max |diff| %g", d);
+    unbuild(&b);
+    /* Llama with attention_bias and mlp_bias (q/k/v/o, gate/up/down biases), exact and fast
+     * path (Q8_0 activations there); measured exact 1.1e-6, fast 0.059; the reference without
+     * the o and FFN biases is 3.6 away (they are applied) */
+    cfg cb = {32, 64, 2, 4, 2, 40, QP_FAMILY_LLAMA, QP_ROPE_NORM, true, false, false, QP_ENC_Q8_0};
+    g_more_biases = true;
+    build(&b, &cb, 2468);
+    d = run_vs_ref(&b, &cb, k_toks, NTOK, 2, NULL);
+    QP_CHECK_MSG(d < 1e-3, "llama q/k/v/o + ffn biases: max |diff| %g", d);
+    g_exact_path = false;
+    double df = run_vs_ref(&b, &cb, k_toks, NTOK, 2, NULL);
+    g_exact_path = true;
+    QP_CHECK_MSG(df < 0.15, "llama biases, fast path: max |diff| %g", df);
+    g_more_biases = false;
+    double dn = run_vs_ref(&b, &cb, k_toks, NTOK, 2, NULL);
+    QP_CHECK_MSG(dn > 0.1, "the reference without o/ffn biases is only %g away", dn);
+    printf("llama biases: exact %.3g, fast %.3g, reference without o/ffn biases %.3g\n", d, df, dn);
     unbuild(&b);
     /* F16 and BF16 matrices (vec_dot_f32) */
     qp_encoding encs[] = {QP_ENC_F16, QP_ENC_BF16, QP_ENC_Q8_0};
