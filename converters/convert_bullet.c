@@ -153,6 +153,17 @@ typedef struct bullet_dims {
     bool neox;                /* q/k rows are reordered to adjacent-pair RoPE */
 } bullet_dims;
 
+/* Any mapped bias (a GGUF's blk.N.attn_output.bias without q/k/v ones, an FFN bias): bullet-core's
+ * runtime has none, so such a model is refused rather than written without them. */
+static bool has_bias(const qp_model *m) {
+    for (int64_t i = 0; i < m->n_tensors; i++) {
+        const char *n = m->tensors[i].canon; /* a .bullet source's own biases are unmapped */
+        size_t l = n ? strlen(n) : 0;
+        if (l > 5 && strcmp(n + l - 5, ".bias") == 0) return true;
+    }
+    return false;
+}
+
 /* Everything bullet-core's runtime fixes, checked before anything is planned. */
 static qp_status check_model(const qp_model *m, bullet_dims *d, const qp_tensor **emb_out,
                              qp_err *e) {
@@ -165,7 +176,7 @@ static qp_status check_model(const qp_model *m, bullet_dims *d, const qp_tensor 
     int64_t nh = a->n_heads, nkv = a->n_kv_heads > 0 ? a->n_kv_heads : a->n_heads;
     int64_t hd = a->head_dim > 0 ? a->head_dim : (nh > 0 ? dim / nh : 0);
     int64_t layers = a->n_layers;
-    if (a->family == QP_FAMILY_BITNET || a->family == QP_FAMILY_PHI3 || a->sub_norms || a->qkv_bias ||
+    if (a->family == QP_FAMILY_BITNET || a->family == QP_FAMILY_PHI3 || a->sub_norms || a->qkv_bias || has_bias(m) ||
         a->qk_norm || qp_model_find(m, "blk.0.attn_q_norm.weight") || a->act != QP_ACT_SILU)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: %s models (biases, sub-norms, q/k norms, fused "
                        "q/k/v or gate/up, or a non-SiLU FFN) "

@@ -160,6 +160,22 @@ int main(void) {
     make_model(dir, "model.layers.1.mlp.down_proj.weight_scale", 1, 0);
     check_runtime(bin, dir, "blk.1.ffn_down.weight_scale");
 
+    /* an o_proj bias alone (no q/k/v ones): the runtime adds it (runs); TRLM and .bullet
+     * cannot hold it and refuse it (exit 3, nothing written) */
+    snprintf(dir, sizeof dir, "%s/o_bias", g_tmp);
+    make_model(dir, "model.layers.1.self_attn.o_proj.bias", 64, 0);
+    check_runtime(bin, dir, NULL);
+    static const char *const k_no_bias[] = {"trlm", "bullet"};
+    for (size_t i = 0; i < sizeof k_no_bias / sizeof k_no_bias[0]; i++) {
+        char cmd2[4096], out2[1300];
+        snprintf(out2, sizeof out2, "%s/o_bias.%s", g_tmp, k_no_bias[i]);
+        snprintf(cmd2, sizeof cmd2, "'%s/quantpack' convert '%s' --to %s -o '%s' 2>&1 | grep -q "
+                 "'bias'", bin, dir, k_no_bias[i], out2);
+        QP_CHECK_MSG(system(cmd2) == 0, "convert --to %s of a model with an o_proj bias: no refusal "
+                     "naming the bias", k_no_bias[i]);
+        QP_CHECK_MSG(!qp_path_exists(out2), "%s written", out2);
+    }
+
     /* a named rule: skipped, listed, with the rule's text */
     snprintf(dir, sizeof dir, "%s/inv_freq", g_tmp);
     make_model(dir, "model.layers.0.self_attn.rotary_emb.inv_freq", 8, 0);
