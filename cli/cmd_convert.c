@@ -43,7 +43,7 @@ void qp_cli_print_plan(const qp_plan *p) {
                           : pe->permute_heads > 0 ? "permute+encode" : "encode";
         printf("%-40s %-16s %-8s %-8s %12zu %12zu %s%s\n", pe->name, shape,
                pe->src_kind == QP_SRC_BITNET_U8 ? "U8x4" : qp_encoding_get(pe->src_enc)->upper_name,
-               qp_encoding_get(pe->dst_enc)->upper_name, pe->src->nbytes, pe->dst_bytes, act,
+               qp_encoding_get(pe->dst_enc)->upper_name, pe->src ? pe->src->nbytes : 0, pe->dst_bytes, act,
                pe->fallback ? " (shape fallback)" : "");
     }
     for (int64_t i = 0; i < p->n_skipped; i++)

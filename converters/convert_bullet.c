@@ -433,6 +433,7 @@ static void plan_free(bullet_plan *p, qp_bullet_heads *heads) {
 static qp_status check_source(const qp_model *m, const qp_bullet_convert_opts *o, qp_err *e) {
     qp_status s = qp_model_check_for_write(m, o->allow_nonfinite, e);
     if (s == QP_OK) s = qp_model_refuse_experts(m, ".bullet (bullet-core)", e);
+    if (s == QP_OK) s = qp_model_refuse_rope_factors(m, ".bullet (bullet-core)", e);
     return s == QP_OK ? qp_model_refuse_gemma(m, ".bullet (bullet-core)", e) : s;
 }
 

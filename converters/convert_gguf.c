@@ -9,6 +9,7 @@
 
 #include "converters/convert_gguf.h"
 #include "core/model_internal.h"
+#include "core/rope.h"
 #include "readers/gguf_meta.h"
 #include "readers/model_check.h"
 #include "readers/name_map.h"
@@ -81,6 +82,7 @@ void qp_convert_recipe_opts(const qp_model *m, const qp_convert_opts *o, qp_reci
     ro->allow_requantize = o->allow_requantize;
     ro->tensor = o->tensor;
     ro->sort_llama = true;
+    ro->rope_factors = m->format != QP_FORMAT_GGUF; /* a GGUF source carries its own rope_freqs */
     const char *arch = qp_convert_gguf_arch(m);
     /* HF checkpoints rotate halves; GGUF "llama" rotates adjacent pairs (spec "HF -> GGUF") */
     ro->permute_qk = m->format != QP_FORMAT_GGUF && m->arch.rope_style == QP_ROPE_NEOX && arch &&
@@ -415,6 +417,13 @@ static qp_status write_entry(const qp_model *m, const qp_plan_entry *pe, const q
         uint8_t b[4];
         qp_store_f32le(b, *qk_scale);
         s = qp_gguf_writer_write(w, b, sizeof b, e);
+    } else if (pe->src_kind == QP_SRC_ROPE_FACTORS) {
+        for (int64_t i = 0; s == QP_OK && i < pe->ne[0]; i++) {
+            uint8_t b[4]; /* F32 as convert_hf_to_gguf.py stores them */
+            qp_store_f32le(b, (float)qp_rope_llama3_divisor(m->arch.rope_theta > 0.0f ? m->arch.rope_theta : 10000.0,
+                                                            2 * pe->ne[0], &m->arch.rope_llama3, i));
+            s = qp_gguf_writer_write(w, b, sizeof b, e);
+        }
     } else if (pe->n_parts > 0) {
         for (int64_t x = 0; s == QP_OK && x < pe->n_parts; x++) {
             qp_plan_entry part = *pe;

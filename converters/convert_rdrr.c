@@ -725,7 +725,8 @@ static qp_status rdrr_recipe_plan(const qp_model *m, const qp_rdrr_convert_opts 
     if (s != QP_OK) return s;
     /* never write a model the runtime rejects (readers/model_check.h) */
     if ((s = qp_model_check_for_write(m, o->allow_nonfinite, e)) != QP_OK || (s = check_moe_layout(m, e)) != QP_OK ||
-        (s = refuse_gemma_gguf_names(m, e)) != QP_OK)
+        (s = refuse_gemma_gguf_names(m, e)) != QP_OK ||
+        (s = qp_model_refuse_rope_factors(m, "RDRR (DOPPLER)", e)) != QP_OK)
         qp_plan_free(plan);
     return s;
 }

@@ -121,6 +121,7 @@ static qp_status source_open(const qp_model *src, const char *out, const qp_trlm
     qp_status s = qp_model_check_for_write(src, o->allow_nonfinite, e);
     if (s == QP_OK) s = qp_model_refuse_experts(src, "TRLM (Trillim's DarkNet)", e);
     if (s == QP_OK) s = qp_model_refuse_gemma(src, "TRLM (Trillim's DarkNet)", e);
+    if (s == QP_OK) s = qp_model_refuse_rope_factors(src, "TRLM (Trillim's DarkNet)", e);
     if (s == QP_OK && staged) s = qp_hf_folder_plan(src, QP_ENC_F32, &ts->hfp, e);
     if (s == QP_OK && staged) s = stage_hf_folder(src, out, &ts->stage, e);
     ts->hf = ts->stage ? qp_outdir_path(ts->stage) : src->path;

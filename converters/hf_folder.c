@@ -8,6 +8,7 @@
 #include "converters/hf_folder.h"
 #include "converters/hf_tokenizer.h"
 #include "core/json.h"
+#include "core/rope.h"
 #include "readers/bullet_format.h"
 #include "readers/model_check.h"
 #include "readers/name_map.h"
@@ -125,7 +126,7 @@ static const char *skip_rule(const qp_model *m, const qp_tensor *t) {
     if (vision) return vision;
     if (is_folded_scale(m, t)) return "packed BitNet weight_scale: folded into its weight, written as floats";
     return t->canon && strcmp(t->canon, "rope_freqs.weight") == 0
-               ? "rope frequencies: Hugging Face computes them from config.json"
+               ? "rope frequencies: written as config.json rope_scaling (llama3), which Hugging Face computes them from"
                : NULL;
 }
 
@@ -307,6 +308,40 @@ static bool add_phi3_moe_keys(cJSON *j, const qp_arch *a) {
                                   : cJSON_AddNullToObject(j, "sliding_window"));
 }
 
+/* Llama 3.1's rope_scaling (readers/hf_config.md): the source's, or derived from a GGUF's
+ * rope_freqs.weight (core/rope.h); a rope_freqs no llama3 scaling gives is refused, not dropped. */
+static qp_status llama3_rope_of(const qp_model *m, qp_rope_llama3 *r, qp_err *e) {
+    *r = m->arch.rope_llama3;
+    const qp_tensor *t = qp_model_find(m, "rope_freqs.weight");
+    if (r->factor > 0.0 || !t) return QP_OK;
+    int64_t n = qp_tensor_nelements(t), dim = m->arch.rope_dims > 0 ? m->arch.rope_dims : m->arch.head_dim;
+    if (dim <= 0 && m->arch.n_heads > 0) dim = m->arch.hidden / m->arch.n_heads;
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    float *f = n == dim / 2 && n > 0 && tr && tr->dequantize && t->data &&
+                       t->nbytes >= (size_t)n * tr->block_bytes && tr->block_elems == 1
+                   ? qp_malloc((size_t)n * sizeof *f) : NULL;
+    if (f) tr->dequantize(t->data, f, n);
+    bool all_ones = f != NULL;
+    for (int64_t i = 0; f && i < n; i++) all_ones = all_ones && f[i] == 1.0f;
+    bool fit = f && (all_ones || qp_rope_llama3_from_divisors(f, m->arch.rope_theta > 0.0f ? m->arch.rope_theta : 10000.0,
+                                                              dim, r));
+    qp_free(f);
+    if (fit) return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: rope_freqs.weight (%lld factors) is no llama3 rope_scaling "
+                   "(low_freq_factor 1, high_freq_factor 4) that config.json could say: not written as "
+                   "a Hugging Face folder", m->path, (long long)n);
+}
+
+static bool add_llama3_rope(cJSON *j, const qp_rope_llama3 *r) {
+    if (!(r->factor > 0.0)) return true;
+    cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
+    return rs && cJSON_AddStringToObject(rs, "rope_type", "llama3") &&
+           cJSON_AddNumberToObject(rs, "factor", r->factor) &&
+           cJSON_AddNumberToObject(rs, "low_freq_factor", r->low_freq_factor) &&
+           cJSON_AddNumberToObject(rs, "high_freq_factor", r->high_freq_factor) &&
+           cJSON_AddNumberToObject(rs, "original_max_position_embeddings", (double)r->orig_max_pos);
+}
+
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
@@ -316,6 +351,9 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const char *cls = moe ? "MixtralForCausalLM" : c >= 0 ? k_hf_classes[c].cls : NULL;
     const bool gemma = qp_family_is_gemma(a->family);
     if (!cls) return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: family %s has no Hugging Face class", m->path, qp_family_name(a->family));
+    qp_rope_llama3 rope3;
+    qp_status rs = llama3_rope_of(m, &rope3, e);
+    if (rs != QP_OK) return rs;
     const int32_t bos = a->bos_id >= 0 ? a->bos_id : m->vocab.bos_id, eos = a->eos_id >= 0 ? a->eos_id : m->vocab.eos_id;
     cJSON *j = cJSON_CreateObject(), *archs = cJSON_AddArrayToObject(j, "architectures");
     bool ok = archs && cJSON_AddItemToArray(archs, cJSON_CreateString(cls)) &&
@@ -336,6 +374,7 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
                                                        : a->act == QP_ACT_GELU ? "gelu_pytorch_tanh"
                                                                                : "silu") &&
               (!gemma || add_gemma_keys(j, a)) && (!(moe || a->family == QP_FAMILY_PHI3) || add_phi3_moe_keys(j, a)) &&
+              add_llama3_rope(j, &rope3) &&
               cJSON_AddBoolToObject(j, "tie_word_embeddings", a->tie_embeddings) &&
               /* transformers' LlamaAttention biases q, k, v and o with attention_bias, LlamaMLP
                  gate, up and down with mlp_bias: without the keys it would drop the biases */

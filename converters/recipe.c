@@ -373,6 +373,7 @@ static bool is_sibling_scale(const qp_model *m, const qp_tensor *t) {
 }
 
 static size_t plan_src_bytes(const qp_plan_entry *pe) {
+    if (!pe->src) return 0; /* computed (QP_SRC_ROPE_FACTORS) */
     size_t n = 0;
     for (int64_t i = 0; i < pe->n_parts; i++) n += pe->parts[i]->nbytes;
     return pe->n_parts ? n : pe->src->nbytes;
@@ -523,6 +524,32 @@ static qp_status add_sibling_scales(const qp_model *m, qp_plan *p, qp_err *e) {
     p->t = t;
     p->names = names;
     p->n = n;
+    return QP_OK;
+}
+
+/* llama.cpp's LlamaModel.generate_extra_tensors: a llama3 rope_scaling becomes the F32 tensor
+ * "rope_freqs.weight" [head_dim / 2] of per-pair frequency divisors (recipes.md "Rope factors"). */
+static qp_status add_rope_factors(const qp_model *m, const qp_recipe_opts *o, qp_plan *p, qp_err *e) {
+    if (!o->rope_factors || !(m->arch.rope_llama3.factor > 0.0) || qp_model_find(m, "rope_freqs.weight"))
+        return QP_OK;
+    int64_t half = m->arch.head_dim / 2;
+    if (half <= 0 || m->arch.head_dim % 2 != 0)
+        return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: rope_freqs.weight needs an even head_dim, not %lld",
+                       m->path, (long long)m->arch.head_dim);
+    qp_plan_entry *t = qp_realloc(p->t, (size_t)(p->n + 1) * sizeof *t);
+    if (t) p->t = t;
+    char **names = t ? qp_realloc(p->names, (size_t)(p->n + 1) * sizeof *names) : NULL;
+    if (names) p->names = names;
+    char *name = names ? qp_strdup("rope_freqs.weight") : NULL;
+    if (!name) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    qp_plan_entry *pe = &p->t[p->n];
+    *pe = (qp_plan_entry){.name = name, .src_kind = QP_SRC_ROPE_FACTORS, .src_enc = QP_ENC_F32,
+                          .dst_enc = QP_ENC_F32, .ggml_type = qp_encoding_get(QP_ENC_F32)->ggml_type,
+                          .n_dims = 1, .dst_bytes = (size_t)half * sizeof(float), .convert = true,
+                          .action = "computed from rope_scaling (llama3)"};
+    for (int d = 0; d < QP_MAX_DIMS; d++) pe->ne[d] = d == 0 ? half : 1;
+    p->names[p->n++] = name;
+    p->dst_bytes += pe->dst_bytes;
     return QP_OK;
 }
 
@@ -830,6 +857,7 @@ qp_status qp_recipe_plan(const qp_model *m, const qp_recipe_opts *o, qp_plan *ou
         }
     }
     if (s == QP_OK) s = add_sibling_scales(m, &p, e);
+    if (s == QP_OK) s = add_rope_factors(m, o, &p, e);
     if (s != QP_OK) {
         qp_plan_free(&p);
         return s;

@@ -72,6 +72,8 @@ typedef enum qp_src_kind {
     QP_SRC_BITNET_U8,  /* microsoft/bitnet-b1.58 packed U8 [out/4, in] times a weight_scale */
     QP_SRC_SCALE_OF_PREV, /* F32 [1] "<base>.scale" of the QK256 entry just before it: the per-tensor
                              scale that entry's encoding chose (src = that entry's source) */
+    QP_SRC_ROPE_FACTORS,  /* F32 [head_dim / 2] "rope_freqs.weight" computed from the source's llama3
+                             rope_scaling (core/rope.h), as llama.cpp's converter adds it; src NULL */
 } qp_src_kind;
 
 /* Qwen3.5's value heads from HF's grouped order (the heads of key head g together) to the tiled
@@ -183,6 +185,8 @@ typedef struct qp_recipe_opts {
     bool merge_experts;     /* per-expert HF tensors -> llama.cpp's merged ffn_*_exps (GGUF);
                                false: one entry per expert (RDRR keeps the source's tensors) */
     qp_tensor_options tensor; /* llama-quantize's per-tensor options and importance matrix */
+    bool rope_factors;      /* add "rope_freqs.weight" (QP_SRC_ROPE_FACTORS) when the source has a
+                               llama3 rope_scaling and no such tensor (HF -> GGUF) */
 } qp_recipe_opts;
 
 /* Builds the plan for m. Every source tensor is accounted for: mapped to an output tensor, or

@@ -107,6 +107,13 @@ static qp_status compare_one(const qp_model *a, const qp_model *b, const qp_tens
     return compare_decoded(ta, tb, &o, *buf, *buf + n, n, r, e);
 }
 
+/* 1 when x has llama.cpp's rope_freqs.weight that y computes from its llama3 rope_scaling
+ * instead (an HF folder beside its GGUF: recipes.md "Rope factors"), else 0. */
+static int64_t computed_rope_freqs(const qp_model *x, const qp_model *y) {
+    return qp_model_find(x, "rope_freqs.weight") && !qp_model_find(y, "rope_freqs.weight") &&
+           y->arch.rope_llama3.factor > 0.0;
+}
+
 qp_status qp_models_compare_tensors(const qp_model *a, const qp_model *b,
                                     qp_tensor_compare_result *r, qp_err *e) {
     memset(r, 0, sizeof *r);
@@ -115,13 +122,14 @@ qp_status qp_models_compare_tensors(const qp_model *a, const qp_model *b,
     qp_status s = QP_OK;
     for (int64_t i = 0; i < a->n_tensors && s == QP_OK && !r->reason[0]; i++) {
         const qp_tensor *ta = &a->tensors[i], *tb = qp_model_find(b, key_of(ta));
+        if (!tb && computed_rope_freqs(a, b) && ta == qp_model_find(a, "rope_freqs.weight")) continue;
         if (!tb) snprintf(r->reason, sizeof r->reason, "tensor '%s' is missing from %s", key_of(ta), b->path);
         else s = compare_one(a, b, ta, tb, &buf, &cap, r, e);
         if (s == QP_OK && !r->reason[0]) r->n_tensors++;
     }
     qp_free(buf);
     if (s != QP_OK) return s;
-    if (!r->reason[0] && b->n_tensors != a->n_tensors)
+    if (!r->reason[0] && b->n_tensors - computed_rope_freqs(b, a) != a->n_tensors - computed_rope_freqs(a, b))
         snprintf(r->reason, sizeof r->reason, "%s has %lld tensors, %s has %lld", b->path,
                  (long long)b->n_tensors, a->path, (long long)a->n_tensors);
     r->equal = !r->reason[0];

@@ -355,20 +355,55 @@ static qp_status qwen35_fields(const cJSON *root, const char *file, qp_arch *a, 
     return s;
 }
 
+/* A number of rope_scaling that must be finite and above min (or at least min when equal_ok). */
+static bool rope_number(const cJSON *rs, const char *key, double min, bool equal_ok, double *out) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(rs, key);
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) return false;
+    *out = it->valuedouble;
+    return *out > min || (equal_ok && *out == min);
+}
+
+/* Llama 3.1's {"rope_type": "llama3", factor >= 1, low_freq_factor > 0, high_freq_factor >
+ * low_freq_factor, original_max_position_embeddings a positive integer} into arch.rope_llama3. */
+static qp_status llama3_rope_scaling(qp_model *m, const cJSON *rs, const char *file, qp_err *e) {
+    qp_rope_llama3 r = {0};
+    double orig = 0.0;
+    const char *bad = !rope_number(rs, "factor", 1.0, true, &r.factor) ? "factor"
+                      : !rope_number(rs, "low_freq_factor", 0.0, false, &r.low_freq_factor) ? "low_freq_factor"
+                      : !rope_number(rs, "high_freq_factor", r.low_freq_factor, false, &r.high_freq_factor)
+                          ? "high_freq_factor"
+                      : !rope_number(rs, "original_max_position_embeddings", 0.0, false, &orig) ||
+                              orig != floor(orig) || orig > 1e12
+                          ? "original_max_position_embeddings"
+                          : NULL;
+    if (bad)
+        return qp_fail(e, QP_ERR_CORRUPT, "%s: rope_scaling (llama3): '%s' is missing or out of range "
+                       "(factor >= 1, 0 < low_freq_factor < high_freq_factor, "
+                       "original_max_position_embeddings a positive integer)", file, bad);
+    r.orig_max_pos = (int64_t)orig;
+    m->arch.rope_llama3 = r;
+    return QP_OK;
+}
+
 /* rope_scaling: Gemma 3's linear scaling of its global layers (rope_type or type "linear",
- * factor); any other kept as metadata, and qp_model_check refuses it for Gemma. */
-static void rope_scaling_field(qp_model *m, const cJSON *root, const char *file) {
+ * factor); Llama 3.1's "llama3" for Llama / Mistral (llama.cpp's LlamaModel writes it as
+ * rope_freqs.weight); any other kept as metadata, and qp_model_check refuses it for Gemma. */
+static qp_status rope_scaling_field(qp_model *m, const cJSON *root, const char *file, qp_err *e) {
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (!rs || cJSON_IsNull(rs)) return;
+    if (!rs || cJSON_IsNull(rs)) return QP_OK;
     const char *type = get_str(rs, "rope_type");
     if (!type) type = get_str(rs, "type");
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
     if (m->arch.family == QP_FAMILY_GEMMA3 && type && strcmp(type, "linear") == 0 &&
         cJSON_IsNumber(f) && f->valuedouble >= 1.0 && isfinite(f->valuedouble)) {
         m->arch.rope_freq_scale = (float)(1.0 / f->valuedouble);
-        return;
+        return QP_OK;
     }
+    if ((m->arch.family == QP_FAMILY_LLAMA || m->arch.family == QP_FAMILY_MISTRAL) && type &&
+        strcmp(type, "llama3") == 0)
+        return llama3_rope_scaling(m, rs, file, e);
     qp_model_add_problem(m, "%s: rope_scaling is set; it is kept as metadata but not applied", file);
+    return QP_OK;
 }
 
 /* transformers' Gemma3TextConfig defaults (configuration_gemma3.py): what a
@@ -543,7 +578,7 @@ qp_status qp_hf_config_parse(qp_model *m, const char *text, size_t len, const ch
     if (s == QP_OK && a->family == QP_FAMILY_QWEN35) s = qwen35_fields(root, file, a, e);
     if (s == QP_OK) s = token_id_field(m, root, "bos_token_id", file, &a->bos_id, e);
     if (s == QP_OK) s = token_id_field(m, root, "eos_token_id", file, &a->eos_id, e);
-    if (s == QP_OK) rope_scaling_field(m, root, file);
+    if (s == QP_OK) s = rope_scaling_field(m, root, file, e);
     if (s == QP_OK) s = config_meta(m, root, file, e);
     cJSON_Delete(root);
     cJSON_Delete(top);

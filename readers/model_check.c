@@ -40,27 +40,10 @@ bool qp_model_check_is_packed(const qp_tensor *t, int64_t cols, int64_t rows) {
            t->ne[3] == 1;
 }
 
-/* llama.cpp's Llama 3 rope_freqs: every factor 1 (a float tensor) changes no angle. */
-static bool all_ones(const qp_tensor *t) {
-    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
-    int64_t n = qp_tensor_nelements(t);
-    if (!tr || !tr->dequantize || tr->block_elems != 1 || !t->data || n > 65536 ||
-        t->nbytes < (size_t)n * tr->block_bytes)
-        return false;
-    for (int64_t i = 0; i < n; i++) {
-        float v;
-        tr->dequantize(t->data + (size_t)i * tr->block_bytes, &v, 1);
-        if (v != 1.0f) return false;
-    }
-    return true;
-}
-
 const char *qp_model_unused_rule(const qp_model *m, const qp_tensor *t) {
     size_t n = strlen(t->name), k = strlen(".rotary_emb.inv_freq");
     if (n > k && strcmp(t->name + n - k, ".rotary_emb.inv_freq") == 0)
         return "rotary inv_freq: recomputed from rope_theta";
-    if (t->canon && strcmp(t->canon, "rope_freqs.weight") == 0 && all_ones(t))
-        return "rope_freqs with every factor 1: no change to any angle";
     if (m->format == QP_FORMAT_BULLET && !t->canon) return qp_bullet_skip_rule(t->name);
     if (m->format == QP_FORMAT_SAFETENSORS && !t->canon)
         return qp_name_map_skip_rule(m->arch.family, t->name);
@@ -482,6 +465,30 @@ qp_status qp_model_refuse_gemma(const qp_model *m, const char *target, qp_err *e
                    "norms%s) is not written as %s: that runtime has no Gemma graph (GGUF, "
                    "safetensors and RDRR hold it)", m->path, qp_family_name(m->arch.family),
                    m->arch.family == QP_FAMILY_GEMMA ? "" : ", post-norms, soft-capping", target);
+}
+
+/* Some factor of llama.cpp's rope_freqs.weight other than 1 (or a tensor that cannot be read). */
+static bool has_rope_factors(const qp_tensor *t) {
+    const qp_encoding_traits *tr = qp_encoding_get(t->enc);
+    int64_t n = qp_tensor_nelements(t);
+    if (!tr || !tr->dequantize || tr->block_elems != 1 || !t->data || n > 65536 ||
+        t->nbytes < (size_t)n * tr->block_bytes)
+        return true;
+    for (int64_t i = 0; i < n; i++) {
+        float v;
+        tr->dequantize(t->data + (size_t)i * tr->block_bytes, &v, 1);
+        if (v != 1.0f) return true;
+    }
+    return false;
+}
+
+qp_status qp_model_refuse_rope_factors(const qp_model *m, const char *target, qp_err *e) {
+    const qp_tensor *t = qp_model_find(m, "rope_freqs.weight");
+    if (!(m->arch.rope_llama3.factor > 0.0) && !(t && has_rope_factors(t))) return QP_OK;
+    return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: Llama 3.1 rope scaling (%s) is not written as %s: "
+                   "that runtime is not known to apply per-pair rope frequency factors (GGUF and "
+                   "safetensors hold them)", m->path,
+                   t ? "rope_freqs.weight" : "config.json rope_scaling llama3", target);
 }
 
 qp_status qp_tensor_check_values(const qp_model *m, const qp_tensor *t, qp_err *e) {

@@ -46,10 +46,14 @@ double qp_arch_query_pre_attn_scalar(const qp_arch *a);
 /* For outputs that do not take Gemma (TRLM and .bullet: their runtimes have no Gemma graph):
  * QP_ERR_UNSUPPORTED naming the family and the target when m is Gemma 1/2/3; QP_OK otherwise. */
 QP_NODISCARD qp_status qp_model_refuse_gemma(const qp_model *m, const char *target, qp_err *e);
+/* For outputs whose runtimes do not apply Llama 3.1's per-pair rope factors (TRLM, .bullet, RDRR):
+ * QP_ERR_UNSUPPORTED naming the target when m has a llama3 rope_scaling or a rope_freqs.weight
+ * with a factor other than 1; QP_OK otherwise. */
+QP_NODISCARD qp_status qp_model_refuse_rope_factors(const qp_model *m, const char *target, qp_err *e);
 
 /* Why tensor t of m is legitimately left unread by the runtime, or NULL when it must be consumed
  * (runtime/weights.c refuses a model with a tensor it neither binds nor finds a rule for): HF's
- * rotary inv_freq (recomputed from rope_theta), llama.cpp's rope_freqs when every factor is 1, a
+ * rotary inv_freq (recomputed from rope_theta), a
  * .bullet's biases and task heads (qp_bullet_skip_rule), Gemma 3's vision tower
  * (qp_name_map_skip_rule). The converters' own skip rules (converters/recipe.c, hf_folder.c) are
  * theirs: scales they fold into a weight are read by the runtime from the scaled tensor. */

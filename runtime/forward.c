@@ -128,7 +128,8 @@ static void rope(const qp_runtime *rt, float *vec, int64_t n_heads, const float 
 /* cos/sin of pos x inv_freq[i]; with YaRN (TRLM rope.cache's trailer) the frequencies and the
  * attention factor of core/rope.h, as the rope.cache tables hold them. swa: the angles of the
  * sliding-window layers (Gemma 3's local base, unscaled); else the others' (Gemma 3's global
- * base with its linear scaling: positions x rope_freq_scale). */
+ * base with its linear scaling: positions x rope_freq_scale). Each frequency is divided by its
+ * rope factor when the model has them (Llama 3.1's rope_freqs / llama3 rope_scaling). */
 static void rope_angles(const qp_runtime *rt, int64_t pos, bool swa, float *cs, float *sn) {
     const qp_runtime_config *c = &rt->cfg;
     int64_t hd = c->rope_dims > 0 ? c->rope_dims : c->head_dim; /* the rotated dimensions */
@@ -138,6 +139,7 @@ static void rope_angles(const qp_runtime *rt, int64_t pos, bool swa, float *cs, 
     double p = !swa && c->rope_freq_scale > 0.0f ? (double)pos * (double)c->rope_freq_scale : (double)pos;
     for (int64_t i = 0; i < hd / 2; i++) {
         double freq = y ? qp_rope_inv_freq(theta, hd, y, i) : pow(theta, -(double)(2 * i) / (double)hd);
+        if (rt->w.rope_factors) freq /= (double)rt->w.rope_factors[i]; /* ggml: theta / freq_factor */
         double ang = p * freq;
         cs[i] = (float)(cos(ang) * mscale);
         sn[i] = (float)(sin(ang) * mscale);

@@ -71,6 +71,8 @@ typedef struct qp_weights {
     qp_wmat tok_embd; /* rows = vocab, cols = dim */
     qp_wmat output;   /* rows = vocab, cols = dim (== tok_embd when tied) */
     float *output_norm;
+    float *rope_factors; /* rope_dims / 2 divisors of the rotation frequencies (GGUF rope_freqs.weight
+                            or HF llama3 rope_scaling, core/rope.h); NULL: none */
     qp_layer_weights *layers;
     int64_t n_layers;
 } qp_weights;

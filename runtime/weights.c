@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/rope.h"
 #include "readers/gguf_meta.h"
 #include "readers/model_check.h"
 #include "runtime/runtime_internal.h"
@@ -391,6 +392,37 @@ static qp_status check_all_consumed(const binder *b, qp_err *e) {
 
 static qp_status bind_all(const binder *b, qp_runtime_config *cfg, qp_weights *w, qp_err *e);
 
+/* Per-pair rope frequency divisors (runtime.md "Rope frequency factors"): llama.cpp's
+ * rope_freqs.weight [rope_dims / 2] when the model has it, else computed from the llama3
+ * rope_scaling of an HF config, else none. Every factor must be finite and positive. */
+static qp_status bind_rope_factors(const binder *b, const qp_runtime_config *cfg, qp_weights *w,
+                                   qp_err *e) {
+    const qp_model *m = b->m;
+    int64_t rot = cfg->rope_dims > 0 ? cfg->rope_dims : cfg->head_dim, half = rot / 2;
+    qp_status s = bind_vec(b, "rope_freqs.weight", half, true, &w->rope_factors, e);
+    if (s != QP_OK) return s;
+    if (w->rope_factors) {
+        const qp_tensor *t = find(m, "rope_freqs.weight");
+        if (qp_tensor_nelements(t) != half)
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor 'rope_freqs.weight' has %lld elements, "
+                           "rope dimensions / 2 = %lld expected", m->path,
+                           (long long)qp_tensor_nelements(t), (long long)half);
+        for (int64_t i = 0; i < half; i++)
+            if (!(w->rope_factors[i] > 0.0f) || !isfinite(w->rope_factors[i]))
+                return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor 'rope_freqs.weight' element %lld is %g "
+                               "(a positive finite divisor expected)", m->path, (long long)i,
+                               (double)w->rope_factors[i]);
+        return QP_OK;
+    }
+    if (!(m->arch.rope_llama3.factor > 0.0)) return QP_OK;
+    w->rope_factors = qp_malloc((size_t)half * sizeof *w->rope_factors);
+    if (!w->rope_factors) return qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int64_t i = 0; i < half; i++) /* F32 as llama.cpp's converter stores them */
+        w->rope_factors[i] = (float)qp_rope_llama3_divisor(cfg->rope_theta, rot,
+                                                           &m->arch.rope_llama3, i);
+    return QP_OK;
+}
+
 qp_status qp_weights_bind(const qp_model *m, qp_runtime_config *cfg, qp_weights *w, qp_err *e) {
     memset(w, 0, sizeof *w);
     binder b = {m, qp_calloc(m->n_tensors > 0 ? (size_t)m->n_tensors : 1, 1)};
@@ -420,7 +452,9 @@ static qp_status bind_all(const binder *b, qp_runtime_config *cfg, qp_weights *w
     } else {
         w->output = w->tok_embd; /* tied (llama.cpp also falls back to token_embd) */
     }
-    if ((s = bind_norm(b, cfg, "output_norm.weight", dim, &w->output_norm, e)) != QP_OK) goto fail;
+    if ((s = bind_norm(b, cfg, "output_norm.weight", dim, &w->output_norm, e)) != QP_OK ||
+        (s = bind_rope_factors(b, cfg, w, e)) != QP_OK)
+        goto fail;
     w->layers = qp_calloc((size_t)cfg->n_layers, sizeof *w->layers);
     if (!w->layers) {
         s = qp_fail(e, QP_ERR_NOMEM, "%s: out of memory", m->path);
@@ -505,5 +539,6 @@ void qp_weights_free(qp_weights *w) {
     }
     qp_free(w->layers);
     qp_free(w->output_norm);
+    qp_free(w->rope_factors);
     memset(w, 0, sizeof *w);
 }

@@ -77,6 +77,14 @@ typedef struct qp_rope_yarn {
     double beta_fast, beta_slow;
 } qp_rope_yarn;
 
+/* Llama 3.1's rope scaling (HF rope_scaling {"rope_type": "llama3"}; transformers'
+ * _compute_llama3_parameters): each rotation frequency divided by a factor in [1, factor] chosen
+ * by its wavelength against orig_max_pos. factor 0 = none. core/rope.h computes it. */
+typedef struct qp_rope_llama3 {
+    double factor, low_freq_factor, high_freq_factor;
+    int64_t orig_max_pos;
+} qp_rope_llama3;
+
 /* The architecture, as every source is mapped into it. Unknown values are 0 (or -1 for ids). */
 typedef struct qp_arch {
     qp_family family;
@@ -92,6 +100,7 @@ typedef struct qp_arch {
     float rope_theta;
     qp_rope_style rope_style;
     qp_rope_yarn rope_yarn; /* TRLM rope.cache's YaRN trailer; zero otherwise */
+    qp_rope_llama3 rope_llama3; /* HF config.json's llama3 rope_scaling; zero otherwise */
     bool tie_embeddings;   /* output projection shares token embeddings */
     bool qkv_bias;         /* q/k/v projections have biases (Qwen2) */
     bool sub_norms;        /* BitNet attn_sub_norm / ffn_sub_norm */

@@ -2,7 +2,9 @@
  * Issue 16: so do our Q4_K_M, Q8_0 and F16 GGUFs of the generated Mixtral-style MoE (mixtral).
  * Issue 17: so do the F32 and F16 GGUFs of a .bullet (stories260K packed as one).
  * So do our F16 and Q8_0 GGUFs of a Llama with every projection biased (llama-bias), and without
- * its o biases our runtime would fail the F16 case's bound (check_bias_needed).
+ * its o biases our runtime would fail the F16 case's bound (check_needed). So do our F16 and Q8_0
+ * GGUFs of a Llama with Llama 3.1's llama3 rope_scaling (llama-rope3: rope_freqs.weight written by
+ * our converter), and with every rope factor set to 1 our runtime fails the F16 case's bound.
  * Issue 20: so do our TQ1_0, TQ2_0 and F16 GGUFs of the generated 1bitLLM-kind BitNet
  * (bitnet-silu, llama.cpp's "bitnet"), with the same A/B/C comparisons (bounds at the cases).
  * `quantpack convert SRC --to gguf --quant Q4_K_M` (the CLI) makes the file from the generated
@@ -372,13 +374,16 @@ static void check_case(const peer_case *pc, const char *bin_dir, const char *tmp
     }
 }
 
-/* The biases are the model's (pc: the llama-bias F16 case): our runtime on a copy of the file
- * whose every attn_output.bias is zero, against llama.cpp on the file, must fail the case's A
- * bound, i.e. a runtime that dropped bo would fail the case. */
-static void check_bias_needed(const peer_case *pc, const char *bin_dir, const char *tmp) {
-    char file[4300], zeroed[4300];
-    snprintf(file, sizeof file, "%s/peer-rtq-%s-bias.gguf", tmp, pc->label);
-    snprintf(zeroed, sizeof zeroed, "%s/peer-rtq-%s-bias-zeroed.gguf", tmp, pc->label);
+/* A control: what a case tests is the model's (pc's file) when our runtime on a copy of the file
+ * with every tensor whose name contains `part` overwritten (F32 elements set to `value`, any
+ * other encoding zeroed), against llama.cpp on the file, fails the case's A bound. llama-bias:
+ * attn_output.bias zeroed (a runtime that dropped bo); llama-rope3: rope_freqs.weight all 1 (a
+ * runtime that ignored the Llama 3.1 rope factors). */
+static void check_needed(const peer_case *pc, const char *bin_dir, const char *tmp, const char *part,
+                         float value) {
+    char file[4300], changed[4300];
+    snprintf(file, sizeof file, "%s/peer-rtq-%s-control.gguf", tmp, pc->label);
+    snprintf(changed, sizeof changed, "%s/peer-rtq-%s-control-changed.gguf", tmp, pc->label);
     size_t n = 0;
     uint8_t *bytes = llama_peer_convert(bin_dir, pc->src, case_quant(pc), file)
                          ? qp_test_read_file(file, &n) : NULL;
@@ -386,36 +391,39 @@ static void check_bias_needed(const peer_case *pc, const char *bin_dir, const ch
     if (!bytes) return;
     qp_model *m = NULL;
     qp_err e = {0};
-    int zeroed_biases = 0;
+    int n_changed = 0;
     if (qp_model_open(file, NULL, &m, &e) == QP_OK) {
         for (int64_t i = 0; i < m->n_tensors; i++) {
             const qp_tensor *t = &m->tensors[i];
-            if (!strstr(t->name, "attn_output.bias") || t->offset + t->nbytes > n) continue;
+            if (!strstr(t->name, part) || t->offset + t->nbytes > n) continue;
             memset(bytes + t->offset, 0, t->nbytes);
-            zeroed_biases++;
+            for (size_t k = 0; t->enc == QP_ENC_F32 && k + 4 <= t->nbytes; k += 4)
+                memcpy(bytes + t->offset + k, &value, 4); /* little-endian host (x86-64) */
+            n_changed++;
         }
         qp_model_close(m);
     }
-    QP_CHECK_MSG(zeroed_biases > 0 && qp_file_write_atomic(zeroed, bytes, n, &e) == QP_OK,
-                 "%s: %d attn_output.bias zeroed (%s)", zeroed, zeroed_biases, e.msg);
+    QP_CHECK_MSG(n_changed > 0 && qp_file_write_atomic(changed, bytes, n, &e) == QP_OK,
+                 "%s: %d tensors '%s' changed (%s)", changed, n_changed, part, e.msg);
     free(bytes);
     int32_t tokens[256];
     float *ours = NULL, *lq = NULL;
     qp_runtime_config cfg;
-    if (pc->n_total <= 256 && run_ours(pc, zeroed, true, tokens, &ours, &cfg) &&
+    if (pc->n_total <= 256 && run_ours(pc, changed, true, tokens, &ours, &cfg) &&
         run_llama(file, tokens, pc->n_total, &cfg, &lq)) {
         pair_stats d;
-        compare_runs(pc->label, "D llama.cpp(file) vs ours(file, bo zeroed):", lq, ours,
-                     pc->n_total, pc->n_prompt, cfg.vocab, false, 0, 0, &d);
-        QP_CHECK_MSG(d.min_cos < pc->min_cosine, "%s: without its %d o biases our runtime still "
-                     "meets A's bound (min cosine %.7f >= %g): the case cannot see a dropped bias",
-                     pc->label, zeroed_biases, d.min_cos, pc->min_cosine);
+        char what[160];
+        snprintf(what, sizeof what, "D llama.cpp(file) vs ours(file, %s set to %g):", part, (double)value);
+        compare_runs(pc->label, what, lq, ours, pc->n_total, pc->n_prompt, cfg.vocab, false, 0, 0, &d);
+        QP_CHECK_MSG(d.min_cos < pc->min_cosine, "%s: with %d tensors '%s' set to %g our runtime "
+                     "still meets A's bound (min cosine %.7f >= %g): the case cannot see them",
+                     pc->label, n_changed, part, (double)value, d.min_cos, pc->min_cosine);
     } else
-        QP_CHECK_MSG(false, "%s: the bias control did not run", pc->label);
+        QP_CHECK_MSG(false, "%s: the %s control did not run", pc->label, part);
     qp_free(ours);
     qp_free(lq);
     remove(file);
-    remove(zeroed);
+    remove(changed);
 }
 
 /* A random Llama GGUF (F32, random_llama_gguf.h), wide enough (256) for Q4_K_M to be real
@@ -435,7 +443,7 @@ int main(void) {
     char stories[1024], tied[4096], gqa[4096], qwen[4096], k256[4096], bns[4096], qp[4096];
     char qwen3[4096], phi3[4096], gemma[4096], gemma2[4096], gemma3[4096], g3mm[4096], g3mm2[4096];
     char g3rows[4096];
-    char mixtral[4096], qwen35[4096], lbias[4096];
+    char mixtral[4096], qwen35[4096], lbias[4096], lrope3[4096];
     qp_test_path(stories, sizeof stories, real, "stories260K.gguf");
     qp_test_path(tied, sizeof tied, fixtures, "llama-tied");
     qp_test_path(gqa, sizeof gqa, fixtures, "llama-gqa-untied");
@@ -445,6 +453,7 @@ int main(void) {
     qp_test_path(qwen3, sizeof qwen3, fixtures, "qwen3");
     qp_test_path(mixtral, sizeof mixtral, fixtures, "mixtral");
     qp_test_path(lbias, sizeof lbias, fixtures, "llama-bias");
+    qp_test_path(lrope3, sizeof lrope3, fixtures, "llama-rope3");
     qp_test_path(phi3, sizeof phi3, fixtures, "phi-fused");
     qp_test_path(gemma, sizeof gemma, fixtures, "gemma");
     qp_test_path(gemma2, sizeof gemma2, fixtures, "gemma2");
@@ -462,7 +471,7 @@ int main(void) {
         !qp_path_is_dir(mixtral) || !qp_path_is_dir(phi3) || !qp_path_is_dir(gemma) ||
         !qp_path_is_dir(gemma2) || !qp_path_is_dir(gemma3) || !qp_path_is_dir(g3mm) ||
         !qp_path_is_dir(g3mm2) || !qp_path_is_dir(g3rows) ||
-        !qp_path_is_dir(qwen35))
+        !qp_path_is_dir(qwen35) || !qp_path_is_dir(lbias) || !qp_path_is_dir(lrope3))
         QP_SKIP("generated fixtures not found under %s", fixtures);
     if (!qp_path_exists(qp)) QP_SKIP("quantpack not built (%s)", qp);
     QP_CHECK_MSG(qp_test_mkdir_p(tmp), "cannot create %s", tmp);
@@ -591,20 +600,32 @@ int main(void) {
         {"qwen35", qwen35, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], bin_dir, tmp);
-    /* llama-bias (HF attention_bias + mlp_bias: q/k/v/o and gate/up/down biases, llama.cpp's
+    /* Models whose one feature a control (check_needed) shows the case sees.
+     * llama-bias (HF attention_bias + mlp_bias: q/k/v/o and gate/up/down biases, llama.cpp's
      * optional bq/bk/bv/bo and ffn_*_b of its "llama" graph), F16 and Q8_0 converted by us.
      * Measured: F16 A min 0.9999999, F 0.9999999, B 1.0000000, 48/48; Q8_0 A min 0.9999237
      * 47/48 with one flip 0.29 below llama.cpp's best at pos 13, which llama.cpp on its own F32
      * of the file shows too (C 0.9999226, 47/48, gap 0.29: its Q8_0 activations), F 0.9999421
      * 48/48, B 1.0000000 48/48. Without its o biases (D, F16 file): min 0.9942132, mean
-     * 0.9974581, 47/48 (flip gap 0.59), far below either bound. */
-    const peer_case bias_cases[] = {
+     * 0.9974581, 47/48 (flip gap 0.59), far below either bound.
+     * llama-rope3 (Llama 3.1's llama3 rope_scaling over an original context of 64): our
+     * converter writes rope_freqs.weight as llama.cpp's does, llama.cpp divides each pair's
+     * frequency by it (ggml_rope_ext's freq_factors), and so must our runtime. build_tensors'
+     * default scales (attention far from uniform). Measured: F16 A min 0.9999909, F 0.9999963,
+     * B 0.9999967, 48/48; Q8_0 A min 0.9980155 48/48, which is llama.cpp's own Q8_0 activation
+     * rounding (C, llama.cpp on the file vs on its F32: 0.9979887), F 0.9992933 46/48 (flips
+     * within 0.045), B 0.9999957 48/48. With every factor set to 1 (D, F16 file): min cosine
+     * -0.0003, mean 0.669, top-1 11/48: far below either bound. */
+    const peer_case feature_cases[] = {
         {"llama-bias", lbias, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
         {"llama-bias", lbias, gen_prompt, 16, 48, 0.999, 0.3, 0.95, false, false, "Q8_0", 7, 0, 0.9995, 0},
+        {"llama-rope3", lrope3, gen_prompt, 16, 48, 0.9999, 0, 1.0, false, false, "F16", 1, 0, 0.9999, 0},
+        {"llama-rope3", lrope3, gen_prompt, 16, 48, 0.997, 0.3, 0.95, false, false, "Q8_0", 7, 0, 0.999, 0},
     };
-    for (size_t i = 0; i < sizeof bias_cases / sizeof bias_cases[0]; i++)
-        check_case(&bias_cases[i], bin_dir, tmp);
-    check_bias_needed(&bias_cases[0], bin_dir, tmp);
+    for (size_t i = 0; i < sizeof feature_cases / sizeof feature_cases[0]; i++)
+        check_case(&feature_cases[i], bin_dir, tmp);
+    check_needed(&feature_cases[0], bin_dir, tmp, "attn_output.bias", 0.0f);
+    check_needed(&feature_cases[2], bin_dir, tmp, "rope_freqs.weight", 1.0f);
 
     /* Issue 17: a .bullet as the source (stories260K packed by `quantpack convert --to bullet`:
      * BQ4 weights, K/V heads repeated to 8, FFN zero-padded to 256). BQ4 decodes exactly, so the

@@ -121,6 +121,31 @@ row bias "^gguf +F32 +SRC -> gguf +tensors\+verify +pass +35 tensors equal: .*8 
 row bias "^gguf +F32 +gguf -> safetensors +tensors +pass "
 row bias "^trlm .* error +.*mlp.down_proj.bias: .*TRLM has no role for it"
 row bias "^bullet .* error +.*cannot be written for bullet-core"
+# Llama 3.1's rope_scaling llama3 (llama-rope3): GGUF holds it as rope_freqs.weight (computed, the
+# one tensor the source lacks), the GGUF -> HF hop writes the rope_scaling back (derived from the
+# factors) and runs as the source does, where without it it would not; TRLM, .bullet and RDRR
+# refuse it by name; an ill-formed llama3 rope_scaling is bad input
+rt rope3 3 "$FX/llama-rope3" --via gguf,trlm,bullet,rdrr -o "$TMP/rope3"
+row rope3 "^gguf +F32 +SRC -> gguf +tensors\+verify +pass +21 tensors equal: .*greedy 32/32"
+row rope3 "^gguf +F32 +gguf -> safetensors +tensors +pass "
+for f in trlm bullet rdrr; do row rope3 "^$f .* error +.*Llama 3.1 rope scaling .*is not written as "; done
+"$QP" convert "$FX/llama-rope3" --quant F16 -o "$TMP/rope3.gguf" >/dev/null 2>&1 &&
+  "$QP" convert "$TMP/rope3.gguf" --to safetensors -o "$TMP/rope3-hf" >/dev/null 2>&1 && ok || bad "rope3: GGUF -> HF"
+node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1])).rope_scaling;
+  process.exit(r && r.rope_type === "llama3" && r.factor === 8 && r.low_freq_factor === 1 &&
+               r.high_freq_factor === 4 && r.original_max_position_embeddings === 64 ? 0 : 1)' \
+  "$TMP/rope3-hf/config.json" && ok || bad "rope3: config.json rope_scaling not llama3 8/1/4/64"
+"$QP" verify "$TMP/rope3-hf" --against "$FX/llama-rope3" >/dev/null 2>&1 && ok || bad "rope3: HF export fails verify"
+node -e 'const fs = require("fs"), p = process.argv[1], c = JSON.parse(fs.readFileSync(p));
+  c.rope_scaling = null; fs.writeFileSync(p, JSON.stringify(c))' "$TMP/rope3-hf/config.json"
+"$QP" verify "$TMP/rope3-hf" --against "$FX/llama-rope3" >/dev/null 2>&1
+[ $? -eq 1 ] && ok || bad "rope3: the HF export without rope_scaling still passes verify"
+cp -r "$FX/llama-rope3" "$TMP/rope3-bad"
+node -e 'const fs = require("fs"), p = process.argv[1], c = JSON.parse(fs.readFileSync(p));
+  delete c.rope_scaling.low_freq_factor; fs.writeFileSync(p, JSON.stringify(c))' "$TMP/rope3-bad/config.json"
+"$QP" inspect "$TMP/rope3-bad" >"$TMP/rope3-bad.out" 2>&1
+[ $? -eq 3 ] && grep -q "rope_scaling (llama3): 'low_freq_factor'" "$TMP/rope3-bad.out" && ok ||
+  bad "rope3-bad: $(cat "$TMP/rope3-bad.out")"
 no_leftovers failures
 
 # 4. usage and the output rule

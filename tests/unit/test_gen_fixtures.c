@@ -25,7 +25,7 @@
 static const char *const k_models[] = {"llama-tied", "llama-gqa-untied", "llama-sharded",
                                        "qwen2", "bitnet-float", "bitnet-packed", "llama-k256", "bitnet-silu",
                                        "qwen3", "mixtral", "phi-fused", "gemma", "gemma2", "gemma3",
-                                       "gemma3-mm", "gemma3-mm2", "gemma3-mm-rows", "qwen35", "llama-bias"};
+                                       "gemma3-mm", "gemma3-mm2", "gemma3-mm-rows", "qwen35", "llama-bias", "llama-rope3"};
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
 /* ---- minimal safetensors parse ---------------------------------------------------------------- */
