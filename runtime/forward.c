@@ -567,6 +567,14 @@ static void post_norm(float *v, const float *w, int64_t nt, int64_t dim, float e
     for (int64_t t = 0; t < nt; t++) rmsnorm(v + t * dim, v + t * dim, w, dim, eps);
 }
 
+/* BitNet's sub-norms: nt rows of n from src normalized into dst; returns dst, or src when w is
+ * NULL (no sub-norm: nothing done). */
+static float *sub_norm_rows(float *dst, float *src, const float *w, int64_t n, int64_t nt, float eps) {
+    if (!w) return src;
+    for (int64_t t = 0; t < nt; t++) rmsnorm(dst + t * n, src + t * n, w, n, eps);
+    return dst;
+}
+
 /* Qwen3.5's full-attention q: the q half of each head of q_gate (per head q then gate, as HF's
  * view(..., 2 * head_dim).chunk(2) and llama.cpp's views), the gate halves kept in q_gate. */
 static void split_q_gate(const qp_runtime_config *c, const float *qg, float *q, int64_t nt) {
@@ -628,11 +636,7 @@ static void attn_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int
     qp_pool_run(rt->pool, nt * c->n_heads, per_item >= 16384 ? 1 : 16384 / per_item, attn_items, &aj);
     float *ao = rt->att_out;
     if (gated) apply_out_gate(c, ao, rt->q_gate, nt);
-    if (L->attn_sub_norm) {
-        for (int64_t t = 0; t < nt; t++)
-            rmsnorm(rt->att_out_n + t * qdim, rt->att_out + t * qdim, L->attn_sub_norm, qdim, eps);
-        ao = rt->att_out_n;
-    }
+    ao = sub_norm_rows(rt->att_out_n, ao, L->attn_sub_norm, qdim, nt, eps);
     act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
     qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
     matmul(rt, &o_task, 1, nt);
@@ -721,12 +725,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         add_bias(rt->hb, L->b_gate, nt, ffn);
         add_bias(rt->hb2, L->b_up, nt, ffn);
         ffn_act(c, rt->hb, rt->hb2, nt * ffn);
-        float *fi = rt->hb;
-        if (L->ffn_sub_norm) {
-            for (int64_t t = 0; t < nt; t++)
-                rmsnorm(rt->hb2 + t * ffn, rt->hb + t * ffn, L->ffn_sub_norm, ffn, eps);
-            fi = rt->hb2;
-        }
+        float *fi = sub_norm_rows(rt->hb2, rt->hb, L->ffn_sub_norm, ffn, nt, eps);
         act_in in_d = {fi, ffn, ffn, nt, false, {NULL}};
         qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb, dim);
         matmul(rt, &d_task, 1, nt);
