@@ -1,6 +1,7 @@
 /* Any opened model as a Hugging Face safetensors folder (converters/hf_folder.h,
  * converters/hf_folder.md). */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static const struct {
     {QP_FAMILY_GEMMA, "GemmaForCausalLM", "gemma"},
     {QP_FAMILY_GEMMA2, "Gemma2ForCausalLM", "gemma2"},
     {QP_FAMILY_GEMMA3, "Gemma3ForCausalLM", "gemma3_text"},
+    {QP_FAMILY_QWEN35, "Qwen3_5ForCausalLM", "qwen3_5_text"},
 };
 
 static int hf_class(qp_family f) {
@@ -45,11 +47,28 @@ static int64_t pair_heads(const qp_model *m, const qp_tensor *t) {
     return 0;
 }
 
-/* A Gemma norm stored as 1 + w (GGUF, as llama.cpp's converter writes it): HF stores w. */
+static bool canon_ends(const qp_tensor *t, const char *lit) {
+    size_t n = t->canon ? strlen(t->canon) : 0, k = strlen(lit);
+    return n >= k && strcmp(t->canon + n - k, lit) == 0;
+}
+
+/* A Gemma or Qwen3.5 norm stored as 1 + w (GGUF, as llama.cpp's converter writes it; Qwen3.5's
+ * gated ssm_norm excepted): HF stores w. */
 static bool norm_minus_one(const qp_model *m, const qp_tensor *t) {
-    size_t n = t->canon ? strlen(t->canon) : 0, k = strlen("norm.weight");
-    return qp_family_is_gemma(m->arch.family) && !m->arch.norm_plus_one && n >= k &&
-           strcmp(t->canon + n - k, "norm.weight") == 0;
+    bool family = qp_family_is_gemma(m->arch.family) ||
+                  (m->arch.family == QP_FAMILY_QWEN35 && !canon_ends(t, "ssm_norm.weight"));
+    return family && !m->arch.norm_plus_one && canon_ends(t, "norm.weight");
+}
+
+/* Qwen3.5's ssm_a stored as -exp(A_log) (GGUF): HF stores A_log. */
+static bool a_log_of(const qp_model *m, const qp_tensor *t) {
+    return m->arch.family == QP_FAMILY_QWEN35 && !m->arch.ssm_a_log && canon_ends(t, ".ssm_a");
+}
+
+/* Qwen3.5's conv kernel: [ch, K] (GGUF) or HF's [ch, 1, K]; written as the latter. */
+static bool conv_kernel(const qp_model *m, const qp_tensor *t) {
+    return m->arch.family == QP_FAMILY_QWEN35 && canon_ends(t, "ssm_conv1d.weight") &&
+           (t->n_dims == 2 || (t->n_dims == 3 && t->ne[1] == 1));
 }
 
 static int64_t entry_nelements(const qp_hf_plan_entry *pe) { return pe->ne[0] * pe->ne[1]; }
@@ -61,19 +80,26 @@ static const uint8_t *entry_data(const qp_hf_plan_entry *pe) {
     return (const uint8_t *)pe->src->data + (size_t)pe->expert * (size_t)pe->ne[1] * row_bytes;
 }
 
+/* Qwen3.5's value heads from the tiled order in src back to HF's grouped order in out. */
+static void vheads_grouped(const qp_hf_plan_entry *pe, const float *src, float *out) {
+    const qp_vhead_order *v = &pe->vheads;
+    const int64_t len = pe->ne[0];
+    for (int64_t r = 0; r < pe->ne[1]; r++) {
+        if (!v->in_row) {
+            memcpy(out + qp_vhead_src(v, r) * len, src + r * len, (size_t)len * sizeof *out);
+            continue;
+        }
+        for (int64_t c = 0; c < len; c++) out[r * len + qp_vhead_src(v, c)] = src[r * len + c];
+    }
+}
+
 /* The entry as F32 rows in HF order into out (its nelements floats); tmp: the same size. */
 static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, float *out, float *tmp, qp_err *e) {
     const qp_tensor *t = pe->src;
     const int64_t n = entry_nelements(pe), heads = pe->permute_heads;
-    if (pe->minus_one) {
-        if (!qp_encoding_dequantize_tensor(t->enc, t->data, out, n))
-            return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
-        for (int64_t i = 0; i < n; i++) out[i] -= 1.0f;
-        return QP_OK;
-    }
     /* a q/k bias is one column: its elements are the rows that move */
     const int64_t row_len = pe->n_dims == 1 ? 1 : pe->ne[0], rows = pe->n_dims == 1 ? n : pe->ne[1];
-    float *dst = heads ? tmp : out;
+    float *dst = heads || pe->vheads.n_k > 0 ? tmp : out;
     if (pe->scale) {
         float sc = 0.0f;
         int64_t bad = 0;
@@ -86,6 +112,9 @@ static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, fl
     } else if (!qp_encoding_dequantize_tensor(t->enc, entry_data(pe), dst, n)) {
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
     }
+    if (pe->minus_one || pe->log_neg)
+        for (int64_t i = 0; i < n; i++) dst[i] = pe->log_neg ? logf(-dst[i]) : dst[i] - 1.0f;
+    if (pe->vheads.n_k > 0) vheads_grouped(pe, dst, out);
     if (!heads) return QP_OK;
     if (rows % heads || (rows / heads) % 2)
         return qp_fail(e, QP_ERR_FORMAT, "%s: tensor %s: %lld rows do not split into %lld heads of an even size",
@@ -166,15 +195,19 @@ static qp_status plan_entry(const qp_model *m, const qp_tensor *t, int64_t exper
     *pe = (qp_hf_plan_entry){.src = t, .expert = expert};
     if (!gguf_name || !qp_name_map_gguf_to_hf_family(m->arch.family, gguf_name, pe->hf_name, sizeof pe->hf_name))
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has no Hugging Face name", m->path, t->name);
-    if (t->n_dims > 2 && expert < 0)
+    const bool conv = conv_kernel(m, t);
+    if (t->n_dims > 2 && expert < 0 && !conv)
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s has %d dimensions", m->path, t->name, t->n_dims);
     pe->n_dims = t->n_dims == 1 ? 1 : 2;
     pe->scale = expert < 0 ? packed_scale(m, t) : NULL;
     pe->ne[0] = t->ne[0];
-    pe->ne[1] = t->n_dims == 1 ? 1 : pe->scale ? 4 * t->ne[1] : t->ne[1];
+    pe->ne[1] = t->n_dims == 1 ? 1 : pe->scale ? 4 * t->ne[1] : conv ? t->ne[t->n_dims - 1] : t->ne[1];
     pe->dst = target_encoding(t, dtype);
     pe->permute_heads = pair_heads(m, t);
     pe->minus_one = norm_minus_one(m, t);
+    pe->log_neg = a_log_of(m, t);
+    pe->conv_kernel = conv;
+    qp_vhead_order_tiled(&m->arch, t->canon, &pe->vheads);
     pe->dst_bytes = (uint64_t)entry_nelements(pe) * qp_encoding_get(pe->dst)->block_bytes;
     return QP_OK;
 }
@@ -226,8 +259,8 @@ static qp_status write_tensors(const qp_model *m, const char *dir, const qp_hf_p
     for (int64_t i = 0; s == QP_OK && i < plan->n; i++) {
         const qp_hf_plan_entry *pe = &plan->t[i];
         if (pe->skip_rule) continue;
-        const int64_t shape[2] = {pe->n_dims == 1 ? pe->ne[0] : pe->ne[1], pe->ne[0]};
-        s = qp_st_writer_add_tensor(w, pe->hf_name, pe->dst, pe->n_dims, shape, e);
+        const int64_t shape[3] = {pe->n_dims == 1 ? pe->ne[0] : pe->ne[1], pe->conv_kernel ? 1 : pe->ne[0], pe->ne[0]};
+        s = qp_st_writer_add_tensor(w, pe->hf_name, pe->dst, pe->conv_kernel ? 3 : pe->n_dims, shape, e);
         if (entry_nelements(pe) > largest) largest = entry_nelements(pe);
     }
     if (s == QP_OK) s = qp_st_writer_begin(w, e);
@@ -342,6 +375,29 @@ static bool add_llama3_rope(cJSON *j, const qp_rope_llama3 *r) {
            cJSON_AddNumberToObject(rs, "original_max_position_embeddings", (double)r->orig_max_pos);
 }
 
+/* Qwen3.5's keys (transformers' Qwen3_5TextConfig; readers/hf_config.c qwen35_fields): the
+ * delta-net sizes, the layer pattern both ways, the gated attention output and the partial rotary
+ * (top level and in transformers 5's rope_parameters). */
+static bool add_qwen35_keys(cJSON *j, const qp_arch *a) {
+    const int64_t nv = a->ssm_time_step_rank, every = a->full_attn_interval > 0 ? a->full_attn_interval : 4;
+    const double partial = a->rope_dims > 0 && a->head_dim > 0 ? (double)a->rope_dims / (double)a->head_dim : 1.0;
+    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types"), *rp = cJSON_AddObjectToObject(j, "rope_parameters");
+    bool ok = lt && rp && nv > 0 && cJSON_AddNumberToObject(j, "full_attention_interval", (double)every) &&
+              cJSON_AddNumberToObject(j, "linear_conv_kernel_dim", (double)a->ssm_conv_kernel) &&
+              cJSON_AddNumberToObject(j, "linear_key_head_dim", (double)a->ssm_state_size) &&
+              cJSON_AddNumberToObject(j, "linear_num_key_heads", (double)a->ssm_group_count) &&
+              cJSON_AddNumberToObject(j, "linear_num_value_heads", (double)nv) &&
+              cJSON_AddNumberToObject(j, "linear_value_head_dim", (double)(a->ssm_inner_size / nv)) &&
+              cJSON_AddBoolToObject(j, "attn_output_gate", true) &&
+              cJSON_AddNumberToObject(j, "partial_rotary_factor", partial) &&
+              cJSON_AddStringToObject(rp, "rope_type", "default") &&
+              cJSON_AddNumberToObject(rp, "rope_theta", qp_f32_short_double(a->rope_theta)) &&
+              cJSON_AddNumberToObject(rp, "partial_rotary_factor", partial);
+    for (int64_t l = 0; ok && l < a->n_layers; l++)
+        ok = cJSON_AddItemToArray(lt, cJSON_CreateString((l + 1) % every ? "linear_attention" : "full_attention"));
+    return ok;
+}
+
 /* config.json: what qp_trillim_config_from_hf and our HF reader read back. */
 static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
     const qp_arch *a = &m->arch;
@@ -375,6 +431,7 @@ static qp_status write_config(const qp_model *m, const char *dir, qp_err *e) {
                                                                                : "silu") &&
               (!gemma || add_gemma_keys(j, a)) && (!(moe || a->family == QP_FAMILY_PHI3) || add_phi3_moe_keys(j, a)) &&
               add_llama3_rope(j, &rope3) &&
+              (a->family != QP_FAMILY_QWEN35 || add_qwen35_keys(j, a)) &&
               cJSON_AddBoolToObject(j, "tie_word_embeddings", a->tie_embeddings) &&
               /* transformers' LlamaAttention biases q, k, v and o with attention_bias, LlamaMLP
                  gate, up and down with mlp_bias: without the keys it would drop the biases */

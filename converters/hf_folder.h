@@ -4,6 +4,7 @@
 #ifndef QP_CONVERTERS_HF_FOLDER_H
 #define QP_CONVERTERS_HF_FOLDER_H
 
+#include "converters/recipe.h"
 #include "quantpack/convert.h"
 #include "quantpack/model.h"
 
@@ -20,7 +21,10 @@ typedef struct qp_hf_plan_entry {
     char hf_name[256];
     qp_encoding dst;         /* QP_ENC_F32, F16 or BF16 */
     int64_t permute_heads;   /* > 0: q/k rows from pairs to halves over this many heads */
-    bool minus_one;          /* a Gemma norm stored as 1 + w (GGUF): w = value - 1 is written */
+    bool minus_one;          /* a Gemma / Qwen3.5 norm stored as 1 + w (GGUF): w = value - 1 is written */
+    bool log_neg;            /* Qwen3.5's ssm_a (-exp(A_log)): A_log = log(-value) is written */
+    bool conv_kernel;        /* Qwen3.5's ssm_conv1d [ch, K]: written as HF's Conv1d [ch, 1, K] */
+    qp_vhead_order vheads;   /* Qwen3.5 value heads tiled (GGUF) -> grouped (HF); n_k 0: none */
     uint64_t dst_bytes;
     const char *skip_rule;   /* non-NULL: not written, for this reason */
 } qp_hf_plan_entry;

@@ -454,6 +454,17 @@ static void vhead_order(const qp_recipe_opts *o, const char *name, qp_vhead_orde
     }
 }
 
+void qp_vhead_order_tiled(const qp_arch *a, const char *gguf_name, qp_vhead_order *v) {
+    qp_recipe_opts o = {0};
+    if (gguf_name && a->family == QP_FAMILY_QWEN35 && a->ssm_heads_tiled && a->ssm_time_step_rank > 0) {
+        o.ssm_nk = a->ssm_group_count;
+        o.ssm_nv = a->ssm_time_step_rank;
+        o.ssm_hk = a->ssm_state_size;
+        o.ssm_hv = a->ssm_inner_size / a->ssm_time_step_rank;
+    }
+    vhead_order(&o, gguf_name ? gguf_name : "", v);
+}
+
 /* The named rules by which a source tensor is left out of an output (recipes.md "Every tensor
  * accounted for"); NULL for a tensor that must be mapped. */
 static const char *skip_rule(const qp_model *m, const qp_tensor *t) {

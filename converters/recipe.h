@@ -93,6 +93,11 @@ static inline int64_t qp_vhead_src(const qp_vhead_order *o, int64_t i) {
     return o->off + (g * o->per + j) * o->width + r % o->width;
 }
 
+/* The value-head order of a GGUF Qwen3.5 tensor (by its GGUF name) whose value heads are tiled
+ * (a->ssm_heads_tiled), as the GGUF writer reordered it: tiled index i holds HF's grouped index
+ * qp_vhead_src(v, i); n_k 0 for any other tensor or model (converters/hf_folder.md "Qwen3.5"). */
+void qp_vhead_order_tiled(const qp_arch *a, const char *gguf_name, qp_vhead_order *v);
+
 typedef struct qp_plan_entry {
     const qp_tensor *src;
     const char *name;        /* output name (owned by the plan) */

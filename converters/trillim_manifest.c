@@ -526,19 +526,23 @@ static qp_status tensor_info(const st_shard *sh, const char *key, uint8_t *dt, i
 
 /* Architecture registry of the current SDK (quantize/_config.py _ARCH_REGISTRY; plus Mistral /
  * Qwen2 as LLAMA, a documented extension). Qwen3_5ForConditionalGeneration is QWEN35 (its text
- * model; converters/trillim_sdk.md "Arch ids"). */
-static int arch_of(const char *name) {
-    static const struct { const char *n; int a; } k[] = {
-        {"bitnetforcausallm", 1}, {"bitnetbpeforcausallm", 1}, {"llamaforcausallm", 2},
-        {"mistralforcausallm", 2}, {"qwen2forcausallm", 2}, {"qwen3_5forconditionalgeneration", 3},
-        {"qwen3forcausallm", 6}};
+ * model; converters/trillim_sdk.md "Arch ids"); so is Qwen3_5ForCausalLM (our extension: the text
+ * model alone, as a GGUF qwen35 is staged, hf_folder.md "Qwen3.5"). */
+static int arch_of(const char *name, bool *causal_lm_names) {
+    static const struct { const char *n; int a; bool causal_lm_names; } k[] = {
+        {"bitnetforcausallm", 1, false}, {"bitnetbpeforcausallm", 1, false}, {"llamaforcausallm", 2, false},
+        {"mistralforcausallm", 2, false}, {"qwen2forcausallm", 2, false},
+        {"qwen3_5forconditionalgeneration", 3, false}, {"qwen3_5forcausallm", 3, true}, {"qwen3forcausallm", 6, false}};
     char low[128];
     size_t i = 0;
     for (; name[i] && i + 1 < sizeof low; i++)
         low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
     low[i] = '\0';
     for (size_t j = 0; j < sizeof k / sizeof k[0]; j++)
-        if (strcmp(low, k[j].n) == 0) return k[j].a;
+        if (strcmp(low, k[j].n) == 0) {
+            *causal_lm_names = k[j].causal_lm_names;
+            return k[j].a;
+        }
     return 0;
 }
 
@@ -721,7 +725,7 @@ qp_status qp_trillim_config_from_hf(const char *model_dir, qp_trillim_config *c,
     cJSON *archs = cJSON_GetObjectItemCaseSensitive(cfg, "architectures");
     cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     const char *aname = cJSON_IsString(a0) ? a0->valuestring : "Unknown";
-    c->arch_type = arch_of(aname);
+    c->arch_type = arch_of(aname, &c->causal_lm_names);
     if (!c->arch_type) {
         s = qp_fail(e, QP_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (BitNetForCausalLM, "
                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
@@ -878,10 +882,11 @@ static bool layer_of(const char *key, int64_t *layer) {
 /* The embedding_key / final_norm_key of the SDK's arch entries (Qwen3.5's text model sits under
  * model.language_model.). */
 static const char *embedding_key(const qp_trillim_config *c) {
-    return c->arch_type == 3 ? "model.language_model.embed_tokens.weight" : "model.embed_tokens.weight";
+    return c->arch_type == 3 && !c->causal_lm_names ? "model.language_model.embed_tokens.weight"
+                                                    : "model.embed_tokens.weight";
 }
 static const char *final_norm_key(const qp_trillim_config *c) {
-    return c->arch_type == 3 ? "model.language_model.norm.weight" : "model.norm.weight";
+    return c->arch_type == 3 && !c->causal_lm_names ? "model.language_model.norm.weight" : "model.norm.weight";
 }
 
 static void sort_key(item *it, const qp_trillim_config *c) {

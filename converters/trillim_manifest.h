@@ -145,6 +145,7 @@ typedef struct qp_trillim_config {
     double norm_eps, rope_theta;
     int64_t rope_dim; /* round(head_dim x partial_rotary_factor): the SDK's --rope-dim */
     bool tie_embeddings, qkv_bias, attn_sub_norm, ffn_sub_norm;
+    bool causal_lm_names; /* Qwen3_5ForCausalLM (arch 3, our extension): text model under "model." */
     int n_eos;
     int64_t eos[QP_TRILLIM_MAX_EOS];
     char norm_eps_text[40], rope_theta_text[40]; /* Python str() of the floats */

@@ -219,7 +219,27 @@ const char *qp_name_map_gguf_to_hf(const char *gguf_name, char *buf, size_t cap)
 
 static bool has_four_norms(qp_family f) { return f == QP_FAMILY_GEMMA2 || f == QP_FAMILY_GEMMA3; }
 
+static bool ends_with(const char *s, size_t n, const char *lit);
+
+/* The inverse of qwen35_canon: k_layer_qwen35 then the common table; "ssm_a" (no suffix) read as
+ * "ssm_a.weight", and HF's suffix-less A_log / dt_bias given back. */
+static const char *qwen35_hf_name(const char *gguf_name, char *buf, size_t cap) {
+    char g[256];
+    size_t n = strlen(gguf_name);
+    bool a = ends_with(gguf_name, n, ".ssm_a");
+    if (snprintf(g, sizeof g, "%s%s", gguf_name, a ? ".weight" : "") >= (int)sizeof g) return NULL;
+    const char *r = map(g, buf, cap, false, k_layer_qwen35, N_OF(k_layer_qwen35));
+    if (!r) return map(g, buf, cap, false, k_layer, N_OF(k_layer));
+    size_t bl = strlen(r);
+    const char *tail = ends_with(r, bl, ".A.weight") ? ".A_log" : ends_with(r, bl, ".dt.bias") ? ".dt_bias" : NULL;
+    size_t cut = tail ? (tail[1] == 'A' ? strlen(".A.weight") : strlen(".dt.bias")) : 0;
+    if (tail && (bl - cut + strlen(tail) >= cap)) return NULL;
+    if (tail) strcpy(buf + bl - cut, tail);
+    return r;
+}
+
 const char *qp_name_map_gguf_to_hf_family(qp_family f, const char *gguf_name, char *buf, size_t cap) {
+    if (f == QP_FAMILY_QWEN35) return gguf_name ? qwen35_hf_name(gguf_name, buf, cap) : NULL;
     const char *hf = has_four_norms(f) ? map(gguf_name, buf, cap, false, k_layer_gemma2, N_OF(k_layer_gemma2))
                      : f == QP_FAMILY_PHI3 ? map(gguf_name, buf, cap, false, k_layer_phi3, N_OF(k_layer_phi3))
                                            : NULL;

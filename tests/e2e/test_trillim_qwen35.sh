@@ -160,6 +160,64 @@ EOF
 case_ mm "$W/src_mm" bf16 bf16 identical
 check "mm: qmodel.tensors == the text-only source's" "cmp -s '$W/bf16/qmodel.tensors' '$W/mm/qmodel.tensors'"
 
+# A GGUF qwen35 source (the HF fixture through convert --to gguf F32, which adds 1 to the norms
+# but ssm_norm, stores -exp(A_log), squeezes conv1d and tiles the value heads: linear_num_key_heads
+# 2, value heads 4). --to safetensors undoes each: every text tensor comes back under its HF name
+# and shape (model.language_model.X -> model.X, Qwen3_5ForCausalLM), max |diff| 0 but A_log (the
+# F32 rounding of log(exp), <= 1.2e-7) and the (1 + w) norms (the F32 rounding of 1 + w, <= 6e-8);
+# the folder verifies against the source. --to trlm bf16 of the GGUF gives the HF-sourced bf16
+# TRLM's qmodel.tensors but for norm bytes (that rounding) and verifies with max |diff| 0.
+"$BIN/quantpack" convert "$FIX/qwen35" --to gguf --quant f32 -o "$W/q35.gguf" >/dev/null 2>&1
+"$BIN/quantpack" convert "$W/q35.gguf" --to safetensors -o "$W/q35_hf" >"$W/err" 2>&1
+check "gguf -> safetensors: written ($(head -c 200 "$W/err"))" "[ -s '$W/q35_hf/model.safetensors' ]"
+cat >"$W/cmpst.js" <<'EOF'
+const fs = require('fs');
+const rd = (p) => { const b = fs.readFileSync(p), n = Number(b.readBigUInt64LE(0)); return [b, JSON.parse(b.slice(8, 8 + n)), 8 + n]; };
+const f32 = (b, t, s) => { const d = b.slice(s + t.data_offsets[0], s + t.data_offsets[1]), w = t.dtype === 'F32' ? 4 : 2, o = new Float32Array(d.length / w);
+  for (let i = 0; i < o.length; i++) o[i] = w === 4 ? d.readFloatLE(4 * i) : t.dtype === 'BF16' ? new Float32Array(new Uint32Array([d.readUInt16LE(2 * i) << 16]).buffer)[0] : NaN;
+  return o; };
+const [sb, sh, ss] = rd(process.argv[2]), [ob, oh, os] = rd(process.argv[3]);
+const errs = [], bound = (k) => k.endsWith('.A_log') ? 1.2e-7 : /norm\.weight$/.test(k) && !k.includes('linear_attn.norm') ? 6e-8 : 0;
+let n = 0, worst = 0;
+for (const k of Object.keys(sh).filter((k) => k !== '__metadata__')) {
+  const hk = k.replace('model.language_model.', 'model.'), t = oh[hk];
+  if (!t || JSON.stringify(t.shape) !== JSON.stringify(sh[k].shape)) { errs.push(`${hk}: ${t ? t.shape : 'missing'} vs ${sh[k].shape}`); continue; }
+  const a = f32(sb, sh[k], ss), c = f32(ob, t, os);
+  let m = 0; for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - c[i]));
+  if (!(m <= bound(hk))) errs.push(`${hk}: max |diff| ${m}`);
+  worst = Math.max(worst, m); n++;
+}
+const extra = Object.keys(oh).filter((k) => k !== '__metadata__').length - n;
+console.log(errs.length || extra ? `${errs.slice(0, 3).join('; ')} extra ${extra}` : `ok ${n} tensors, max |diff| ${worst}`);
+EOF
+cmpst=$(node "$W/cmpst.js" "$FIX/qwen35/model.safetensors" "$W/q35_hf/model.safetensors")
+check "gguf -> safetensors: every text tensor back (${cmpst})" "[ '${cmpst%% *}' = ok ]"
+"$BIN/quantpack" convert "$FIX/qwen35" --to safetensors -o "$W/q35_hf2" >/dev/null 2>&1
+cmpst=$(node "$W/cmpst.js" "$FIX/qwen35/model.safetensors" "$W/q35_hf2/model.safetensors")
+check "HF -> safetensors: every text tensor back, exact (${cmpst})" "[ '$cmpst' = 'ok 56 tensors, max |diff| 0' ]"
+check "gguf -> safetensors: config.json Qwen3_5ForCausalLM / qwen3_5_text with the delta-net keys" \
+  "node -e \"const c=require('$W/q35_hf/config.json');process.exit(c.architectures[0]==='Qwen3_5ForCausalLM'&&c.model_type==='qwen3_5_text'&&
+    c.linear_num_key_heads===2&&c.linear_num_value_heads===4&&c.linear_key_head_dim===128&&c.linear_value_head_dim===128&&
+    c.linear_conv_kernel_dim===4&&c.full_attention_interval===4&&c.layer_types.join()==='linear_attention,linear_attention,linear_attention,full_attention'&&
+    c.attn_output_gate===true&&c.partial_rotary_factor===0.25&&c.rope_parameters.partial_rotary_factor===0.25?0:1)\""
+out=$("$BIN/quantpack" verify "$W/q35_hf" --against "$FIX/qwen35" -n 16 2>&1)
+check "gguf -> safetensors: verify against the HF source PASS, max |diff| 0 ($(echo "$out" | grep -m1 'prompt 1'))" \
+  "echo \"\$out\" | grep -q 'verdict: PASS' && echo \"\$out\" | grep -q 'max |diff| 0,'"
+"$BIN/quantpack" convert "$W/q35.gguf" --to trlm --quant bf16 -o "$W/gguf_bf16" >"$W/err" 2>&1
+check "gguf -> trlm bf16: written ($(head -c 200 "$W/err"))" "[ -s '$W/gguf_bf16/qmodel.tensors' ]"
+out=$(vf gguf_bf16)
+echo "gguf_bf16: $(echo "$out" | grep -m1 'prompt 1')"
+check "gguf -> trlm bf16: verify against the HF source: class identical, PASS, max |diff| 0" \
+  "echo \"\$out\" | grep -q 'class identical' && echo \"\$out\" | grep -q 'verdict: PASS' && echo \"\$out\" | grep -q 'max |diff| 0,'"
+same=$(node -e "
+const fs=require('fs'),a=fs.readFileSync('$W/gguf_bf16/qmodel.tensors'),b=fs.readFileSync('$W/bf16/qmodel.tensors'),n=a.readUInt32LE(20);
+if(a.length!==b.length||a.subarray(0,64+48*n).compare(b.subarray(0,64+48*n))){console.log('records differ');process.exit(0)}
+const norm=[2,3,9,17,18];let d=0,bad=0;for(let i=0;i<a.length;i++)if(a[i]!==b[i]){d++;
+ let inNorm=false;for(let r=0;r<n;r++){const p=64+48*r,o=Number(a.readBigUInt64LE(p+24)),z=Number(a.readBigUInt64LE(p+32));if(i>=o&&i<o+z&&norm.includes(a[p+1]))inNorm=true}
+ if(!inNorm)bad++}
+console.log(bad?'bytes outside norms differ: '+bad:'ok '+d+' norm bytes differ')")
+check "gguf -> trlm bf16: qmodel.tensors == the HF-sourced bf16 but norm bytes ($same)" "[ '${same%% *}' = ok ]"
+
 # trillim-quantize --arch 3 on a Qwen3 manifest: refused naming the Qwen3.5 layer layouts
 "$BIN/quantpack" convert "$FIX/qwen3" --to trlm -o "$W/qwen3" --save-manifest "$W/qwen3.manifest" >/dev/null 2>&1
 "$BIN/trillim-quantize" --manifest "$W/qwen3.manifest" --output "$W/x/qmodel.tensors" --arch 3 \
