@@ -112,8 +112,13 @@ static qp_status decode_tensor(const qp_model *m, const qp_hf_plan_entry *pe, fl
     } else if (!qp_encoding_dequantize_tensor(t->enc, entry_data(pe), dst, n)) {
         return qp_fail(e, QP_ERR_UNSUPPORTED, "%s: tensor %s: its encoding cannot be decoded to F32", m->path, t->name);
     }
-    if (pe->minus_one || pe->log_neg)
-        for (int64_t i = 0; i < n; i++) dst[i] = pe->log_neg ? logf(-dst[i]) : dst[i] - 1.0f;
+    for (int64_t i = 0; pe->log_neg && i < n; i++) {
+        if (!(dst[i] < 0.0f))
+            return qp_fail(e, QP_ERR_CORRUPT, "%s: tensor %s: element %lld is %g, not -exp(A_log) (< 0)", m->path,
+                           t->name, (long long)i, (double)dst[i]);
+        dst[i] = logf(-dst[i]);
+    }
+    for (int64_t i = 0; pe->minus_one && i < n; i++) dst[i] -= 1.0f;
     if (pe->vheads.n_k > 0) vheads_grouped(pe, dst, out);
     if (!heads) return QP_OK;
     if (rows % heads || (rows / heads) % 2)

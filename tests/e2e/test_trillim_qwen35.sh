@@ -203,6 +203,14 @@ check "gguf -> safetensors: config.json Qwen3_5ForCausalLM / qwen3_5_text with t
 out=$("$BIN/quantpack" verify "$W/q35_hf" --against "$FIX/qwen35" -n 16 2>&1)
 check "gguf -> safetensors: verify against the HF source PASS, max |diff| 0 ($(echo "$out" | grep -m1 'prompt 1'))" \
   "echo \"\$out\" | grep -q 'verdict: PASS' && echo \"\$out\" | grep -q 'max |diff| 0,'"
+# an ssm_a element >= 0 is no -exp(A_log): --to safetensors refuses it (exit 3, naming the tensor)
+cp "$W/q35.gguf" "$W/q35_bad.gguf"
+"$BIN/quantpack" inspect "$W/q35.gguf" --json 2>/dev/null | node -e "
+const fs=require('fs'),j=JSON.parse(fs.readFileSync(0)),t=j.tensors.find((t)=>t.name==='blk.1.ssm_a'),fd=fs.openSync('$W/q35_bad.gguf','r+'),b=Buffer.alloc(4);
+b.writeFloatLE(0.5);fs.writeSync(fd,b,0,4,t.offset+8);fs.closeSync(fd)"
+"$BIN/quantpack" convert "$W/q35_bad.gguf" --to safetensors -o "$W/q35_bad_hf" >"$W/err" 2>&1; rc=$?
+check "gguf with ssm_a 0.5 -> safetensors: exit 3 naming blk.1.ssm_a element 2, nothing written (rc $rc: $(head -c 200 "$W/err"))" \
+  "[ $rc -eq 3 ] && grep -q 'blk.1.ssm_a: element 2 is 0.5' '$W/err' && [ ! -e '$W/q35_bad_hf' ]"
 "$BIN/quantpack" convert "$W/q35.gguf" --to trlm --quant bf16 -o "$W/gguf_bf16" >"$W/err" 2>&1
 check "gguf -> trlm bf16: written ($(head -c 200 "$W/err"))" "[ -s '$W/gguf_bf16/qmodel.tensors' ]"
 out=$(vf gguf_bf16)
