@@ -135,20 +135,24 @@ static rt_back back_of(const qp_model *src) {
 }
 
 /* A Gemma norm is w in an HF folder and 1 + w (rounded to F32) in a GGUF: through the other kind
- * the values change (cli/roundtrip.md). RDRR keeps its source's form. */
-static bool gemma_norms_change(const qp_model *src, const rt_format *f) {
+ * the values change (cli/roundtrip.md). RDRR keeps its source's form. Qwen3.5's norms and A_log
+ * (GGUF: 1 + w, -exp(A_log)) change form between an HF folder and a GGUF. */
+static bool values_change_form(const qp_model *src, const rt_format *f) {
+    if (src->arch.family == QP_FAMILY_QWEN35)
+        return f->target == QP_CONVERT_TO_GGUF ? src->format != QP_FORMAT_GGUF
+                                               : f->target == QP_CONVERT_TO_SAFETENSORS && src->format == QP_FORMAT_GGUF;
     if (!qp_family_is_gemma(src->arch.family)) return false;
     return src->arch.norm_plus_one ? f->target == QP_CONVERT_TO_GGUF : f->target == QP_CONVERT_TO_SAFETENSORS;
 }
 
 /* Whether SRC -> f (quant) -> back keeps every value: a widening quant over tensors that decode
- * without a scale kept elsewhere, Gemma norms kept in their form. QP_ROUNDTRIP_CLAIM_LOSSLESS=1
+ * without a scale kept elsewhere, Gemma / Qwen3.5 values kept in their form. QP_ROUNDTRIP_CLAIM_LOSSLESS=1
  * (a test hook) claims it always, so a lossy path must fail the tensor proof. */
 static bool claims_lossless(const qp_model *src, const rt_format *f, const char *quant) {
     const char *hook = getenv("QP_ROUNDTRIP_CLAIM_LOSSLESS");
     if (hook && strcmp(hook, "1") == 0) return true;
     if (!quant || f->target == QP_CONVERT_TO_TRLM || f->target == QP_CONVERT_TO_BULLET) return false;
-    if (gemma_norms_change(src, f)) return false;
+    if (values_change_form(src, f)) return false;
     bool widen = strcasecmp(quant, "F32") == 0 || strcasecmp(quant, "keep") == 0;
     qp_encoding q = qp_encoding_from_name(quant);
     if (!widen && q != QP_ENC_F16 && q != QP_ENC_BF16) return false;

@@ -83,6 +83,12 @@ rt gemma 0 "$FX/gemma2" --via gguf,safetensors
 row gemma "^gguf +F32 +SRC -> gguf +verify +pass +f32: "
 row gemma "^gguf +F32 +gguf -> safetensors +verify +pass +f32: "
 row gemma "^safetensors +F32 +safetensors -> safetensors +tensors +pass +24 tensors equal"
+# Qwen3.5: norms 1 + w and ssm_a = -exp(A_log) in a GGUF: HF via gguf is verified (it failed the
+# tensor proof on the first norm), HF via safetensors still compared tensor by tensor
+rt q35 0 "$FX/qwen35" --via gguf,safetensors
+row q35 "^gguf +F32 +SRC -> gguf +verify +pass +f32: "
+row q35 "^gguf +F32 +gguf -> safetensors +verify +pass +f32: "
+row q35 "^safetensors +F32 +safetensors -> safetensors +tensors +pass +56 tensors equal"
 # the packed BitNet checkpoint (U8 + weight_scale): every writer folds the scale into floats, so
 # no path is lossless (names change): verified both hops (the GGUF tensor proof failed on the
 # missing weight_scale; the safetensors folder held the U8 codes as [out/4, in] floats)
