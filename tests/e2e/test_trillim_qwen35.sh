@@ -257,5 +257,17 @@ r() { "$BIN/quantpack" run "$W/bf16" --ids "$1" -n "$2" --temp 0 --print-ids 2>/
 t1=$(r '406 11 58 149' 3 5)
 E="$t1 407 7 $(r "406 11 58 149 $t1 20 21" 3 10) 407 12 $t1 407 7 $(r '406 11 58 77' 2 5) 407 6 "
 check "trillim-inference arch_type=3: delta, reset and rewind turns == run --ids ($T / $E; $(head -c 160 "$W/err"))" "[ '$T' = '$E' ]"
+# LoRA on Qwen3.5 (the SDK's LORA_TARGETS; the delta-net layers 0-2 have no q/k/v/o, so the
+# adapter holds down_proj of layers 0-1): the adapter bundle through lora_dir gives the ids of the
+# folder converted with the adapter beside it, and not the base model's
+peft_adapter "$W/peft" '{"mlp.down_proj": [256, 512]}'
+"$BIN/quantpack" convert "$FIX/qwen35" --to trlm --lora "$W/peft" --adapter-only -o "$W/peft-TRNQ" >"$W/err" 2>&1
+"$BIN/quantpack" convert "$FIX/qwen35" --to trlm --lora "$W/peft" -o "$W/q35_lora" >>"$W/err" 2>&1
+lo() { { init ternary | sed "1s/.*/19/"; echo "lora_dir=$2"; req 0 406,11,58,149 5; echo 0; } |
+  timeout 60 "$BIN/trillim-inference" "$1" 2>>"$W/err" | tr '\n' ' '; }
+A=$(lo "$W/auto" "$W/peft-TRNQ"); M=$(lo "$W/q35_lora" "$W/q35_lora")
+N=$({ init ternary; req 0 406,11,58,149 5; echo 0; } | timeout 60 "$BIN/trillim-inference" "$W/auto" 2>>"$W/err" | tr '\n' ' ')
+check "Qwen3.5 adapter bundle via lora_dir == merged folder, != base ($A / $M / $N; $(head -c 160 "$W/err"))" \
+  "[ -n '$A' ] && [ '$A' = '$M' ] && [ '$A' != '$N' ]"
 rm -rf "$W"
 finish
