@@ -283,6 +283,17 @@ static qp_status qwen35_config(const qp_model *m, const qp_tensor *emb, qp_runti
     return QP_OK;
 }
 
+/* The embedding, the output matrix (absent: tied to the embedding) and the final norm, shared by
+ * every family. */
+static qp_status check_embd_output(const qp_model *m, qp_runtime_config *c, qp_err *e) {
+    qp_status s;
+    if ((s = check_mat(m, "token_embd.weight", c->dim, c->vocab, false, e)) != QP_OK) return s;
+    c->tied_output = qp_model_find(m, "output.weight") == NULL;
+    if (!c->tied_output && (s = check_mat(m, "output.weight", c->dim, c->vocab, false, e)) != QP_OK)
+        return s;
+    return check_vec(m, "output_norm.weight", c->dim, false, e);
+}
+
 /* The conv kernel: K x channels elements, HF's [channels, 1, K] or llama.cpp's [channels, K]. */
 static qp_status check_conv(const qp_model *m, const char *name, int64_t k, int64_t ch, qp_err *e) {
     const qp_tensor *t = NULL;
@@ -305,11 +316,7 @@ static qp_status qwen35_check(const qp_model *m, qp_runtime_config *c, qp_err *e
     if (s != QP_OK || (s = qwen35_config(m, emb, c, e)) != QP_OK) return s;
     int64_t dim = c->dim, qdim = c->n_heads * c->head_dim, kvdim = c->n_kv_heads * c->head_dim;
     int64_t key = c->ssm_group_count * c->ssm_state_size, val = c->ssm_inner_size, nv = c->ssm_time_step_rank;
-    if ((s = check_mat(m, "token_embd.weight", dim, c->vocab, false, e)) != QP_OK) return s;
-    c->tied_output = qp_model_find(m, "output.weight") == NULL;
-    if ((!c->tied_output && (s = check_mat(m, "output.weight", dim, c->vocab, false, e)) != QP_OK) ||
-        (s = check_vec(m, "output_norm.weight", dim, false, e)) != QP_OK)
-        return s;
+    if ((s = check_embd_output(m, c, e)) != QP_OK) return s;
     for (int64_t l = 0; l < c->n_layers; l++) {
         char nm[96];
 #define NM(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)l), nm)
@@ -396,11 +403,7 @@ qp_status qp_model_check(const qp_model *m, qp_runtime_config *out, qp_err *e) {
     if ((s = check_config(m, &c, e)) != QP_OK) return s;
 
     int64_t dim = c.dim, qdim = c.n_heads * c.head_dim, kvdim = c.n_kv_heads * c.head_dim;
-    if ((s = check_mat(m, "token_embd.weight", dim, c.vocab, false, e)) != QP_OK) return s;
-    c.tied_output = qp_model_find(m, "output.weight") == NULL;
-    if (!c.tied_output && (s = check_mat(m, "output.weight", dim, c.vocab, false, e)) != QP_OK)
-        return s;
-    if ((s = check_vec(m, "output_norm.weight", dim, false, e)) != QP_OK) return s;
+    if ((s = check_embd_output(m, &c, e)) != QP_OK) return s;
     bool bn = a->family == QP_FAMILY_BITNET;
     for (int64_t l = 0; l < c.n_layers; l++) {
         char nm[96];
