@@ -134,6 +134,15 @@ static int tensor_options(const qp_cli_convert_args *a, tensor_args *t, qp_tenso
     return QP_CLI_RUN;
 }
 
+/* llama-quantize's IQ1/IQ2/IQ3 types, named so a user learns why they are refused */
+static bool iq_codebook_quant(const char *quant) {
+    static const char *const names[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M",
+                                        "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(quant, names[i]) == 0) return true;
+    return false;
+}
+
 static int convert_gguf(const qp_cli_convert_args *a) {
     const char *src = a->src, *quant = a->quant, *out = a->out;
     char list[512] = "";
@@ -143,6 +152,10 @@ static int convert_gguf(const qp_cli_convert_args *a) {
     }
     if (!quant) return qp_cli_usage_error("convert: --quant is required (--to gguf takes %s)", list);
     qp_quant q = qp_quant_from_name(quant);
+    if (q == QP_QUANT_COUNT && iq_codebook_quant(quant))
+        return qp_cli_usage_error("convert: --quant %s is not supported: IQ1/IQ2/IQ3 blocks index "
+                                  "ggml's codebook tables, which quantpack does not carry "
+                                  "(encodings/encodings.md); --to gguf takes %s", quant, list);
     if (q == QP_QUANT_COUNT)
         return qp_cli_usage_error("convert: unknown --quant '%s' (--to gguf takes %s)", quant, list);
     if (!out && !a->dry_run) return qp_cli_usage_error("convert: -o OUT is required");

@@ -151,6 +151,8 @@ expect "run --threads=1024 is taken" 0 '' "$Q" run "$R/stories260K.gguf" -p a -n
 expect "--to and --quant any case" 0 '' "$Q" convert "$FX/llama-tied" --to GGUF --quant q8_0 -o "$T/case.gguf"
 expect "unknown --quant lists the valid ones" 2 "unknown --quant 'Q7_K' \(--to gguf takes F32, F16, BF16, Q8_0, Q6_K, Q4_K_M" \
   "$Q" convert "$FX/llama-tied" --to gguf --quant Q7_K -o "$T/none.gguf"
+expect "IQ2_XXS refused with its reason" 2 "--quant IQ2_XXS is not supported: IQ1/IQ2/IQ3 blocks index ggml's codebook tables" \
+  "$Q" convert "$FX/llama-tied" --to gguf --quant IQ2_XXS -o "$T/none.gguf"
 # a model's .safetensors file (any shard) or its model.safetensors.index.json stands for its folder
 # (issue 17), with a note; the output is the folder's, byte for byte
 "$Q" convert "$FX/llama-tied" --to gguf --quant F16 -o "$T/folder.gguf" 2>/dev/null || bad "setup: llama-tied -> F16"

@@ -151,13 +151,14 @@ static inline const float *llama_peer_step(llama_peer_session *s, int32_t token,
 
 /* Runs `quantpack convert SRC --to gguf --quant QUANT -o OUT` (the CLI as a user runs it), its
  * output going to OUT.log, which is printed (and kept) when the command fails. */
+/* -f: a file left by an interrupted earlier run is replaced, not a failure */
 static inline bool llama_peer_convert(const char *bin_dir, const char *src, const char *quant,
                                       const char *out) {
     char exe[4096], log[4400];
     snprintf(exe, sizeof exe, "%s/quantpack", bin_dir);
     snprintf(log, sizeof log, "%s.log", out);
     char *argv[] = {exe, "convert", (char *)src, "--to", "gguf", "--quant", (char *)quant, "-o",
-                    (char *)out, NULL};
+                    (char *)out, "-f", NULL};
     int rc = qp_test_spawn(argv, log);
     if (rc != 0) fprintf(stderr, "quantpack convert %s --quant %s failed (exit %d)\n", src, quant, rc);
     return rc == 0;
