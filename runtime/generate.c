@@ -1,12 +1,13 @@
 /* Generation sessions (include/quantpack/generate.h; runtime/runtime.md "Generation"). */
 #include "quantpack/generate.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "quantpack/core.h"
 
-enum { PROMPT_CHUNK = 64, MAX_END_IDS = 8 };
+enum { PROMPT_CHUNK = 64, MAX_END_IDS = 64 };
 
 struct qp_gen_session {
     const qp_model *m;
@@ -19,16 +20,39 @@ struct qp_gen_session {
     int n_end;
 };
 
-/* Control-token texts that end a turn (llama.cpp's end-of-generation list, by text). */
-static const char *const k_end_texts[] = {
-    "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<|END_OF_TURN_TOKEN|>", "<|return|>",
-};
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- end-of-generation tokens: llama.cpp's rule (llama-vocab.cpp, load), by token text ----- */
+
+/* every token with one of these texts ends generation, whatever its type */
+static const char *const k_eog_texts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", NULL,
+};
+/* the FIM pad / repo / file-separator tokens end generation too: a GGUF key, else the first
+ * token with one of these texts */
+static const char *const k_fim_pad_texts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>",
+                                              "[PAD]", NULL};
+static const char *const k_fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>", "<reponame>", NULL};
+static const char *const k_fim_sep_texts[] = {"<|file_sep|>", NULL};
+/* llama.cpp's end-of-turn (EOT) texts that are not in k_eog_texts: the EOT ends generation too */
+static const char *const k_eot_only_texts[] = {"<\uff5cend\u2581of\u2581sentence\uff5c>", NULL};
+
+static bool text_in(const char *t, const char *const *list) {
+    for (; *list; list++)
+        if (strcmp(t, *list) == 0) return true;
+    return false;
+}
+
+static const char *token_text(const qp_gen_session *s, int32_t id) {
+    const char *t = s->m->vocab.tokens ? s->m->vocab.tokens[id] : NULL;
+    return t ? t : "";
 }
 
 static void add_end_id(qp_gen_session *s, int32_t id) {
@@ -38,17 +62,52 @@ static void add_end_id(qp_gen_session *s, int32_t id) {
     s->end_ids[s->n_end++] = id;
 }
 
-/* The EOS id of the model, then every non-normal token whose text ends a turn. */
+static void drop_end_id(qp_gen_session *s, int32_t id) {
+    for (int i = 0; i < s->n_end; i++)
+        if (s->end_ids[i] == id) {
+            s->end_ids[i] = s->end_ids[--s->n_end];
+            return;
+        }
+}
+
+/* The id a GGUF key names (tokenizer.ggml.<name>), else the first token whose text is listed. */
+static int32_t special_id(const qp_gen_session *s, const char *name, const char *const *texts) {
+    char key[64];
+    snprintf(key, sizeof key, "tokenizer.ggml.%s", name);
+    const qp_meta *k = qp_model_meta(s->m, key);
+    if (k && k->type == QP_META_U32 && k->v.u < (uint64_t)s->n_vocab) /* llama.cpp reads a u32 */
+        return (int32_t)k->v.u;
+    for (int64_t i = 0; texts && i < s->n_vocab && i < s->m->vocab.n_tokens; i++)
+        if (text_in(token_text(s, (int32_t)i), texts)) return (int32_t)i;
+    return -1;
+}
+
+/* The end id in the set with this text, or -1. */
+static int32_t end_id_with_text(const qp_gen_session *s, const char *text) {
+    for (int i = 0; i < s->n_end; i++)
+        if (strcmp(token_text(s, s->end_ids[i]), text) == 0) return s->end_ids[i];
+    return -1;
+}
+
+/* FIM pad / repo / separator, every listed text, the EOS, a keyed EOT / EOM; then llama.cpp's two
+ * exceptions: <|end|> is not an end beside <|return|> + <|call|> (gpt-oss) or <|calls|> +
+ * <|flush|> (solar-open), and </s> is not one beside <|tool_response> (gemma4, paddleocr). */
 static void find_end_ids(qp_gen_session *s) {
     const qp_vocab *v = &s->m->vocab;
+    add_end_id(s, special_id(s, "fim_pad_token_id", k_fim_pad_texts));
+    add_end_id(s, special_id(s, "fim_rep_token_id", k_fim_rep_texts));
+    add_end_id(s, special_id(s, "fim_sep_token_id", k_fim_sep_texts));
+    for (int64_t i = 0; i < v->n_tokens && i < s->n_vocab; i++)
+        if (text_in(token_text(s, (int32_t)i), k_eog_texts)) add_end_id(s, (int32_t)i);
     add_end_id(s, s->m->arch.eos_id >= 0 ? s->m->arch.eos_id : v->eos_id);
-    for (int64_t i = 0; i < v->n_tokens && i < s->n_vocab; i++) {
-        if (v->types && v->types[i] == QP_TOKTYPE_NORMAL) continue;
-        const char *t = v->tokens[i];
-        if (!t || t[0] != '<') continue;
-        for (size_t k = 0; k < sizeof k_end_texts / sizeof k_end_texts[0]; k++)
-            if (strcmp(t, k_end_texts[k]) == 0) add_end_id(s, (int32_t)i);
-    }
+    add_end_id(s, special_id(s, "eot_token_id", k_eot_only_texts));
+    add_end_id(s, special_id(s, "eom_token_id", NULL));
+    bool has_return = end_id_with_text(s, "<|return|>") >= 0, has_flush = end_id_with_text(s, "<|flush|>") >= 0;
+    bool has_call = end_id_with_text(s, "<|call|>") >= 0 || end_id_with_text(s, "<|calls|>") >= 0;
+    int32_t end = end_id_with_text(s, "<|end|>");
+    if (end >= 0 && has_call && (has_return || has_flush)) drop_end_id(s, end);
+    int32_t eos_text = end_id_with_text(s, "</s>");
+    if (eos_text >= 0 && end_id_with_text(s, "<|tool_response>") >= 0) drop_end_id(s, eos_text);
 }
 
 qp_status qp_gen_session_new(const qp_model *m, const qp_runtime_opts *ro, qp_gen_session **out,

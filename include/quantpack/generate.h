@@ -13,9 +13,9 @@
  * last byte arrives; an ill-formed byte becomes U+FFFD), and text that may be the start of a
  * stop string is held until it is known not to be one, so a stop string is never passed on.
  *
- * Generation stops at an end-of-generation token (the vocabulary's EOS, or a control token
- * whose text ends a turn: <|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, ...;
- * runtime/runtime.md "Generation"), after a stop string, after max_tokens, at the end of the
+ * Generation stops at an end-of-generation token (llama.cpp's set: the vocabulary's EOS, tokens
+ * whose text ends a turn: <|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, ...,
+ * the FIM pad / repo / separator tokens; runtime/runtime.md "Generation"), after a stop string, after max_tokens, at the end of the
  * context, when *cancel becomes non-zero (checked before every forward pass and between prompt
  * chunks), or when the callback returns false; qp_gen_result.stop tells which. An
  * end-of-generation token is neither passed to the callback, counted, nor run. A sampled token

@@ -70,6 +70,7 @@ static struct {
     void (*model_free)(void *);
     const void *(*model_get_vocab)(const void *);
     int32_t (*vocab_n_tokens)(const void *);
+    bool (*vocab_is_eog)(const void *, int32_t);
     int32_t (*tokenize)(const void *vocab, const char *text, int32_t text_len, int32_t *tokens,
                         int32_t n_tokens_max, bool add_special, bool parse_special);
     int32_t (*detokenize)(const void *vocab, const int32_t *tokens, int32_t n_tokens, char *text,
@@ -123,6 +124,7 @@ static inline bool llama_peer_load_from(const char *bins) {
         {(void **)&L.model_free, ll, "llama_model_free"},
         {(void **)&L.model_get_vocab, ll, "llama_model_get_vocab"},
         {(void **)&L.vocab_n_tokens, ll, "llama_vocab_n_tokens"},
+        {(void **)&L.vocab_is_eog, ll, "llama_vocab_is_eog"},
         {(void **)&L.tokenize, ll, "llama_tokenize"},
         {(void **)&L.detokenize, ll, "llama_detokenize"},
         {(void **)&L.model_n_embd, ll, "llama_model_n_embd"},
