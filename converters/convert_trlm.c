@@ -299,6 +299,11 @@ static qp_status write_side_files(const char *hf, const qp_trillim_config *c, co
     }
     qp_free(cfgp);
     qp_free(bundlep);
+    /* the SDK's publish marker (quantize/_output.py mark_staging_complete), last, as the SDK
+       writes it into its staging folder before the rename (converters/trillim_sdk.md) */
+    char *marker = s == QP_OK ? qp_outdir_join(od, ".trillim-quantize-complete") : NULL;
+    if (s == QP_OK) s = marker ? qp_file_write_atomic(marker, "ready\n", 6, e) : qp_fail(e, QP_ERR_NOMEM, "out of memory");
+    qp_free(marker);
     return s;
 }
 

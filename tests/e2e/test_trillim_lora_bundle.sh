@@ -36,8 +36,8 @@ printf '{"version": "1.0"}' > "$P/tokenizer.json"; printf '{%% for m in messages
 B="$W/peft-TRNQ"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm --lora "$P" --adapter-only -o "$B" --save-manifest "$W/ad.manifest" >"$W/out" 2>&1
 check "convert --adapter-only ($(head -c 200 "$W/out"))" "[ -s '$B/qmodel.lora' ]"
-check "bundle files: the adapter's (no weights, no .tmp, no empty folder) + qmodel.lora + trillim_config.json ($(ls -A "$B" | tr '\n' ' '))" \
-  "[ '$(ls -A "$B" | tr '\n' ' ')' = 'README.md adapter_config.json chat_template.jinja extra qmodel.lora tokenizer.json tokenizer_config.json trillim_config.json ' ]"
+check "bundle files: the adapter's (no weights, no .tmp, no empty folder) + qmodel.lora + trillim_config.json + the SDK's publish marker ($(ls -A "$B" | tr '\n' ' '))" \
+  "[ '$(ls -A "$B" | tr '\n' ' ')' = '.trillim-quantize-complete README.md adapter_config.json chat_template.jinja extra qmodel.lora tokenizer.json tokenizer_config.json trillim_config.json ' ]"
 check "the adapter's tokenizer.json and chat_template.jinja copied as they are" \
   "cmp -s '$P/tokenizer.json' '$B/tokenizer.json' && cmp -s '$P/chat_template.jinja' '$B/chat_template.jinja'"
 F=$(cd "$B/extra" && find . | LC_ALL=C sort | tr '\n' ' ')

@@ -19,6 +19,7 @@ M="$TMP/trq_sdk.manifest"; rm -f "$M"
 # the SDK removes its manifest after quantizing (_manifest.py run_model_quantizer: finally
 # _cleanup_paths): the bundle holds none
 ok "no .quantize_manifest.bin in the TRLM folder" "[ ! -e '$D/.quantize_manifest.bin' ] && [ -s '$M' ]"
+ok "the SDK's publish marker .trillim-quantize-complete (ready)" "grep -qx ready '$D/.trillim-quantize-complete'"
 "$BIN/quantpack" convert "$FIX/bitnet-float" --to trlm -o "$TMP/trq_run/x" --save-manifest "$M" >/dev/null 2>"$TMP/trq_err"; rc=$?
 ok "--save-manifest onto an existing file without -f: exit 4, nothing written (rc $rc)" \
   "[ $rc -eq 4 ] && grep -q 'exists' '$TMP/trq_err' && [ ! -e '$TMP/trq_run/x' ]"
