@@ -9,7 +9,8 @@
 # llama.cpp's TQ2_0 model (llama.cpp has no I2_S and no bitnet-b1.58). Files live in a temporary folder under $TMPDIR (about
 # 6 GB at the peak), deleted at the end. The machine load is printed with every line.
 # usage: bench/bench_tinyllama.sh [BUILD_BIN_DIR] [MODELS...]   (MODELS: F16 Q8_0 Q4_K_M I2_S
-#        TQ2_0, default all; QP_BENCH_THREADS="1 2", QP_BENCH_ARGS="--prompt 64 --gen 32")
+#        TQ2_0, default all; QP_BENCH_THREADS="1 2", QP_BENCH_ARGS="--prompt 64 --gen 32",
+#        QP_BENCH_LAYERS=22: fewer layers for a quicker look). Ends with one table row per run.
 set -eu
 B=${1:-build/bin}
 shift || true
@@ -18,7 +19,18 @@ THREADS=${QP_BENCH_THREADS:-1 2}
 ARGS=${QP_BENCH_ARGS:---prompt 64 --gen 32}
 T=$(mktemp -d "${TMPDIR:-/tmp}/bench-tinyllama.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-SHAPE="--dim 2048 --layers 22 --ffn 5632 --heads 32 --kv-heads 4 --vocab 32000"
+SHAPE="--dim 2048 --layers ${QP_BENCH_LAYERS:-22} --ffn 5632 --heads 32 --kv-heads 4 --vocab 32000"
+# one table row from a qp-bench-decode report
+summary() {
+    awk -v m="$1" -v t="$2" '
+        /load average/ { load = $NF }
+        /quantpack runtime/ { for (i = 1; i <= NF; i++) { if ($i == "prompt") op = $(i + 1); if ($i == "decode") od = $(i + 1) }
+                              ob = $(NF - 2); sub(/\(/, "", ob) }
+        /llama.cpp \(best/ { for (i = 1; i <= NF; i++) { if ($i == "prompt") lp = $(i + 1); if ($i == "decode") ld = $(i + 1) }
+                             lb = $(NF - 2); sub(/\(/, "", lb) }
+        /per CPU-second/ { rp = $(NF - 2); sub(/,/, "", rp); rd = $NF }
+        END { printf "| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s, %s |\n", m, t, load, op, lp, od, ld, ob, lb, rp, rd }' "$3"
+}
 need() { case " $MODELS " in *" $1 "*) return 0 ;; esac; return 1; }
 convert() {
     "$B/quantpack" convert "$1" --to gguf --quant "$2" -o "$3" >/dev/null 2>"$T/convert.log" ||
@@ -51,6 +63,11 @@ for m in $MODELS; do
     esac
     for t in $THREADS; do
         echo "== $m, $t thread(s)"
-        "$B/qp-bench-decode" "$f" --threads "$t" $ARGS $peer
+        "$B/qp-bench-decode" "$f" --threads "$t" $ARGS $peer | tee "$T/out"
+        summary "$m" "$t" "$T/out" >>"$T/table"
     done
 done
+echo
+echo "| model | threads | load | prompt tok/s ours / llama.cpp | decode tok/s ours / llama.cpp | decode % of bandwidth ours / llama.cpp | per CPU-second ratio prompt, decode |"
+echo "|---|---|---|---|---|---|---|"
+cat "$T/table"
