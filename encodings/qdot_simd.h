@@ -172,11 +172,6 @@ static inline int32_t qp_q8k_bsum_total(const uint8_t *bsums) {
 /* Chunk k (0..7) of 32 elements of a 256-element chunk of a row: *u the unsigned codes (level +
  * the kernel's bias), *a the matching 32 activations (any order inside the chunk: the integer sum
  * does not depend on it). */
-static inline void qp_tq2_0_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
-    const int h = k / 4, s = k % 4; /* element 128h + 32s + m = (qs[32h + m] >> 2s) & 3 */
-    *u = _mm256_and_si256(_mm256_srli_epi16(qp_load256(wb + 32 * h), 2 * s), _mm256_set1_epi8(3));
-    *a = qp_load256(aq + 128 * h + 32 * s);
-}
 /* I2_S code -> level + 1: 0, 1, 2 and the illegal 3 -> 1 (level 0) */
 static inline __m256i qp_i2s_unsigned(__m256i c) {
     return _mm256_shuffle_epi8(_mm256_setr_epi8(0, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -221,26 +216,35 @@ static inline __m256i qp_pow3_pair(int n0, int n1) {
     static const short p3[5] = {1, 3, 9, 27, 81};
     return _mm256_set_m128i(_mm_set1_epi16(p3[n1]), _mm_set1_epi16(p3[n0]));
 }
-static inline void qp_tq1_0_chunk(const uint8_t *wb, const uint8_t *aq, int k, __m256i *u, __m256i *a) {
+/* TQ1_0 chunk k of 32 elements (the activations a + 32k): codes u = level + 1 */
+static inline __m256i qp_tq1_0_codes(const uint8_t *wb, int k) {
     if (k < 5) { /* elements 32k + m: digit k of qs[m] */
         static const short p3[5] = {1, 3, 9, 27, 81};
-        *u = qp_tq1_digits(qp_load256(wb), _mm256_set1_epi16(p3[k]));
-        *a = qp_load256(aq + 32 * k);
-        return;
+        return qp_tq1_digits(qp_load256(wb), _mm256_set1_epi16(p3[k]));
     }
     const __m128i q16 = _mm_loadu_si128((const __m128i *)(const void *)(wb + 32));
-    *a = qp_load256(aq + 160 + 32 * (k - 5));
-    if (k < 7) { /* elements 160 + 16n + m, n = 2(k-5), 2(k-5)+1: digit n of qs[32 + m] */
-        *u = qp_tq1_digits(_mm256_set_m128i(q16, q16), qp_pow3_pair(2 * (k - 5), 2 * (k - 5) + 1));
-        return;
-    }
+    if (k < 7) /* elements 160 + 16n + m, n = 2(k-5), 2(k-5)+1: digit n of qs[32 + m] */
+        return qp_tq1_digits(_mm256_set_m128i(q16, q16), qp_pow3_pair(2 * (k - 5), 2 * (k - 5) + 1));
     /* k = 7: elements 224 + m (digit 4 of qs[32 + m]) and 240 + 4n + j (digit n of qh[j]) */
     uint32_t qh;
     memcpy(&qh, wb + QP_TQ1_0_OFF_QH, 4);
     const __m128i h16 = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)qh),
                                          _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3));
     const __m256i m = _mm256_set_epi16(27, 27, 9, 9, 3, 3, 1, 1, 81, 81, 81, 81, 81, 81, 81, 81);
-    *u = qp_tq1_digits(_mm256_set_m128i(h16, q16), m);
+    return qp_tq1_digits(_mm256_set_m128i(h16, q16), m);
+}
+static inline void qp_tq1_0_unpack(const uint8_t *wb, __m256i u[8]) {
+    for (int k = 0; k < 8; k++) u[k] = qp_tq1_0_codes(wb, k);
+}
+/* TQ2_0: element 128h + 32s + m = (qs[32h + m] >> 2s) & 3, chunk k = 4h + s (activations a + 32k);
+ * u = level + 1 (the unused code 3 -> 3, level 2, as the reference) */
+static inline void qp_tq2_0_unpack(const uint8_t *wb, __m256i u[8]) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; h++) {
+        const __m256i q = qp_load256(wb + 32 * h);
+        u[4 * h] = _mm256_and_si256(q, m3);
+        for (int s = 1; s < 4; s++) u[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m3);
+    }
 }
 
 /* The ternary / 2-bit dot against Q8_K for every SIMD level: ATTR the level's target attribute,
@@ -266,10 +270,62 @@ static inline void qp_tq1_0_chunk(const uint8_t *wb, const uint8_t *aq, int k, _
         return sum;                                                                               \
     }
 #define QP_QDOT_TERNARY_ALL(ATTR, SUFFIX, UDOT)                                                   \
-    QP_QDOT_TERNARY_Q8K(ATTR, qp_tq2_0_dot_q8k_##SUFFIX, UDOT, qp_tq2_0_chunk, QP_TQ2_0_BYTES, 1, QP_TQ2_0_OFF_D) \
-    QP_QDOT_TERNARY_Q8K(ATTR, qp_tq1_0_dot_q8k_##SUFFIX, UDOT, qp_tq1_0_chunk, QP_TQ1_0_BYTES, 1, QP_TQ1_0_OFF_D) \
     QP_QDOT_TERNARY_Q8K(ATTR, qp_i2s_dot_q8k_##SUFFIX, UDOT, qp_i2s_chunk, 64, 1, -1)             \
     QP_QDOT_TERNARY_Q8K(ATTR, qp_i2s_arm_dot_q8k_##SUFFIX, UDOT, qp_i2s_arm_chunk, 64, 1, -1)     \
     QP_QDOT_TERNARY_Q8K(ATTR, qp_qk256_dot_q8k_##SUFFIX, UDOT, qp_qk256_chunk, QP_QK256_BYTES, 2, -1)
+
+/* ---- TQ2_0 / TQ1_0 against Q8_K: one row -------------------------------------------------------
+ * A level gives PAIR(u, ab): for a block's 8 unpacked code chunks u[k] (level + 1, chunk k against
+ * the activations at ab + QP_Q8_K_OFF_QS + 32k) 8 int32 lanes whose sum is isum = sum u a - sum of
+ * the 16 block sums (sum t a, exact). The drivers sum the lanes of several pairs at once (lane p
+ * of a vector = the sum of pair p's lanes, exact) and take the reference's float steps in vector
+ * lanes, each lane the operations of enc_qdot.c's ternary_dot for its (row, token) in block
+ * order: d = f16(d_w) * d_a; s = s + d * (float)isum. */
+
+/* lane p of the result = the sum of the 8 int32 lanes of v[p] (p < 4) */
+static inline __m128i qp_sum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* One row: blocks in groups of 4 (their isums in the 4 lanes of one vector, so one reduction and
+ * one multiply serve 4 blocks), each lane's product then added to the sum in block order. */
+#define QP_QDOT_TQ_ROW(ATTR, FN, PAIR, UNPACK, WBYTES, D_OFF)                                       \
+    ATTR float FN(const void *w, const void *xq, int64_t n) {                                       \
+        const uint8_t *wb = w, *ab = xq;                                                            \
+        const int64_t nb = n / QP_QK_K;                                                             \
+        float sum = 0.0f;                                                                           \
+        __m256i u[8], v[4];                                                                         \
+        int64_t i = 0;                                                                              \
+        for (; i + 4 <= nb; i += 4, wb += 4 * (WBYTES), ab += 4 * QP_Q8_K_BYTES) {                  \
+            for (int k = 0; k < 4; k++) {                                                           \
+                UNPACK(wb + k * (WBYTES), u);                                                       \
+                v[k] = PAIR(u, ab + k * QP_Q8_K_BYTES);                                             \
+            }                                                                                       \
+            const __m128 dw = _mm_cvtph_ps(_mm_setr_epi16(                                          \
+                (short)qp_load_u16le(wb + (D_OFF)), (short)qp_load_u16le(wb + (WBYTES) + (D_OFF)),  \
+                (short)qp_load_u16le(wb + 2 * (WBYTES) + (D_OFF)), (short)qp_load_u16le(wb + 3 * (WBYTES) + (D_OFF)), 0, 0, 0, 0)); \
+            const __m128 da = _mm_setr_ps(qp_load_f32le(ab), qp_load_f32le(ab + QP_Q8_K_BYTES),     \
+                                          qp_load_f32le(ab + 2 * QP_Q8_K_BYTES), qp_load_f32le(ab + 3 * QP_Q8_K_BYTES)); \
+            const __m128 p = _mm_mul_ps(_mm_mul_ps(dw, da),                                         \
+                                        _mm_cvtepi32_ps(qp_sum4_epi32(v[0], v[1], v[2], v[3])));    \
+            sum = sum + _mm_cvtss_f32(p);                                                           \
+            sum = sum + _mm_cvtss_f32(_mm_movehdup_ps(p));                                          \
+            sum = sum + _mm_cvtss_f32(_mm_movehl_ps(p, p));                                         \
+            sum = sum + _mm_cvtss_f32(_mm_shuffle_ps(p, p, 3));                                     \
+        }                                                                                           \
+        for (; i < nb; i++, wb += (WBYTES), ab += QP_Q8_K_BYTES) {                                  \
+            UNPACK(wb, u);                                                                          \
+            const __m256i z = _mm256_setzero_si256();                                               \
+            const int32_t isum = _mm_cvtsi128_si32(qp_sum4_epi32(PAIR(u, ab), z, z, z));            \
+            sum = sum + (_cvtsh_ss(qp_load_u16le(wb + (D_OFF))) * qp_load_f32le(ab)) * (float)isum; \
+        }                                                                                           \
+        return sum;                                                                                 \
+    }
+
+/* TQ2_0 and TQ1_0 at one level (SUFFIX avx2 / vnni) */
+#define QP_QDOT_TQ_ALL(ATTR, SUFFIX, PAIR)                                                          \
+    QP_QDOT_TQ_ROW(ATTR, qp_tq2_0_dot_q8k_##SUFFIX, PAIR, qp_tq2_0_unpack, QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D) \
+    QP_QDOT_TQ_ROW(ATTR, qp_tq1_0_dot_q8k_##SUFFIX, PAIR, qp_tq1_0_unpack, QP_TQ1_0_BYTES, QP_TQ1_0_OFF_D)
 
 #endif

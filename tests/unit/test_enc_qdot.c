@@ -8,7 +8,9 @@
  *    the block, plus float rounding (nblocks + 16) 2^-22 sum |w x|; F16 rows against F16
  *    activations: float_bound below (rows of any length, so 1, 63, 100, 2049 too);
  *  - an independent integer recomputation (from dequantized weights and activations) agrees;
- *  - hand-made blocks: all-zero activations give 0, one weight and one activation give w * a.
+ *  - hand-made blocks: all-zero activations give 0, one weight and one activation give w * a;
+ *  - TQ2_0 / TQ1_0 rows of random code bytes (every code, TQ2_0's unused 3 and TQ1_0 bytes >= 243
+ *    included) and random scales: every level and every tile give the reference's bits.
  * The worst measured error / bound is printed. */
 #include <math.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encodings/block_layouts.h"
 #include "qp_test.h"
 #include "quantpack/quantpack.h"
 
@@ -168,6 +171,48 @@ static void check_tile(const qp_encoding_traits *tr, int64_t n) {
     free(w), free(x), free(wq), free(xq);
 }
 
+/* TQ2_0 / TQ1_0: rows of random bytes with a finite random f16 scale at d_off of each block, n of
+ * 1 to 22 blocks (the kernels' groups of 4 blocks and the tails), against activations of the five
+ * distributions: vec_dot_q8 at every level == the scalar reference, bit for bit, and so does
+ * vec_dot_q8_tile (5 rows x 6 tokens: partial tiles at every level) where the encoding has one */
+static void check_random_codes(qp_encoding e, size_t d_off) {
+    const qp_encoding_traits *tr = qp_encoding_get(e), *at = qp_encoding_get(tr->act_encoding);
+    enum { NR = 5, NT = 6 };
+    const int64_t lens[] = {256, 768, 1024, 1792, 2048, 5632};
+    for (int li = 0; li < 6; li++) {
+        const int64_t n = lens[li];
+        size_t wb = 0, ab = 0;
+        QP_CHECK(qp_encoding_row_bytes(e, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
+        uint8_t *wq = malloc(wb * NR), *xq = malloc(ab * NT);
+        float *x = malloc((size_t)n * sizeof *x), y[NR * NT], ref[NR * NT];
+        for (size_t i = 0; i < wb * NR; i++) wq[i] = (uint8_t)(rnd() >> 56);
+        for (size_t b = 0; b < wb * NR / tr->block_bytes; b++) { /* |d| in [2^-14, 2^1): normal, finite */
+            const uint16_t h = (uint16_t)(((rnd() >> 63) << 15) | ((1 + (rnd() >> 60)) << 10) | (rnd() >> 54));
+            memcpy(wq + b * tr->block_bytes + d_off, &h, 2);
+        }
+        for (int t = 0; t < NT; t++) {
+            fill(x, n, t % 5);
+            at->quantize(x, xq + (size_t)t * ab, n);
+        }
+        for (int lv = 0; lv <= 2; lv++) {
+            qp_encoding_simd_force(lv);
+            for (int t = 0; t < NT; t++)
+                for (int r = 0; r < NR; r++) {
+                    const float f = tr->vec_dot_q8(wq + (size_t)r * wb, xq + (size_t)t * ab, n);
+                    if (lv == 0) ref[t * NR + r] = f;
+                    QP_CHECK_MSG(memcmp(&f, &ref[t * NR + r], 4) == 0, "%s random codes n=%lld level %d (%d, %d): %.9g != %.9g",
+                                 tr->name, (long long)n, lv, r, t, f, ref[t * NR + r]);
+                }
+            if (!tr->vec_dot_q8_tile) continue;
+            tr->vec_dot_q8_tile(wq, wb, NR, xq, ab, NT, n, y, NR);
+            QP_CHECK_MSG(memcmp(y, ref, sizeof y) == 0, "%s random codes tile n=%lld level %d differs from the single dots",
+                         tr->name, (long long)n, lv);
+        }
+        qp_encoding_simd_force(-1);
+        free(wq), free(xq), free(x);
+    }
+}
+
 /* zero activations -> 0; a single nonzero product -> that product (exact in float) */
 static void check_hand(const qp_encoding_traits *tr) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
@@ -219,6 +264,8 @@ int main(void) {
             if (at->flags & QP_ENC_FLAG_FLOAT) check_tile(tr, 100); /* a partial 64-element step */
         }
     }
+    check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
+    check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
     QP_CHECK_MSG(n_tile >= 7, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
