@@ -459,6 +459,12 @@ float qp_i2s_vec_dot(const void *w, const float *x, int64_t n) {
     return qp_dot_via_blocks(qp_i2s_dequantize, 128, 32, w, x, n);
 }
 double qp_i2s_vec_dot_i8(const void *w, const int8_t *a, int64_t n) { return i2s_dot_i8(w, a, n, 128); }
+void qp_vec_dot_i8_pairs(qp_vec_dot_i8_fn dot, const void *w, size_t ldw, int64_t n_rows, const int8_t *a,
+                         size_t lda, int64_t n_tok, int64_t n, double *y, size_t ldy) {
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t r = 0; r < n_rows; r++)
+            y[(size_t)t * ldy + (size_t)r] = dot((const uint8_t *)w + (size_t)r * ldw, a + (size_t)t * lda, n);
+}
 bool qp_i2s_validate(const void *x, int64_t n, char *why, size_t len) { return i2s_valid(x, n, why, len); }
 void qp_i2s_quantize_tensor(const float *x, void *y, int64_t n) { i2s_quantize_tensor(x, y, n, 128); }
 void qp_i2s_dequantize_tensor(const void *x, float *y, int64_t n) { i2s_dequantize_tensor(x, y, n, 128); }

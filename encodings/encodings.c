@@ -546,6 +546,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .validate = qp_i2s_validate,
         .error_bound = "exact for ternary tensors {-s,0,+s}; else absmean ternarization (lossy)",
         .vec_dot_i8 = qp_i2s_vec_dot_i8_fast,
+        .vec_dot_i8_tile = qp_i2s_vec_dot_i8_tile,
         .quantize_tensor = qp_i2s_quantize_tensor,
         .dequantize_tensor = qp_i2s_dequantize_tensor,
         .gguf_flavour = "i2_s",

@@ -114,6 +114,9 @@ bool qp_tq2_0_validate(const void *x, int64_t n, char *why, size_t why_len);
 void qp_i2s_dequantize(const void *x, float *y, int64_t n);
 float qp_i2s_vec_dot(const void *w, const float *x, int64_t n);
 double qp_i2s_vec_dot_i8(const void *w, const int8_t *a, int64_t n);
+/* the scalar rows x tokens int8 dot: dot(row r, token t) for every pair (qp_vec_dot_i8_tile_fn) */
+void qp_vec_dot_i8_pairs(qp_vec_dot_i8_fn dot, const void *w, size_t ldw, int64_t n_rows, const int8_t *a,
+                         size_t lda, int64_t n_tok, int64_t n, double *y, size_t ldy);
 bool qp_i2s_validate(const void *x, int64_t n, char *why, size_t why_len);
 void qp_i2s_quantize_tensor(const float *x, void *y, int64_t n);
 void qp_i2s_dequantize_tensor(const void *x, float *y, int64_t n);

@@ -82,6 +82,13 @@ double qp_i2s_arm_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_qk256_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_bitnet32f16_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_split32_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
+/* I2_S rows x tokens (encoding.h qp_vec_dot_i8_tile_fn), ternary_i8_simd.h: AVX2 and VNNI
+ * (ternary_avx512.c, only when cpuid reports AVX512_VNNI) */
+void qp_i2s_vec_dot_i8_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                                 int64_t n_tok, int64_t n, double *y, size_t ldy);
+double qp_i2s_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t n);
+void qp_i2s_vec_dot_i8_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                                 int64_t n_tok, int64_t n, double *y, size_t ldy);
 
 /* simd.c: dispatchers used by the traits table (the _ref / scalar function at level 0) */
 void qp_q4_0_quantize(const float *x, void *y, int64_t n);
@@ -99,5 +106,7 @@ double qp_i2s_arm_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
 double qp_qk256_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
 double qp_bitnet32f16_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
 double qp_split32_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
+void qp_i2s_vec_dot_i8_tile(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                            int64_t n_tok, int64_t n, double *y, size_t ldy);
 
 #endif

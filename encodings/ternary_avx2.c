@@ -15,6 +15,7 @@
 
 #include "encodings/encodings_internal.h"
 #include "encodings/simd_kernels.h"
+#include "encodings/ternary_i8_simd.h"
 
 #define QK_K 256
 #define AHEAD 4096 /* bytes: keeps enough misses in flight when the input streams from memory */
@@ -464,20 +465,10 @@ static inline VI i2s_u(VI v, int k) {
                                     0, 0, 0, 0, 0, 0, 0, 0);
     return _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 6 - 2 * k), _mm256_set1_epi8(3)));
 }
-double qp_i2s_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n) {
-    const uint8_t *x = w;
-    int64_t s = 0;
-    for (int64_t i = 0; i < n / 128; i++, x += 32, a += 128) {
-        const VI v = _mm256_loadu_si256((const VI *)x);
-        VI acc = _mm256_setzero_si256();
-        for (int k = 0; k < 4; k++) {
-            const VI av = _mm256_loadu_si256((const VI *)(a + 32 * k));
-            acc = _mm256_add_epi32(acc, _mm256_sub_epi32(dot_u8(i2s_u(v, k), av), sum_a(av)));
-        }
-        s += hsum_i32(acc);
-    }
-    return (double)s;
-}
+/* I2_S: encodings/ternary_i8_simd.h, 2 rows x 4 tokens per tile (16 ymm registers) */
+static inline VI pair_avx2(VI acc, VI u, VI a) { return _mm256_add_epi32(acc, dot_u8(u, a)); }
+QP_I2S_I8_KERNELS(, avx2, pair_avx2, 2, 4)
+
 double qp_i2s_arm_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n) {
     const uint8_t *x = w;
     int64_t s = 0;

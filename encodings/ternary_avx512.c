@@ -10,6 +10,7 @@
 
 #include "encodings/encodings_internal.h"
 #include "encodings/simd_kernels.h"
+#include "encodings/ternary_i8_simd.h"
 
 #define QK_K 256
 #define AHEAD 4096 /* bytes: keeps enough misses in flight when the input streams from memory */
@@ -389,3 +390,11 @@ void qp_i2s_absmean_spec_avx512(const float *x, int64_t nb, int be, double *lane
     _mm512_storeu_pd(lanes + 8, acc1);
     spec_bounds_512(vlo, vhi, lo, hi);
 }
+
+/* ---- exact int8 dots (VNNI) ------------------------------------------------------------------- */
+/* I2_S: encodings/ternary_i8_simd.h with vpdpbusd (u unsigned, the activations the signed side);
+ * prompts in tiles of 4 rows x 4 tokens (16 accumulators of the 32 ymm registers). Called only
+ * when cpuid reports AVX512_VNNI (simd.c). */
+#define QP_VNNI __attribute__((target("avx512vnni")))
+QP_VNNI static inline __m256i pair_vnni(__m256i acc, __m256i u, __m256i a) { return _mm256_dpbusd_epi32(acc, u, a); }
+QP_I2S_I8_KERNELS(QP_VNNI, vnni, pair_vnni, 4, 4)

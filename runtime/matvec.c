@@ -222,6 +222,11 @@ static void finish(const qp_matvec_task *tk, float *y, size_t ldy, int64_t n_tok
     }
 }
 
+/* An exact int8 dot d of token t -> the row result (runtime.md "BitNet ... activation quantization") */
+static inline float i8_result(const qp_matvec_task *tk, double d, int64_t t) {
+    return (float)(d * (double)tk->w->scale / (double)tk->xa_scale[t]);
+}
+
 /* Row r of one task against every token (runtime_internal.h). */
 static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, float *scratch) {
     const qp_wmat *w = tk->w;
@@ -235,10 +240,8 @@ static void row_all_tokens(const qp_matvec_task *tk, int64_t r, int64_t n_tok, f
         return;
     }
     if (w->use_i8) {
-        for (int64_t t = 0; t < n_tok; t++) {
-            double d = w->tr->vec_dot_i8(row, tk->xa + (size_t)t * (size_t)tk->ldxa, w->cols);
-            y[(size_t)t * ldy] = (float)(d * (double)w->scale / (double)tk->xa_scale[t]);
-        }
+        for (int64_t t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy] = i8_result(tk, w->tr->vec_dot_i8(row, tk->xa + (size_t)t * (size_t)tk->ldxa, w->cols), t);
         return;
     }
     if (w->tr->vec_dot_f32 && (n_tok == 1 || !w->tr->dequantize)) {
@@ -278,6 +281,29 @@ static void row_tile(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_t
     for (int64_t i = r; i < r + n; i++) finish(tk, tk->y + i, (size_t)tk->ldy, n_tok);
 }
 
+/* Rows [r, r + n) of one task through the encoding's rows x tokens int8 dot, in calls whose
+ * results fit a stack buffer (one token: up to QP_I8_TILE_BUF rows per call, one stream of rows) */
+#define QP_I8_TILE_BUF 1024
+static void row_tile_i8(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok) {
+    const qp_wmat *w = tk->w;
+    double d[QP_I8_TILE_BUF];
+    const int64_t nt_max = n_tok < QP_I8_TILE_BUF ? n_tok : QP_I8_TILE_BUF;
+    const int64_t nr_max = QP_I8_TILE_BUF / nt_max;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += nt_max) {
+        const int64_t nt = n_tok - t0 < nt_max ? n_tok - t0 : nt_max;
+        for (int64_t r0 = r; r0 < r + n; r0 += nr_max) {
+            const int64_t nr = r + n - r0 < nr_max ? r + n - r0 : nr_max;
+            w->tr->vec_dot_i8_tile(w->data + (size_t)r0 * w->row_bytes, w->row_bytes, nr,
+                                   tk->xa + (size_t)t0 * (size_t)tk->ldxa, (size_t)tk->ldxa, nt, w->cols, d,
+                                   (size_t)nr);
+            for (int64_t t = 0; t < nt; t++)
+                for (int64_t i = 0; i < nr; i++)
+                    tk->y[(size_t)(t0 + t) * (size_t)tk->ldy + (size_t)(r0 + i)] =
+                        i8_result(tk, d[t * nr + i], t0 + t);
+        }
+    }
+}
+
 static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {
     matmul_job *j = ctx;
     float *scratch = j->scratch + (size_t)tid * (size_t)j->scratch_cols;
@@ -286,9 +312,12 @@ static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {
         while (t + 1 < j->n_tasks && j->starts[t + 1] <= g) t++;
         const qp_matvec_task *tk = &j->tasks[t];
         int64_t r = g - j->starts[t];
+        const int64_t n = tk->w->rows - r < end - g ? tk->w->rows - r : end - g;
         if (tk->w->act_q && tk->w->tr->vec_dot_q8_tile) {
-            int64_t n = tk->w->rows - r < end - g ? tk->w->rows - r : end - g;
             row_tile(tk, r, n, j->n_tok);
+            g += n - 1;
+        } else if (tk->w->use_i8 && tk->w->tr->vec_dot_i8_tile) {
+            row_tile_i8(tk, r, n, j->n_tok);
             g += n - 1;
         } else if (g + 1 < end && r + 1 < tk->w->rows && pair_ok(tk, j->n_tok)) {
             row_pair(tk, r, j->n_tok, scratch);

@@ -117,6 +117,10 @@ typedef float (*qp_vec_dot_q8_fn)(const void *w, const void *xq, int64_t n);
  * loads and a tile of tokens shares the unpacking of each weight block. */
 typedef void (*qp_vec_dot_q8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const void *xq,
                                       size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+/* vec_dot_i8 for n_rows rows (row r at w + r * ldw) x n_tok tokens (token t's int8 activations at
+ * a + t * lda) at once: y[t * ldy + r] = vec_dot_i8(w + r * ldw, a + t * lda, n) exactly. */
+typedef void (*qp_vec_dot_i8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                                      int64_t n_tok, int64_t n, double *y, size_t ldy);
 /* Whole tensor of n elements -> qp_encoding_tensor_bytes() bytes, including any trailer. */
 typedef void (*qp_quantize_tensor_fn)(const float *x, void *y, int64_t n);
 
@@ -154,6 +158,7 @@ typedef struct qp_encoding_traits {
     qp_vec_dot_q8_fn vec_dot_q8;
     qp_encoding act_encoding;
     qp_vec_dot_q8_tile_fn vec_dot_q8_tile; /* NULL: vec_dot_q8 pair by pair */
+    qp_vec_dot_i8_tile_fn vec_dot_i8_tile; /* NULL: vec_dot_i8 pair by pair */
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */

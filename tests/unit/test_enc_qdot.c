@@ -213,6 +213,54 @@ static void check_random_codes(qp_encoding e, size_t d_off) {
     }
 }
 
+/* vec_dot_i8_tile (exact int8 dots, runtime.md "BitNet ... activation quantization"): random code
+ * bytes (the illegal code 3 included) and int8 activations with the extremes -128 / 127, 1..19
+ * rows x 1..9 and 70 tokens (two 64-token groups), rows of 128 to 5632 and one past an int32
+ * flush; at every level each (row, token) is the scalar vec_dot_i8's double, the level's
+ * vec_dot_i8 gives it too, and nothing is written outside. */
+static void check_i8_tile(const qp_encoding_traits *tr, int64_t n) {
+    enum { NT = 70, NR = 19, LDY = 2 * NR };
+    size_t wb = 0;
+    QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb));
+    uint8_t *wq = malloc(wb * NR);
+    int8_t *a = malloc((size_t)n * NT);
+    double *ref = malloc(sizeof *ref * NR * NT), *y = malloc(sizeof *y * LDY * NT);
+    for (size_t i = 0; i < wb * NR; i++) wq[i] = (uint8_t)(rnd() >> 56);
+    for (int64_t i = 0; i < n * NT; i++) a[i] = (int8_t)(rnd() >> 56);
+    memset(a, 0x80, (size_t)n);     /* token 0: all -128 */
+    memset(a + n, 0x7F, (size_t)n); /* token 1: all 127 */
+    memset(wq, 0xAA, wb);           /* row 0: all +1 */
+    qp_encoding_simd_force(0);
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < NR; r++) ref[t * NR + r] = tr->vec_dot_i8(wq + (size_t)r * wb, a + (size_t)t * n, n);
+    QP_CHECK_MSG(ref[0] == 128.0 * (double)-n && ref[NR] == 127.0 * (double)n, "%s: +1 row . extremes", tr->name);
+    for (int lv = 0; lv <= 2; lv++) {
+        qp_encoding_simd_force(lv);
+        for (int t = 0; t < NT; t++) {
+            const double one = tr->vec_dot_i8(wq + (size_t)(t % NR) * wb, a + (size_t)t * n, n);
+            QP_CHECK_MSG(memcmp(&one, &ref[t * NR + t % NR], sizeof one) == 0, "%s vec_dot_i8 n=%lld level %d",
+                         tr->name, (long long)n, lv);
+        }
+        const int rows[] = {1, 3, 4, 5, 17, 19}, toks[] = {1, 2, 4, 5, 9, NT};
+        for (int ri = 0; ri < 6; ri++)
+            for (int ti = 0; ti < 6; ti++) {
+                const int nr = rows[ri], nt = toks[ti];
+                for (int i = 0; i < LDY * NT; i++) y[i] = -1.0;
+                tr->vec_dot_i8_tile(wq, wb, nr, a, (size_t)n, nt, n, y, LDY);
+                int bad = 0;
+                for (int t = 0; t < NT; t++)
+                    for (int r = 0; r < LDY; r++) {
+                        const double want = (t < nt && r < nr) ? ref[t * NR + r] : -1.0;
+                        bad += memcmp(&want, &y[t * LDY + r], sizeof want) != 0;
+                    }
+                QP_CHECK_MSG(bad == 0, "%s i8 tile n=%lld level %d: %d rows x %d tokens, %d pairs wrong or written outside",
+                             tr->name, (long long)n, lv, nr, nt, bad);
+            }
+    }
+    qp_encoding_simd_force(-1);
+    free(wq), free(a), free(ref), free(y);
+}
+
 /* zero activations -> 0; a single nonzero product -> that product (exact in float) */
 static void check_hand(const qp_encoding_traits *tr) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
@@ -266,9 +314,19 @@ int main(void) {
     }
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
+    int n_i8_tile = 0;
+    for (int e = 0; e < QP_ENC_COUNT; e++) {
+        const qp_encoding_traits *tr = qp_encoding_get((qp_encoding)e);
+        if (!tr->vec_dot_i8_tile) continue;
+        QP_CHECK_MSG(tr->vec_dot_i8 != NULL, "%s: an int8 tile without vec_dot_i8", tr->name);
+        n_i8_tile++;
+        const int64_t lens[] = {tr->block_elems, 2048, 5632, 512 * 128 + 2 * tr->block_elems};
+        for (int li = 0; li < 4; li++) check_i8_tile(tr, lens[li]);
+    }
+    QP_CHECK_MSG(n_i8_tile >= 1, "no encoding has a rows x tokens int8 dot");
     QP_CHECK_MSG(n_tile >= 7, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
-           "(F16)\n", n_enc, g_worst, g_worst_16);
+           "(F16); int8 tiles: %d encodings\n", n_enc, g_worst, g_worst_16, n_i8_tile);
     return qp_test_finish();
 }
