@@ -127,45 +127,51 @@ static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xd
     free(w), free(x), free(wd), free(xd), free(wq), free(xq);
 }
 
-/* vec_dot_q8_tile: 1..19 rows (tiles of 16 and 4 and remainders) x 1..9 tokens (tiles of 4 and
- * remainders), at every level, each (row, token) is vec_dot_q8's bits, nothing written outside */
+/* vec_dot_q8_tile against vec_dot_q8, pair by pair, at every level: nothing written outside the
+ * n_rows x n_tok corner of y, each (row, token) the single dot's bits. Shapes: 1..19 rows (tiles of 16
+ * and 4 and remainders) x 1..9 tokens (tiles of 4 and remainders), and batches as prompts run them
+ * (33 and 48 rows: Q4_K / Q5_K row groups of 16 in lanes and a remainder; 8 and 13 tokens: token
+ * groups of 4 and a tail) */
+enum { TILE_NT = 13, TILE_NR = 48, TILE_LDY = TILE_NR + 5 };
+static void check_tile_shape(const qp_encoding_traits *tr, const uint8_t *wq, size_t wb, const uint8_t *xq, size_t ab,
+                             int64_t n, int nr, int nt) {
+    static float y[TILE_LDY * TILE_NT];
+    for (int i = 0; i < TILE_LDY * TILE_NT; i++) y[i] = -1.0f;
+    tr->vec_dot_q8_tile(wq, wb, nr, xq, ab, nt, n, y, TILE_LDY);
+    for (int t = 0; t < TILE_NT; t++)
+        for (int r = 0; r < TILE_LDY; r++) {
+            float *got = &y[t * TILE_LDY + r];
+            if (t >= nt || r >= nr) {
+                QP_CHECK_MSG(*got == -1.0f, "%s tile: wrote outside %dx%d at (%d, %d)", tr->name, nr, nt, r, t);
+                continue;
+            }
+            const float one = tr->vec_dot_q8(wq + (size_t)r * wb, xq + (size_t)t * ab, n);
+            QP_CHECK_MSG(memcmp(&one, got, 4) == 0, "%s tile n=%lld level %s: %d rows x %d tokens, (%d, %d): %.9g != %.9g",
+                         tr->name, (long long)n, qp_encoding_simd_level(), nr, nt, r, t, *got, one);
+        }
+}
+
 static void check_tile(const qp_encoding_traits *tr, int64_t n) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
     size_t wb = 0, ab = 0;
     QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
-    enum { NT = 9, NR = 19, LDY = 2 * NR };
     float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
-    uint8_t *wq = malloc(wb * NR), *xq = malloc(ab * NT);
-    for (int r = 0; r < NR; r++) {
+    uint8_t *wq = malloc(wb * TILE_NR), *xq = malloc(ab * TILE_NT);
+    for (int r = 0; r < TILE_NR; r++) {
         fill(w, n, r % 5);
         weights_of(tr, w, wq + (size_t)r * wb, n, wb);
     }
-    for (int t = 0; t < NT; t++) {
+    for (int t = 0; t < TILE_NT; t++) {
         fill(x, n, t % 5);
         at->quantize(x, xq + (size_t)t * ab, n);
     }
-    static float y[LDY * NT];
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
         const int rows[] = {1, 3, 4, 5, 15, 16, 17, 19};
-        for (int ri = 0; ri < 8; ri++) {
-            const int nr = rows[ri];
-            for (int nt = 1; nt <= NT; nt++) {
-                for (int i = 0; i < LDY * NT; i++) y[i] = -1.0f;
-                tr->vec_dot_q8_tile(wq, wb, nr, xq, ab, nt, n, y, LDY);
-                for (int t = 0; t < NT; t++)
-                    for (int r = 0; r < LDY; r++) {
-                        float *got = &y[t * LDY + r];
-                        if (t >= nt || r >= nr) {
-                            QP_CHECK_MSG(*got == -1.0f, "%s tile: wrote outside %dx%d at (%d, %d)", tr->name, nr, nt, r, t);
-                            continue;
-                        }
-                        const float one = tr->vec_dot_q8(wq + (size_t)r * wb, xq + (size_t)t * ab, n);
-                        QP_CHECK_MSG(memcmp(&one, got, 4) == 0, "%s tile n=%lld level %d: %d rows x %d tokens, "
-                                     "(%d, %d): %.9g != %.9g", tr->name, (long long)n, lv, nr, nt, r, t, *got, one);
-                    }
-            }
-        }
+        for (int ri = 0; ri < 8; ri++)
+            for (int nt = 1; nt <= 9; nt++) check_tile_shape(tr, wq, wb, xq, ab, n, rows[ri], nt);
+        const int big[][2] = {{33, 13}, {48, 8}, {32, 13}, {47, 12}};
+        for (int b = 0; b < 4; b++) check_tile_shape(tr, wq, wb, xq, ab, n, big[b][0], big[b][1]);
     }
     qp_encoding_simd_force(-1);
     free(w), free(x), free(wq), free(xq);
