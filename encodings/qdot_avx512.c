@@ -36,7 +36,8 @@ QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {
 }
 QP_QDOT_TERNARY_ALL(QP_VNNI, vnni, udot)
 /* TQ2_0 / TQ1_0 (qdot_simd.h QP_QDOT_TQ_ROW): the codes by the activations through vpdpbusd in two
- * chains, the first started from minus the block sums (vpdpwssd by -1) */
+ * chains, the first started from minus the block sums (vpdpwssd by -1); tiles of 2 rows x 4 tokens
+ * (each row's 8 code vectors serve 4 tokens; 8 pair vectors reduced together) */
 QP_VNNI static inline __m256i tq_pair(const __m256i u[8], const uint8_t *ab) {
     const uint8_t *a = ab + QP_Q8_K_OFF_QS;
     __m256i c0 = _mm256_dpwssd_epi32(_mm256_setzero_si256(), qp_load256(ab + QP_Q8_K_OFF_BSUMS), _mm256_set1_epi16(-1));
@@ -47,7 +48,7 @@ QP_VNNI static inline __m256i tq_pair(const __m256i u[8], const uint8_t *ab) {
     }
     return _mm256_add_epi32(c0, c1);
 }
-QP_QDOT_TQ_ALL(QP_VNNI, vnni, tq_pair)
+QP_QDOT_TQ_ALL(QP_VNNI, vnni, tq_pair, 2, 4)
 
 /* ---- row x token tiles (traits vec_dot_q8_tile) ----------------------------------------------
  * Prompts: tiles of TR rows x TT tokens with TR * TT = 16 pairs (4 x 4), pair p = r * TT + t in

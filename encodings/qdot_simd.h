@@ -106,15 +106,16 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
         return qp_hsum256_ps(acc);                                                                \
     }
 
-/* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for
- * prompts: tiles of TR rows x TT tokens; a weight block's levels, scale and ROW_PREP(levels) are
- * made once for the tile's TT tokens and an activation block and its TOK_PREP once for its TR
- * rows; PAIR(levels, row prep, token prep) gives the pair's 8 exact int32 lane sums (those of
- * QP_QDOT_LEGACY_Q8_0's LANE_SUMS) and each (row, token) keeps its own 8-lane accumulator that
- * takes QP_QDOT_LEGACY_Q8_0's float operations in its order, so y is DOT's bits for every pair.
- * One token (decode): DOT row by row. Rows and tokens past the ends of a partial tile repeat
- * the last one and are not stored. */
-#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LV, BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR)            \
+/* Tiles: the tn row (or token) pointers base + (first + i) * ld, i < n, of a partial tile whose
+ * missing entries (i >= n) repeat the last one */
+static inline void qp_tile_ptrs(const void *base, size_t ld, int64_t first, int n, int tn, const uint8_t **p) {
+    for (int i = 0; i < tn; i++) p[i] = (const uint8_t *)base + (size_t)(first + (i < n ? i : n - 1)) * ld;
+}
+/* A rows x tokens function FN (traits vec_dot_q8_tile): one token (decode) row by row through the
+ * single dot DOT; several in tiles of TR rows x TT tokens, the tile's TR row pointers wr and TT token
+ * pointers xt (partial tiles: nr rows, nt tokens, the last repeated) given to the body (the
+ * variadic argument), which computes and stores the tile at rows r0.., tokens t0.. */
+#define QP_QDOT_TILE_FN(ATTR, FN, DOT, TR, TT, ...)                                               \
     ATTR void FN(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq,          \
                  int64_t n_tok, int64_t n, float *y, size_t ldy) {                                \
         if (n_tok == 1) {                                                                         \
@@ -124,11 +125,26 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
         for (int64_t r0 = 0; r0 < n_rows; r0 += (TR)) {                                           \
             const int nr = n_rows - r0 < (TR) ? (int)(n_rows - r0) : (TR);                        \
             const uint8_t *wr[TR];                                                                \
-            for (int r = 0; r < (TR); r++) wr[r] = (const uint8_t *)w + (size_t)(r0 + (r < nr ? r : nr - 1)) * ldw; \
+            qp_tile_ptrs(w, ldw, r0, nr, (TR), wr);                                               \
             for (int64_t t0 = 0; t0 < n_tok; t0 += (TT)) {                                        \
                 const int nt = n_tok - t0 < (TT) ? (int)(n_tok - t0) : (TT);                      \
                 const uint8_t *xt[TT];                                                            \
-                for (int t = 0; t < (TT); t++) xt[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * ldxq; \
+                qp_tile_ptrs(xq, ldxq, t0, nt, (TT), xt);                                         \
+                __VA_ARGS__                                                                       \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+/* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for
+ * prompts: tiles of TR rows x TT tokens; a weight block's levels, scale and ROW_PREP(levels) are
+ * made once for the tile's TT tokens and an activation block and its TOK_PREP once for its TR
+ * rows; PAIR(levels, row prep, token prep) gives the pair's 8 exact int32 lane sums (those of
+ * QP_QDOT_LEGACY_Q8_0's LANE_SUMS) and each (row, token) keeps its own 8-lane accumulator that
+ * takes QP_QDOT_LEGACY_Q8_0's float operations in its order, so y is DOT's bits for every pair.
+ * One token (decode): DOT row by row. Rows and tokens past the ends of a partial tile repeat
+ * the last one and are not stored. */
+#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LV, BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR)            \
+    QP_QDOT_TILE_FN(ATTR, FN, DOT, TR, TT,                                                        \
                 __m256 acc[TR][TT];                                                               \
                 for (int r = 0; r < (TR); r++)                                                    \
                     for (int t = 0; t < (TT); t++) acc[r][t] = _mm256_setzero_ps();               \
@@ -151,9 +167,7 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
                 }                                                                                 \
                 for (int t = 0; t < nt; t++)                                                      \
                     for (int r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + (size_t)(r0 + r)] = qp_hsum256_ps(acc[r][t]); \
-            }                                                                                     \
-        }                                                                                         \
-    }
+    )
 /* the three legacy encodings' tiles at one level (SUFFIX avx2 / vnni) */
 #define QP_QDOT_LEGACY_TILES(ATTR, SUFFIX, TR, TT, ROW_PREP, TOK_PREP, PAIR)                      \
     QP_QDOT_LEGACY_TILE(ATTR, qp_q8_0_dot_q8_0_tile_##SUFFIX, qp_q8_0_dot_q8_0_##SUFFIX, qp_q8_0_levels256, QP_Q8_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR) \
@@ -274,7 +288,7 @@ static inline void qp_tq2_0_unpack(const uint8_t *wb, __m256i u[8]) {
     QP_QDOT_TERNARY_Q8K(ATTR, qp_i2s_arm_dot_q8k_##SUFFIX, UDOT, qp_i2s_arm_chunk, 64, 1, -1)     \
     QP_QDOT_TERNARY_Q8K(ATTR, qp_qk256_dot_q8k_##SUFFIX, UDOT, qp_qk256_chunk, QP_QK256_BYTES, 2, -1)
 
-/* ---- TQ2_0 / TQ1_0 against Q8_K: one row -------------------------------------------------------
+/* ---- TQ2_0 / TQ1_0 against Q8_K: one row, and rows x tokens ----------------------------------
  * A level gives PAIR(u, ab): for a block's 8 unpacked code chunks u[k] (level + 1, chunk k against
  * the activations at ab + QP_Q8_K_OFF_QS + 32k) 8 int32 lanes whose sum is isum = sum u a - sum of
  * the 16 block sums (sum t a, exact). The drivers sum the lanes of several pairs at once (lane p
@@ -282,6 +296,12 @@ static inline void qp_tq2_0_unpack(const uint8_t *wb, __m256i u[8]) {
  * lanes, each lane the operations of enc_qdot.c's ternary_dot for its (row, token) in block
  * order: d = f16(d_w) * d_a; s = s + d * (float)isum. */
 
+/* lane p of the result = the sum of the 8 int32 lanes of v[p] (p < 8) */
+static inline __m256i qp_sum8_epi32(const __m256i v[8]) {
+    const __m256i lo = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i hi = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
 /* lane p of the result = the sum of the 8 int32 lanes of v[p] (p < 4) */
 static inline __m128i qp_sum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d) {
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
@@ -323,9 +343,44 @@ static inline __m128i qp_sum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d) 
         return sum;                                                                                 \
     }
 
-/* TQ2_0 and TQ1_0 at one level (SUFFIX avx2 / vnni) */
-#define QP_QDOT_TQ_ALL(ATTR, SUFFIX, PAIR)                                                          \
+/* Rows x tokens (traits vec_dot_q8_tile): one token row by row through DOT; several in tiles of
+ * TR rows x TT tokens (TR * TT <= 8): per block each row's codes unpacked once for the tile's
+ * tokens, each activation chunk loaded once per row, pair p = r * TT + t in lane p of the
+ * reduction and of the float sums. Rows and tokens past the ends of a partial tile repeat the
+ * last one and are not stored. */
+#define QP_QDOT_TQ_TILE(ATTR, FN, DOT, PAIR, UNPACK, WBYTES, D_OFF, TR, TT)                         \
+    QP_QDOT_TILE_FN(ATTR, FN, DOT, TR, TT,                                                          \
+                __m256 sum = _mm256_setzero_ps();                                                   \
+                for (int64_t i = 0; i < n / QP_QK_K; i++) {                                         \
+                    __m256i v[8], u[8];                                                             \
+                    float dw[8] = {0}, da[8] = {0};                                                 \
+                    for (int p = (TR) * (TT); p < 8; p++) v[p] = _mm256_setzero_si256();            \
+                    for (int r = 0; r < (TR); r++) {                                                \
+                        const uint8_t *wb = wr[r] + (size_t)i * (WBYTES);                           \
+                        UNPACK(wb, u);                                                              \
+                        const float d = _cvtsh_ss(qp_load_u16le(wb + (D_OFF)));                     \
+                        for (int t = 0; t < (TT); t++) {                                            \
+                            const uint8_t *ab = xt[t] + (size_t)i * QP_Q8_K_BYTES;                  \
+                            v[r * (TT) + t] = PAIR(u, ab);                                          \
+                            dw[r * (TT) + t] = d;                                                   \
+                            da[r * (TT) + t] = qp_load_f32le(ab);                                   \
+                        }                                                                           \
+                    }                                                                               \
+                    const __m256 dd = _mm256_mul_ps(_mm256_loadu_ps(dw), _mm256_loadu_ps(da));      \
+                    sum = _mm256_add_ps(sum, _mm256_mul_ps(dd, _mm256_cvtepi32_ps(qp_sum8_epi32(v)))); \
+                }                                                                                   \
+                float s[8];                                                                         \
+                _mm256_storeu_ps(s, sum);                                                           \
+                for (int t = 0; t < nt; t++)                                                        \
+                    for (int r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + (size_t)(r0 + r)] = s[r * (TT) + t]; \
+    )
+/* TQ2_0 and TQ1_0 at one level (SUFFIX avx2 / vnni): the single dot and the TR x TT tile */
+#define QP_QDOT_TQ_ALL(ATTR, SUFFIX, PAIR, TR, TT)                                                  \
     QP_QDOT_TQ_ROW(ATTR, qp_tq2_0_dot_q8k_##SUFFIX, PAIR, qp_tq2_0_unpack, QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D) \
-    QP_QDOT_TQ_ROW(ATTR, qp_tq1_0_dot_q8k_##SUFFIX, PAIR, qp_tq1_0_unpack, QP_TQ1_0_BYTES, QP_TQ1_0_OFF_D)
+    QP_QDOT_TQ_ROW(ATTR, qp_tq1_0_dot_q8k_##SUFFIX, PAIR, qp_tq1_0_unpack, QP_TQ1_0_BYTES, QP_TQ1_0_OFF_D) \
+    QP_QDOT_TQ_TILE(ATTR, qp_tq2_0_dot_q8k_tile_##SUFFIX, qp_tq2_0_dot_q8k_##SUFFIX, PAIR, qp_tq2_0_unpack, \
+                    QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D, TR, TT)                                         \
+    QP_QDOT_TQ_TILE(ATTR, qp_tq1_0_dot_q8k_tile_##SUFFIX, qp_tq1_0_dot_q8k_##SUFFIX, PAIR, qp_tq1_0_unpack, \
+                    QP_TQ1_0_BYTES, QP_TQ1_0_OFF_D, TR, TT)
 
 #endif

@@ -192,7 +192,7 @@ QP_DISPATCH_QDOT(q6k_dot_q8k)
                 qp_##NAME##_multi_avx2((const uint8_t *)w + (size_t)r * ldw, xq, ldxq, n_tok, n, \
                                        y + r, ldy);                                              \
     }
-/* the legacy blocks' tiles have a kernel at every level */
+/* the legacy blocks' and TQ2_0 / TQ1_0 tiles have a kernel at every level */
 #define QP_DISPATCH_QDOT_TILE_ALL(NAME)                                                          \
     void qp_##NAME##_tile(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq,  \
                           int64_t n_tok, int64_t n, float *y, size_t ldy) {                      \
@@ -204,6 +204,8 @@ QP_DISPATCH_QDOT(q6k_dot_q8k)
 QP_DISPATCH_QDOT_TILE_ALL(q8_0_dot_q8_0)
 QP_DISPATCH_QDOT_TILE_ALL(q4_0_dot_q8_0)
 QP_DISPATCH_QDOT_TILE_ALL(q5_0_dot_q8_0)
+QP_DISPATCH_QDOT_TILE_ALL(tq2_0_dot_q8k)
+QP_DISPATCH_QDOT_TILE_ALL(tq1_0_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q4k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q5k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q6k_dot_q8k)
