@@ -600,10 +600,19 @@ void qp_ternary_absmean(const float *w, int64_t n, int8_t *q, float *scale) {
 }
 
 float qp_act_quantize_i8(const float *x, int64_t n, int8_t *a) {
+    const bool simd = qp_simd_level() >= 1;
     float m = 0.0f;
-    for (int64_t i = 0; i < n; i++) m = QP_MAX(m, fabsf(x[i]));
+    if (!simd || !qp_act_amax_avx2(x, n, &m)) {
+        m = 0.0f;
+        for (int64_t i = 0; i < n; i++) m = QP_MAX(m, fabsf(x[i]));
+    }
     const float s = 127.0f / QP_MAX(m, 1e-5f);
-    for (int64_t i = 0; i < n; i++) a[i] = (int8_t)round_even_clamp(x[i] * s, -128, 127);
+    int64_t i = 0;
+    if (simd) {
+        qp_act_codes_avx2(x, n, s, a);
+        i = n / 32 * 32;
+    }
+    for (; i < n; i++) a[i] = (int8_t)round_even_clamp(x[i] * s, -128, 127);
     return s;
 }
 

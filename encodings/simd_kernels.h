@@ -74,6 +74,10 @@ void qp_i2s_codes_avx512(const float *x, int64_t nb, int be, int mode, float s, 
  * partly written) at the first block holding any other value (or NaN). */
 bool qp_i2s_ternary_codes_avx2(const float *x, int64_t nb, int be, float f, uint8_t *y);
 bool qp_i2s_ternary_codes_avx512(const float *x, int64_t nb, int be, float f, uint8_t *y);
+/* ternary_avx2.c: qp_act_quantize_i8's maximum (false when x holds a NaN) and its codes of the
+ * first n / 32 * 32 elements, the reference's bytes */
+bool qp_act_amax_avx2(const float *x, int64_t n, float *amax);
+void qp_act_codes_avx2(const float *x, int64_t n, float s, int8_t *a);
 /* ternary_avx2.c: exact int8 dots */
 double qp_tq1_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 double qp_tq2_0_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);

@@ -544,3 +544,42 @@ double qp_bitnet32f16_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n)
     }
     return s;
 }
+
+/* ---- int8 activations (qp_act_quantize_i8) ---------------------------------------------------- */
+/* max(0, max |x|) of n floats; false when x holds a NaN (the reference's running QP_MAX restarts
+ * after one, so the caller takes the scalar path) */
+bool qp_act_amax_avx2(const float *x, int64_t n, float *amax) {
+    V m0 = _mm256_setzero_ps(), m1 = m0, nan = m0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const V a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        m0 = _mm256_max_ps(m0, vabs(a));
+        m1 = _mm256_max_ps(m1, vabs(b));
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+    }
+    if (_mm256_movemask_ps(nan)) return false;
+    float m = hmax8(_mm256_max_ps(m0, m1));
+    for (; i < n; i++) {
+        if (x[i] != x[i]) return false;
+        m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
+    }
+    *amax = m;
+    return true;
+}
+/* a = clamp(rint(x * s), -128, 127), NaN -> 0 (enc_ternary.c round_even_clamp), for the first
+ * n / 32 * 32 elements: the product rounded once as the reference, clamped, then converted with
+ * the default rounding (nearest even, as rintf) */
+void qp_act_codes_avx2(const float *x, int64_t n, float s, int8_t *a) {
+    const V vs = _mm256_set1_ps(s), lo = _mm256_set1_ps(-128.0f), hi = _mm256_set1_ps(127.0f);
+    for (int64_t i = 0; i + 32 <= n; i += 32) {
+        VI q[4];
+        for (int k = 0; k < 4; k++) {
+            const V v = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), vs);
+            const V c = _mm256_min_ps(_mm256_max_ps(v, lo), hi); /* NaN -> -128, masked below */
+            q[k] = _mm256_cvtps_epi32(_mm256_and_ps(c, _mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+        }
+        const VI ab = _mm256_packs_epi32(q[0], q[1]), cd = _mm256_packs_epi32(q[2], q[3]);
+        _mm256_storeu_si256((VI *)(a + i), _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd),
+                                                                         _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+}

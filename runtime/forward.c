@@ -358,9 +358,16 @@ const float *qp_runtime_hidden(const qp_runtime *rt) { return rt->hidden; }
 typedef struct act_in {
     const float *x;
     int64_t n, ld, nt;
-    bool done;
+    bool done;                                      /* act_i8 / act_s hold x quantized to int8 */
     const qp_encoding_traits *q_done[QP_ACT_SLOTS]; /* fast path: act_q[i] holds x in these */
+    bool f_done;                                    /* act_f holds act_i8 as floats */
 } act_in;
+
+/* An input of nt tokens (token t at x + t * ld, n used), nothing quantized yet. */
+static act_in act_input(const float *x, int64_t n, int64_t ld, int64_t nt) {
+    act_in a = {x, n, ld, nt, false, {NULL}, false};
+    return a;
+}
 
 /* Fast path: x quantized by w->act_q, once per input and activation encoding. */
 static const uint8_t *quantized_act(qp_runtime *rt, const qp_wmat *w, act_in *a) {
@@ -385,15 +392,14 @@ static qp_matvec_task task_for(qp_runtime *rt, const qp_wmat *w, act_in *a, floa
     if (!w->act_i8) return t;
     int64_t la = rt->act_cols;
     if (!a->done) {
-        for (int64_t tk = 0; tk < a->nt; tk++) {
-            const float *x = a->x + tk * a->ld;
-            int8_t *q = rt->act_i8 + tk * la;
-            float *f = rt->act_f + tk * la;
-            float s = qp_act_quantize_i8(x, a->n, q);
-            rt->act_s[tk] = s;
-            for (int64_t i = 0; i < a->n; i++) f[i] = (float)q[i]; /* matvec.c divides by s */
-        }
+        for (int64_t tk = 0; tk < a->nt; tk++)
+            rt->act_s[tk] = qp_act_quantize_i8(a->x + tk * a->ld, a->n, rt->act_i8 + tk * la);
         a->done = true;
+    }
+    if (!w->use_i8 && !a->f_done) { /* the int8 codes as floats; matvec.c divides by s */
+        for (int64_t tk = 0; tk < a->nt; tk++)
+            for (int64_t i = 0; i < a->n; i++) rt->act_f[tk * la + i] = (float)rt->act_i8[tk * la + i];
+        a->f_done = true;
     }
     t.xa = rt->act_i8;
     t.ldxa = la;
@@ -517,7 +523,7 @@ static void moe_route(qp_runtime *rt, int64_t nt) {
 static void moe_ffn(qp_runtime *rt, const qp_layer_weights *L, int64_t nt) {
     const qp_runtime_config *c = &rt->cfg;
     int64_t dim = c->dim, ffn = c->ffn_dim, k = c->n_experts_used;
-    act_in in_r = {rt->xb, dim, dim, nt, false, {NULL}};
+    act_in in_r = act_input(rt->xb, dim, dim, nt);
     qp_matvec_task r_task = task_for(rt, &L->router, &in_r, rt->moe_probs, c->n_experts);
     matmul(rt, &r_task, 1, nt);
     moe_route(rt, nt);
@@ -530,12 +536,12 @@ static void moe_ffn(qp_runtime *rt, const qp_layer_weights *L, int64_t nt) {
         }
         if (n == 0) continue;
         const qp_wmat *W = &L->experts[3 * x];
-        act_in in = {rt->moe_x, dim, dim, n, false, {NULL}};
+        act_in in = act_input(rt->moe_x, dim, dim, n);
         qp_matvec_task gu[2] = {task_for(rt, &W[QP_EXPERT_GATE], &in, rt->hb, ffn),
                                 task_for(rt, &W[QP_EXPERT_UP], &in, rt->hb2, ffn)};
         matmul(rt, gu, 2, n);
         ffn_act(c, rt->hb, rt->hb2, n * ffn);
-        act_in in_d = {rt->hb, ffn, ffn, n, false, {NULL}};
+        act_in in_d = act_input(rt->hb, ffn, ffn, n);
         qp_matvec_task d_task = task_for(rt, &W[QP_EXPERT_DOWN], &in_d, rt->moe_x, dim);
         matmul(rt, &d_task, 1, n);
         for (int64_t i = 0; i < n; i++) {
@@ -604,7 +610,7 @@ static void attn_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int
     int64_t half = hd / 2;
     float eps = c->norm_eps;
     size_t loff = (size_t)l * (size_t)c->n_ctx * (size_t)kvdim;
-    act_in in = {rt->xb, dim, dim, nt, false, {NULL}};
+    act_in in = act_input(rt->xb, dim, dim, nt);
     bool gated = c->attn_out_gate;
     qp_matvec_task qkv[3] = {task_for(rt, &L->wq, &in, gated ? rt->q_gate : rt->q, gated ? 2 * qdim : qdim),
                              task_for(rt, &L->wk, &in, rt->k, kvdim),
@@ -637,7 +643,7 @@ static void attn_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, int
     float *ao = rt->att_out;
     if (gated) apply_out_gate(c, ao, rt->q_gate, nt);
     ao = sub_norm_rows(rt->att_out_n, ao, L->attn_sub_norm, qdim, nt, eps);
-    act_in in_o = {ao, qdim, qdim, nt, false, {NULL}};
+    act_in in_o = act_input(ao, qdim, qdim, nt);
     qp_matvec_task o_task = task_for(rt, &L->wo, &in_o, rt->xb, dim);
     matmul(rt, &o_task, 1, nt);
     add_bias(rt->xb, L->bo, nt, dim);
@@ -649,7 +655,7 @@ static void delta_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, in
     const qp_runtime_config *c = &rt->cfg;
     int64_t dim = c->dim, val = c->ssm_inner_size, nv = c->ssm_time_step_rank;
     int64_t ch = 2 * c->ssm_group_count * c->ssm_state_size + val;
-    act_in in = {rt->xb, dim, dim, nt, false, {NULL}};
+    act_in in = act_input(rt->xb, dim, dim, nt);
     qp_matvec_task pr[4] = {task_for(rt, &L->ssm_qkv, &in, rt->lin_qkv, ch),
                             task_for(rt, &L->ssm_z, &in, rt->lin_z, val),
                             task_for(rt, &L->ssm_beta, &in, rt->lin_ba, 2 * nv),
@@ -661,7 +667,7 @@ static void delta_block(qp_runtime *rt, const qp_layer_weights *L, int64_t l, in
     for (int64_t t = 0; t < nt; t++)
         qp_delta_net_token(c, L, cs, ss, rt->lin_qkv + t * ch, rt->lin_z + t * val, rt->lin_ba + t * 2 * nv,
                            rt->lin_o + t * val);
-    act_in in_o = {rt->lin_o, val, val, nt, false, {NULL}};
+    act_in in_o = act_input(rt->lin_o, val, val, nt);
     qp_matvec_task o_task = task_for(rt, &L->ssm_out, &in_o, rt->xb, dim);
     matmul(rt, &o_task, 1, nt);
 }
@@ -718,7 +724,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
             for (int64_t i = 0; i < nt * dim; i++) x[i] += rt->xb[i];
             continue;
         }
-        act_in in_f = {rt->xb, dim, dim, nt, false, {NULL}};
+        act_in in_f = act_input(rt->xb, dim, dim, nt);
         qp_matvec_task gu[2] = {task_for(rt, &L->w_gate, &in_f, rt->hb, ffn),
                                 task_for(rt, &L->w_up, &in_f, rt->hb2, ffn)};
         matmul(rt, gu, 2, nt);
@@ -726,7 +732,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
         add_bias(rt->hb2, L->b_up, nt, ffn);
         ffn_act(c, rt->hb, rt->hb2, nt * ffn);
         float *fi = sub_norm_rows(rt->hb2, rt->hb, L->ffn_sub_norm, ffn, nt, eps);
-        act_in in_d = {fi, ffn, ffn, nt, false, {NULL}};
+        act_in in_d = act_input(fi, ffn, ffn, nt);
         qp_matvec_task d_task = task_for(rt, &L->w_down, &in_d, rt->xb, dim);
         matmul(rt, &d_task, 1, nt);
         add_bias(rt->xb, L->b_down, nt, dim);
@@ -740,7 +746,7 @@ static void run_batch(qp_runtime *rt, const int32_t *tokens, int64_t nt, int64_t
     for (int64_t t = first; t < nt; t++)
         rmsnorm(rt->xb + t * dim, x + t * dim, rt->w.output_norm, dim, eps);
     rt->hidden = rt->xb + (nt - 1) * dim;
-    act_in in_out = {rt->xb + first * dim, dim, dim, nl, false, {NULL}};
+    act_in in_out = act_input(rt->xb + first * dim, dim, dim, nl);
     float *lg = all_logits ? all_logits : rt->logits;
     qp_matvec_task out_task = task_for(rt, &rt->w.output, &in_out, lg, c->vocab);
     matmul(rt, &out_task, 1, nl);

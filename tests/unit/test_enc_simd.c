@@ -260,6 +260,53 @@ static void test_dots(void) {
     }
 }
 
+/* qp_act_quantize_i8 (BitNet per-token int8 activations): every level gives the scalar path's scale
+ * and bytes. Rows of 1-5632 (SIMD body and scalar tail), normal data, exact ties (x * s = k + 0.5
+ * with s = 1), values that round past 127, zeros, subnormals, huge, +-inf and NaN anywhere (a NaN
+ * restarts the reference's running maximum). */
+static void test_act_quantize(void) {
+    enum { N = 5632 };
+    static float x[N];
+    static int8_t ref[N], got[N];
+    const int64_t lens[] = {1, 31, 32, 33, 100, 2048, N};
+    int bad = 0, cases = 0;
+    for (int li = 0; li < 7; li++)
+        for (int kind = 0; kind < 9; kind++) {
+            const int64_t n = lens[li];
+            const int64_t at = (int64_t)(rnd() % (uint64_t)n);
+            for (int64_t i = 0; i < n; i++) {
+                float v = gauss();
+                switch (kind) {
+                case 1: v = (float)((int)(rnd() % 254) - 127) + 0.5f; break; /* ties once s = 1 */
+                case 2: v = 0.0f; break;
+                case 3: v *= 1e-40f; break;
+                case 4: v *= 3e37f; break;
+                case 5: v = i == at ? NAN : v; break;
+                case 6: v = i == at ? ((rnd() & 1) ? INFINITY : -INFINITY) : v; break;
+                case 7: v = (i == at || i == n - 1) ? NAN : v * 10.0f; break;
+                case 8: v = (float)(int)(v * 40.0f) / 40.0f * 127.0f; break;
+                default: break;
+                }
+                x[i] = v;
+            }
+            if (kind == 1) x[at] = 127.5f; /* max 127.5: s = 127 / 127.5, codes round to 127 */
+            qp_encoding_simd_force(0);
+            const float s0 = qp_act_quantize_i8(x, n, ref);
+            for (int lv = 1; lv <= 2; lv++) {
+                qp_encoding_simd_force(lv);
+                memset(got, 0x55, sizeof got);
+                const float s1 = qp_act_quantize_i8(x, n, got);
+                cases++;
+                if (memcmp(&s0, &s1, sizeof s0) != 0 || memcmp(ref, got, (size_t)n) != 0) {
+                    if (bad < 3) fprintf(stderr, "act_quantize_i8 n %lld kind %d level %d differs\n", (long long)n, kind, lv);
+                    bad++;
+                }
+            }
+        }
+    qp_encoding_simd_force(-1);
+    QP_CHECK_MSG(bad == 0, "qp_act_quantize_i8: %d of %d SIMD runs differ from the scalar path", bad, cases);
+}
+
 int main(void) {
     printf("simd level: %s\n", qp_encoding_simd_level());
     if (strcmp(qp_encoding_simd_level(), "scalar") == 0)
@@ -268,5 +315,6 @@ int main(void) {
     test_tensor_quantizers();
     test_large_absmean();
     test_dots();
+    test_act_quantize();
     return qp_test_finish();
 }
