@@ -336,52 +336,57 @@ QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
     return single_dot(TILE_Q6K, w, xq, n, QP_Q6_K_BYTES);
 }
 
-/* ---- Q4_K / Q5_K prompts with rows in lanes ------------------------------------------------
+/* ---- k-quant prompts with rows in lanes ----------------------------------------------------
  * For batches of QP_LANE_MIN_TOKENS tokens or more, 16 rows at once with row r in int32 lane r:
  * each super-block of the 16 rows is unpacked once (gathered, one 4-byte group of every row per
  * vector) into a lane_block for every token of the batch, and a token's activations are 4-byte
- * broadcasts, so a sub-block's integer sum is 8 vpdpbusd (exact: 32 * 31 * 128 < 2^31) times its
- * scale (vpmulld), with no horizontal reduction: isum, msum and the reference's float steps
- * (enc_qdot.c k_min_dot: d = d_w d_a, dmin = dmin_w d_a, sum + d isum, then - dmin msum) run in the
- * 16 lanes at once, every lane its row's single-dot operations in their order, so y keeps the
- * single dot's bits. Sums cross the QP_LANE_BLOCKS passes in y (float stores are exact). */
+ * broadcasts, so a sub-block's integer sum is vpdpbusd of the unsigned levels (exact: 32 * 63 *
+ * 128 < 2^31) times its scale (vpmulld), with no horizontal reduction. Q4_K / Q5_K: isum, then
+ * msum from the min pairs and the token's sub-block sums; Q6_K: levels u = q + 32, isum = sum_j
+ * sc_j (u_j . a_j) - 32 sum_j sc_j bsum_j (the same exact integer as sum_j sc_j (q_j . a_j)). The
+ * reference's float steps (enc_qdot.c) run in the 16 lanes at once, every lane its row's
+ * single-dot operations in their order, so y keeps the single dot's bits. Sums cross the
+ * QP_LANE_BLOCKS passes in y (float stores are exact). */
 #define QP_LANE_ROWS 16
 #define QP_LANE_TOKENS 4
 #define QP_LANE_BLOCKS 4
 #define QP_LANE_MIN_TOKENS 8
 
 typedef struct lane_block {
-    __m512i lv[8][8]; /* [sub-block j][group g]: lane r = levels 32j + 4g .. 32j + 4g + 3 of row r */
-    __m512i sc[8];    /* lane r = scale of sub-block j of row r */
-    __m512i mn[4];    /* lane r = min of sub-block 2k | min of sub-block 2k + 1 << 16 */
-    __m512 d, dmin;   /* lane r = the row's d and dmin */
+    __m512i lv[64];   /* lane r = the unsigned levels of elements 4q .. 4q + 3 of row r */
+    __m512i sc[16];   /* lane r = scale of sub-block j of row r (Q4_K / Q5_K: 8 of 32, Q6_K: 16 of 16) */
+    __m512i pair[8];  /* lane r = int16 pair: Q4_K / Q5_K mins of sub-blocks 2k, 2k + 1 (4); Q6_K scales (8) */
+    __m512 d, dmin;   /* lane r = the row's d and dmin (Q6_K: d) */
 } lane_block;
 
-/* byte b of every lane of v, as int32 */
+/* byte b of every lane of v as int32, zero- or sign-extended */
 static inline __m512i lane_byte(__m512i v, int b) {
     return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xFF));
 }
+static inline __m512i lane_sbyte(__m512i v, int b) {
+    return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * b), 24);
+}
+/* the 16 rows' 4 bytes at offset off of their blocks (row r at blk + lane r of row_off) */
+#define LANE_GATHER(blk, off) _mm512_i32gather_epi32(row_off, (const void *)((blk) + (off)), 1)
 
-/* 16 rows' super-block at blk (row r at blk + row_off lane r) into lb */
-QP_VNNI __attribute__((always_inline)) static inline void lane_unpack(const uint8_t *blk, __m512i row_off, size_t off_qs, bool five,
-                                                                      lane_block *lb) {
+QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_q4k(const uint8_t *blk, __m512i row_off, bool five, lane_block *lb) {
     const __m512i nib = _mm512_set1_epi32(0x0F0F0F0F);
-    for (int k = 0; k < 4; k++)
+    const size_t off_qs = five ? QP_Q5_K_OFF_QS : QP_Q4_K_OFF_QS;
+    for (int k = 0; k < 4; k++) /* sub-blocks 2k (low nibbles) and 2k + 1 (high) of bytes 32k .. 32k + 31 */
         for (int g = 0; g < 8; g++) {
-            const __m512i q = _mm512_i32gather_epi32(row_off, (const void *)(blk + off_qs + 32 * k + 4 * g), 1);
-            lb->lv[2 * k][g] = _mm512_and_si512(q, nib);
-            lb->lv[2 * k + 1][g] = _mm512_and_si512(_mm512_srli_epi32(q, 4), nib);
+            const __m512i q = LANE_GATHER(blk, off_qs + 32 * k + 4 * g);
+            lb->lv[16 * k + g] = _mm512_and_si512(q, nib);
+            lb->lv[16 * k + 8 + g] = _mm512_and_si512(_mm512_srli_epi32(q, 4), nib);
         }
     if (five)
         for (int g = 0; g < 8; g++) {
-            const __m512i h = _mm512_i32gather_epi32(row_off, (const void *)(blk + QP_Q5_K_OFF_QH + 4 * g), 1);
+            const __m512i h = LANE_GATHER(blk, QP_Q5_K_OFF_QH + 4 * g);
             for (int j = 0; j < 8; j++)
-                lb->lv[j][g] = _mm512_or_si512(lb->lv[j][g], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, j), _mm512_set1_epi32(0x01010101)), 4));
+                lb->lv[8 * j + g] = _mm512_or_si512(lb->lv[8 * j + g], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, j), _mm512_set1_epi32(0x01010101)), 4));
         }
     /* qp_q4k_unpack_scales in 16 lanes: u0..u2 the 12 scale bytes */
-    const __m512i u0 = _mm512_i32gather_epi32(row_off, (const void *)(blk + QP_Q4_K_OFF_SCALES), 1);
-    const __m512i u1 = _mm512_i32gather_epi32(row_off, (const void *)(blk + QP_Q4_K_OFF_SCALES + 4), 1);
-    const __m512i u2 = _mm512_i32gather_epi32(row_off, (const void *)(blk + QP_Q4_K_OFF_SCALES + 8), 1);
+    const __m512i u0 = LANE_GATHER(blk, QP_Q4_K_OFF_SCALES), u1 = LANE_GATHER(blk, QP_Q4_K_OFF_SCALES + 4);
+    const __m512i u2 = LANE_GATHER(blk, QP_Q4_K_OFF_SCALES + 8);
     const __m512i m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     __m512i mn[8];
     for (int j = 0; j < 4; j++) {
@@ -390,42 +395,77 @@ QP_VNNI __attribute__((always_inline)) static inline void lane_unpack(const uint
         lb->sc[j + 4] = _mm512_or_si512(_mm512_and_si512(lane_byte(u2, j), m15), _mm512_slli_epi32(_mm512_srli_epi32(lane_byte(u0, j), 6), 4));
         mn[j + 4] = _mm512_or_si512(_mm512_srli_epi32(lane_byte(u2, j), 4), _mm512_slli_epi32(_mm512_srli_epi32(lane_byte(u1, j), 6), 4));
     }
-    for (int k = 0; k < 4; k++) lb->mn[k] = _mm512_or_si512(mn[2 * k], _mm512_slli_epi32(mn[2 * k + 1], 16));
-    const __m512i dd = _mm512_i32gather_epi32(row_off, (const void *)blk, 1);
+    for (int k = 0; k < 4; k++) lb->pair[k] = _mm512_or_si512(mn[2 * k], _mm512_slli_epi32(mn[2 * k + 1], 16));
+    const __m512i dd = LANE_GATHER(blk, 0);
     lb->d = f16_lanes(dd, false);
     lb->dmin = f16_lanes(dd, true);
 }
 
+/* Q6_K: elements 128h + 32m + l, l = 4g .. 4g + 3: nibble m / 2 of ql[64h + 32(m & 1) + l] | bits
+ * 2m, 2m + 1 of qh[32h + l] << 4 (enc_qdot.c qp_q6k_dot_q8k_ref) */
+QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_q6k(const uint8_t *blk, __m512i row_off, lane_block *lb) {
+    const __m512i nib = _mm512_set1_epi32(0x0F0F0F0F), two = _mm512_set1_epi32(0x03030303);
+    for (int h = 0; h < 2; h++)
+        for (int g = 0; g < 8; g++) {
+            const __m512i qh = LANE_GATHER(blk, QP_Q6_K_OFF_QH + 32 * h + 4 * g);
+            for (int c = 0; c < 2; c++) {
+                const __m512i ql = LANE_GATHER(blk, 64 * h + 32 * c + 4 * g);
+                for (int m = c; m < 4; m += 2) {
+                    const __m512i lo = m & 2 ? _mm512_and_si512(_mm512_srli_epi32(ql, 4), nib) : _mm512_and_si512(ql, nib);
+                    lb->lv[32 * h + 8 * m + g] = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 2 * m), two), 4));
+                }
+            }
+        }
+    for (int c = 0; c < 4; c++) {
+        const __m512i s4 = LANE_GATHER(blk, QP_Q6_K_OFF_SCALES + 4 * c);
+        for (int b = 0; b < 4; b++) lb->sc[4 * c + b] = lane_sbyte(s4, b);
+    }
+    for (int k = 0; k < 8; k++)
+        lb->pair[k] = _mm512_or_si512(_mm512_and_si512(lb->sc[2 * k], _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(lb->sc[2 * k + 1], 16));
+    lb->d = f16_lanes(LANE_GATHER(blk, QP_Q6_K_OFF_D - 2), true); /* the f16 d: the high half of bytes 206..209 */
+    lb->dmin = _mm512_setzero_ps();
+}
+
 /* the 16 rows of lb against QP_LANE_TOKENS tokens' Q8_K blocks ab[t]: sum[t] takes the block's
  * float steps */
-QP_VNNI __attribute__((always_inline)) static inline void lane_tokens(const lane_block *lb, const uint8_t *const *ab, __m512 *sum) {
+QP_VNNI __attribute__((always_inline)) static inline void lane_tokens(tile_kind kind, const lane_block *lb, const uint8_t *const *ab,
+                                                                      __m512 *sum) {
+    const int n_sub = kind == TILE_Q6K ? 16 : 8, per_sub = 64 / n_sub; /* 4-byte groups per sub-block */
     __m512i isum[QP_LANE_TOKENS], msum[QP_LANE_TOKENS];
     for (int t = 0; t < QP_LANE_TOKENS; t++) isum[t] = msum[t] = _mm512_setzero_si512();
-    for (int j = 0; j < 8; j++)
+    for (int j = 0; j < n_sub; j++)
         for (int t = 0; t < QP_LANE_TOKENS; t++) {
-            const uint8_t *a = ab[t] + QP_Q8_K_OFF_QS + 32 * j;
+            const uint8_t *a = ab[t] + QP_Q8_K_OFF_QS + 4 * per_sub * j;
             __m512i p = _mm512_setzero_si512();
-            for (int g = 0; g < 8; g++) p = _mm512_dpbusd_epi32(p, lb->lv[j][g], _mm512_set1_epi32((int)qp_load_u32le(a + 4 * g)));
+            for (int g = 0; g < per_sub; g++)
+                p = _mm512_dpbusd_epi32(p, lb->lv[per_sub * j + g], _mm512_set1_epi32((int)qp_load_u32le(a + 4 * g)));
             isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(p, lb->sc[j]));
         }
     for (int t = 0; t < QP_LANE_TOKENS; t++) {
-        const __m128i bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)(ab[t] + QP_Q8_K_OFF_BSUMS)),
-                                          _mm_loadu_si128((const __m128i *)(const void *)(ab[t] + QP_Q8_K_OFF_BSUMS + 16)));
-        for (int k = 0; k < 4; k++)
-            msum[t] = _mm512_add_epi32(msum[t], _mm512_madd_epi16(lb->mn[k], _mm512_set1_epi32(_mm_extract_epi32(bp, k))));
         const __m512 da = _mm512_set1_ps(qp_load_f32le(ab[t]));
+        const uint8_t *bs = ab[t] + QP_Q8_K_OFF_BSUMS;
+        if (kind == TILE_Q6K) { /* msum: the level bias sum_j sc_j bsum_j over the 16 sums */
+            for (int k = 0; k < 8; k++) msum[t] = _mm512_add_epi32(msum[t], _mm512_madd_epi16(lb->pair[k], _mm512_set1_epi32((int)qp_load_u32le(bs + 4 * k))));
+            isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(msum[t], 5));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_mul_ps(lb->d, da), _mm512_cvtepi32_ps(isum[t])));
+            continue;
+        }
+        const __m128i bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)bs), /* the 8 sub-block sums */
+                                          _mm_loadu_si128((const __m128i *)(const void *)(bs + 16)));
+        for (int k = 0; k < 4; k++)
+            msum[t] = _mm512_add_epi32(msum[t], _mm512_madd_epi16(lb->pair[k], _mm512_permutexvar_epi32(_mm512_set1_epi32(k), _mm512_castsi128_si512(bp))));
         const __m512 d = _mm512_mul_ps(lb->d, da), dmin = _mm512_mul_ps(lb->dmin, da);
         sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
         sum[t] = _mm512_sub_ps(sum[t], _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum[t])));
     }
 }
 
-/* rows [0, n_rows) in groups of 16 (n_rows >= 16; a last partial group repeats its last row and
- * stores only its own) against n_tok >= QP_LANE_TOKENS tokens */
+/* rows [0, n_rows) in groups of 16 (a last partial group repeats its last row and stores only its
+ * own) against n_tok tokens */
 QP_VNNI __attribute__((always_inline)) static inline void
-lane_rows(bool five, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t *xq, size_t ldxq, int64_t n_tok, int64_t n,
+lane_rows(tile_kind kind, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t *xq, size_t ldxq, int64_t n_tok, int64_t n,
           float *y, size_t ldy) {
-    const size_t wbytes = five ? QP_Q5_K_BYTES : QP_Q4_K_BYTES, off_qs = five ? QP_Q5_K_OFF_QS : QP_Q4_K_OFF_QS;
+    const size_t wbytes = kind == TILE_Q6K ? QP_Q6_K_BYTES : kind == TILE_Q5K ? QP_Q5_K_BYTES : QP_Q4_K_BYTES;
     const int64_t nb = n / QP_QK_K;
     lane_block lb[QP_LANE_BLOCKS];
     for (int64_t r0 = 0; r0 < n_rows; r0 += QP_LANE_ROWS) {
@@ -437,7 +477,10 @@ lane_rows(bool five, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t
         const uint8_t *wg = w + (size_t)r0 * ldw;
         for (int64_t i0 = 0; i0 < nb; i0 += QP_LANE_BLOCKS) {
             const int nbc = nb - i0 < QP_LANE_BLOCKS ? (int)(nb - i0) : QP_LANE_BLOCKS;
-            for (int i = 0; i < nbc; i++) lane_unpack(wg + (size_t)(i0 + i) * wbytes, row_off, off_qs, five, &lb[i]);
+            for (int i = 0; i < nbc; i++) {
+                if (kind == TILE_Q6K) lane_unpack_q6k(wg + (size_t)(i0 + i) * wbytes, row_off, &lb[i]);
+                else lane_unpack_q4k(wg + (size_t)(i0 + i) * wbytes, row_off, kind == TILE_Q5K, &lb[i]);
+            }
             for (int64_t t0 = 0; t0 < n_tok; t0 += QP_LANE_TOKENS) {
                 const int nt = n_tok - t0 < QP_LANE_TOKENS ? (int)(n_tok - t0) : QP_LANE_TOKENS;
                 const uint8_t *xt[QP_LANE_TOKENS];
@@ -449,7 +492,7 @@ lane_rows(bool five, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t
                 for (int i = 0; i < nbc; i++) {
                     const uint8_t *ab[QP_LANE_TOKENS];
                     for (int t = 0; t < QP_LANE_TOKENS; t++) ab[t] = xt[t] + (size_t)(i0 + i) * QP_Q8_K_BYTES;
-                    lane_tokens(&lb[i], ab, sum);
+                    lane_tokens(kind, &lb[i], ab, sum);
                 }
                 for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(y + (size_t)(t0 + t) * ldy + (size_t)r0, keep, sum[t]);
             }
@@ -457,15 +500,15 @@ lane_rows(bool five, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t
     }
 }
 
-/* Q4_K / Q5_K batches: rows in lanes for the groups of 16 (when the row offsets fit a gather's
- * int32 indices), the 4 x 4 tiles for the rest */
-QP_VNNI __attribute__((always_inline)) static inline void k_min_batch(tile_kind kind, const uint8_t *w, size_t ldw, int64_t n_rows,
-                                                                      const uint8_t *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                                                                      float *y, size_t ldy) {
+/* k-quant batches: rows in lanes for the groups of 16 (when the row offsets fit a gather's int32
+ * indices and the batch has QP_LANE_MIN_TOKENS tokens), the 4 x 4 tiles for the rest */
+QP_VNNI __attribute__((always_inline)) static inline void k_batch(tile_kind kind, const uint8_t *w, size_t ldw, int64_t n_rows,
+                                                                  const uint8_t *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                                                                  float *y, size_t ldy) {
     int64_t lanes = 0;
     if (n_tok >= QP_LANE_MIN_TOKENS && ldw <= (size_t)INT32_MAX / QP_LANE_ROWS) {
         lanes = n_rows / QP_LANE_ROWS * QP_LANE_ROWS;
-        lane_rows(kind == TILE_Q5K, w, ldw, lanes, xq, ldxq, n_tok, n, y, ldy);
+        lane_rows(kind, w, ldw, lanes, xq, ldxq, n_tok, n, y, ldy);
     }
     if (lanes < n_rows) tile_shape(kind, 4, 4, w + (size_t)lanes * ldw, ldw, n_rows - lanes, xq, ldxq, n_tok, n, y + lanes, ldy);
 }
@@ -473,14 +516,13 @@ QP_VNNI __attribute__((always_inline)) static inline void k_min_batch(tile_kind 
 /* One token: row by row through the single-row kernels (decode reads the weights once, and
  * one sequential stream reads memory faster than 16 rows' tiles did: 12-18 GB/s vs 12-14 on
  * one thread). Several: 4 rows x 4 tokens. */
-#define QP_QDOT_TILE_VNNI(NAME, KIND, BATCH)                                                        \
+#define QP_QDOT_TILE_VNNI(NAME, KIND)                                                               \
     QP_VNNI void qp_##NAME##_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, \
                                        int64_t n_tok, int64_t n, float *y, size_t ldy) {            \
         if (n_tok == 1)                                                                             \
             for (int64_t r = 0; r < n_rows; r++) y[r] = qp_##NAME##_vnni((const uint8_t *)w + (size_t)r * ldw, xq, n); \
-        else BATCH(KIND, w, ldw, n_rows, xq, ldxq, n_tok, n, y, ldy);                               \
+        else k_batch(KIND, w, ldw, n_rows, xq, ldxq, n_tok, n, y, ldy);                             \
     }
-#define QP_TILES_4X4(KIND, ...) tile_shape(KIND, 4, 4, __VA_ARGS__)
-QP_QDOT_TILE_VNNI(q4k_dot_q8k, TILE_Q4K, k_min_batch)
-QP_QDOT_TILE_VNNI(q5k_dot_q8k, TILE_Q5K, k_min_batch)
-QP_QDOT_TILE_VNNI(q6k_dot_q8k, TILE_Q6K, QP_TILES_4X4)
+QP_QDOT_TILE_VNNI(q4k_dot_q8k, TILE_Q4K)
+QP_QDOT_TILE_VNNI(q5k_dot_q8k, TILE_Q5K)
+QP_QDOT_TILE_VNNI(q6k_dot_q8k, TILE_Q6K)
