@@ -337,7 +337,7 @@ QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
 }
 
 /* ---- k-quant prompts with rows in lanes ----------------------------------------------------
- * For batches of QP_LANE_MIN_TOKENS tokens or more, 16 rows at once with row r in int32 lane r:
+ * For batches of QP_LANE_MIN_TOKENS(kind) tokens or more, 16 rows at once with row r in int32 lane r:
  * each super-block of the 16 rows is unpacked once (gathered, one 4-byte group of every row per
  * vector) into a lane_block for every token of the batch, and a token's activations are 4-byte
  * broadcasts, so a sub-block's integer sum is vpdpbusd of the unsigned levels (exact: 32 * 63 *
@@ -350,7 +350,10 @@ QP_VNNI float qp_q6k_dot_q8k_vnni(const void *w, const void *xq, int64_t n) {
 #define QP_LANE_ROWS 16
 #define QP_LANE_TOKENS 4
 #define QP_LANE_BLOCKS 4
-#define QP_LANE_MIN_TOKENS 8
+/* batches from which the lanes beat the 4 x 4 tiles (in cache, 512 x 2048 rows: Q4_K 3.58 -> 3.27 ns
+ * per super-block x token at 8 tokens, Q6_K, whose unpacking costs more, 3.66 -> 3.47 at 12 but
+ * 3.61 -> 4.54 at 8) */
+#define QP_LANE_MIN_TOKENS(KIND) ((KIND) == TILE_Q6K ? 12 : 8)
 
 typedef struct lane_block {
     __m512i lv[64];   /* lane r = the unsigned levels of elements 4q .. 4q + 3 of row r */
@@ -506,7 +509,7 @@ QP_VNNI __attribute__((always_inline)) static inline void k_batch(tile_kind kind
                                                                   const uint8_t *xq, size_t ldxq, int64_t n_tok, int64_t n,
                                                                   float *y, size_t ldy) {
     int64_t lanes = 0;
-    if (n_tok >= QP_LANE_MIN_TOKENS && ldw <= (size_t)INT32_MAX / QP_LANE_ROWS) {
+    if (n_tok >= QP_LANE_MIN_TOKENS(kind) && ldw <= (size_t)INT32_MAX / QP_LANE_ROWS) {
         lanes = n_rows / QP_LANE_ROWS * QP_LANE_ROWS;
         lane_rows(kind, w, ldw, lanes, xq, ldxq, n_tok, n, y, ldy);
     }
