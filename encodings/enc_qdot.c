@@ -26,22 +26,23 @@ static void q5_0_levels(const uint8_t *b, int8_t q[32]) {
     }
 }
 
+/* Per block the exact integer sum of its 32 products, then one float step into chain b mod 4 (four
+ * chains: a single dot is not one serial chain of float adds, and a SIMD kernel takes four blocks'
+ * steps in the four lanes of one vector); result (s0 + s2) + (s1 + s3). */
 static float legacy_dot(void (*levels)(const uint8_t *, int8_t *), size_t wbytes, const void *w,
                         const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;
-    float acc[8] = {0};
+    float s[QP_QDOT_CHAINS] = {0};
     int8_t q[32];
     for (int64_t i = 0; i < n / QP_QK; i++, wb += wbytes, ab += QP_Q8_0_BYTES) {
         levels(wb, q);
         const int8_t *a = (const int8_t *)(ab + 2);
         const float d = qp_fp16_to_fp32(qp_load_u16le(wb)) * qp_fp16_to_fp32(qp_load_u16le(ab));
-        for (int k = 0; k < 8; k++) {
-            int32_t p = 0;
-            for (int j = 4 * k; j < 4 * k + 4; j++) p += (int32_t)q[j] * a[j];
-            acc[k] = acc[k] + d * (float)p;
-        }
+        int32_t isum = 0;
+        for (int j = 0; j < 32; j++) isum += (int32_t)q[j] * a[j];
+        s[i % QP_QDOT_CHAINS] = s[i % QP_QDOT_CHAINS] + d * (float)isum;
     }
-    return qp_qdot_hsum8(acc);
+    return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {

@@ -8,17 +8,13 @@
 /* tokens whose dots share one unpacking of a weight block (the AVX2 kernels of vec_dot_q8_tile) */
 #define QP_QDOT_TOKENS 4
 
+/* float chains of the legacy-block dots (enc_qdot.c legacy_dot): block b steps chain b mod 4 */
+#define QP_QDOT_CHAINS 4
+
 /* a rows x tokens dot (encoding.h qp_vec_dot_q8_tile_fn) */
 #define QP_QDOT_TILE_DECL(NAME)                                                                  \
     void NAME(const void *w, size_t ldw, int64_t n_rows, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, \
               float *y, size_t ldy)
-
-/* The fixed reduction of 8 float lanes: (a0+a4)+(a2+a6) + (a1+a5)+(a3+a7), as an AVX2 256-bit
- * horizontal add does it (low + high 128, then movehl, then the odd lane). */
-static inline float qp_qdot_hsum8(const float a[8]) {
-    const float s0 = a[0] + a[4], s1 = a[1] + a[5], s2 = a[2] + a[6], s3 = a[3] + a[7];
-    return (s0 + s2) + (s1 + s3);
-}
 
 /* Q4_K's (and Q5_K's) 12 scale bytes -> 8 six-bit scales and 8 six-bit mins; inline, as every
  * super-block of every fast dot unpacks them. */

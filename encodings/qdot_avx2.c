@@ -16,13 +16,17 @@ static inline __m256i lane_sums(__m256i w, __m256i a) {
 QP_QDOT_LEGACY_Q8_0(, qp_q8_0_dot_q8_0_avx2, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(, qp_q4_0_dot_q8_0_avx2, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(, qp_q5_0_dot_q8_0_avx2, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
-/* prompts: 2 rows x 4 tokens (8 accumulators: AVX2's 16 ymm registers), each pair lane_sums */
-static inline __m256i same(__m256i v) { return v; }
-static inline __m256i pair_sums(__m256i w, __m256i row_prep, __m256i a) {
-    (void)row_prep;
-    return lane_sums(w, a);
+/* prompts: 2 rows x 4 tokens (one row pair: AVX2's 16 ymm registers), each half by lane_sums */
+static inline __m256i no_row_prep(__m256i wl, __m256i wh) {
+    (void)wh;
+    return wl;
 }
-QP_QDOT_LEGACY_TILES(, avx2, 2, 4, same, same, pair_sums)
+static inline __m256i same(__m256i v) { return v; }
+static inline __m256i pair_sums(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah) {
+    (void)row_prep;
+    return _mm256_add_epi32(lane_sums(wl, al), lane_sums(wh, ah));
+}
+QP_QDOT_LEGACY_TILES(, avx2, 1, no_row_prep, same, pair_sums)
 
 /* Q4_K, and Q5_K when five (its fifth bits: bit 2j / 2j+1 of qh[l] for sub-blocks 2j / 2j+1),
  * for nt <= QP_QDOT_TOKENS tokens: each weight block is unpacked once, then every token takes the

@@ -17,18 +17,19 @@ QP_VNNI static inline __m256i lane_sums(__m256i w, __m256i a) {
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q8_0_dot_q8_0_vnni, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q4_0_dot_q8_0_vnni, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q5_0_dot_q8_0_vnni, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
-/* prompts: 4 rows x 4 tokens (16 accumulators of the 32 ymm registers). A pair is one vpdpbusd of
- * the token's a + 128 (unsigned, made once per token block) by the signed levels, started from
- * the row's -128 * (lane sums of the levels) (made once per row block): sum (a + 128) w - 128 sum
- * w = sum a w exactly, the sign trick's per-pair sign operation gone. */
-QP_VNNI static inline __m256i minus_128_lane_sums(__m256i w) {
-    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), w));
+/* prompts: 4 rows x 4 tokens (two row pairs). A pair's partial sums are vpdpbusd of the token's
+ * a + 128 (unsigned, made once per token block) by the signed levels, started from -128 x the
+ * levels' partial sums (made once per row-pair block): sum (a + 128) w - 128 sum w = sum a w
+ * exactly, without a sign operation per pair. */
+QP_VNNI static inline __m256i minus_128_sums(__m256i wl, __m256i wh) {
+    const __m256i b = _mm256_set1_epi8((char)0x80);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), b, wl), b, wh));
 }
 static inline __m256i plus_128(__m256i a) { return _mm256_xor_si256(a, _mm256_set1_epi8((char)0x80)); }
-QP_VNNI static inline __m256i biased_dot(__m256i w, __m256i row_prep, __m256i a128) {
-    return _mm256_dpbusd_epi32(row_prep, a128, w);
+QP_VNNI static inline __m256i biased_dot(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah) {
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(row_prep, al, wl), ah, wh);
 }
-QP_QDOT_LEGACY_TILES(QP_VNNI, vnni, 4, 4, minus_128_lane_sums, plus_128, biased_dot)
+QP_QDOT_LEGACY_TILES(QP_VNNI, vnni, 2, minus_128_sums, plus_128, biased_dot)
 
 /* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums (vpdpbusd) */
 QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {

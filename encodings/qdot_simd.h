@@ -7,14 +7,6 @@
 
 #include "encodings/encodings_internal.h"
 
-/* qp_qdot_hsum8's order: (a0+a4)+(a2+a6) + (a1+a5)+(a3+a7) */
-static inline float qp_hsum256_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 static inline int32_t qp_hsum256_epi32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
@@ -90,20 +82,60 @@ static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
     return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
 }
 
+/* ---- 32-element blocks against Q8_0 (enc_qdot.c legacy_dot) --------------------------------------
+ * Both kernels take blocks four at a time: their exact int32 sums go to the four lanes of one vector
+ * (lane c = chain c) and one float step s = s + (d_w d_a) isum serves all four chains. */
+
+/* [sum of v0, v1, v2, v3] (exact): the 8 lanes of each summed by a transposed tree */
+static inline __m128i qp_qdot_sum4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+    const __m256i m01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v0, v1), _mm256_unpackhi_epi32(v0, v1));
+    const __m256i m23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v2, v3), _mm256_unpackhi_epi32(v2, v3));
+    const __m256i q = _mm256_add_epi32(_mm256_unpacklo_epi64(m01, m23), _mm256_unpackhi_epi64(m01, m23));
+    return _mm_add_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+}
+
+/* the f16 scales at p, p + stride, ... of k <= 4 blocks as floats (lanes past k: 0) */
+static inline __m128 qp_qdot_scales4(const uint8_t *p, size_t stride, int k) {
+    uint64_t h = 0;
+    for (int c = 0; c < k; c++) h |= (uint64_t)qp_load_u16le(p + (size_t)c * stride) << (16 * c);
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+}
+/* the f16 scales at rows[c] + off of k <= 4 rows as floats (lanes past k: 0) */
+static inline __m128 qp_qdot_row_scales4(const uint8_t *const *rows, size_t off, int k) {
+    uint64_t h = 0;
+    for (int c = 0; c < k; c++) h |= (uint64_t)qp_load_u16le(rows[c] + off) << (16 * c);
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+}
+
+/* (s0 + s2) + (s1 + s3) */
+static inline float qp_qdot_chains_sum(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
 /* The legacy-block dot against Q8_0 activations, one definition for every SIMD level: ATTR is
  * the level's target attribute (or nothing), LANE_SUMS(w, a) its 8 exact int32 lane sums of w*a
- * (maddubs+madd on AVX2, vpdpbusd on VNNI), LV the weight block's 32 levels. The float steps are
- * enc_qdot.c's reference order, so every level gives its bits. */
+ * (maddubs+madd on AVX2, vpdpbusd on VNNI), LV the weight block's 32 levels. Blocks past the end
+ * of a group of four count as isum 0 with scale 0: their lanes add +0, which changes no chain
+ * (a chain is never -0). */
 #define QP_QDOT_LEGACY_Q8_0(ATTR, FN, LANE_SUMS, LV, BYTES)                                       \
+    ATTR static inline __attribute__((always_inline)) __m128 FN##_group(const uint8_t *wb, const uint8_t *ab, int k, __m128 s) { \
+        __m256i v[QP_QDOT_CHAINS];                                                                \
+        for (int c = 0; c < QP_QDOT_CHAINS; c++)                                                  \
+            v[c] = c < k ? LANE_SUMS(LV(wb + (size_t)c * (BYTES)), qp_q8_0_levels256(ab + (size_t)c * QP_Q8_0_BYTES)) \
+                         : _mm256_setzero_si256();                                                \
+        const __m128 d = _mm_mul_ps(qp_qdot_scales4(wb, (BYTES), k), qp_qdot_scales4(ab, QP_Q8_0_BYTES, k)); \
+        return _mm_add_ps(s, _mm_mul_ps(d, _mm_cvtepi32_ps(qp_qdot_sum4(v[0], v[1], v[2], v[3])))); \
+    }                                                                                             \
     ATTR float FN(const void *w, const void *xq, int64_t n) {                                     \
         const uint8_t *wb = w, *ab = xq;                                                          \
-        __m256 acc = _mm256_setzero_ps();                                                         \
-        for (int64_t i = 0; i < n / QP_QK; i++, wb += (BYTES), ab += QP_Q8_0_BYTES) {             \
-            const __m256i p = LANE_SUMS(LV(wb), qp_q8_0_levels256(ab));                           \
-            const __m256 d = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(wb)) * _cvtsh_ss(qp_load_u16le(ab))); \
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(p)));                    \
-        }                                                                                         \
-        return qp_hsum256_ps(acc);                                                                \
+        const int64_t nb = n / QP_QK;                                                             \
+        __m128 s = _mm_setzero_ps();                                                              \
+        int64_t i = 0;                                                                            \
+        for (; i + QP_QDOT_CHAINS <= nb; i += QP_QDOT_CHAINS)                                     \
+            s = FN##_group(wb + (size_t)i * (BYTES), ab + (size_t)i * QP_Q8_0_BYTES, QP_QDOT_CHAINS, s); \
+        if (i < nb) s = FN##_group(wb + (size_t)i * (BYTES), ab + (size_t)i * QP_Q8_0_BYTES, (int)(nb - i), s); \
+        return qp_qdot_chains_sum(s);                                                             \
     }
 
 /* Tiles: the tn row (or token) pointers base + (first + i) * ld, i < n, of a partial tile whose
@@ -135,44 +167,71 @@ static inline void qp_tile_ptrs(const void *base, size_t ld, int64_t first, int 
         }                                                                                         \
     }
 
-/* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for
- * prompts: tiles of TR rows x TT tokens; a weight block's levels, scale and ROW_PREP(levels) are
- * made once for the tile's TT tokens and an activation block and its TOK_PREP once for its TR
- * rows; PAIR(levels, row prep, token prep) gives the pair's 8 exact int32 lane sums (those of
- * QP_QDOT_LEGACY_Q8_0's LANE_SUMS) and each (row, token) keeps its own 8-lane accumulator that
- * takes QP_QDOT_LEGACY_Q8_0's float operations in its order, so y is DOT's bits for every pair.
- * One token (decode): DOT row by row. Rows and tokens past the ends of a partial tile repeat
- * the last one and are not stored. */
-#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LV, BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR)            \
-    QP_QDOT_TILE_FN(ATTR, FN, DOT, TR, TT,                                                        \
-                __m256 acc[TR][TT];                                                               \
-                for (int r = 0; r < (TR); r++)                                                    \
-                    for (int t = 0; t < (TT); t++) acc[r][t] = _mm256_setzero_ps();               \
-                for (int64_t i = 0; i < n / QP_QK; i++) {                                         \
-                    __m256i lv[TR], rp[TR];                                                       \
-                    float dw[TR];                                                                 \
-                    for (int r = 0; r < (TR); r++) {                                              \
-                        lv[r] = LV(wr[r] + (size_t)i * (BYTES));                                  \
-                        rp[r] = ROW_PREP(lv[r]);                                                  \
-                        dw[r] = _cvtsh_ss(qp_load_u16le(wr[r] + (size_t)i * (BYTES)));            \
-                    }                                                                             \
-                    for (int t = 0; t < (TT); t++) {                                              \
-                        const uint8_t *ab = xt[t] + (size_t)i * QP_Q8_0_BYTES;                    \
-                        const __m256i a = TOK_PREP(qp_q8_0_levels256(ab));                        \
-                        const float da = _cvtsh_ss(qp_load_u16le(ab));                            \
-                        for (int r = 0; r < (TR); r++)                                            \
-                            acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(_mm256_set1_ps(dw[r] * da), \
-                                                                               _mm256_cvtepi32_ps(PAIR(lv[r], rp[r], a)))); \
-                    }                                                                             \
+/* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for prompts:
+ * tiles of 2 RP rows x 4 tokens. Per block, rows 2p and 2p + 1 are paired in one vector by halves
+ * (wl = [row 2p elements 0-15 | row 2p+1 elements 0-15], wh the same for 16-31) and made once
+ * with ROW_PREP(wl, wh) for the 4 tokens; a token's halves, each broadcast to both 128-bit lanes
+ * and passed through TOK_PREP, once for all the rows; PAIR(wl, wh, row prep, al, ah) gives 4
+ * exact int32 partial sums of each of the two (row, token) pairs (lanes 0-3: row 2p, 4-7: row
+ * 2p + 1), so 4 tokens' vectors reduce by one transposed tree (12 shuffles for 8 pairs) to
+ * lane 4h + t = isum of (row 2p + h, token t), and the float step runs for 8 pairs at once:
+ * s = s + (d_w d_a) isum into the block's chain, the reference's operations per lane. Then
+ * y = (s0 + s2) + (s1 + s3), DOT's bits for every pair. One token (decode): DOT row by row. Rows
+ * and tokens past the ends of a partial tile repeat the last one and are not stored. */
+#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LV, BYTES, RP, ROW_PREP, TOK_PREP, PAIR)                \
+    ATTR static inline __attribute__((always_inline)) void FN##_block(const uint8_t *const *wr,   \
+                                                                      const uint8_t *const *xt,   \
+                                                                      int64_t i, __m256 *s) {     \
+        __m256i wl[RP], wh[RP], rp[RP], v[RP][4];                                                 \
+        for (int p = 0; p < (RP); p++) {                                                          \
+            const __m256i l0 = LV(wr[2 * p] + (size_t)i * (BYTES)), l1 = LV(wr[2 * p + 1] + (size_t)i * (BYTES)); \
+            wl[p] = _mm256_permute2x128_si256(l0, l1, 0x20);                                      \
+            wh[p] = _mm256_permute2x128_si256(l0, l1, 0x31);                                      \
+            rp[p] = ROW_PREP(wl[p], wh[p]);                                                       \
+        }                                                                                         \
+        for (int t = 0; t < 4; t++) {                                                             \
+            const __m128i *a = (const __m128i *)(const void *)(xt[t] + (size_t)i * QP_Q8_0_BYTES + 2); \
+            const __m256i al = TOK_PREP(_mm256_broadcastsi128_si256(_mm_loadu_si128(a)));        \
+            const __m256i ah = TOK_PREP(_mm256_broadcastsi128_si256(_mm_loadu_si128(a + 1)));    \
+            for (int p = 0; p < (RP); p++) v[p][t] = PAIR(wl[p], wh[p], rp[p], al, ah);           \
+        }                                                                                         \
+        const __m128 dw = qp_qdot_row_scales4(wr, (size_t)i * (BYTES), 2 * (RP));                 \
+        const __m128 da = qp_qdot_row_scales4(xt, (size_t)i * QP_Q8_0_BYTES, 4);                  \
+        const __m256 da2 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(da), _mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3)); \
+        for (int p = 0; p < (RP); p++) {                                                          \
+            const __m256i q01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[p][0], v[p][1]), _mm256_unpackhi_epi32(v[p][0], v[p][1])); \
+            const __m256i q23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[p][2], v[p][3]), _mm256_unpackhi_epi32(v[p][2], v[p][3])); \
+            const __m256i isum = _mm256_add_epi32(_mm256_unpacklo_epi64(q01, q23), _mm256_unpackhi_epi64(q01, q23)); \
+            const __m256 dwp = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dw),                \
+                                                        _mm256_setr_epi32(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1)); \
+            s[p] = _mm256_add_ps(s[p], _mm256_mul_ps(_mm256_mul_ps(dwp, da2), _mm256_cvtepi32_ps(isum))); \
+        }                                                                                         \
+    }                                                                                             \
+    QP_QDOT_TILE_FN(ATTR, FN, DOT, 2 * (RP), 4,                                                     \
+                const int64_t nb = n / QP_QK;                                                       \
+                __m256 s0[RP], s1[RP], s2[RP], s3[RP];                                            \
+                for (int p = 0; p < (RP); p++) s0[p] = s1[p] = s2[p] = s3[p] = _mm256_setzero_ps(); \
+                int64_t i = 0;                                                                    \
+                for (; i + 4 <= nb; i += 4) {                                                     \
+                    FN##_block(wr, xt, i, s0);                                                    \
+                    FN##_block(wr, xt, i + 1, s1);                                                \
+                    FN##_block(wr, xt, i + 2, s2);                                                \
+                    FN##_block(wr, xt, i + 3, s3);                                                \
                 }                                                                                 \
+                if (i < nb) FN##_block(wr, xt, i++, s0);                                          \
+                if (i < nb) FN##_block(wr, xt, i++, s1);                                          \
+                if (i < nb) FN##_block(wr, xt, i++, s2);                                          \
+                float out[RP][8];                                                                 \
+                for (int p = 0; p < (RP); p++)                                                    \
+                    _mm256_storeu_ps(out[p], _mm256_add_ps(_mm256_add_ps(s0[p], s2[p]), _mm256_add_ps(s1[p], s3[p]))); \
                 for (int t = 0; t < nt; t++)                                                      \
-                    for (int r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + (size_t)(r0 + r)] = qp_hsum256_ps(acc[r][t]); \
+                    for (int r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + (size_t)(r0 + r)] = out[r / 2][4 * (r % 2) + t]; \
     )
 /* the three legacy encodings' tiles at one level (SUFFIX avx2 / vnni) */
-#define QP_QDOT_LEGACY_TILES(ATTR, SUFFIX, TR, TT, ROW_PREP, TOK_PREP, PAIR)                      \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q8_0_dot_q8_0_tile_##SUFFIX, qp_q8_0_dot_q8_0_##SUFFIX, qp_q8_0_levels256, QP_Q8_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR) \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q4_0_dot_q8_0_tile_##SUFFIX, qp_q4_0_dot_q8_0_##SUFFIX, qp_q4_0_levels256, QP_Q4_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR) \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q5_0_dot_q8_0_tile_##SUFFIX, qp_q5_0_dot_q8_0_##SUFFIX, qp_q5_0_levels256, QP_Q5_0_BYTES, TR, TT, ROW_PREP, TOK_PREP, PAIR)
+#define QP_QDOT_LEGACY_TILES(ATTR, SUFFIX, RP, ROW_PREP, TOK_PREP, PAIR)                          \
+    QP_QDOT_LEGACY_TILE(ATTR, qp_q8_0_dot_q8_0_tile_##SUFFIX, qp_q8_0_dot_q8_0_##SUFFIX, qp_q8_0_levels256, QP_Q8_0_BYTES, RP, ROW_PREP, TOK_PREP, PAIR) \
+    QP_QDOT_LEGACY_TILE(ATTR, qp_q4_0_dot_q8_0_tile_##SUFFIX, qp_q4_0_dot_q8_0_##SUFFIX, qp_q4_0_levels256, QP_Q4_0_BYTES, RP, ROW_PREP, TOK_PREP, PAIR) \
+    QP_QDOT_LEGACY_TILE(ATTR, qp_q5_0_dot_q8_0_tile_##SUFFIX, qp_q5_0_dot_q8_0_##SUFFIX, qp_q5_0_levels256, QP_Q5_0_BYTES, RP, ROW_PREP, TOK_PREP, PAIR)
 
 /* ---- ternary and 2-bit rows against Q8_K (enc_qdot.c ternary_dot) ---------------------------- */
 

@@ -295,6 +295,46 @@ static void check_hand(const qp_encoding_traits *tr) {
     free(wq), free(xq);
 }
 
+/* Q8_0 rows (their levels are the stored bytes): the result is the documented float order,
+ * recomputed here from the blocks: per block the exact integer sum times (d_w d_a) added into
+ * chain b mod 4, then (s0 + s2) + (s1 + s3), at every level; a single chain (all blocks in
+ * order) is another float result on these rows, so the order is pinned. */
+static void check_q8_0_chains(void) {
+    const qp_encoding_traits *tr = qp_encoding_get(QP_ENC_Q8_0);
+    int differs = 0;
+    for (int64_t nb = 1; nb <= 67; nb += 6) {
+        const int64_t n = 32 * nb;
+        size_t bytes = 0;
+        QP_CHECK(qp_encoding_row_bytes(QP_ENC_Q8_0, n, &bytes));
+        float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
+        uint8_t *wq = malloc(bytes), *xq = malloc(bytes);
+        fill(w, n, (int)(nb % 5));
+        fill(x, n, (int)((nb + 2) % 5));
+        tr->quantize_ref(w, wq, n);
+        tr->quantize(x, xq, n);
+        float s[4] = {0}, one = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *wb = wq + 34 * b, *ab = xq + 34 * b;
+            int32_t isum = 0;
+            for (int j = 0; j < 32; j++) isum += (int32_t)(int8_t)wb[2 + j] * (int8_t)ab[2 + j];
+            const float d = qp_fp16_to_fp32((uint16_t)(wb[0] | wb[1] << 8)) * qp_fp16_to_fp32((uint16_t)(ab[0] | ab[1] << 8));
+            s[b % 4] = s[b % 4] + d * (float)isum;
+            one = one + d * (float)isum;
+        }
+        const float want = (s[0] + s[2]) + (s[1] + s[3]);
+        for (int lv = 0; lv <= 2; lv++) {
+            qp_encoding_simd_force(lv);
+            const float got = tr->vec_dot_q8(wq, xq, n);
+            QP_CHECK_MSG(memcmp(&got, &want, 4) == 0, "Q8_0 %lld blocks level %d: %.9g, the four chains give %.9g",
+                         (long long)nb, lv, got, want);
+        }
+        qp_encoding_simd_force(-1);
+        differs += memcmp(&one, &want, 4) != 0;
+        free(w), free(x), free(wq), free(xq);
+    }
+    QP_CHECK_MSG(differs > 0, "no row where the chain order changes the float result");
+}
+
 int main(void) {
     int n_enc = 0, n_tile = 0;
     for (int e = 0; e < QP_ENC_COUNT; e++) {
@@ -305,8 +345,13 @@ int main(void) {
         QP_CHECK_MSG(at && at->quantize && (tr->quantize_ref || tr->quantize_tensor) && tr->dequantize,
                      "%s: fast dot without its activation encoding or reference functions", tr->name);
         if (!at || !at->quantize) continue;
-        const int64_t lens[] = {256, 512, 2048, 5632, 1, 63, 100, 2049};
-        const int n_lens = (at && (at->flags & QP_ENC_FLAG_FLOAT)) ? 8 : 4; /* any length: tails */
+        /* F16: any length (tails); 32-element blocks: block counts that are not a multiple of the
+           four float chains too (1, 3, 5, 65 blocks) */
+        const int64_t lens_f16[] = {256, 512, 2048, 5632, 1, 63, 100, 2049};
+        const int64_t lens_q[] = {256, 512, 2048, 5632, 32, 96, 160, 2080};
+        const bool f16 = (at->flags & QP_ENC_FLAG_FLOAT) != 0, legacy = at->block_elems == 32;
+        const int64_t *lens = f16 ? lens_f16 : lens_q;
+        const int n_lens = f16 || legacy ? 8 : 4;
         for (int li = 0; li < n_lens; li++)
             for (int wdist = 0; wdist < 5; wdist++)
                 for (int xdist = 0; xdist < 5; xdist++) check_row(tr, lens[li], wdist, xdist);
@@ -315,7 +360,8 @@ int main(void) {
             n_tile++;
             check_tile(tr, 256);
             check_tile(tr, 2048);
-            if (at->flags & QP_ENC_FLAG_FLOAT) check_tile(tr, 100); /* a partial 64-element step */
+            if (f16) check_tile(tr, 100); /* a partial 64-element step */
+            if (legacy) check_tile(tr, 96), check_tile(tr, 2080); /* 3 and 65 blocks: partial chain groups */
         }
     }
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
@@ -330,6 +376,7 @@ int main(void) {
         for (int li = 0; li < 4; li++) check_i8_tile(tr, lens[li]);
     }
     QP_CHECK_MSG(n_i8_tile >= 1, "no encoding has a rows x tokens int8 dot");
+    check_q8_0_chains();
     QP_CHECK_MSG(n_tile >= 9, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
