@@ -22,11 +22,20 @@ static inline __m256i no_row_prep(__m256i wl, __m256i wh) {
     return wl;
 }
 static inline __m256i same(__m256i v) { return v; }
-static inline __m256i pair_sums(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah) {
-    (void)row_prep;
+static inline __m256i pair_sums(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah, __m256i tok_corr) {
+    (void)row_prep, (void)tok_corr;
     return _mm256_add_epi32(lane_sums(wl, al), lane_sums(wh, ah));
 }
-QP_QDOT_LEGACY_TILES(, avx2, 1, no_row_prep, same, pair_sums)
+static inline __m256i no_tok_corr(__m256i al, __m256i ah) {
+    (void)ah;
+    return al;
+}
+QP_QDOT_LEGACY_TILE(, qp_q8_0_dot_q8_0_tile_avx2, qp_q8_0_dot_q8_0_avx2, qp_q8_0_halves, QP_Q8_0_BYTES, 1, no_row_prep, same,
+                    no_tok_corr, pair_sums)
+QP_QDOT_LEGACY_TILE(, qp_q4_0_dot_q8_0_tile_avx2, qp_q4_0_dot_q8_0_avx2, qp_q4_0_halves, QP_Q4_0_BYTES, 1, no_row_prep, same,
+                    no_tok_corr, pair_sums)
+QP_QDOT_LEGACY_TILE(, qp_q5_0_dot_q8_0_tile_avx2, qp_q5_0_dot_q8_0_avx2, qp_q5_0_halves, QP_Q5_0_BYTES, 1, no_row_prep, same,
+                    no_tok_corr, pair_sums)
 
 /* Q4_K, and Q5_K when five (its fifth bits: bit 2j / 2j+1 of qh[l] for sub-blocks 2j / 2j+1),
  * for nt <= QP_QDOT_TOKENS tokens: each weight block is unpacked once, then every token takes the

@@ -15,8 +15,6 @@ QP_VNNI static inline __m256i lane_sums(__m256i w, __m256i a) {
 }
 
 QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q8_0_dot_q8_0_vnni, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
-QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q4_0_dot_q8_0_vnni, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
-QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q5_0_dot_q8_0_vnni, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
 /* prompts: 4 rows x 4 tokens (two row pairs). A pair's partial sums are vpdpbusd of the token's
  * a + 128 (unsigned, made once per token block) by the signed levels, started from -128 x the
  * levels' partial sums (made once per row-pair block): sum (a + 128) w - 128 sum w = sum a w
@@ -26,10 +24,47 @@ QP_VNNI static inline __m256i minus_128_sums(__m256i wl, __m256i wh) {
     return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), b, wl), b, wh));
 }
 static inline __m256i plus_128(__m256i a) { return _mm256_xor_si256(a, _mm256_set1_epi8((char)0x80)); }
-QP_VNNI static inline __m256i biased_dot(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah) {
+QP_VNNI static inline __m256i biased_dot(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah,
+                                         __m256i tok_corr) {
+    (void)tok_corr;
     return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(row_prep, al, wl), ah, wh);
 }
-QP_QDOT_LEGACY_TILES(QP_VNNI, vnni, 2, minus_128_sums, plus_128, biased_dot)
+static inline __m256i no_tok_corr(__m256i al, __m256i ah) {
+    (void)ah;
+    return al;
+}
+QP_QDOT_LEGACY_TILE(QP_VNNI, qp_q8_0_dot_q8_0_tile_vnni, qp_q8_0_dot_q8_0_vnni, qp_q8_0_halves, QP_Q8_0_BYTES, 2,
+                    minus_128_sums, plus_128, no_tok_corr, biased_dot)
+
+/* Q4_0 and Q5_0: their stored codes u = level + B (B = 8, 16) are unsigned, so vpdpbusd takes them
+ * against the signed activations as they are, started from -B x the activations' partial sums
+ * (once per token block): sum u a - B sum a = sum (u - B) a exactly; no signed levels, no sign
+ * operation, no +128. */
+#define QP_VNNI_UNSIGNED_CODES(ENC, B, CODES, HALVES, BYTES)                                       \
+    QP_VNNI static inline __m256i ENC##_single_sums(__m256i u, __m256i a) {                       \
+        return _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a),                \
+                                _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(B), a)); \
+    }                                                                                             \
+    QP_VNNI static inline __m256i ENC##_tok_corr(__m256i al, __m256i ah) {                        \
+        const __m256i e = _mm256_set1_epi8(B);                                                    \
+        return _mm256_sub_epi32(_mm256_setzero_si256(),                                           \
+                                _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), e, al), e, ah)); \
+    }                                                                                             \
+    QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_##ENC##_dot_q8_0_vnni, ENC##_single_sums, CODES, BYTES)       \
+    QP_QDOT_LEGACY_TILE(QP_VNNI, qp_##ENC##_dot_q8_0_tile_vnni, qp_##ENC##_dot_q8_0_vnni, HALVES, BYTES, 2, no_row_prep, \
+                        same, ENC##_tok_corr, unsigned_dot)
+static inline __m256i no_row_prep(__m256i wl, __m256i wh) {
+    (void)wh;
+    return wl;
+}
+static inline __m256i same(__m256i v) { return v; }
+QP_VNNI static inline __m256i unsigned_dot(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah,
+                                           __m256i tok_corr) {
+    (void)row_prep;
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(tok_corr, wl, al), wh, ah);
+}
+QP_VNNI_UNSIGNED_CODES(q4_0, 8, qp_q4_0_nibbles256, qp_q4_0_nibble_halves, QP_Q4_0_BYTES)
+QP_VNNI_UNSIGNED_CODES(q5_0, 16, qp_q5_0_unsigned256, qp_q5_0_unsigned_halves, QP_Q5_0_BYTES)
 
 /* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums (vpdpbusd) */
 QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {

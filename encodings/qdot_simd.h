@@ -22,8 +22,8 @@ static inline __m256i qp_q4_0_levels256(const uint8_t *b) {
     return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
 }
 
-/* Q5_0: (nibble | bit i of qh << 4) - 16 */
-static inline __m256i qp_q5_0_levels256(const uint8_t *b) {
+/* Q5_0 unsigned: nibble | bit i of qh << 4 (level + 16) */
+static inline __m256i qp_q5_0_unsigned256(const uint8_t *b) {
     const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 6));
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
@@ -33,8 +33,11 @@ static inline __m256i qp_q5_0_levels256(const uint8_t *b) {
                                                                      0x0101010101010101LL, 0));
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-    const __m256i v = _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
-    return _mm256_sub_epi8(v, _mm256_set1_epi8(16));
+    return _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+}
+/* Q5_0: (nibble | bit i of qh << 4) - 16 */
+static inline __m256i qp_q5_0_levels256(const uint8_t *b) {
+    return _mm256_sub_epi8(qp_q5_0_unsigned256(b), _mm256_set1_epi8(16));
 }
 
 /* sum over the 8 sub-blocks of min_j * (bsum 2j + bsum 2j+1), exact */
@@ -80,6 +83,34 @@ static inline int32_t qp_q6k_bsum_dot(const int8_t *scb, const uint8_t *bsums) {
 /* Q8_0: the 32 stored int8 levels */
 static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
     return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
+}
+
+/* Q4_0 nibbles, unsigned (level + 8): elements 0-15 low nibbles, 16-31 high */
+static inline __m256i qp_q4_0_nibbles256(const uint8_t *b) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b + 2));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+
+/* Two rows' blocks b0, b1 paired by halves for the tiles: *wl = [b0 elements 0-15 | b1 elements
+ * 0-15], *wh = the same for elements 16-31 */
+static inline void qp_q8_0_halves(const uint8_t *b0, const uint8_t *b1, __m256i *wl, __m256i *wh) {
+    *wl = _mm256_loadu2_m128i((const __m128i *)(const void *)(b1 + 2), (const __m128i *)(const void *)(b0 + 2));
+    *wh = _mm256_loadu2_m128i((const __m128i *)(const void *)(b1 + 18), (const __m128i *)(const void *)(b0 + 18));
+}
+#define QP_QDOT_HALVES_OF(NAME, LV)                                                               \
+    static inline void NAME(const uint8_t *b0, const uint8_t *b1, __m256i *wl, __m256i *wh) {     \
+        const __m256i l0 = LV(b0), l1 = LV(b1);                                                   \
+        *wl = _mm256_permute2x128_si256(l0, l1, 0x20);                                            \
+        *wh = _mm256_permute2x128_si256(l0, l1, 0x31);                                            \
+    }
+QP_QDOT_HALVES_OF(qp_q4_0_halves, qp_q4_0_levels256)
+QP_QDOT_HALVES_OF(qp_q5_0_halves, qp_q5_0_levels256)
+QP_QDOT_HALVES_OF(qp_q5_0_unsigned_halves, qp_q5_0_unsigned256)
+/* Q4_0 unsigned nibbles by halves: [b0 low nibbles | b1 low nibbles], [b0 high | b1 high] */
+static inline void qp_q4_0_nibble_halves(const uint8_t *b0, const uint8_t *b1, __m256i *wl, __m256i *wh) {
+    const __m256i q = _mm256_loadu2_m128i((const __m128i *)(const void *)(b1 + 2), (const __m128i *)(const void *)(b0 + 2));
+    *wl = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+    *wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
 }
 
 /* ---- 32-element blocks against Q8_0 (enc_qdot.c legacy_dot) --------------------------------------
@@ -169,31 +200,31 @@ static inline void qp_tile_ptrs(const void *base, size_t ld, int64_t first, int 
 
 /* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for prompts:
  * tiles of 2 RP rows x 4 tokens. Per block, rows 2p and 2p + 1 are paired in one vector by halves
- * (wl = [row 2p elements 0-15 | row 2p+1 elements 0-15], wh the same for 16-31) and made once
- * with ROW_PREP(wl, wh) for the 4 tokens; a token's halves, each broadcast to both 128-bit lanes
- * and passed through TOK_PREP, once for all the rows; PAIR(wl, wh, row prep, al, ah) gives 4
+ * (HALVES: wl = [row 2p elements 0-15 | row 2p+1 elements 0-15], wh the same for 16-31; levels,
+ * or for Q4_0 at VNNI the unsigned nibbles) and made once with ROW_PREP(wl, wh) for the 4 tokens;
+ * a token's halves, each broadcast to both 128-bit lanes and passed through TOK_PREP, and
+ * TOK_CORR(al, ah) once for all the rows; PAIR(wl, wh, row prep, al, ah, token corr) gives 4
  * exact int32 partial sums of each of the two (row, token) pairs (lanes 0-3: row 2p, 4-7: row
  * 2p + 1), so 4 tokens' vectors reduce by one transposed tree (12 shuffles for 8 pairs) to
  * lane 4h + t = isum of (row 2p + h, token t), and the float step runs for 8 pairs at once:
  * s = s + (d_w d_a) isum into the block's chain, the reference's operations per lane. Then
  * y = (s0 + s2) + (s1 + s3), DOT's bits for every pair. One token (decode): DOT row by row. Rows
  * and tokens past the ends of a partial tile repeat the last one and are not stored. */
-#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, LV, BYTES, RP, ROW_PREP, TOK_PREP, PAIR)                \
+#define QP_QDOT_LEGACY_TILE(ATTR, FN, DOT, HALVES, BYTES, RP, ROW_PREP, TOK_PREP, TOK_CORR, PAIR) \
     ATTR static inline __attribute__((always_inline)) void FN##_block(const uint8_t *const *wr,   \
                                                                       const uint8_t *const *xt,   \
                                                                       int64_t i, __m256 *s) {     \
         __m256i wl[RP], wh[RP], rp[RP], v[RP][4];                                                 \
         for (int p = 0; p < (RP); p++) {                                                          \
-            const __m256i l0 = LV(wr[2 * p] + (size_t)i * (BYTES)), l1 = LV(wr[2 * p + 1] + (size_t)i * (BYTES)); \
-            wl[p] = _mm256_permute2x128_si256(l0, l1, 0x20);                                      \
-            wh[p] = _mm256_permute2x128_si256(l0, l1, 0x31);                                      \
+            HALVES(wr[2 * p] + (size_t)i * (BYTES), wr[2 * p + 1] + (size_t)i * (BYTES), &wl[p], &wh[p]); \
             rp[p] = ROW_PREP(wl[p], wh[p]);                                                       \
         }                                                                                         \
         for (int t = 0; t < 4; t++) {                                                             \
             const __m128i *a = (const __m128i *)(const void *)(xt[t] + (size_t)i * QP_Q8_0_BYTES + 2); \
             const __m256i al = TOK_PREP(_mm256_broadcastsi128_si256(_mm_loadu_si128(a)));        \
             const __m256i ah = TOK_PREP(_mm256_broadcastsi128_si256(_mm_loadu_si128(a + 1)));    \
-            for (int p = 0; p < (RP); p++) v[p][t] = PAIR(wl[p], wh[p], rp[p], al, ah);           \
+            const __m256i tc = TOK_CORR(al, ah);                                                 \
+            for (int p = 0; p < (RP); p++) v[p][t] = PAIR(wl[p], wh[p], rp[p], al, ah, tc);       \
         }                                                                                         \
         const __m128 dw = qp_qdot_row_scales4(wr, (size_t)i * (BYTES), 2 * (RP));                 \
         const __m128 da = qp_qdot_row_scales4(xt, (size_t)i * QP_Q8_0_BYTES, 4);                  \
@@ -227,11 +258,6 @@ static inline void qp_tile_ptrs(const void *base, size_t ld, int64_t first, int 
                 for (int t = 0; t < nt; t++)                                                      \
                     for (int r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + (size_t)(r0 + r)] = out[r / 2][4 * (r % 2) + t]; \
     )
-/* the three legacy encodings' tiles at one level (SUFFIX avx2 / vnni) */
-#define QP_QDOT_LEGACY_TILES(ATTR, SUFFIX, RP, ROW_PREP, TOK_PREP, PAIR)                          \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q8_0_dot_q8_0_tile_##SUFFIX, qp_q8_0_dot_q8_0_##SUFFIX, qp_q8_0_levels256, QP_Q8_0_BYTES, RP, ROW_PREP, TOK_PREP, PAIR) \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q4_0_dot_q8_0_tile_##SUFFIX, qp_q4_0_dot_q8_0_##SUFFIX, qp_q4_0_levels256, QP_Q4_0_BYTES, RP, ROW_PREP, TOK_PREP, PAIR) \
-    QP_QDOT_LEGACY_TILE(ATTR, qp_q5_0_dot_q8_0_tile_##SUFFIX, qp_q5_0_dot_q8_0_##SUFFIX, qp_q5_0_levels256, QP_Q5_0_BYTES, RP, ROW_PREP, TOK_PREP, PAIR)
 
 /* ---- ternary and 2-bit rows against Q8_K (enc_qdot.c ternary_dot) ---------------------------- */
 
