@@ -146,18 +146,20 @@ QP_DISPATCH_Q512(bitnet32f16, qp_bitnet32f16_quantize_ref)
         return qp_##NAME##_vec_dot_i8(w, a, n);                                                  \
     }
 QP_DISPATCH_I8(tq1_0)
-QP_DISPATCH_I8(tq2_0)
 QP_DISPATCH_I8(i2s_arm)
 QP_DISPATCH_I8(qk256)
 QP_DISPATCH_I8(bitnet32f16)
 QP_DISPATCH_I8(split32)
-/* I2_S: VNNI at level 2 when the CPU has it (the same integers at every level) */
-double qp_i2s_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n) {
-    const int lv = qdot_level();
-    if (lv >= 2) return qp_i2s_vec_dot_i8_vnni(w, a, n);
-    if (lv >= 1) return qp_i2s_vec_dot_i8_avx2(w, a, n);
-    return qp_i2s_vec_dot_i8(w, a, n);
-}
+/* I2_S, TQ2_0: VNNI at level 2 when the CPU has it (the same integers at every level) */
+#define QP_DISPATCH_I8_VNNI(NAME)                                                                \
+    double qp_##NAME##_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n) {              \
+        const int lv = qdot_level();                                                             \
+        if (lv >= 2) return qp_##NAME##_vec_dot_i8_vnni(w, a, n);                                \
+        if (lv >= 1) return qp_##NAME##_vec_dot_i8_avx2(w, a, n);                                \
+        return qp_##NAME##_vec_dot_i8(w, a, n);                                                  \
+    }
+QP_DISPATCH_I8_VNNI(i2s)
+QP_DISPATCH_I8_VNNI(tq2_0)
 void qp_i2s_vec_dot_i8_tile(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                             int64_t n_tok, int64_t n, double *y, size_t ldy) {
     const int lv = qdot_level();

@@ -91,6 +91,7 @@ double qp_split32_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n);
 void qp_i2s_vec_dot_i8_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                                  int64_t n_tok, int64_t n, double *y, size_t ldy);
 double qp_i2s_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t n);
+double qp_tq2_0_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t n);
 void qp_i2s_vec_dot_i8_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                                  int64_t n_tok, int64_t n, double *y, size_t ldy);
 

@@ -398,3 +398,31 @@ void qp_i2s_absmean_spec_avx512(const float *x, int64_t nb, int be, double *lane
 #define QP_VNNI __attribute__((target("avx512vnni")))
 QP_VNNI static inline __m256i pair_vnni(__m256i acc, __m256i u, __m256i a) { return _mm256_dpbusd_epi32(acc, u, a); }
 QP_I2S_I8_KERNELS(QP_VNNI, vnni, pair_vnni, 4, 4)
+
+/* TQ2_0 (256 elements: qs[64], f16 d at 64; element 128h + 32k + m = (qs[32h + m] >> 2k) & 3):
+ * the codes u are level + 1 (code 3 -> +2, as the scalar decoder), sum level a = sum u a - sum a
+ * per block by vpdpbusd in four chains (and two for sum a), the block's exact integer then
+ * scaled in double in block order as the reference (enc_ternary.c tq_vec_dot_i8). */
+QP_VNNI double qp_tq2_0_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t n) {
+    const uint8_t *x = w;
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1);
+    double s = 0.0;
+    for (int64_t i = 0; i < n / QK_K; i++, x += QP_TQ2_0_BYTES, a += QK_K) {
+        prefetch_ahead(x, QP_I2S_AHEAD);
+        __m256i c[4], sa[2];
+        for (int k = 0; k < 4; k++) c[k] = _mm256_setzero_si256();
+        sa[0] = sa[1] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(x + 32 * h));
+            for (int k = 0; k < 4; k++) {
+                const __m256i av = _mm256_loadu_si256((const __m256i *)(a + 128 * h + 32 * k));
+                c[k] = _mm256_dpbusd_epi32(c[k], _mm256_and_si256(_mm256_srli_epi16(v, 2 * k), m3), av);
+                sa[k & 1] = _mm256_dpbusd_epi32(sa[k & 1], ones, av);
+            }
+        }
+        const __m256i u = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+        const int64_t isum = qp_i2s_hsum_epi32(_mm256_sub_epi32(u, _mm256_add_epi32(sa[0], sa[1])));
+        s += (double)_cvtsh_ss(qp_load_u16le(x + QP_TQ2_0_OFF_D)) * (double)isum;
+    }
+    return s;
+}
