@@ -521,6 +521,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "f16(amax) rounding",
         .quantize = qp_tq2_0_quantize,
         .vec_dot_i8 = qp_tq2_0_vec_dot_i8_fast,
+        .vec_dot_i8_tile = qp_tq2_0_vec_dot_i8_tile,
         .vec_dot_q8 = qp_tq2_0_dot_q8k,
         .vec_dot_q8_tile = qp_tq2_0_dot_q8k_tile,
         .act_encoding = QP_ENC_Q8_K,

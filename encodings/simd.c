@@ -160,6 +160,12 @@ QP_DISPATCH_I8(split32)
     }
 QP_DISPATCH_I8_VNNI(i2s)
 QP_DISPATCH_I8_VNNI(tq2_0)
+/* TQ2_0 rows x tokens: the VNNI tile; below, the level's single dot pair by pair */
+void qp_tq2_0_vec_dot_i8_tile(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                              int64_t n_tok, int64_t n, double *y, size_t ldy) {
+    if (qdot_level() >= 2) qp_tq2_0_vec_dot_i8_tile_vnni(w, ldw, n_rows, a, lda, n_tok, n, y, ldy);
+    else qp_vec_dot_i8_pairs(qp_tq2_0_vec_dot_i8_fast, w, ldw, n_rows, a, lda, n_tok, n, y, ldy);
+}
 void qp_i2s_vec_dot_i8_tile(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                             int64_t n_tok, int64_t n, double *y, size_t ldy) {
     const int lv = qdot_level();

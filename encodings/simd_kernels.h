@@ -92,6 +92,8 @@ void qp_i2s_vec_dot_i8_tile_avx2(const void *w, size_t ldw, int64_t n_rows, cons
                                  int64_t n_tok, int64_t n, double *y, size_t ldy);
 double qp_i2s_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t n);
 double qp_tq2_0_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t n);
+void qp_tq2_0_vec_dot_i8_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                                   int64_t n_tok, int64_t n, double *y, size_t ldy);
 void qp_i2s_vec_dot_i8_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                                  int64_t n_tok, int64_t n, double *y, size_t ldy);
 
@@ -113,5 +115,7 @@ double qp_bitnet32f16_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n)
 double qp_split32_vec_dot_i8_fast(const void *w, const int8_t *a, int64_t n);
 void qp_i2s_vec_dot_i8_tile(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                             int64_t n_tok, int64_t n, double *y, size_t ldy);
+void qp_tq2_0_vec_dot_i8_tile(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                              int64_t n_tok, int64_t n, double *y, size_t ldy);
 
 #endif

@@ -426,3 +426,71 @@ QP_VNNI double qp_tq2_0_vec_dot_i8_vnni(const void *w, const int8_t *a, int64_t 
     }
     return s;
 }
+
+/* TQ2_0 rows x tokens (qp_vec_dot_i8_tile_fn): tiles of 2 rows x 4 tokens; per block each pair's
+ * lanes (u a minus the token's sum a, both by vpdpbusd) are reduced for all 8 pairs at once
+ * (hadd tree), and each row's 4 pairs take s += (double)d * (double)isum in double vectors: the
+ * operations of the single dot in the same order, so every pair gets its bits. */
+QP_VNNI static inline __m256i tq2_sums8(const __m256i c[8]) {
+    const __m256i t0 = _mm256_hadd_epi32(c[0], c[1]), t1 = _mm256_hadd_epi32(c[2], c[3]);
+    const __m256i t2 = _mm256_hadd_epi32(c[4], c[5]), t3 = _mm256_hadd_epi32(c[6], c[7]);
+    const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+QP_VNNI static void tq2_tile(const uint8_t *const wr[2], int nr, const int8_t *const xt[4], int nt, int64_t nb,
+                            double *y, size_t ldy) {
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1);
+    __m256d s[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i c[8], sa[4];
+        for (int j = 0; j < 8; j++) c[j] = _mm256_setzero_si256();
+        for (int t = 0; t < 4; t++) sa[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i v0 = _mm256_loadu_si256((const __m256i *)(wr[0] + (size_t)i * QP_TQ2_0_BYTES + 32 * h));
+            const __m256i v1 = _mm256_loadu_si256((const __m256i *)(wr[1] + (size_t)i * QP_TQ2_0_BYTES + 32 * h));
+            for (int k = 0; k < 4; k++) {
+                const __m256i u0 = _mm256_and_si256(_mm256_srli_epi16(v0, 2 * k), m3);
+                const __m256i u1 = _mm256_and_si256(_mm256_srli_epi16(v1, 2 * k), m3);
+                for (int t = 0; t < 4; t++) {
+                    const __m256i av = _mm256_loadu_si256((const __m256i *)(xt[t] + (size_t)i * QK_K + 128 * h + 32 * k));
+                    sa[t] = _mm256_dpbusd_epi32(sa[t], ones, av);
+                    c[t] = _mm256_dpbusd_epi32(c[t], u0, av);
+                    c[4 + t] = _mm256_dpbusd_epi32(c[4 + t], u1, av);
+                }
+            }
+        }
+        for (int t = 0; t < 4; t++) {
+            c[t] = _mm256_sub_epi32(c[t], sa[t]);
+            c[4 + t] = _mm256_sub_epi32(c[4 + t], sa[t]);
+        }
+        const __m256i isum = tq2_sums8(c); /* row 0's 4 tokens, then row 1's */
+        for (int r = 0; r < 2; r++) {
+            const __m256d d = _mm256_set1_pd((double)_cvtsh_ss(qp_load_u16le(wr[r] + (size_t)i * QP_TQ2_0_BYTES + QP_TQ2_0_OFF_D)));
+            const __m256d is = _mm256_cvtepi32_pd(r ? _mm256_extracti128_si256(isum, 1) : _mm256_castsi256_si128(isum));
+            s[r] = _mm256_add_pd(s[r], _mm256_mul_pd(d, is));
+        }
+    }
+    double out[2][4];
+    _mm256_storeu_pd(out[0], s[0]);
+    _mm256_storeu_pd(out[1], s[1]);
+    for (int t = 0; t < nt; t++)
+        for (int r = 0; r < nr; r++) y[(size_t)t * ldy + (size_t)r] = out[r][t];
+}
+QP_VNNI void qp_tq2_0_vec_dot_i8_tile_vnni(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
+                                           int64_t n_tok, int64_t n, double *y, size_t ldy) {
+    const uint8_t *w8 = w;
+    if (n_tok == 1) {
+        for (int64_t r = 0; r < n_rows; r++) y[r] = qp_tq2_0_vec_dot_i8_vnni(w8 + (size_t)r * ldw, a, n);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 2) {
+        const int nr = n_rows - r0 < 2 ? (int)(n_rows - r0) : 2;
+        const uint8_t *wr[2] = {w8 + (size_t)r0 * ldw, w8 + (size_t)(r0 + nr - 1) * ldw};
+        for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+            const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+            const int8_t *xt[4];
+            for (int t = 0; t < 4; t++) xt[t] = a + (size_t)(t0 + (t < nt ? t : nt - 1)) * lda;
+            tq2_tile(wr, nr, xt, nt, n / QK_K, y + (size_t)t0 * ldy + (size_t)r0, ldy);
+        }
+    }
+}

@@ -219,9 +219,9 @@ static void check_random_codes(qp_encoding e, size_t d_off) {
     }
 }
 
-/* vec_dot_i8_tile (exact int8 dots, runtime.md "BitNet ... activation quantization"): random code
- * bytes (the illegal code 3 included) and int8 activations with the extremes -128 / 127, 1..19
- * rows x 1..9 and 70 tokens (two 64-token groups), rows of 128 to 5632 and one past an int32
+/* vec_dot_i8_tile (exact int8 dots, runtime.md "BitNet ... activation quantization"): rows from
+ * quantize_ref (TQ2_0) or random code bytes (I2_S: the illegal code 3 included) and int8
+ * activations with the extremes -128 / 127, 1..19 rows x 1..9 and 70 tokens (two 64-token groups), rows of 128 to 5632 and one past an int32
  * flush; at every level each (row, token) is the scalar vec_dot_i8's double, the level's
  * vec_dot_i8 gives it too, and nothing is written outside. */
 static void check_i8_tile(const qp_encoding_traits *tr, int64_t n) {
@@ -231,15 +231,21 @@ static void check_i8_tile(const qp_encoding_traits *tr, int64_t n) {
     uint8_t *wq = malloc(wb * NR);
     int8_t *a = malloc((size_t)n * NT);
     double *ref = malloc(sizeof *ref * NR * NT), *y = malloc(sizeof *y * LDY * NT);
-    for (size_t i = 0; i < wb * NR; i++) wq[i] = (uint8_t)(rnd() >> 56);
+    float *wf = malloc(sizeof *wf * (size_t)n);
+    for (int r = 0; r < NR; r++) { /* block scales finite: quantize_ref's rows; else random codes */
+        fill(wf, n, r % 5);
+        weights_of(tr, wf, wq + (size_t)r * wb, n, wb);
+    }
+    free(wf);
     for (int64_t i = 0; i < n * NT; i++) a[i] = (int8_t)(rnd() >> 56);
     memset(a, 0x80, (size_t)n);     /* token 0: all -128 */
     memset(a + n, 0x7F, (size_t)n); /* token 1: all 127 */
-    memset(wq, 0xAA, wb);           /* row 0: all +1 */
+    if (tr->flags & QP_ENC_FLAG_EXT_SCALE) memset(wq, 0xAA, wb); /* I2_S row 0: all +1 */
     qp_encoding_simd_force(0);
     for (int t = 0; t < NT; t++)
         for (int r = 0; r < NR; r++) ref[t * NR + r] = tr->vec_dot_i8(wq + (size_t)r * wb, a + (size_t)t * n, n);
-    QP_CHECK_MSG(ref[0] == 128.0 * (double)-n && ref[NR] == 127.0 * (double)n, "%s: +1 row . extremes", tr->name);
+    if (tr->flags & QP_ENC_FLAG_EXT_SCALE)
+        QP_CHECK_MSG(ref[0] == 128.0 * (double)-n && ref[NR] == 127.0 * (double)n, "%s: +1 row . extremes", tr->name);
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
         for (int t = 0; t < NT; t++) {
@@ -375,7 +381,7 @@ int main(void) {
         const int64_t lens[] = {tr->block_elems, 2048, 5632, 512 * 128 + 2 * tr->block_elems};
         for (int li = 0; li < 4; li++) check_i8_tile(tr, lens[li]);
     }
-    QP_CHECK_MSG(n_i8_tile >= 1, "no encoding has a rows x tokens int8 dot");
+    QP_CHECK_MSG(n_i8_tile >= 2, "only %d encodings have a rows x tokens int8 dot", n_i8_tile);
     check_q8_0_chains();
     QP_CHECK_MSG(n_tile >= 9, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
