@@ -57,6 +57,21 @@ float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
 
 /* ---- k-quants against Q8_K ---------------------------------------------------------------- */
 
+/* the float steps of one Q4_K / Q5_K super-block (f16 d and dmin at d16, dmin16; Q8_K block ab) */
+static inline float k_min_step(float sum, const uint8_t *d16, const uint8_t *dmin16, const uint8_t *ab, int32_t isum,
+                               int32_t msum) {
+    const float da = qp_load_f32le(ab);
+    const float d = qp_fp16_to_fp32(qp_load_u16le(d16)) * da;
+    const float dmin = qp_fp16_to_fp32(qp_load_u16le(dmin16)) * da;
+    sum = sum + d * (float)isum;
+    return sum - dmin * (float)msum;
+}
+
+/* sum of Q8_K block ab's two 16-element sums of sub-block j (elements 32j .. 32j + 31) */
+static inline int32_t q8k_sub_sum(const uint8_t *ab, int j) {
+    return (int16_t)qp_load_u16le(ab + QP_Q8_K_OFF_BSUMS + 4 * j) + (int16_t)qp_load_u16le(ab + QP_Q8_K_OFF_BSUMS + 4 * j + 2);
+}
+
 /* Q4_K and Q5_K (4-bit levels, plus bit 2j / 2j+1 of qh[l] << 4 for Q5_K's sub-blocks 2j / 2j+1):
  * sum_j sc_j (q_j . a_j) in integers, the mins through the activation block sums. */
 static float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes, size_t off_qs,
@@ -77,15 +92,9 @@ static float k_min_dot(const void *w, const void *xq, int64_t n, size_t wbytes, 
                 p += v * a[32 * j + l];
             }
             isum += (int32_t)sc[j] * p;
-            const int32_t bs = (int16_t)qp_load_u16le(ab + QP_Q8_K_OFF_BSUMS + 4 * j) +
-                               (int16_t)qp_load_u16le(ab + QP_Q8_K_OFF_BSUMS + 4 * j + 2);
-            msum += (int32_t)mn[j] * bs;
+            msum += (int32_t)mn[j] * q8k_sub_sum(ab, j);
         }
-        const float da = qp_load_f32le(ab);
-        const float d = qp_fp16_to_fp32(qp_load_u16le(wb)) * da;
-        const float dmin = qp_fp16_to_fp32(qp_load_u16le(wb + 2)) * da;
-        sum = sum + d * (float)isum;
-        sum = sum - dmin * (float)msum;
+        sum = k_min_step(sum, wb, wb + 2, ab, isum, msum);
     }
     return sum;
 }
@@ -95,6 +104,56 @@ float qp_q4k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
 }
 float qp_q5k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return k_min_dot(w, xq, n, QP_Q5_K_BYTES, QP_Q5_K_OFF_QS, true);
+}
+
+/* 16 Q4_K rows (row r at w + r * ldw) -> the packed layout of qdot.h QP_Q4K_PACK_* */
+void qp_q4k_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    uint8_t *o = out;
+    for (int64_t i = 0; i < n / QP_QK_K; i++, o += QP_Q4K_PACK_BYTES)
+        for (int r = 0; r < QP_Q4K_PACK_ROWS; r++) {
+            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * QP_Q4_K_BYTES;
+            uint8_t sc[8], mn[8];
+            qp_q4k_unpack_scales(b + QP_Q4_K_OFF_SCALES, sc, mn);
+            memcpy(o + 2 * r, b, 2);
+            memcpy(o + QP_Q4K_PACK_OFF_DMIN + 2 * r, b + 2, 2);
+            for (int j = 0; j < 8; j++) {
+                o[QP_Q4K_PACK_OFF_SC + 16 * j + r] = sc[j];
+                o[QP_Q4K_PACK_OFF_MN + 32 * (j / 2) + 2 * r + (j & 1)] = mn[j];
+            }
+            for (int q = 0; q < 32; q++) memcpy(o + QP_Q4K_PACK_OFF_QS + 64 * q + 4 * r, b + QP_Q4_K_OFF_QS + 4 * q, 4);
+        }
+}
+
+/* k_min_dot of row r of a packed group pg (nb super-blocks) against the Q8_K blocks at ab */
+static float q4k_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t nb) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < nb; i++, pg += QP_Q4K_PACK_BYTES, ab += QP_Q8_K_BYTES) {
+        const int8_t *a = (const int8_t *)(ab + QP_Q8_K_OFF_QS);
+        int32_t isum = 0, msum = 0;
+        for (int j = 0; j < 8; j++) {
+            int32_t p = 0;
+            for (int l = 0; l < 32; l++) { /* byte l of sub-block pair j / 2: group q = 8 (j / 2) + l / 4 */
+                const uint8_t q = pg[QP_Q4K_PACK_OFF_QS + 64 * (8 * (j / 2) + l / 4) + 4 * r + l % 4];
+                p += ((j & 1) ? q >> 4 : q & 0x0F) * a[32 * j + l];
+            }
+            isum += (int32_t)pg[QP_Q4K_PACK_OFF_SC + 16 * j + r] * p;
+            msum += (int32_t)pg[QP_Q4K_PACK_OFF_MN + 32 * (j / 2) + 2 * r + (j & 1)] * q8k_sub_sum(ab, j);
+        }
+        sum = k_min_step(sum, pg + 2 * r, pg + QP_Q4K_PACK_OFF_DMIN + 2 * r, ab, isum, msum);
+    }
+    return sum;
+}
+
+void qp_q4k_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                               int64_t n, float *y, size_t ldy) {
+    const int64_t nb = n / QP_QK_K;
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_Q4K_PACK_BYTES;
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int r = 0; r < QP_Q4K_PACK_ROWS; r++)
+                y[(size_t)t * ldy + (size_t)(g * QP_Q4K_PACK_ROWS + r)] =
+                    q4k_packed_row(pg, r, (const uint8_t *)xq + (size_t)t * ldxq, nb);
+    }
 }
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;

@@ -27,6 +27,27 @@ static inline void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8
     }
 }
 
+/* Q4_K rows repacked 16 at a time (encodings.md "Repacked Q4_K rows"), QP_Q4K_PACK_BYTES per
+ * super-block of the 16 rows: row r's f16 d at 2r and dmin at QP_Q4K_PACK_OFF_DMIN + 2r, the 6-bit
+ * scale of sub-block j at QP_Q4K_PACK_OFF_SC + 16j + r, the mins of sub-blocks 2k and 2k + 1 at
+ * QP_Q4K_PACK_OFF_MN + 32k + 2r and + 1, and bytes 4q .. 4q + 3 of its qs (q = 0 .. 31) at
+ * QP_Q4K_PACK_OFF_QS + 64q + 4r: one 64-byte vector holds a 4-byte group of all 16 rows. */
+#define QP_Q4K_PACK_ROWS 16
+#define QP_Q4K_PACK_OFF_DMIN 32
+#define QP_Q4K_PACK_OFF_SC 64
+#define QP_Q4K_PACK_OFF_MN 192
+#define QP_Q4K_PACK_OFF_QS 320
+#define QP_Q4K_PACK_BYTES 2368
+/* a dot over packed groups (encoding.h qp_vec_dot_q8_packed_fn) */
+#define QP_QDOT_PACKED_DECL(NAME)                                                                \
+    void NAME(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, \
+              size_t ldy)
+void qp_q4k_pack16(const void *w, size_t ldw, int64_t n, void *out);
+int64_t qp_q4k_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
+QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_ref);
+QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_vnni);
+QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k);
+
 /* scalar references: w a row of n elements, xq the activations in Q8_0 / Q8_K blocks */
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);

@@ -465,13 +465,72 @@ QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_q6k(const 
     lb->dmin = _mm512_setzero_ps();
 }
 
+/* lane r = sum_j mn_j(row r) (bsum_2j + bsum_2j+1) of the Q8_K block ab, from the min pairs
+ * (lane r of pair[k] = the int16 mins of sub-blocks 2k, 2k + 1) */
+QP_VNNI static inline __m512i lane_min_sums(const __m512i pair[4], const uint8_t *ab) {
+    const uint8_t *bs = ab + QP_Q8_K_OFF_BSUMS;
+    const __m128i bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)bs), /* the 8 sub-block sums */
+                                      _mm_loadu_si128((const __m128i *)(const void *)(bs + 16)));
+    __m512i msum = _mm512_setzero_si512();
+    for (int k = 0; k < 4; k++)
+        msum = _mm512_add_epi32(msum, _mm512_madd_epi16(pair[k], _mm512_permutexvar_epi32(_mm512_set1_epi32(k), _mm512_castsi128_si512(bp))));
+    return msum;
+}
+/* enc_qdot.c k_min_step in 16 lanes: sum + (d da) isum - (dmin da) msum, in that order */
+static inline __m512 lane_k_min_step(__m512 sum, __m512 d, __m512 dmin, const uint8_t *ab, __m512i isum, __m512i msum) {
+    const __m512 da = _mm512_set1_ps(qp_load_f32le(ab));
+    sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum)));
+    return _mm512_sub_ps(sum, _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
+}
+
+/* fields of a packed Q4_K super-block pb (qdot.h QP_Q4K_PACK_*), lane r = row r: sub-block j's
+ * scale; the int16 min pair of sub-blocks 2k, 2k + 1; the 16 f16 at pb as float */
+static inline __m512i packed_scales(const uint8_t *pb, int j) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + QP_Q4K_PACK_OFF_SC + 16 * j)));
+}
+static inline __m512i packed_min_pairs(const uint8_t *pb, int k) {
+    return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pb + QP_Q4K_PACK_OFF_MN + 32 * k)));
+}
+static inline __m512 packed_f16(const uint8_t *pb) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)pb));
+}
+
+/* One packed group of 16 Q4_K rows (nb super-blocks at pg) against one token's Q8_K blocks ab:
+ * lane r = row r's single dot. Per super-block 32 vector loads of 4-byte groups of the 16 rows,
+ * each giving the low- and high-nibble levels for vpdpbusd against 4-byte activation broadcasts;
+ * sub-block j's integer sum times its scale (vpmulld), the min sums from the min pairs, then the
+ * reference's float steps in the 16 lanes. */
+QP_VNNI static inline __m512 packed_token(const uint8_t *pg, const uint8_t *ab, int64_t nb) {
+    const __m512i nib = _mm512_set1_epi32(0x0F0F0F0F);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, pg += QP_Q4K_PACK_BYTES, ab += QP_Q8_K_BYTES) {
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        __m512i isum = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) { /* sub-blocks 2k (low nibbles), 2k + 1 (high) */
+            __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+            for (int g = 0; g < 8; g++) {
+                const __m512i q = _mm512_loadu_si512((const void *)(pg + QP_Q4K_PACK_OFF_QS + 64 * (8 * k + g)));
+                lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(q, nib), _mm512_set1_epi32((int)qp_load_u32le(a + 64 * k + 4 * g)));
+                hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi32(q, 4), nib),
+                                         _mm512_set1_epi32((int)qp_load_u32le(a + 64 * k + 32 + 4 * g)));
+            }
+            isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(lo, packed_scales(pg, 2 * k)),
+                                                           _mm512_mullo_epi32(hi, packed_scales(pg, 2 * k + 1))));
+        }
+        __m512i pair[4];
+        for (int k = 0; k < 4; k++) pair[k] = packed_min_pairs(pg, k);
+        sum = lane_k_min_step(sum, packed_f16(pg), packed_f16(pg + QP_Q4K_PACK_OFF_DMIN), ab, isum, lane_min_sums(pair, ab));
+    }
+    return sum;
+}
+
 /* the 16 rows of lb against QP_LANE_TOKENS tokens' Q8_K blocks ab[t]: sum[t] takes the block's
  * float steps */
 QP_VNNI __attribute__((always_inline)) static inline void lane_tokens(tile_kind kind, const lane_block *lb, const uint8_t *const *ab,
                                                                       __m512 *sum) {
     const int n_sub = kind == TILE_Q6K ? 16 : 8, per_sub = 64 / n_sub; /* 4-byte groups per sub-block */
-    __m512i isum[QP_LANE_TOKENS], msum[QP_LANE_TOKENS];
-    for (int t = 0; t < QP_LANE_TOKENS; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+    __m512i isum[QP_LANE_TOKENS];
+    for (int t = 0; t < QP_LANE_TOKENS; t++) isum[t] = _mm512_setzero_si512();
     for (int j = 0; j < n_sub; j++)
         for (int t = 0; t < QP_LANE_TOKENS; t++) {
             const uint8_t *a = ab[t] + QP_Q8_K_OFF_QS + 4 * per_sub * j;
@@ -481,31 +540,41 @@ QP_VNNI __attribute__((always_inline)) static inline void lane_tokens(tile_kind 
             isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(p, lb->sc[j]));
         }
     for (int t = 0; t < QP_LANE_TOKENS; t++) {
-        const __m512 da = _mm512_set1_ps(qp_load_f32le(ab[t]));
-        const uint8_t *bs = ab[t] + QP_Q8_K_OFF_BSUMS;
-        if (kind == TILE_Q6K) { /* msum: the level bias sum_j sc_j bsum_j over the 16 sums */
-            for (int k = 0; k < 8; k++) msum[t] = _mm512_add_epi32(msum[t], _mm512_madd_epi16(lb->pair[k], _mm512_set1_epi32((int)qp_load_u32le(bs + 4 * k))));
-            isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(msum[t], 5));
-            sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_mul_ps(lb->d, da), _mm512_cvtepi32_ps(isum[t])));
+        if (kind != TILE_Q6K) {
+            sum[t] = lane_k_min_step(sum[t], lb->d, lb->dmin, ab[t], isum[t], lane_min_sums(lb->pair, ab[t]));
             continue;
         }
-        const __m128i bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)bs), /* the 8 sub-block sums */
-                                          _mm_loadu_si128((const __m128i *)(const void *)(bs + 16)));
-        for (int k = 0; k < 4; k++)
-            msum[t] = _mm512_add_epi32(msum[t], _mm512_madd_epi16(lb->pair[k], _mm512_permutexvar_epi32(_mm512_set1_epi32(k), _mm512_castsi128_si512(bp))));
-        const __m512 d = _mm512_mul_ps(lb->d, da), dmin = _mm512_mul_ps(lb->dmin, da);
-        sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
-        sum[t] = _mm512_sub_ps(sum[t], _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum[t])));
+        const uint8_t *bs = ab[t] + QP_Q8_K_OFF_BSUMS; /* the level bias sum_j sc_j bsum_j over the 16 sums */
+        __m512i msum = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++) msum = _mm512_add_epi32(msum, _mm512_madd_epi16(lb->pair[k], _mm512_set1_epi32((int)qp_load_u32le(bs + 4 * k))));
+        isum[t] = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(msum, 5));
+        sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(_mm512_mul_ps(lb->d, _mm512_set1_ps(qp_load_f32le(ab[t]))), _mm512_cvtepi32_ps(isum[t])));
     }
 }
 
+/* A super-block of 16 Q4_K rows repacked (qdot.h QP_Q4K_PACK_*): plain loads, no gathers */
+QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_packed(const uint8_t *pb, lane_block *lb) {
+    const __m512i nib = _mm512_set1_epi32(0x0F0F0F0F);
+    for (int k = 0; k < 4; k++)
+        for (int g = 0; g < 8; g++) {
+            const __m512i q = _mm512_loadu_si512((const void *)(pb + QP_Q4K_PACK_OFF_QS + 64 * (8 * k + g)));
+            lb->lv[16 * k + g] = _mm512_and_si512(q, nib);
+            lb->lv[16 * k + 8 + g] = _mm512_and_si512(_mm512_srli_epi32(q, 4), nib);
+        }
+    for (int j = 0; j < 8; j++) lb->sc[j] = packed_scales(pb, j);
+    for (int k = 0; k < 4; k++) lb->pair[k] = packed_min_pairs(pb, k);
+    lb->d = packed_f16(pb);
+    lb->dmin = packed_f16(pb + QP_Q4K_PACK_OFF_DMIN);
+}
+
 /* rows [0, n_rows) in groups of 16 (a last partial group repeats its last row and stores only its
- * own) against n_tok tokens */
+ * own) against n_tok tokens; packed: w holds n_rows / 16 groups of repacked Q4_K rows (ldw unused) */
 QP_VNNI __attribute__((always_inline)) static inline void
-lane_rows(tile_kind kind, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t *xq, size_t ldxq, int64_t n_tok, int64_t n,
-          float *y, size_t ldy) {
-    const size_t wbytes = kind == TILE_Q6K ? QP_Q6_K_BYTES : kind == TILE_Q5K ? QP_Q5_K_BYTES : QP_Q4_K_BYTES;
+lane_rows(tile_kind kind, bool packed, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t *xq, size_t ldxq, int64_t n_tok,
+          int64_t n, float *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
+    const size_t wbytes = packed ? QP_Q4K_PACK_BYTES : kind == TILE_Q6K ? QP_Q6_K_BYTES : kind == TILE_Q5K ? QP_Q5_K_BYTES : QP_Q4_K_BYTES;
+    const size_t group_bytes = packed ? (size_t)nb * QP_Q4K_PACK_BYTES : QP_LANE_ROWS * ldw;
     lane_block lb[QP_LANE_BLOCKS];
     for (int64_t r0 = 0; r0 < n_rows; r0 += QP_LANE_ROWS) {
         const int nr = n_rows - r0 < QP_LANE_ROWS ? (int)(n_rows - r0) : QP_LANE_ROWS;
@@ -513,11 +582,12 @@ lane_rows(tile_kind kind, const uint8_t *w, size_t ldw, int64_t n_rows, const ui
         const __m512i row_off = _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                                     _mm512_set1_epi32(nr - 1)),
                                                    _mm512_set1_epi32((int)ldw));
-        const uint8_t *wg = w + (size_t)r0 * ldw;
+        const uint8_t *wg = w + (size_t)(r0 / QP_LANE_ROWS) * group_bytes;
         for (int64_t i0 = 0; i0 < nb; i0 += QP_LANE_BLOCKS) {
             const int nbc = nb - i0 < QP_LANE_BLOCKS ? (int)(nb - i0) : QP_LANE_BLOCKS;
             for (int i = 0; i < nbc; i++) {
-                if (kind == TILE_Q6K) lane_unpack_q6k(wg + (size_t)(i0 + i) * wbytes, row_off, &lb[i]);
+                if (packed) lane_unpack_packed(wg + (size_t)(i0 + i) * wbytes, &lb[i]);
+                else if (kind == TILE_Q6K) lane_unpack_q6k(wg + (size_t)(i0 + i) * wbytes, row_off, &lb[i]);
                 else lane_unpack_q4k(wg + (size_t)(i0 + i) * wbytes, row_off, kind == TILE_Q5K, &lb[i]);
             }
             for (int64_t t0 = 0; t0 < n_tok; t0 += QP_LANE_TOKENS) {
@@ -547,7 +617,7 @@ QP_VNNI __attribute__((always_inline)) static inline void k_batch(tile_kind kind
     int64_t lanes = 0;
     if (n_tok >= QP_LANE_MIN_TOKENS(kind) && ldw <= (size_t)INT32_MAX / QP_LANE_ROWS) {
         lanes = n_rows / QP_LANE_ROWS * QP_LANE_ROWS;
-        lane_rows(kind, w, ldw, lanes, xq, ldxq, n_tok, n, y, ldy);
+        lane_rows(kind, false, w, ldw, lanes, xq, ldxq, n_tok, n, y, ldy);
     }
     if (lanes < n_rows) tile_shape(kind, 4, 4, w + (size_t)lanes * ldw, ldw, n_rows - lanes, xq, ldxq, n_tok, n, y + lanes, ldy);
 }
@@ -565,3 +635,20 @@ QP_VNNI __attribute__((always_inline)) static inline void k_batch(tile_kind kind
 QP_QDOT_TILE_VNNI(q4k_dot_q8k, TILE_Q4K)
 QP_QDOT_TILE_VNNI(q5k_dot_q8k, TILE_Q5K)
 QP_QDOT_TILE_VNNI(q6k_dot_q8k, TILE_Q6K)
+
+/* Repacked Q4_K groups (encoding.h qp_vec_dot_q8_packed_fn): batches of QP_LANE_MIN_TOKENS or more
+ * through the lanes (each super-block of a group unpacked once for the batch), fewer token by token
+ * through packed_token (decode: one sequential stream of the groups) */
+QP_VNNI void qp_q4k_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                        int64_t n, float *y, size_t ldy) {
+    const uint8_t *p = packed;
+    if (n_tok >= QP_LANE_MIN_TOKENS(TILE_Q4K)) {
+        lane_rows(TILE_Q4K, true, p, 0, n_groups * QP_LANE_ROWS, xq, ldxq, n_tok, n, y, ldy);
+        return;
+    }
+    const int64_t nb = n / QP_QK_K;
+    for (int64_t g = 0; g < n_groups; g++)
+        for (int64_t t = 0; t < n_tok; t++)
+            _mm512_storeu_ps(y + (size_t)t * ldy + (size_t)(g * QP_LANE_ROWS),
+                             packed_token(p + (size_t)(g * nb) * QP_Q4K_PACK_BYTES, (const uint8_t *)xq + (size_t)t * ldxq, nb));
+}

@@ -151,6 +151,7 @@ static const qp_runtime_opts k_default_opts = {.n_threads = 0, .n_ctx = 0, .exac
 /* Fast path: every matrix whose encoding has a fast dot, fed by float activations (not the
  * BitNet int8 ones) and with whole activation blocks per row, takes it. Sets act_q_ld to the
  * largest quantized row of act_cols elements. */
+static void repack(qp_wmat *m);
 static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
     if (!m->tr->vec_dot_q8 || m->act_i8) return;
     const qp_encoding_traits *at = qp_encoding_get(m->tr->act_encoding);
@@ -161,20 +162,45 @@ static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
     m->act_q = at;
     rt->cfg.n_fast_mats++;
     if (bytes > rt->act_q_ld) rt->act_q_ld = bytes;
+    repack(m);
 }
 
-static void choose_fast_dots(qp_runtime *rt) {
+/* Fast path: the rows of an encoding with a repacked layout at this SIMD level copied into it once
+ * (runtime.md "Repacked rows"); the groups of q8_pack_rows() rows, the rest stays in the file.
+ * Without memory for the copy, the file's rows serve. */
+static void repack(qp_wmat *m) {
+    const int64_t g = m->tr->q8_pack_rows ? m->tr->q8_pack_rows() : 0;
+    size_t bytes;
+    if (g <= 0 || m->rows < g || m->packed ||
+        !qp_size_mul((size_t)(m->rows / g) * (size_t)(m->cols / m->tr->block_elems), m->tr->q8_pack_block_bytes, &bytes) ||
+        !(m->packed = qp_malloc(bytes)))
+        return;
+    m->packed_rows = m->rows / g * g;
+    const size_t group_bytes = bytes / (size_t)(m->rows / g);
+    for (int64_t r = 0; r < m->packed_rows; r += g)
+        m->tr->q8_pack(m->data + (size_t)r * m->row_bytes, m->row_bytes, m->cols, m->packed + (size_t)(r / g) * group_bytes);
+}
+
+static void unpack(qp_runtime *rt, qp_wmat *m) {
+    (void)rt;
+    qp_free(m->packed);
+    m->packed = NULL;
+    m->packed_rows = 0;
+}
+
+/* fn on every matrix that can take a fast dot */
+static void each_product_matrix(qp_runtime *rt, void (*fn)(qp_runtime *, qp_wmat *)) {
     qp_weights *w = &rt->w;
-    fast_dot_for(rt, &w->output);
+    fn(rt, &w->output);
     for (int64_t l = 0; l < w->n_layers; l++) {
         qp_layer_weights *L = &w->layers[l];
         qp_wmat *lm[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         qp_wmat *ssm[5] = {&L->ssm_qkv, &L->ssm_z, &L->ssm_beta, &L->ssm_alpha, &L->ssm_out};
-        for (int i = L->recurrent ? 4 : 0; i < (L->experts ? 4 : 7); i++) fast_dot_for(rt, lm[i]);
-        for (int i = 0; i < (L->recurrent ? 5 : 0); i++) fast_dot_for(rt, ssm[i]);
+        for (int i = L->recurrent ? 4 : 0; i < (L->experts ? 4 : 7); i++) fn(rt, lm[i]);
+        for (int i = 0; i < (L->recurrent ? 5 : 0); i++) fn(rt, ssm[i]);
         if (!L->experts) continue;
-        fast_dot_for(rt, &L->router);
-        for (int64_t i = 0; i < 3 * rt->cfg.n_experts; i++) fast_dot_for(rt, &L->experts[i]);
+        fn(rt, &L->router);
+        for (int64_t i = 0; i < 3 * rt->cfg.n_experts; i++) fn(rt, &L->experts[i]);
     }
 }
 
@@ -300,7 +326,7 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     rt->scratch_cols = 2 * cols; /* two widened rows per thread (batched products) */
     rt->act_cols = cols;
     c->exact = o->exact;
-    if (!c->exact) choose_fast_dots(rt);
+    if (!c->exact) each_product_matrix(rt, fast_dot_for);
     ok = ok && alloc_batch(rt, 1);
     rt->logits = alloc_f(c->vocab, &ok);
     rt->att = alloc_f((int64_t)c->n_threads * c->n_ctx, &ok);
@@ -334,6 +360,7 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
 void qp_runtime_free(qp_runtime *rt) {
     if (!rt) return;
     qp_pool_free(rt->pool);
+    if (rt->w.layers) each_product_matrix(rt, unpack);
     qp_weights_free(&rt->w);
     free_batch(rt);
     float *bufs[] = {rt->logits, rt->att, rt->scratch, rt->conv_state, rt->ssm_state};

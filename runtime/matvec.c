@@ -281,6 +281,22 @@ static void row_tile(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_t
     for (int64_t i = r; i < r + n; i++) finish(tk, tk->y + i, (size_t)tk->ldy, n_tok);
 }
 
+/* Rows [r, r + n) of one task whose first rows are repacked (runtime.md "Repacked rows"): the
+ * groups that start in [r, r + n) (a group started before r belongs to the chunk that holds its
+ * start, so every row is computed once), and the rows past the groups through row_tile. */
+static void row_tile_packed(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok) {
+    const qp_wmat *w = tk->w;
+    const int64_t g = w->tr->q8_pack_rows(), nb = w->cols / w->tr->block_elems;
+    const int64_t g0 = (r + g - 1) / g, g1 = (r + n < w->packed_rows ? r + n + g - 1 : w->packed_rows) / g;
+    if (g1 > g0) {
+        w->tr->vec_dot_q8_packed(w->packed + (size_t)(g0 * nb) * w->tr->q8_pack_block_bytes, g1 - g0, tk->xq, tk->ldxq,
+                                 n_tok, w->cols, tk->y + g0 * g, (size_t)tk->ldy);
+        for (int64_t i = g0 * g; i < g1 * g; i++) finish(tk, tk->y + i, (size_t)tk->ldy, n_tok);
+    }
+    const int64_t tail = r > w->packed_rows ? r : w->packed_rows;
+    if (tail < r + n) row_tile(tk, tail, r + n - tail, n_tok);
+}
+
 /* Rows [r, r + n) of one task through the encoding's rows x tokens int8 dot, in calls whose
  * results fit a stack buffer (one token: up to QP_I8_TILE_BUF rows per call, one stream of rows) */
 #define QP_I8_TILE_BUF 1024
@@ -313,7 +329,10 @@ static void matmul_range(void *ctx, int64_t begin, int64_t end, int tid) {
         const qp_matvec_task *tk = &j->tasks[t];
         int64_t r = g - j->starts[t];
         const int64_t n = tk->w->rows - r < end - g ? tk->w->rows - r : end - g;
-        if (tk->w->act_q && tk->w->tr->vec_dot_q8_tile) {
+        if (tk->w->packed) {
+            row_tile_packed(tk, r, n, j->n_tok);
+            g += n - 1;
+        } else if (tk->w->act_q && tk->w->tr->vec_dot_q8_tile) {
             row_tile(tk, r, n, j->n_tok);
             g += n - 1;
         } else if (tk->w->use_i8 && tk->w->tr->vec_dot_i8_tile) {

@@ -39,6 +39,10 @@ typedef struct qp_wmat {
                                         the exact path and for encodings without a fast dot */
     uint8_t *owned; /* data owned by the runtime (a packed BitNet U8 projection unpacked at bind
                        time); NULL when borrowed from the model */
+    uint8_t *packed;     /* fast path: rows [0, packed_rows) repacked (tr->q8_pack, runtime.md
+                            "Repacked rows"), runtime-owned; NULL when none. Rows from packed_rows on
+                            are read from data. */
+    int64_t packed_rows; /* a multiple of tr->q8_pack_rows() */
 } qp_wmat;
 
 typedef struct qp_layer_weights {

@@ -117,6 +117,14 @@ typedef float (*qp_vec_dot_q8_fn)(const void *w, const void *xq, int64_t n);
  * loads and a tile of tokens shares the unpacking of each weight block. */
 typedef void (*qp_vec_dot_q8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const void *xq,
                                       size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
+/* Rows repacked once at load for the fast path (encodings.md "Repacked Q4_K rows"): pack writes
+ * the q8_pack_rows() rows at w, w + ldw, ... (n elements each) interleaved, q8_pack_block_bytes
+ * bytes per block of those rows; vec_dot_q8_packed dots n_groups such groups (group g at packed +
+ * g * (n / block_elems) * q8_pack_block_bytes) with n_tok tokens: y[t * ldy + g * rows + r] =
+ * vec_dot_q8(row g * rows + r, token t) bit for bit. */
+typedef void (*qp_q8_pack_fn)(const void *w, size_t ldw, int64_t n, void *out);
+typedef void (*qp_vec_dot_q8_packed_fn)(const void *packed, int64_t n_groups, const void *xq, size_t ldxq,
+                                        int64_t n_tok, int64_t n, float *y, size_t ldy);
 /* vec_dot_i8 for n_rows rows (row r at w + r * ldw) x n_tok tokens (token t's int8 activations at
  * a + t * lda) at once: y[t * ldy + r] = vec_dot_i8(w + r * ldw, a + t * lda, n) exactly. */
 typedef void (*qp_vec_dot_i8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
@@ -159,6 +167,13 @@ typedef struct qp_encoding_traits {
     qp_encoding act_encoding;
     qp_vec_dot_q8_tile_fn vec_dot_q8_tile; /* NULL: vec_dot_q8 pair by pair */
     qp_vec_dot_i8_tile_fn vec_dot_i8_tile; /* NULL: vec_dot_i8 pair by pair */
+    /* Fast path over repacked rows (qp_q8_pack_fn; NULL when absent): q8_pack_rows() rows per
+     * group, 0 when the current SIMD level has no kernel for the layout (the file's rows are
+     * then read as they are); vec_dot_q8_packed works at every level. */
+    int64_t (*q8_pack_rows)(void);
+    size_t q8_pack_block_bytes;
+    qp_q8_pack_fn q8_pack;
+    qp_vec_dot_q8_packed_fn vec_dot_q8_packed;
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */

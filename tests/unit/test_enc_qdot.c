@@ -177,6 +177,57 @@ static void check_tile(const qp_encoding_traits *tr, int64_t n) {
     free(w), free(x), free(wq), free(xq);
 }
 
+/* Repacked rows (traits q8_pack / vec_dot_q8_packed, encodings.md "Repacked Q4_K rows"): 1-3 groups
+ * of q8_pack rows x 1-13 tokens (the decode kernel below 8 tokens, the lanes from 8) at every
+ * level: each (row, token) the single dot's bits and nothing written outside; q8_pack_rows() is 0
+ * below the VNNI level (the file's rows are read there). */
+static void check_packed(const qp_encoding_traits *tr, int64_t n) {
+    const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
+    enum { G = 16, NG = 3, LDY = G * NG + 3 };
+    size_t wb = 0, ab = 0;
+    QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
+    const size_t group_bytes = (size_t)(n / tr->block_elems) * tr->q8_pack_block_bytes;
+    float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
+    uint8_t *wq = malloc(wb * G * NG), *xq = malloc(ab * TILE_NT), *pk = malloc(group_bytes * NG);
+    static float y[LDY * TILE_NT];
+    for (int r = 0; r < G * NG; r++) {
+        fill(w, n, r % 5);
+        weights_of(tr, w, wq + (size_t)r * wb, n, wb);
+    }
+    for (int t = 0; t < TILE_NT; t++) {
+        fill(x, n, t % 5);
+        at->quantize(x, xq + (size_t)t * ab, n);
+    }
+    for (int g = 0; g < NG; g++) tr->q8_pack(wq + (size_t)(g * G) * wb, wb, n, pk + (size_t)g * group_bytes);
+    for (int lv = 0; lv <= 2; lv++) {
+        qp_encoding_simd_force(lv);
+        if (lv < 2) QP_CHECK_MSG(tr->q8_pack_rows() == 0, "%s: repacked rows below the VNNI level", tr->name);
+        else QP_CHECK(tr->q8_pack_rows() == 0 || tr->q8_pack_rows() == G);
+        const int toks[] = {1, 2, 5, 7, 8, 13};
+        for (int ng = 1; ng <= NG; ng++)
+            for (int ti = 0; ti < 6; ti++) {
+                const int nt = toks[ti];
+                for (int i = 0; i < LDY * TILE_NT; i++) y[i] = -1.0f;
+                tr->vec_dot_q8_packed(pk, ng, xq, ab, nt, n, y, LDY);
+                int bad = 0;
+                for (int t = 0; t < TILE_NT; t++)
+                    for (int r = 0; r < LDY; r++) {
+                        const float got = y[t * LDY + r];
+                        if (t >= nt || r >= G * ng) {
+                            bad += got != -1.0f;
+                            continue;
+                        }
+                        const float one = tr->vec_dot_q8(wq + (size_t)r * wb, xq + (size_t)t * ab, n);
+                        bad += memcmp(&one, &got, 4) != 0;
+                    }
+                QP_CHECK_MSG(bad == 0, "%s packed n=%lld level %s: %d groups x %d tokens, %d pairs wrong or written outside",
+                             tr->name, (long long)n, qp_encoding_simd_level(), ng, nt, bad);
+            }
+    }
+    qp_encoding_simd_force(-1);
+    free(w), free(x), free(wq), free(xq), free(pk);
+}
+
 /* TQ2_0 / TQ1_0: rows of random bytes with a finite random f16 scale at d_off of each block, n of
  * 1 to 22 blocks (the kernels' groups of 4 blocks and the tails), against activations of the five
  * distributions: vec_dot_q8 at every level == the scalar reference, bit for bit, and so does
@@ -342,7 +393,7 @@ static void check_q8_0_chains(void) {
 }
 
 int main(void) {
-    int n_enc = 0, n_tile = 0;
+    int n_enc = 0, n_tile = 0, n_packed = 0;
     for (int e = 0; e < QP_ENC_COUNT; e++) {
         const qp_encoding_traits *tr = qp_encoding_get((qp_encoding)e);
         if (!tr->vec_dot_q8) continue;
@@ -369,6 +420,11 @@ int main(void) {
             if (f16) check_tile(tr, 100); /* a partial 64-element step */
             if (legacy) check_tile(tr, 96), check_tile(tr, 2080); /* 3 and 65 blocks: partial chain groups */
         }
+        if (tr->vec_dot_q8_packed) {
+            n_packed++;
+            check_packed(tr, 256);
+            check_packed(tr, 2048);
+        }
     }
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
@@ -383,9 +439,10 @@ int main(void) {
     }
     QP_CHECK_MSG(n_i8_tile >= 2, "only %d encodings have a rows x tokens int8 dot", n_i8_tile);
     check_q8_0_chains();
+    QP_CHECK_MSG(n_packed >= 1, "no encoding has repacked rows");
     QP_CHECK_MSG(n_tile >= 9, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
-           "(F16); int8 tiles: %d encodings\n", n_enc, g_worst, g_worst_16, n_i8_tile);
+           "(F16); int8 tiles: %d encodings; repacked: %d\n", n_enc, g_worst, g_worst_16, n_i8_tile, n_packed);
     return qp_test_finish();
 }
