@@ -152,6 +152,7 @@ static const qp_runtime_opts k_default_opts = {.n_threads = 0, .n_ctx = 0, .exac
  * BitNet int8 ones) and with whole activation blocks per row, takes it. Sets act_q_ld to the
  * largest quantized row of act_cols elements. */
 static void repack(qp_wmat *m);
+static void copy_rows(qp_wmat *m);
 static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
     if (!m->tr->vec_dot_q8 || m->act_i8) return;
     const qp_encoding_traits *at = qp_encoding_get(m->tr->act_encoding);
@@ -163,6 +164,20 @@ static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
     rt->cfg.n_fast_mats++;
     if (bytes > rt->act_q_ld) rt->act_q_ld = bytes;
     repack(m);
+    copy_rows(m);
+}
+
+/* Fast path: an F16 matrix's rows copied once into runtime memory, which the kernel backs with
+ * transparent huge pages: the F16 dot reads it faster than the file mapping's 4 KB pages
+ * (runtime.md "Repacked rows"). A matrix already owned by the runtime, or without memory for
+ * the copy, is read where it is. */
+static void copy_rows(qp_wmat *m) {
+    size_t bytes;
+    if (m->tr->id != QP_ENC_F16 || m->owned || m->copied || !qp_size_mul((size_t)m->rows, m->row_bytes, &bytes) ||
+        !(m->copied = qp_malloc(bytes)))
+        return;
+    memcpy(m->copied, m->data, bytes);
+    m->data = m->copied;
 }
 
 /* Fast path: the rows of an encoding with a repacked layout at this SIMD level copied into it once
@@ -186,6 +201,8 @@ static void unpack(qp_runtime *rt, qp_wmat *m) {
     qp_free(m->packed);
     m->packed = NULL;
     m->packed_rows = 0;
+    qp_free(m->copied);
+    m->copied = NULL;
 }
 
 /* fn on every matrix that can take a fast dot */

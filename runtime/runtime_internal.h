@@ -43,6 +43,8 @@ typedef struct qp_wmat {
                             "Repacked rows"), runtime-owned; NULL when none. Rows from packed_rows on
                             are read from data. */
     int64_t packed_rows; /* a multiple of tr->q8_pack_rows() */
+    uint8_t *copied;     /* fast path: the F16 rows copied into runtime memory (data points into
+                            it; runtime.md "Repacked rows"); NULL when none */
 } qp_wmat;
 
 typedef struct qp_layer_weights {
