@@ -171,6 +171,7 @@ typedef struct qp_cli_gen_args {
     qp_open_opts open; /* tokenizer_path */
     int64_t threads, ctx, n_predict, seed;
     bool exact; /* --exact: the exact path instead of the fast one (runtime.md "Fast path") */
+    bool no_repack; /* --no-repack: no load-time copies (runtime.md "Repacked rows") */
     qp_sampler_params sampler;
     unsigned used_by; /* the used_by bits of the sampling rows */
 } qp_cli_gen_args;

@@ -49,6 +49,8 @@ int qp_cli_gen_opts(qp_cli_gen_args *g, unsigned what, qp_cli_opt *rows) {
         rows[n++] = (qp_cli_opt){"--chat-template", NULL, QP_CLI_STR, &g->chat_template,
                                  .arg = "NAME|FILE",
                                  .help = "chat template: a known name or a Jinja file (default:\nthe model's own)"};
+    rows[n++] = (qp_cli_opt){"--no-repack", "-nr", QP_CLI_FLAG, &g->no_repack,
+                             .help = "read the weights where the file holds them: no Q4_K repack\nor F16 copy at load (less memory, slower; the same output)"};
     rows[n++] = (qp_cli_opt)QP_CLI_THREADS(&g->threads, 0);
     return n;
 }
@@ -88,7 +90,8 @@ int qp_cli_gen_finish(const char *cmd, qp_cli_gen_args *g, const char *positiona
 }
 
 qp_runtime_opts qp_cli_gen_runtime_opts(const qp_cli_gen_args *g) {
-    qp_runtime_opts ro = {.n_threads = (int)g->threads, .n_ctx = g->ctx, .exact = g->exact};
+    qp_runtime_opts ro = {.n_threads = (int)g->threads, .n_ctx = g->ctx, .exact = g->exact,
+                          .no_repack = g->no_repack};
     return ro;
 }
 

@@ -122,7 +122,7 @@ int qp_cli_run_task(const qp_cli_run_args *a) {
         rc = qp_cli_usage_error("run: the input has no tokens");
         goto done;
     }
-    qp_runtime_opts ro = {.n_threads = (int)a->g.threads, .n_ctx = 0, .exact = a->g.exact};
+    qp_runtime_opts ro = {.n_threads = (int)a->g.threads, .n_ctx = 0, .exact = a->g.exact, .no_repack = a->g.no_repack};
     if ((s = qp_runtime_new(m, &ro, &rt, &e)) != QP_OK) goto fail;
     const qp_runtime_config *c = qp_runtime_get_config(rt);
     if (n_ids > c->n_ctx) {

@@ -98,11 +98,11 @@ static int run_gen(const qp_cli_run_args *a) {
     const qp_runtime_config *c = qp_runtime_get_config(qp_gen_session_runtime(gs));
     fprintf(stderr,
             "quantpack run: %lld prompt tokens in %.3f s (%.2f tok/s), %lld new tokens in %.3f s "
-            "(%.2f tok/s), %d threads, %s path, seed %" PRIu64 ", stopped: %s\n",
+            "(%.2f tok/s), %d threads, %s path (%d matrices repacked), seed %" PRIu64 ", stopped: %s\n",
             (long long)n_ids, r.prompt_s, (double)n_ids / (r.prompt_s > 0 ? r.prompt_s : 1e-9),
             (long long)r.n_generated, r.generate_s,
             (double)r.n_generated / (r.generate_s > 0 ? r.generate_s : 1e-9), c->n_threads,
-            c->exact ? "exact" : "fast", a->g.sampler.seed, qp_gen_stop_name(r.stop));
+            c->exact ? "exact" : "fast", c->n_repacked, a->g.sampler.seed, qp_gen_stop_name(r.stop));
     goto done;
 fail:
     putchar('\n');

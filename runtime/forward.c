@@ -32,6 +32,7 @@ struct qp_runtime {
     qp_runtime_config cfg;
     qp_weights w;
     qp_pool *pool;
+    bool no_repack; /* opts.no_repack: matrices read where the model holds them */
     int64_t n_past; /* positions filled since the last reset */
     /* activations of up to bcap tokens, token t at t * (row length) */
     int64_t bcap;
@@ -163,8 +164,10 @@ static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
     m->act_q = at;
     rt->cfg.n_fast_mats++;
     if (bytes > rt->act_q_ld) rt->act_q_ld = bytes;
+    if (rt->no_repack) return;
     repack(m);
     copy_rows(m);
+    rt->cfg.n_repacked += m->packed || m->copied;
 }
 
 /* Fast path: an F16 matrix's rows copied once into runtime memory, which the kernel backs with
@@ -343,6 +346,7 @@ qp_status qp_runtime_new(const qp_model *m, const qp_runtime_opts *o, qp_runtime
     rt->scratch_cols = 2 * cols; /* two widened rows per thread (batched products) */
     rt->act_cols = cols;
     c->exact = o->exact;
+    rt->no_repack = o->no_repack;
     if (!c->exact) each_product_matrix(rt, fast_dot_for);
     ok = ok && alloc_batch(rt, 1);
     rt->logits = alloc_f(c->vocab, &ok);

@@ -29,6 +29,8 @@ typedef struct qp_runtime_opts {
                          true: the exact path (F32 activations, every bit as before) */
     bool kv_f32;      /* the fast path keeps an F32 KV cache instead of F16 (the exact path
                          always keeps F32) */
+    bool no_repack;   /* the fast path reads every matrix where the model holds it: no Q4_K
+                         repack, no F16 copy at load (less memory, slower; the same logits) */
 } qp_runtime_opts;
 
 /* The configuration the runtime resolved from the model's qp_arch and tensor shapes. */
@@ -64,6 +66,8 @@ typedef struct qp_runtime_config {
     int n_threads;
     bool exact;        /* the path that runs (qp_runtime_opts.exact) */
     int n_fast_mats;   /* matrices on a fast dot (0 on the exact path) */
+    int n_repacked;    /* of those, matrices repacked or copied into runtime memory at load
+                          (runtime.md "Repacked rows"; 0 with opts.no_repack) */
     bool kv_f16;       /* keys and values cached as F16 (the fast path unless opts.kv_f32) */
 } qp_runtime_config;
 

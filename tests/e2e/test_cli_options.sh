@@ -180,4 +180,13 @@ check "verify HF folder against llama2.c with --tokenizer" 0 "verdict: PASS" \
 check "verify llama2.c against HF folder with --tokenizer" 0 "verdict: PASS" \
   "$Q" verify "$R/stories260K.bin" --against "$T/st260" --tokenizer "$R/tok512.bin" -n 2
 
+# --no-repack (llama.cpp's -nr): no load-time copies of the weights (runtime.md "Repacked rows"),
+# the same tokens; run names how many matrices were repacked or copied
+"$Q" convert "$FX/llama-tied" --to gguf --quant F16 -o "$T/nr.gguf" >/dev/null 2>&1
+nr_a=$("$Q" run "$T/nr.gguf" --ids "1 2 3" -n 6 --print-ids 2>"$T/nr1.err")
+nr_b=$("$Q" run "$T/nr.gguf" --ids "1 2 3" -n 6 --print-ids -nr 2>"$T/nr2.err")
+if [ -n "$nr_a" ] && [ "$nr_a" = "$nr_b" ] && grep -q '([1-9][0-9]* matrices repacked)' "$T/nr1.err" &&
+   grep -q '(0 matrices repacked)' "$T/nr2.err"; then ok
+else bad "--no-repack: '$nr_a' vs '$nr_b': $(cat "$T/nr1.err" "$T/nr2.err" | head -c 400)"; fi
+
 finish
