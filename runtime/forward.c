@@ -170,13 +170,13 @@ static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
     rt->cfg.n_repacked += m->packed || m->copied;
 }
 
-/* Fast path: an F16 matrix's rows copied once into runtime memory, which the kernel backs with
- * transparent huge pages: the F16 dot reads it faster than the file mapping's 4 KB pages
- * (runtime.md "Repacked rows"). A matrix already owned by the runtime, or without memory for
- * the copy, is read where it is. */
+/* Fast path: the rows of an encoding flagged QP_ENC_FLAG_FAST_COPY (F16) copied once into runtime
+ * memory, which the kernel backs with transparent huge pages: the dot reads it faster than the
+ * file mapping's 4 KB pages (runtime.md "Repacked rows"). A matrix already owned by the runtime,
+ * or without memory for the copy, is read where it is. */
 static void copy_rows(qp_wmat *m) {
     size_t bytes;
-    if (m->tr->id != QP_ENC_F16 || m->owned || m->copied || !qp_size_mul((size_t)m->rows, m->row_bytes, &bytes) ||
+    if (!(m->tr->flags & QP_ENC_FLAG_FAST_COPY) || m->owned || m->copied || !qp_size_mul((size_t)m->rows, m->row_bytes, &bytes) ||
         !(m->copied = qp_malloc(bytes)))
         return;
     memcpy(m->copied, m->data, bytes);

@@ -88,6 +88,9 @@ enum {
      * weights, never copies it as a tensor of its own, and writes a fresh one after every output
      * tensor of such an encoding. Without a sibling the scale is 1. */
     QP_ENC_FLAG_SIBLING_SCALE = 1u << 5,
+    /* The runtime's fast path reads these rows from its own copy, made once at load (runtime.md
+     * "Repacked rows": runtime memory has transparent huge pages, a file mapping 4 KB pages). */
+    QP_ENC_FLAG_FAST_COPY = 1u << 6,
 };
 
 /* x: n floats (n a multiple of block_elems) -> y: n/block_elems blocks. Deterministic bytes. */
