@@ -43,8 +43,9 @@ static inline void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8
     void NAME(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, \
               size_t ldy)
 void qp_q4k_pack16(const void *w, size_t ldw, int64_t n, void *out);
-int64_t qp_q4k_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
+int64_t qp_q4k_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_ref);
+QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_avx2);
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_vnni);
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k);
 

@@ -168,3 +168,121 @@ static inline __m256i tq_pair(const __m256i u[8], const uint8_t *ab) {
     return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
 }
 QP_QDOT_TQ_ALL(, avx2, tq_pair, 2, 4)
+
+/* ---- repacked Q4_K groups (qdot.h QP_Q4K_PACK_*, encodings.md "Repacked Q4_K rows") ----------
+ * A 64-byte vector of the layout (one 4-byte group of 16 rows) is two ymm halves: rows 0-7 and
+ * 8-15, row r in int32 lane r % 8. Per sub-block, maddubs of the 4-bit levels (unsigned, <= 15)
+ * by a 4-byte activation broadcast gives int16 pairs (|15 x 128 x 2| = 3840, no saturation), the
+ * sub-block's 8 groups are added in int16 (16 products per lane: |16 x 15 x 128| = 30720 <
+ * 2^15, exact), then one madd by the row's scale repeated in both int16 halves of its lane gives
+ * sc_j (q_j . a_j) in int32. A kernel call takes NH halves x NT tokens (NH * NT <= 4: 8 int16
+ * chains), so a group vector serves NT tokens and an activation broadcast NH halves. Float steps:
+ * enc_qdot.c k_min_step in the 8 lanes (every lane its row's single-dot operations in order). */
+
+/* lane r = byte r of p8 in both int16 halves */
+static inline __m256i packed_scale16(const uint8_t *p8) {
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p8));
+    return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+static inline __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32((int)qp_load_u32le(p)); }
+
+/* lane r = sum_j mn_j(row 8h + r) (bsum_2j + bsum_2j+1) of the Q8_K block ab (pb a packed super-block) */
+static inline __m256i packed_min_sums(const uint8_t *pb, int h, const uint8_t *ab) {
+    const uint8_t *bs = ab + QP_Q8_K_OFF_BSUMS;
+    const __m128i bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)bs), /* the 8 sub-block sums */
+                                      _mm_loadu_si128((const __m128i *)(const void *)(bs + 16)));
+    const __m256i b2 = _mm256_broadcastsi128_si256(bp);
+    const __m256i bk[4] = {_mm256_shuffle_epi32(b2, 0x00), _mm256_shuffle_epi32(b2, 0x55), _mm256_shuffle_epi32(b2, 0xAA),
+                           _mm256_shuffle_epi32(b2, 0xFF)};
+    __m256i msum = _mm256_setzero_si256();
+    for (int k = 0; k < 4; k++) {
+        const __m256i pair = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(pb + QP_Q4K_PACK_OFF_MN + 32 * k + 16 * h)));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(pair, bk[k]));
+    }
+    return msum;
+}
+
+/* halves h0 .. h0 + nh - 1 of a group (nb packed super-blocks at pg) against the nt tokens xt[t]:
+ * sum[hh * nt + t] = the 8 rows' single dots (lane r = row 8 (h0 + hh) + r) */
+__attribute__((always_inline)) static inline void packed_q4k(const uint8_t *pg, int h0, int nh, const uint8_t *const *xt, int nt,
+                                                             int64_t nb, __m256 *sum) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int p = 0; p < nh * nt; p++) sum[p] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, pg += QP_Q4K_PACK_BYTES) {
+        __m256i isum[4];
+        for (int p = 0; p < nh * nt; p++) isum[p] = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) { /* sub-blocks 2k (low nibbles), 2k + 1 (high) */
+            __m256i lo[4], hi[4];
+            for (int p = 0; p < nh * nt; p++) lo[p] = hi[p] = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                __m256i al[4], ah[4];
+                for (int t = 0; t < nt; t++) {
+                    const uint8_t *a = xt[t] + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_QS + 64 * k + 4 * g;
+                    al[t] = bcast32(a);
+                    ah[t] = bcast32(a + 32);
+                }
+                for (int hh = 0; hh < nh; hh++) {
+                    const __m256i q = qp_load256(pg + QP_Q4K_PACK_OFF_QS + 64 * (8 * k + g) + 32 * (h0 + hh));
+                    const __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                    for (int t = 0; t < nt; t++) {
+                        lo[hh * nt + t] = _mm256_add_epi16(lo[hh * nt + t], _mm256_maddubs_epi16(ql, al[t]));
+                        hi[hh * nt + t] = _mm256_add_epi16(hi[hh * nt + t], _mm256_maddubs_epi16(qh, ah[t]));
+                    }
+                }
+            }
+            for (int hh = 0; hh < nh; hh++) {
+                const __m256i sl = packed_scale16(pg + QP_Q4K_PACK_OFF_SC + 16 * (2 * k) + 8 * (h0 + hh));
+                const __m256i sh = packed_scale16(pg + QP_Q4K_PACK_OFF_SC + 16 * (2 * k + 1) + 8 * (h0 + hh));
+                for (int t = 0; t < nt; t++) {
+                    const int p = hh * nt + t;
+                    isum[p] = _mm256_add_epi32(isum[p], _mm256_add_epi32(_mm256_madd_epi16(lo[p], sl), _mm256_madd_epi16(hi[p], sh)));
+                }
+            }
+        }
+        for (int hh = 0; hh < nh; hh++) {
+            const int h = h0 + hh;
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pg + 16 * h)));
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pg + QP_Q4K_PACK_OFF_DMIN + 16 * h)));
+            for (int t = 0; t < nt; t++) {
+                const int p = hh * nt + t;
+                const uint8_t *ab = xt[t] + (size_t)i * QP_Q8_K_BYTES;
+                const __m256 da = _mm256_set1_ps(qp_load_f32le(ab));
+                const __m256i msum = packed_min_sums(pg, h, ab);
+                sum[p] = _mm256_add_ps(sum[p], _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[p])));
+                sum[p] = _mm256_sub_ps(sum[p], _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
+            }
+        }
+    }
+}
+
+/* encoding.h qp_vec_dot_q8_packed_fn: one token both halves at once (decode: one stream of the
+ * groups); several, each half against tokens in fours (a group's super-blocks re-read from cache) */
+void qp_q4k_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                int64_t n, float *y, size_t ldy) {
+    const int64_t nb = n / QP_QK_K;
+    const uint8_t *x = xq;
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_Q4K_PACK_BYTES;
+        float *yg = y + (size_t)(g * QP_Q4K_PACK_ROWS);
+        __m256 sum[4];
+        if (n_tok == 1) {
+            packed_q4k(pg, 0, 2, &x, 1, nb, sum);
+            _mm256_storeu_ps(yg, sum[0]);
+            _mm256_storeu_ps(yg + 8, sum[1]);
+            continue;
+        }
+        for (int h = 0; h < 2; h++)
+            for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+                const int nt = n_tok - t0 < 4 ? (int)(n_tok - t0) : 4;
+                const uint8_t *xt[4];
+                for (int t = 0; t < nt; t++) xt[t] = x + (size_t)(t0 + t) * ldxq;
+                switch (nt) { /* constant token counts: the chains stay in registers */
+                case 4: packed_q4k(pg, h, 1, xt, 4, nb, sum); break;
+                case 3: packed_q4k(pg, h, 1, xt, 3, nb, sum); break;
+                case 2: packed_q4k(pg, h, 1, xt, 2, nb, sum); break;
+                default: packed_q4k(pg, h, 1, xt, 1, nb, sum); break;
+                }
+                for (int t = 0; t < nt; t++) _mm256_storeu_ps(yg + (size_t)(t0 + t) * ldy + 8 * h, sum[t]);
+            }
+    }
+}

@@ -218,11 +218,13 @@ QP_DISPATCH_QDOT_TILE(q4k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q5k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q6k_dot_q8k)
 QP_DISPATCH_QDOT(q5k_dot_q8k)
-/* repacked Q4_K rows: a layout for the VNNI kernels only (below, the file's rows are read) */
-int64_t qp_q4k_pack_rows(void) { return qdot_level() >= 2 ? QP_Q4K_PACK_ROWS : 0; }
+/* repacked Q4_K rows: a layout for the AVX2 and VNNI kernels (scalar: the file's rows are read) */
+int64_t qp_q4k_pack_rows(void) { return qdot_level() >= 1 ? QP_Q4K_PACK_ROWS : 0; }
 void qp_q4k_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
                            float *y, size_t ldy) {
-    if (qdot_level() >= 2) qp_q4k_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    const int lv = qdot_level();
+    if (lv >= 2) qp_q4k_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    else if (lv >= 1) qp_q4k_packed_dot_q8k_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
     else qp_q4k_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)

@@ -180,7 +180,7 @@ static void check_tile(const qp_encoding_traits *tr, int64_t n) {
 /* Repacked rows (traits q8_pack / vec_dot_q8_packed, encodings.md "Repacked Q4_K rows"): 1-3 groups
  * of q8_pack rows x 1-13 tokens (the decode kernel below 8 tokens, the lanes from 8) at every
  * level: each (row, token) the single dot's bits and nothing written outside; q8_pack_rows() is 0
- * below the VNNI level (the file's rows are read there). */
+ * at the scalar level (the file's rows are read there). */
 static void check_packed(const qp_encoding_traits *tr, int64_t n) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
     enum { G = 16, NG = 3, LDY = G * NG + 3 };
@@ -201,7 +201,7 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n) {
     for (int g = 0; g < NG; g++) tr->q8_pack(wq + (size_t)(g * G) * wb, wb, n, pk + (size_t)g * group_bytes);
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
-        if (lv < 2) QP_CHECK_MSG(tr->q8_pack_rows() == 0, "%s: repacked rows below the VNNI level", tr->name);
+        if (lv < 1) QP_CHECK_MSG(tr->q8_pack_rows() == 0, "%s: repacked rows at the scalar level", tr->name);
         else QP_CHECK(tr->q8_pack_rows() == 0 || tr->q8_pack_rows() == G);
         const int toks[] = {1, 2, 5, 7, 8, 13};
         for (int ng = 1; ng <= NG; ng++)
