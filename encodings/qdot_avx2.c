@@ -108,27 +108,46 @@ void qp_q5k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64
     }
 }
 
-/* Q6_K for nt <= QP_QDOT_TOKENS tokens: levels and scales unpacked once per super-block, then the
- * single-token operations per token in their order */
-static inline void q6k_dot(const void *w, const uint8_t *xq, size_t ldxq, int nt, int64_t n, float *y,
-                           size_t ldy) {
+/* Q6_K's 16 scales as int16 (sc16: groups 0-7 in the low 128-bit lane, 8-15 in the high) -> the
+ * 8 multipliers of the 32-element chunks: chunk 4h + m (groups 8h + 2m, 8h + 2m + 1) as int16
+ * lanes 0-7 = s_{8h+2m}, 8-15 = s_{8h+2m+1}: one lane permute per half and one byte shuffle each */
+static inline void q6k_chunk_scales(__m256i sc16, __m256i s[8]) {
+    const __m256i lo = _mm256_permute4x64_epi64(sc16, 0x44), hi = _mm256_permute4x64_epi64(sc16, 0xEE);
+    for (int m = 0; m < 4; m++) {
+        const char a = (char)(4 * m), b = (char)(4 * m + 2);
+        const __m256i pick = _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1,
+                                              b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1);
+        s[m] = _mm256_shuffle_epi8(lo, pick);
+        s[4 + m] = _mm256_shuffle_epi8(hi, pick);
+    }
+}
+
+/* Q6_K for nt <= QP_QDOT_TOKENS tokens: levels u = q + 32 and chunk scales unpacked once per
+ * super-block; per token the lanes start at -32 sum_j sc_j bsum_j (madd of the 16 scales by the 16
+ * block sums) and take the 8 chunks' maddubs (u <= 63: |pair| <= 2 x 63 x 128 < 2^15) and madd by
+ * the scales, so one reduction gives isum = sum_j sc_j (q_j . a_j) exactly; then the single-token
+ * float step. y[t] is vec_dot_q8's bits. */
+__attribute__((always_inline)) static inline void q6k_dot(const void *w, const uint8_t *xq, size_t ldxq, int nt, int64_t n,
+                                                          float *y, size_t ldy) {
     const uint8_t *wb = w;
     float sum[QP_QDOT_TOKENS] = {0};
     for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES) {
-        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(wb + QP_Q6_K_OFF_SCALES)));
         __m256i u[8], s[8];
-        for (int h = 0; h < 2; h++) {
-            qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u + 4 * h);
-            for (int m = 0; m < 4; m++) s[4 * h + m] = qp_scale_pair16(scb[8 * h + 2 * m], scb[8 * h + 2 * m + 1]);
-        }
+        for (int h = 0; h < 2; h++) qp_q6k_unsigned_levels(wb + 64 * h, wb + QP_Q6_K_OFF_QH + 32 * h, u + 4 * h);
+        q6k_chunk_scales(sc16, s);
         const float dw = _cvtsh_ss(qp_load_u16le(wb + QP_Q6_K_OFF_D));
         for (int t = 0; t < nt; t++) {
             const uint8_t *ab = xq + (size_t)t * ldxq + (size_t)i * QP_Q8_K_BYTES;
             const uint8_t *a = ab + QP_Q8_K_OFF_QS;
-            __m256i acc = _mm256_setzero_si256();
-            for (int k = 0; k < 8; k++)
+            __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                           _mm256_slli_epi32(_mm256_madd_epi16(sc16, qp_load256(ab + QP_Q8_K_OFF_BSUMS)), 5));
+            __m256i acc2 = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
                 acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], qp_load256(a + 32 * k)), s[k]));
-            const int32_t isum = qp_hsum256_epi32(acc) - 32 * qp_q6k_bsum_dot(scb, ab + QP_Q8_K_OFF_BSUMS);
+                acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_maddubs_epi16(u[4 + k], qp_load256(a + 128 + 32 * k)), s[4 + k]));
+            }
+            const int32_t isum = qp_hsum256_epi32(_mm256_add_epi32(acc, acc2));
             sum[t] = sum[t] + (dw * qp_load_f32le(ab)) * (float)isum;
         }
     }
@@ -143,8 +162,13 @@ float qp_q6k_dot_q8k_avx2(const void *w, const void *xq, int64_t n) {
 void qp_q6k_dot_q8k_multi_avx2(const void *w, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y,
                                size_t ldy) {
     for (int64_t t = 0; t < n_tok; t += QP_QDOT_TOKENS) {
-        const int nt = n_tok - t < QP_QDOT_TOKENS ? (int)(n_tok - t) : QP_QDOT_TOKENS;
-        q6k_dot(w, (const uint8_t *)xq + (size_t)t * ldxq, ldxq, nt, n, y + (size_t)t * ldy, ldy);
+        const uint8_t *x = (const uint8_t *)xq + (size_t)t * ldxq;
+        switch (n_tok - t < QP_QDOT_TOKENS ? (int)(n_tok - t) : QP_QDOT_TOKENS) { /* constant token counts */
+        case 4: q6k_dot(w, x, ldxq, 4, n, y + (size_t)t * ldy, ldy); break;
+        case 3: q6k_dot(w, x, ldxq, 3, n, y + (size_t)t * ldy, ldy); break;
+        case 2: q6k_dot(w, x, ldxq, 2, n, y + (size_t)t * ldy, ldy); break;
+        default: q6k_dot(w, x, ldxq, 1, n, y + (size_t)t * ldy, ldy); break;
+        }
     }
 }
 

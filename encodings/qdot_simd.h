@@ -67,19 +67,6 @@ static inline void qp_q6k_unsigned_levels(const uint8_t *ql, const uint8_t *qh, 
                            _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
 }
 
-/* int16 lanes 0..7 = s0, 8..15 = s1 (the two 16-element groups of a 32-element chunk) */
-static inline __m256i qp_scale_pair16(int s0, int s1) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
-}
-
-/* sum_j scale_j * bsum_j over Q6_K's 16 groups, exact */
-static inline int32_t qp_q6k_bsum_dot(const int8_t *scb, const uint8_t *bsums) {
-    const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)scb);
-    const __m256i s = _mm256_cvtepi8_epi16(s8);
-    const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)bsums);
-    return qp_hsum256_epi32(_mm256_madd_epi16(s, b));
-}
-
 /* Q8_0: the 32 stored int8 levels */
 static inline __m256i qp_q8_0_levels256(const uint8_t *b) {
     return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
