@@ -138,7 +138,7 @@ float qp_f16_dot_f16(const void *w, const void *x, int64_t n) {
     if (lv >= 1) return qp_f16_dot_f16_avx2(w, x, n);
     return hdot_f16_ref(w, x, n);
 }
-/* rows x tokens: AVX-512 tiles; below that each pair's single dot (the same bits) */
+/* rows x tokens: AVX2 and AVX-512 tiles; the scalar level each pair's single dot (the same bits) */
 static void hdot_pairs(float (*dot)(const void *, const void *, int64_t), const void *w, size_t ldw,
                        int64_t n_rows, const void *x, size_t ldx, int64_t n_tok, int64_t n, float *y,
                        size_t ldy) {
@@ -149,7 +149,9 @@ static void hdot_pairs(float (*dot)(const void *, const void *, int64_t), const 
 }
 void qp_f16_dot_f16_tile(const void *w, size_t ldw, int64_t n_rows, const void *x, size_t ldx, int64_t n_tok,
                          int64_t n, float *y, size_t ldy) {
-    if (qp_simd_level() >= 2) qp_f16_dot_f16_tile_avx512(w, ldw, n_rows, x, ldx, n_tok, n, y, ldy);
+    const int lv = qp_simd_level();
+    if (lv >= 2) qp_f16_dot_f16_tile_avx512(w, ldw, n_rows, x, ldx, n_tok, n, y, ldy);
+    else if (lv >= 1) qp_f16_dot_f16_tile_avx2(w, ldw, n_rows, x, ldx, n_tok, n, y, ldy);
     else hdot_pairs(qp_f16_dot_f16, w, ldw, n_rows, x, ldx, n_tok, n, y, ldy);
 }
 bool qp_bf16_validate(const void *x, int64_t n, char *why, size_t why_len) {

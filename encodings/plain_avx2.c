@@ -199,3 +199,66 @@ static float hdot_f16(const uint8_t *w, const uint8_t *x, int64_t n) {
 }
 
 float qp_f16_dot_f16_avx2(const void *w, const void *x, int64_t n) { return hdot_f16(w, x, n); }
+
+/* nr rows x nt tokens at once (nr <= 2, nt <= 3). A pair's 64 lanes need all 16 ymm registers,
+ * so the whole 64-element blocks run in 4 passes, pass p keeping lanes 16p .. 16p + 15 (a[2p],
+ * a[2p + 1]) of the 6 pairs in 12 registers over the whole row (from L1 after the first pass);
+ * each lane still adds its elements in index order, the partial last block is added after the
+ * passes as hdot_f16 adds it, and the reduction is hdot_reduce8: each y is qp_f16_dot_f16_avx2's
+ * bits. Per 8 elements nr + nt widenings for nr x nt FMAs (pair by pair: 2 for 1). */
+QP_INLINE void hdot_rt(int nr, int nt, const uint8_t *w, size_t ldw, const uint8_t *x, size_t ldx, int64_t n,
+                       float *y, size_t ldy) {
+    __m256 acc[2][3][8];
+    const int64_t nf = n / 64 * 64;
+    for (int p = 0; p < 4; p++) {
+        __m256 a[2][3][2];
+        for (int r = 0; r < nr; r++)
+            for (int t = 0; t < nt; t++) a[r][t][0] = a[r][t][1] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < nf; i += 64)
+            for (int c = 0; c < 2; c++) {
+                const int64_t e = i + 16 * p + 8 * c;
+                __m256 wv[2];
+                for (int r = 0; r < nr; r++) wv[r] = load8(K_F16, w + (size_t)r * ldw, e);
+                for (int t = 0; t < nt; t++) {
+                    const __m256 xv = load8(K_F16, x + (size_t)t * ldx, e);
+                    for (int r = 0; r < nr; r++) a[r][t][c] = _mm256_fmadd_ps(wv[r], xv, a[r][t][c]);
+                }
+            }
+        for (int r = 0; r < nr; r++)
+            for (int t = 0; t < nt; t++) acc[r][t][2 * p] = a[r][t][0], acc[r][t][2 * p + 1] = a[r][t][1];
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) {
+            if (nf < n) { /* the zero-padded last block, as hdot_f16 */
+                uint8_t tw[2 * 64] = {0}, tx[2 * 64] = {0};
+                memcpy(tw, w + (size_t)r * ldw + 2 * nf, (size_t)(2 * (n - nf)));
+                memcpy(tx, x + (size_t)t * ldx + 2 * nf, (size_t)(2 * (n - nf)));
+                for (int k = 0; k < 8; k++) acc[r][t][k] = _mm256_fmadd_ps(load8(K_F16, tw, 8 * k), load8(K_F16, tx, 8 * k), acc[r][t][k]);
+            }
+            y[(size_t)t * ldy + (size_t)r] = hdot_reduce8(acc[r][t]);
+        }
+}
+
+void qp_f16_dot_f16_tile_avx2(const void *wp, size_t ldw, int64_t n_rows, const void *xp, size_t ldx, int64_t n_tok,
+                              int64_t n, float *y, size_t ldy) {
+    const uint8_t *w = wp, *x = xp;
+    if (n_tok == 1) { /* decode: one sequential stream of weights */
+        for (int64_t r = 0; r < n_rows; r++) y[r] = hdot_f16(w + (size_t)r * ldw, x, n);
+        return;
+    }
+    for (int64_t r = 0; r < n_rows; r += 2) {
+        const int nr = n_rows - r >= 2 ? 2 : 1;
+        for (int64_t t = 0; t < n_tok; t += 3) {
+            const int nt = n_tok - t >= 3 ? 3 : (int)(n_tok - t);
+            const uint8_t *wr = w + (size_t)r * ldw, *xt = x + (size_t)t * ldx;
+            float *yt = y + (size_t)t * ldy + (size_t)r;
+            /* constant counts, so the accumulators stay in registers */
+            if (nr == 2 && nt == 3) hdot_rt(2, 3, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nr == 2 && nt == 2) hdot_rt(2, 2, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nr == 2) hdot_rt(2, 1, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nt == 3) hdot_rt(1, 3, wr, ldw, xt, ldx, n, yt, ldy);
+            else if (nt == 2) hdot_rt(1, 2, wr, ldw, xt, ldx, n, yt, ldy);
+            else hdot_rt(1, 1, wr, ldw, xt, ldx, n, yt, ldy);
+        }
+    }
+}
