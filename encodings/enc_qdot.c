@@ -26,33 +26,55 @@ static void q5_0_levels(const uint8_t *b, int8_t q[32]) {
     }
 }
 
-/* Per block the exact integer sum of its 32 products, then one float step into chain b mod 4 (four
- * chains: a single dot is not one serial chain of float adds, and a SIMD kernel takes four blocks'
- * steps in the four lanes of one vector); result (s0 + s2) + (s1 + s3). */
-static float legacy_dot(void (*levels)(const uint8_t *, int8_t *), size_t wbytes, const void *w,
+/* the exact integer sum of one weight block's 32 products with the activations a */
+static inline int32_t levels_isum(void (*levels)(const uint8_t *, int8_t *), const uint8_t *wb, const int8_t *a) {
+    int8_t q[32];
+    levels(wb, q);
+    int32_t isum = 0;
+    for (int j = 0; j < 32; j++) isum += (int32_t)q[j] * a[j];
+    return isum;
+}
+static int32_t q8_0_isum(const uint8_t *wb, const int8_t *a) { return levels_isum(q8_0_levels, wb, a); }
+static int32_t q4_0_isum(const uint8_t *wb, const int8_t *a) { return levels_isum(q4_0_levels, wb, a); }
+static int32_t q5_0_isum(const uint8_t *wb, const int8_t *a) { return levels_isum(q5_0_levels, wb, a); }
+/* BQ4 (enc_bq4.md): element 2i is the low nibble of byte 4 + i, 2i + 1 the high one; level q - zero
+ * with zero the signed byte 2 (-128..127, so the level 15 + 128 can pass int8): sum q a - zero sum a,
+ * |sum q a| <= 32 * 15 * 127 and |zero sum a| <= 128 * 32 * 127, exact in int32 */
+static int32_t bq4_isum(const uint8_t *wb, const int8_t *a) {
+    int32_t qa = 0, sa = 0;
+    for (int i = 0; i < 16; i++) {
+        qa += (wb[4 + i] & 0x0F) * a[2 * i] + (wb[4 + i] >> 4) * a[2 * i + 1];
+        sa += a[2 * i] + a[2 * i + 1];
+    }
+    return qa - (int8_t)wb[2] * sa;
+}
+
+/* Per block (f16 scale at byte 0) the exact integer sum of its 32 products, then one float step
+ * into chain b mod 4 (four chains: a single dot is not one serial chain of float adds, and a SIMD
+ * kernel takes four blocks' steps in the four lanes of one vector); result (s0 + s2) + (s1 + s3). */
+static float legacy_dot(int32_t (*block_isum)(const uint8_t *, const int8_t *), size_t wbytes, const void *w,
                         const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;
     float s[QP_QDOT_CHAINS] = {0};
-    int8_t q[32];
     for (int64_t i = 0; i < n / QP_QK; i++, wb += wbytes, ab += QP_Q8_0_BYTES) {
-        levels(wb, q);
-        const int8_t *a = (const int8_t *)(ab + 2);
         const float d = qp_fp16_to_fp32(qp_load_u16le(wb)) * qp_fp16_to_fp32(qp_load_u16le(ab));
-        int32_t isum = 0;
-        for (int j = 0; j < 32; j++) isum += (int32_t)q[j] * a[j];
+        const int32_t isum = block_isum(wb, (const int8_t *)(ab + 2));
         s[i % QP_QDOT_CHAINS] = s[i % QP_QDOT_CHAINS] + d * (float)isum;
     }
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
-    return legacy_dot(q8_0_levels, QP_Q8_0_BYTES, w, xq, n);
+    return legacy_dot(q8_0_isum, QP_Q8_0_BYTES, w, xq, n);
 }
 float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
-    return legacy_dot(q4_0_levels, QP_Q4_0_BYTES, w, xq, n);
+    return legacy_dot(q4_0_isum, QP_Q4_0_BYTES, w, xq, n);
 }
 float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
-    return legacy_dot(q5_0_levels, QP_Q5_0_BYTES, w, xq, n);
+    return legacy_dot(q5_0_isum, QP_Q5_0_BYTES, w, xq, n);
+}
+float qp_bq4_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
+    return legacy_dot(bq4_isum, QP_BQ4_BYTES, w, xq, n);
 }
 
 /* ---- k-quants against Q8_K ---------------------------------------------------------------- */
@@ -269,5 +291,6 @@ QP_QDOT_TILE_REF(q6k_dot_q8k)
 QP_QDOT_TILE_REF(q8_0_dot_q8_0)
 QP_QDOT_TILE_REF(q4_0_dot_q8_0)
 QP_QDOT_TILE_REF(q5_0_dot_q8_0)
+QP_QDOT_TILE_REF(bq4_dot_q8_0)
 QP_QDOT_TILE_REF(tq2_0_dot_q8k)
 QP_QDOT_TILE_REF(tq1_0_dot_q8k)

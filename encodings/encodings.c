@@ -649,6 +649,9 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
             "per 32-block: |err| <= scale/2, scale = (max(hi,0)-min(lo,0))/15 rounded up to "
             "f16; constant and all-zero blocks exact",
         .quantize = qp_bq4_quantize_ref,
+        .vec_dot_q8 = qp_bq4_dot_q8_0,
+        .vec_dot_q8_tile = qp_bq4_dot_q8_0_tile,
+        .act_encoding = QP_ENC_Q8_0,
     },
     /* TRLM v1 ternary (enc_trlm.c, readers/trlm.md); not flagged T: the runtime keeps F32 activations */
     [QP_ENC_TRLM_T2] = {

@@ -16,26 +16,31 @@ static inline __m256i lane_sums(__m256i w, __m256i a) {
 QP_QDOT_LEGACY_Q8_0(, qp_q8_0_dot_q8_0_avx2, lane_sums, qp_q8_0_levels256, QP_Q8_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(, qp_q4_0_dot_q8_0_avx2, lane_sums, qp_q4_0_levels256, QP_Q4_0_BYTES)
 QP_QDOT_LEGACY_Q8_0(, qp_q5_0_dot_q8_0_avx2, lane_sums, qp_q5_0_levels256, QP_Q5_0_BYTES)
-/* prompts: 2 rows x 4 tokens (one row pair: AVX2's 16 ymm registers), each half by lane_sums */
-static inline __m256i no_row_prep(__m256i wl, __m256i wh) {
-    (void)wh;
-    return wl;
+/* BQ4: unsigned codes by maddubs + madd, plus -zero x the activations' pair sums by one madd */
+static inline __m256i bq4_block_sums(const uint8_t *wb, __m256i a) {
+    const __m256i qa = _mm256_madd_epi16(_mm256_maddubs_epi16(qp_bq4_codes256(wb), a), _mm256_set1_epi16(1));
+    return _mm256_add_epi32(qa, _mm256_madd_epi16(qp_pair_sums16(a), qp_bq4_neg_zero16(wb)));
 }
-static inline __m256i same(__m256i v) { return v; }
+QP_QDOT_LEGACY_BLOCKS(, qp_bq4_dot_q8_0_avx2, bq4_block_sums, QP_BQ4_BYTES)
+/* prompts: 2 rows x 4 tokens (one row pair: AVX2's 16 ymm registers), each half by lane_sums */
 static inline __m256i pair_sums(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah, __m256i tok_corr) {
     (void)row_prep, (void)tok_corr;
     return _mm256_add_epi32(lane_sums(wl, al), lane_sums(wh, ah));
 }
-static inline __m256i no_tok_corr(__m256i al, __m256i ah) {
-    (void)ah;
-    return al;
+QP_QDOT_LEGACY_TILE(, qp_q8_0_dot_q8_0_tile_avx2, qp_q8_0_dot_q8_0_avx2, qp_q8_0_halves, QP_Q8_0_BYTES, 1, qp_no_row_prep,
+                    qp_same, qp_no_tok_corr, pair_sums)
+QP_QDOT_LEGACY_TILE(, qp_q4_0_dot_q8_0_tile_avx2, qp_q4_0_dot_q8_0_avx2, qp_q4_0_halves, QP_Q4_0_BYTES, 1, qp_no_row_prep,
+                    qp_same, qp_no_tok_corr, pair_sums)
+QP_QDOT_LEGACY_TILE(, qp_q5_0_dot_q8_0_tile_avx2, qp_q5_0_dot_q8_0_avx2, qp_q5_0_halves, QP_Q5_0_BYTES, 1, qp_no_row_prep,
+                    qp_same, qp_no_tok_corr, pair_sums)
+/* BQ4: the codes' maddubs of both halves summed in int16 (|.| <= 2 * 2 * 15 * 127), one madd, plus
+ * the row pair's -zero (row_prep) x the token's pair sums (tok_corr) */
+static inline __m256i bq4_pair_sums(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah, __m256i tok_corr) {
+    const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(wl, al), _mm256_maddubs_epi16(wh, ah));
+    return _mm256_add_epi32(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)), _mm256_madd_epi16(tok_corr, row_prep));
 }
-QP_QDOT_LEGACY_TILE(, qp_q8_0_dot_q8_0_tile_avx2, qp_q8_0_dot_q8_0_avx2, qp_q8_0_halves, QP_Q8_0_BYTES, 1, no_row_prep, same,
-                    no_tok_corr, pair_sums)
-QP_QDOT_LEGACY_TILE(, qp_q4_0_dot_q8_0_tile_avx2, qp_q4_0_dot_q8_0_avx2, qp_q4_0_halves, QP_Q4_0_BYTES, 1, no_row_prep, same,
-                    no_tok_corr, pair_sums)
-QP_QDOT_LEGACY_TILE(, qp_q5_0_dot_q8_0_tile_avx2, qp_q5_0_dot_q8_0_avx2, qp_q5_0_halves, QP_Q5_0_BYTES, 1, no_row_prep, same,
-                    no_tok_corr, pair_sums)
+QP_QDOT_LEGACY_TILE(, qp_bq4_dot_q8_0_tile_avx2, qp_bq4_dot_q8_0_avx2, qp_bq4_halves, QP_BQ4_BYTES, 1, qp_bq4_row_zeros,
+                    qp_same, qp_tok_pair_sums, bq4_pair_sums)
 
 /* Q4_K, and Q5_K when five (its fifth bits: bit 2j / 2j+1 of qh[l] for sub-blocks 2j / 2j+1),
  * for nt <= QP_QDOT_TOKENS tokens: each weight block is unpacked once, then every token takes the

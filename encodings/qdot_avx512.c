@@ -19,7 +19,8 @@ QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_q8_0_dot_q8_0_vnni, lane_sums, qp_q8_0_levels256
  * a + 128 (unsigned, made once per token block) by the signed levels, started from -128 x the
  * levels' partial sums (made once per row-pair block): sum (a + 128) w - 128 sum w = sum a w
  * exactly, without a sign operation per pair. */
-QP_VNNI static inline __m256i minus_128_sums(__m256i wl, __m256i wh) {
+QP_VNNI static inline __m256i minus_128_sums(const uint8_t *b0, const uint8_t *b1, __m256i wl, __m256i wh) {
+    (void)b0, (void)b1;
     const __m256i b = _mm256_set1_epi8((char)0x80);
     return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), b, wl), b, wh));
 }
@@ -29,12 +30,8 @@ QP_VNNI static inline __m256i biased_dot(__m256i wl, __m256i wh, __m256i row_pre
     (void)tok_corr;
     return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(row_prep, al, wl), ah, wh);
 }
-static inline __m256i no_tok_corr(__m256i al, __m256i ah) {
-    (void)ah;
-    return al;
-}
 QP_QDOT_LEGACY_TILE(QP_VNNI, qp_q8_0_dot_q8_0_tile_vnni, qp_q8_0_dot_q8_0_vnni, qp_q8_0_halves, QP_Q8_0_BYTES, 2,
-                    minus_128_sums, plus_128, no_tok_corr, biased_dot)
+                    minus_128_sums, plus_128, qp_no_tok_corr, biased_dot)
 
 /* Q4_0 and Q5_0: their stored codes u = level + B (B = 8, 16) are unsigned, so vpdpbusd takes them
  * against the signed activations as they are, started from -B x the activations' partial sums
@@ -51,13 +48,8 @@ QP_QDOT_LEGACY_TILE(QP_VNNI, qp_q8_0_dot_q8_0_tile_vnni, qp_q8_0_dot_q8_0_vnni, 
                                 _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), e, al), e, ah)); \
     }                                                                                             \
     QP_QDOT_LEGACY_Q8_0(QP_VNNI, qp_##ENC##_dot_q8_0_vnni, ENC##_single_sums, CODES, BYTES)       \
-    QP_QDOT_LEGACY_TILE(QP_VNNI, qp_##ENC##_dot_q8_0_tile_vnni, qp_##ENC##_dot_q8_0_vnni, HALVES, BYTES, 2, no_row_prep, \
-                        same, ENC##_tok_corr, unsigned_dot)
-static inline __m256i no_row_prep(__m256i wl, __m256i wh) {
-    (void)wh;
-    return wl;
-}
-static inline __m256i same(__m256i v) { return v; }
+    QP_QDOT_LEGACY_TILE(QP_VNNI, qp_##ENC##_dot_q8_0_tile_vnni, qp_##ENC##_dot_q8_0_vnni, HALVES, BYTES, 2, qp_no_row_prep, \
+                        qp_same, ENC##_tok_corr, unsigned_dot)
 QP_VNNI static inline __m256i unsigned_dot(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah,
                                            __m256i tok_corr) {
     (void)row_prep;
@@ -65,6 +57,21 @@ QP_VNNI static inline __m256i unsigned_dot(__m256i wl, __m256i wh, __m256i row_p
 }
 QP_VNNI_UNSIGNED_CODES(q4_0, 8, qp_q4_0_nibbles256, qp_q4_0_nibble_halves, QP_Q4_0_BYTES)
 QP_VNNI_UNSIGNED_CODES(q5_0, 16, qp_q5_0_unsigned256, qp_q5_0_unsigned_halves, QP_Q5_0_BYTES)
+/* BQ4: the unsigned codes by vpdpbusd, started from -zero x the activations' pair sums (vpdpwssd):
+ * sum q a - zero sum a, exact (enc_qdot.c bq4_isum); tiles 4 rows x 4 tokens, the token's pair sums
+ * made once per token block, each row pair's -zero once per row-pair block */
+QP_VNNI static inline __m256i bq4_block_sums(const uint8_t *wb, __m256i a) {
+    const __m256i corr = _mm256_dpwssd_epi32(_mm256_setzero_si256(), qp_pair_sums16(a), qp_bq4_neg_zero16(wb));
+    return _mm256_dpbusd_epi32(corr, qp_bq4_codes256(wb), a);
+}
+QP_QDOT_LEGACY_BLOCKS(QP_VNNI, qp_bq4_dot_q8_0_vnni, bq4_block_sums, QP_BQ4_BYTES)
+QP_VNNI static inline __m256i bq4_pair_dot(__m256i wl, __m256i wh, __m256i row_prep, __m256i al, __m256i ah,
+                                           __m256i tok_corr) {
+    const __m256i corr = _mm256_dpwssd_epi32(_mm256_setzero_si256(), tok_corr, row_prep);
+    return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(corr, wl, al), wh, ah);
+}
+QP_QDOT_LEGACY_TILE(QP_VNNI, qp_bq4_dot_q8_0_tile_vnni, qp_bq4_dot_q8_0_vnni, qp_bq4_halves, QP_BQ4_BYTES, 2, qp_bq4_row_zeros,
+                    qp_same, qp_tok_pair_sums, bq4_pair_dot)
 
 /* unsigned codes (<= 4) times int8 activations: 8 exact int32 lane sums (vpdpbusd) */
 QP_VNNI static inline __m256i udot(__m256i u, __m256i a) {

@@ -100,6 +100,36 @@ static inline void qp_q4_0_nibble_halves(const uint8_t *b0, const uint8_t *b1, _
     *wh = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
 }
 
+/* BQ4 (enc_bq4.md): the 32 unsigned codes in element order (element 2i the low nibble of byte 4 + i,
+ * 2i + 1 its high nibble: each byte zero-extended to a 16-bit word w, then (w | w << 4) & 0x0F0F) */
+static inline __m256i qp_bq4_codes256(const uint8_t *b) {
+    const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(b + 4)));
+    return _mm256_and_si256(_mm256_or_si256(w, _mm256_slli_epi16(w, 4)), _mm256_set1_epi16(0x0F0F));
+}
+QP_QDOT_HALVES_OF(qp_bq4_halves, qp_bq4_codes256)
+/* BQ4's -zero (the signed byte 2) in every int16 lane; with the activations' int16 pair sums
+ * (maddubs by 1) one madd gives the lanes of -zero sum a */
+static inline __m256i qp_bq4_neg_zero16(const uint8_t *b) { return _mm256_set1_epi16((short)-(int8_t)b[2]); }
+static inline __m256i qp_pair_sums16(__m256i a) { return _mm256_maddubs_epi16(_mm256_set1_epi8(1), a); }
+/* the tile's BQ4 row preparation: -zero of row 2p in lanes 0-7 (int16), of row 2p + 1 in 8-15 */
+static inline __m256i qp_bq4_row_zeros(const uint8_t *b0, const uint8_t *b1, __m256i wl, __m256i wh) {
+    (void)wl, (void)wh;
+    return _mm256_set_m128i(_mm_set1_epi16((short)-(int8_t)b1[2]), _mm_set1_epi16((short)-(int8_t)b0[2]));
+}
+/* the token's int16 pair sums over both halves (|.| <= 4 * 127): lanes 0-7 and 8-15 each sum to the
+ * block's sum of a (the halves are broadcast to both 128-bit lanes) */
+static inline __m256i qp_tok_pair_sums(__m256i al, __m256i ah) { return _mm256_add_epi16(qp_pair_sums16(al), qp_pair_sums16(ah)); }
+/* the tile hooks of encodings without a row preparation, token preparation or token correction */
+static inline __m256i qp_no_row_prep(const uint8_t *b0, const uint8_t *b1, __m256i wl, __m256i wh) {
+    (void)b0, (void)b1, (void)wh;
+    return wl;
+}
+static inline __m256i qp_same(__m256i v) { return v; }
+static inline __m256i qp_no_tok_corr(__m256i al, __m256i ah) {
+    (void)ah;
+    return al;
+}
+
 /* ---- 32-element blocks against Q8_0 (enc_qdot.c legacy_dot) --------------------------------------
  * Both kernels take blocks four at a time: their exact int32 sums go to the four lanes of one vector
  * (lane c = chain c) and one float step s = s + (d_w d_a) isum serves all four chains. */
@@ -132,15 +162,14 @@ static inline float qp_qdot_chains_sum(__m128 s) {
 }
 
 /* The legacy-block dot against Q8_0 activations, one definition for every SIMD level: ATTR is
- * the level's target attribute (or nothing), LANE_SUMS(w, a) its 8 exact int32 lane sums of w*a
- * (maddubs+madd on AVX2, vpdpbusd on VNNI), LV the weight block's 32 levels. Blocks past the end
- * of a group of four count as isum 0 with scale 0: their lanes add +0, which changes no chain
- * (a chain is never -0). */
-#define QP_QDOT_LEGACY_Q8_0(ATTR, FN, LANE_SUMS, LV, BYTES)                                       \
+ * the level's target attribute (or nothing), BLOCK_SUMS(wb, a) 8 exact int32 lanes summing to the
+ * isum of the weight block at wb with the 32 activations a. Blocks past the end of a group of four
+ * count as isum 0 with scale 0: their lanes add +0, which changes no chain (a chain is never -0). */
+#define QP_QDOT_LEGACY_BLOCKS(ATTR, FN, BLOCK_SUMS, BYTES)                                        \
     ATTR static inline __attribute__((always_inline)) __m128 FN##_group(const uint8_t *wb, const uint8_t *ab, int k, __m128 s) { \
         __m256i v[QP_QDOT_CHAINS];                                                                \
         for (int c = 0; c < QP_QDOT_CHAINS; c++)                                                  \
-            v[c] = c < k ? LANE_SUMS(LV(wb + (size_t)c * (BYTES)), qp_q8_0_levels256(ab + (size_t)c * QP_Q8_0_BYTES)) \
+            v[c] = c < k ? BLOCK_SUMS(wb + (size_t)c * (BYTES), qp_q8_0_levels256(ab + (size_t)c * QP_Q8_0_BYTES)) \
                          : _mm256_setzero_si256();                                                \
         const __m128 d = _mm_mul_ps(qp_qdot_scales4(wb, (BYTES), k), qp_qdot_scales4(ab, QP_Q8_0_BYTES, k)); \
         return _mm_add_ps(s, _mm_mul_ps(d, _mm_cvtepi32_ps(qp_qdot_sum4(v[0], v[1], v[2], v[3])))); \
@@ -155,6 +184,11 @@ static inline float qp_qdot_chains_sum(__m128 s) {
         if (i < nb) s = FN##_group(wb + (size_t)i * (BYTES), ab + (size_t)i * QP_Q8_0_BYTES, (int)(nb - i), s); \
         return qp_qdot_chains_sum(s);                                                             \
     }
+/* the same for blocks of 32 signed levels LV(wb), LANE_SUMS(w, a) the level's 8 exact int32 lane
+ * sums of w*a (maddubs+madd on AVX2, vpdpbusd on VNNI) */
+#define QP_QDOT_LEGACY_Q8_0(ATTR, FN, LANE_SUMS, LV, BYTES)                                       \
+    ATTR static inline __m256i FN##_block_sums(const uint8_t *wb, __m256i a) { return LANE_SUMS(LV(wb), a); } \
+    QP_QDOT_LEGACY_BLOCKS(ATTR, FN, FN##_block_sums, BYTES)
 
 /* Tiles: the tn row (or token) pointers base + (first + i) * ld, i < n, of a partial tile whose
  * missing entries (i >= n) repeat the last one */
@@ -188,7 +222,8 @@ static inline void qp_tile_ptrs(const void *base, size_t ld, int64_t first, int 
 /* The legacy-block rows x tokens tile (traits vec_dot_q8_tile) for every SIMD level, for prompts:
  * tiles of 2 RP rows x 4 tokens. Per block, rows 2p and 2p + 1 are paired in one vector by halves
  * (HALVES: wl = [row 2p elements 0-15 | row 2p+1 elements 0-15], wh the same for 16-31; levels,
- * or for Q4_0 at VNNI the unsigned nibbles) and made once with ROW_PREP(wl, wh) for the 4 tokens;
+ * or for Q4_0 at VNNI the unsigned nibbles) and made once with ROW_PREP(b0, b1, wl, wh) (b0, b1 the
+ * two blocks) for the 4 tokens;
  * a token's halves, each broadcast to both 128-bit lanes and passed through TOK_PREP, and
  * TOK_CORR(al, ah) once for all the rows; PAIR(wl, wh, row prep, al, ah, token corr) gives 4
  * exact int32 partial sums of each of the two (row, token) pairs (lanes 0-3: row 2p, 4-7: row
@@ -203,8 +238,9 @@ static inline void qp_tile_ptrs(const void *base, size_t ld, int64_t first, int 
                                                                       int64_t i, __m256 *s) {     \
         __m256i wl[RP], wh[RP], rp[RP], v[RP][4];                                                 \
         for (int p = 0; p < (RP); p++) {                                                          \
-            HALVES(wr[2 * p] + (size_t)i * (BYTES), wr[2 * p + 1] + (size_t)i * (BYTES), &wl[p], &wh[p]); \
-            rp[p] = ROW_PREP(wl[p], wh[p]);                                                       \
+            const uint8_t *b0 = wr[2 * p] + (size_t)i * (BYTES), *b1 = wr[2 * p + 1] + (size_t)i * (BYTES); \
+            HALVES(b0, b1, &wl[p], &wh[p]);                                                       \
+            rp[p] = ROW_PREP(b0, b1, wl[p], wh[p]);                                               \
         }                                                                                         \
         for (int t = 0; t < 4; t++) {                                                             \
             const __m128i *a = (const __m128i *)(const void *)(xt[t] + (size_t)i * QP_Q8_0_BYTES + 2); \

@@ -270,23 +270,31 @@ static void stories(void) {
     QP_CHECK_MSG(qp_model_open(tp, &oo, &tm, &e) == QP_OK, "%s", e.msg);
     if (!tm) goto out;
     {
-        qp_runtime *ra = NULL, *rb = NULL;
-        /* F32 KV cache: the twins' k/v differ by float rounding, which the fast path's F16
-           cache can round to neighbouring F16 values (max |logit diff| 9e-4 with it) */
-        qp_runtime_opts ro = {.n_threads = 1, .n_ctx = 64, .exact = false, .kv_f32 = true};
+        qp_runtime *ra = NULL, *rb = NULL, *rf = NULL;
+        /* the exact path for the twins (the BQ4 fast dot quantizes activations, the F32 twin's
+           matrices have none); the .bullet's fast path (BQ4 fast dot, F16 cache) beside it */
+        qp_runtime_opts ro = {.n_threads = 1, .n_ctx = 64, .exact = true};
+        qp_runtime_opts rof = {.n_threads = 1, .n_ctx = 64, .exact = false};
         QP_CHECK_MSG(qp_runtime_new(bm, &ro, &ra, &e) == QP_OK, "%s", e.msg);
         QP_CHECK_MSG(qp_runtime_new(tm, &ro, &rb, &e) == QP_OK, "%s", e.msg);
+        QP_CHECK_MSG(qp_runtime_new(bm, &rof, &rf, &e) == QP_OK, "%s", e.msg);
+        QP_CHECK(rf && qp_runtime_get_config(rf)->n_fast_mats > 0);
         qp_bullet_task_head h;
         QP_CHECK_MSG(qp_bullet_task_head_get(bm, "sentiment", &h, &e) == QP_OK, "%s", e.msg);
         const int32_t ids[12] = {1, 403, 407, 261, 378, 271, 1000 % 512, 42, 300, 301, 302, 2};
-        double worst = 0, worst_head = 0;
-        int agree = 0;
-        for (int i = 0; ra && rb && h.t && i < 12; i++) {
-            float *la, *lb, sc[2];
+        double worst = 0, worst_head = 0, cos_fast = 1;
+        int agree = 0, agree_fast = 0;
+        for (int i = 0; ra && rb && rf && h.t && i < 12; i++) {
+            float *la, *lb, *lf, sc[2];
+            QP_CHECK(qp_runtime_forward(rf, ids[i], i, &lf, &e) == QP_OK);
             QP_CHECK(qp_runtime_forward(ra, ids[i], i, &la, &e) == QP_OK);
             QP_CHECK(qp_runtime_forward(rb, ids[i], i, &lb, &e) == QP_OK);
             for (int v = 0; v < 512; v++) worst = fmax(worst, fabs((double)la[v] - (double)lb[v]));
             agree += qp_logits_argmax(la, 512) == qp_logits_argmax(lb, 512);
+            agree_fast += qp_logits_argmax(lf, 512) == qp_logits_argmax(la, 512);
+            double dot = 0, na = 0, nf = 0;
+            for (int v = 0; v < 512; v++) dot += (double)la[v] * lf[v], na += (double)la[v] * la[v], nf += (double)lf[v] * lf[v];
+            cos_fast = fmin(cos_fast, dot / sqrt(na * nf));
             qp_bullet_task_scores(&h, qp_runtime_hidden(ra), sc);
             /* the head's rows are BQ4 re-encodings of the same F32 rows the gen head encodes */
             const qp_tensor *gh = qp_model_find(bm, "output.weight");
@@ -295,14 +303,18 @@ static void stories(void) {
             for (int r = 0; r < 2; r++) worst_head = fmax(worst_head, fabs((double)sc[r] - (double)la[pick[r]]));
         }
         printf("stories260K .bullet vs its llama2.c twin: max |logit diff| %.3g, argmax agree %d/12; "
-               "sentiment head vs gen logits: max diff %.3g\n", worst, agree, worst_head);
+               "sentiment head vs gen logits: max diff %.3g; .bullet fast vs exact path: argmax agree %d/12, "
+               "min cosine %.6f\n", worst, agree, worst_head, agree_fast, cos_fast);
         QP_CHECK(worst < 1e-4);
         QP_CHECK_EQ_INT(agree, 12);
+        QP_CHECK_EQ_INT(agree_fast, 12);
+        QP_CHECK(cos_fast >= 0.999);
         QP_CHECK(worst_head < 1e-4);
         QP_CHECK(strcmp(h.labels[0], "tok403") == 0 && strcmp(h.labels[1], "tok407") == 0);
         qp_bullet_task_head_free(&h);
         qp_runtime_free(ra);
         qp_runtime_free(rb);
+        qp_runtime_free(rf);
     }
 out:
     qp_model_close(sm);

@@ -9,8 +9,9 @@
  *    activations: float_bound below (rows of any length, so 1, 63, 100, 2049 too);
  *  - an independent integer recomputation (from dequantized weights and activations) agrees;
  *  - hand-made blocks: all-zero activations give 0, one weight and one activation give w * a;
- *  - TQ2_0 / TQ1_0 rows of random code bytes (every code, TQ2_0's unused 3 and TQ1_0 bytes >= 243
- *    included) and random scales: every level and every tile give the reference's bits.
+ *  - TQ2_0 / TQ1_0 / BQ4 rows of random code bytes (every code, TQ2_0's unused 3, TQ1_0 bytes >= 243
+ *    and BQ4 zero bytes -128..127 included) and random scales (65504 and subnormals too): every level
+ *    and every tile give the reference's bits, within the bound of the exact dot.
  * The worst measured error / bound is printed. */
 #include <math.h>
 #include <stdint.h>
@@ -70,6 +71,33 @@ static double float_bound(int64_t n, double sum_abs, double wabs) {
     return (ldexp(1.0, -11) + (lanes + 8) * ldexp(1.0, -23)) * sum_abs + ldexp(1.0, -24) * wabs;
 }
 
+/* The exact dot of the dequantized row wd with x (in double) and the documented bound of the fast
+ * dot against it; recomputed: wd against the dequantized activations xd, which the fast dot equals
+ * up to float rounding (at most float_part). */
+static void exact_and_bound(const qp_encoding_traits *at, const float *wd, const float *x, const float *xd, int64_t n,
+                            double *exact, double *bound, double *recomputed, double *float_part) {
+    double sum_abs = 0, act_err = 0;
+    *exact = *recomputed = 0;
+    const int64_t be = at->block_elems;
+    for (int64_t b = 0; b < n / be; b++) {
+        double amax = 0, wabs = 0;
+        for (int64_t i = b * be; i < (b + 1) * be; i++) {
+            if (fabs(x[i]) > amax) amax = fabs(x[i]);
+            wabs += fabs(wd[i]);
+            *exact += (double)wd[i] * x[i];
+            sum_abs += fabs((double)wd[i] * x[i]);
+            *recomputed += (double)wd[i] * xd[i];
+        }
+        act_err += 0.57 * amax / 127.0 * wabs;
+    }
+    *bound = act_err + ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs;
+    *float_part = ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs * 2;
+    if (at->flags & QP_ENC_FLAG_FLOAT) { /* F16 rows: activations rounded to F16 */
+        *float_part = ((double)((n + 63) / 64) + 8) * ldexp(1.0, -23) * sum_abs;
+        *bound = float_bound(n, sum_abs, wabs_all(wd, n));
+    }
+}
+
 static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xdist) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
     float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
@@ -83,26 +111,8 @@ static void check_row(const qp_encoding_traits *tr, int64_t n, int wdist, int xd
     at->quantize(x, xq, n);
     tr->dequantize(wq, wd, n);
     at->dequantize(xq, xd, n);
-    /* exact dot and the bound, in double */
-    double exact = 0, sum_abs = 0, act_err = 0, recomputed = 0;
-    const int64_t be = at->block_elems;
-    for (int64_t b = 0; b < n / be; b++) {
-        double amax = 0, wabs = 0;
-        for (int64_t i = b * be; i < (b + 1) * be; i++) {
-            if (fabs(x[i]) > amax) amax = fabs(x[i]);
-            wabs += fabs(wd[i]);
-            exact += (double)wd[i] * x[i];
-            sum_abs += fabs((double)wd[i] * x[i]);
-            recomputed += (double)wd[i] * xd[i];
-        }
-        act_err += 0.57 * amax / 127.0 * wabs;
-    }
-    double bound = act_err + ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs;
-    double float_part = ((double)(n / be) + 16) * ldexp(1.0, -22) * sum_abs * 2;
-    if (at->flags & QP_ENC_FLAG_FLOAT) { /* F16 rows: activations rounded to F16 */
-        float_part = ((double)((n + 63) / 64) + 8) * ldexp(1.0, -23) * sum_abs;
-        bound = float_bound(n, sum_abs, wabs_all(wd, n));
-    }
+    double exact, bound, recomputed, float_part;
+    exact_and_bound(at, wd, x, xd, n, &exact, &bound, &recomputed, &float_part);
     float ref = 0;
     for (int lv = 0; lv <= 2; lv++) {
         qp_encoding_simd_force(lv);
@@ -228,28 +238,40 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n) {
     free(w), free(x), free(wq), free(xq), free(pk);
 }
 
-/* TQ2_0 / TQ1_0: rows of random bytes with a finite random f16 scale at d_off of each block, n of
- * 1 to 22 blocks (the kernels' groups of 4 blocks and the tails), against activations of the five
- * distributions: vec_dot_q8 at every level == the scalar reference, bit for bit, and so does
- * vec_dot_q8_tile (5 rows x 6 tokens: partial tiles at every level) where the encoding has one */
+/* TQ2_0 / TQ1_0 / BQ4: rows of random bytes with a finite random f16 scale at d_off of each block
+ * (every 8th block the largest f16 65504, every 8th + 1 a subnormal; BQ4's zero byte random, so
+ * -128..127, and -128 / 127 in every 5th / 5th + 1 block), n of 1 to 22 blocks (the kernels' groups
+ * of 4 blocks and the tails) and BQ4 also 3 blocks, against activations of the five distributions:
+ * vec_dot_q8 at every level == the scalar reference, bit for bit, within the documented bound of the
+ * exact dot (dequantized row . x), and so does vec_dot_q8_tile (5 rows x 6 tokens: partial tiles at
+ * every level) */
+static uint16_t random_scale(size_t b) {
+    const uint16_t sign = (uint16_t)((rnd() >> 63) << 15);
+    if (b % 8 == 0) return sign | 0x7BFF;                       /* 65504 */
+    if (b % 8 == 1) return sign | (uint16_t)(1 + (rnd() >> 54)); /* subnormal */
+    return sign | (uint16_t)(((1 + (rnd() >> 60)) << 10) | (rnd() >> 54)); /* |d| in [2^-14, 2^1) */
+}
 static void check_random_codes(qp_encoding e, size_t d_off) {
     const qp_encoding_traits *tr = qp_encoding_get(e), *at = qp_encoding_get(tr->act_encoding);
     enum { NR = 5, NT = 6 };
-    const int64_t lens[] = {256, 768, 1024, 1792, 2048, 5632};
-    for (int li = 0; li < 6; li++) {
+    const int64_t lens[] = {256, 768, 1024, 1792, 2048, 5632, 96};
+    const int n_lens = tr->block_elems == 32 ? 7 : 6;
+    for (int li = 0; li < n_lens; li++) {
         const int64_t n = lens[li];
         size_t wb = 0, ab = 0;
         QP_CHECK(qp_encoding_row_bytes(e, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
         uint8_t *wq = malloc(wb * NR), *xq = malloc(ab * NT);
-        float *x = malloc((size_t)n * sizeof *x), y[NR * NT], ref[NR * NT];
+        float *x = malloc((size_t)n * sizeof *x * NT), *xd = malloc((size_t)n * sizeof *xd), *wd = malloc((size_t)n * sizeof *wd);
+        float y[NR * NT], ref[NR * NT];
         for (size_t i = 0; i < wb * NR; i++) wq[i] = (uint8_t)(rnd() >> 56);
-        for (size_t b = 0; b < wb * NR / tr->block_bytes; b++) { /* |d| in [2^-14, 2^1): normal, finite */
-            const uint16_t h = (uint16_t)(((rnd() >> 63) << 15) | ((1 + (rnd() >> 60)) << 10) | (rnd() >> 54));
+        for (size_t b = 0; b < wb * NR / tr->block_bytes; b++) {
+            const uint16_t h = random_scale(b);
             memcpy(wq + b * tr->block_bytes + d_off, &h, 2);
+            if (e == QP_ENC_BQ4 && b % 5 < 2) wq[b * tr->block_bytes + 2] = b % 5 ? 0x7F : 0x80;
         }
         for (int t = 0; t < NT; t++) {
-            fill(x, n, t % 5);
-            at->quantize(x, xq + (size_t)t * ab, n);
+            fill(x + (size_t)t * n, n, t % 5);
+            at->quantize(x + (size_t)t * n, xq + (size_t)t * ab, n);
         }
         for (int lv = 0; lv <= 2; lv++) {
             qp_encoding_simd_force(lv);
@@ -266,8 +288,33 @@ static void check_random_codes(qp_encoding e, size_t d_off) {
                          tr->name, (long long)n, lv);
         }
         qp_encoding_simd_force(-1);
-        free(wq), free(xq), free(x);
+        for (int t = 0; t < NT; t++) {
+            at->dequantize(xq + (size_t)t * ab, xd, n);
+            for (int r = 0; r < NR; r++) {
+                tr->dequantize(wq + (size_t)r * wb, wd, n);
+                double exact, bound, recomputed, float_part;
+                exact_and_bound(at, wd, x + (size_t)t * n, xd, n, &exact, &bound, &recomputed, &float_part);
+                const double err = fabs((double)ref[t * NR + r] - exact);
+                QP_CHECK_MSG(err <= bound, "%s random codes n=%lld (%d, %d): |fast - exact| = %.6g > bound %.6g", tr->name,
+                             (long long)n, r, t, err, bound);
+                if (bound > 0 && err / bound > g_worst) g_worst = err / bound;
+            }
+        }
+        free(wq), free(xq), free(x), free(xd), free(wd);
     }
+}
+
+/* BQ4's encoder gives one-signed blocks without a 0 a zero byte outside 0..15 (enc_bq4.md), so the
+ * rows of distribution 4 that check_row dots hold such blocks */
+static void check_bq4_zero_range(void) {
+    const qp_encoding_traits *tr = qp_encoding_get(QP_ENC_BQ4);
+    float w[256];
+    uint8_t q[256 / 32 * QP_BQ4_BYTES];
+    fill(w, 256, 4);
+    tr->quantize_ref(w, q, 256);
+    int outside = 0;
+    for (int b = 0; b < 8; b++) outside += (int8_t)q[b * QP_BQ4_BYTES + 2] < 0 || (int8_t)q[b * QP_BQ4_BYTES + 2] > 15;
+    QP_CHECK_MSG(outside > 0, "BQ4: no block of a one-signed row has its zero outside 0..15");
 }
 
 /* vec_dot_i8_tile (exact int8 dots, runtime.md "BitNet ... activation quantization"): rows from
@@ -428,6 +475,8 @@ int main(void) {
     }
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
+    check_random_codes(QP_ENC_BQ4, 0);
+    check_bq4_zero_range();
     int n_i8_tile = 0;
     for (int e = 0; e < QP_ENC_COUNT; e++) {
         const qp_encoding_traits *tr = qp_encoding_get((qp_encoding)e);
@@ -440,8 +489,8 @@ int main(void) {
     QP_CHECK_MSG(n_i8_tile >= 2, "only %d encodings have a rows x tokens int8 dot", n_i8_tile);
     check_q8_0_chains();
     QP_CHECK_MSG(n_packed >= 1, "no encoding has repacked rows");
-    QP_CHECK_MSG(n_tile >= 9, "only %d encodings have a rows x tokens fast dot", n_tile);
-    QP_CHECK_MSG(n_enc >= 12, "only %d encodings have a fast dot", n_enc);
+    QP_CHECK_MSG(n_tile >= 10, "only %d encodings have a rows x tokens fast dot", n_tile);
+    QP_CHECK_MSG(n_enc >= 13, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
            "(F16); int8 tiles: %d encodings; repacked: %d\n", n_enc, g_worst, g_worst_16, n_i8_tile, n_packed);
     return qp_test_finish();
