@@ -242,10 +242,6 @@ QP_INLINE void hdot_rt(int nr, int nt, const uint8_t *w, size_t ldw, const uint8
 void qp_f16_dot_f16_tile_avx2(const void *wp, size_t ldw, int64_t n_rows, const void *xp, size_t ldx, int64_t n_tok,
                               int64_t n, float *y, size_t ldy) {
     const uint8_t *w = wp, *x = xp;
-    if (n_tok == 1) { /* decode: one sequential stream of weights */
-        for (int64_t r = 0; r < n_rows; r++) y[r] = hdot_f16(w + (size_t)r * ldw, x, n);
-        return;
-    }
     for (int64_t r = 0; r < n_rows; r += 2) {
         const int nr = n_rows - r >= 2 ? 2 : 1;
         for (int64_t t = 0; t < n_tok; t += 3) {

@@ -64,10 +64,8 @@ static inline float qp_hdot_reduce(float a[QP_HDOT_LANES]) {
 float qp_f16_dot_f16_avx2(const void *w, const void *x, int64_t n);
 float qp_f16_dot_f16_avx512(const void *w, const void *x, int64_t n);
 /* rows x tokens (encoding.h qp_vec_dot_q8_tile_fn): tiles of 2 rows x 3 tokens, each pair the
- * single dot's bits */
+ * single dot's bits (the AVX2 and AVX-512 levels) */
 void qp_f16_dot_f16_tile_avx2(const void *w, size_t ldw, int64_t n_rows, const void *x, size_t ldx,
                               int64_t n_tok, int64_t n, float *y, size_t ldy);
-void qp_f16_dot_f16_tile_avx512(const void *w, size_t ldw, int64_t n_rows, const void *x, size_t ldx,
-                                int64_t n_tok, int64_t n, float *y, size_t ldy);
 
 #endif
