@@ -465,9 +465,12 @@ static inline VI i2s_u(VI v, int k) {
                                     0, 0, 0, 0, 0, 0, 0, 0);
     return _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 6 - 2 * k), _mm256_set1_epi8(3)));
 }
-/* I2_S: encodings/ternary_i8_simd.h, 2 rows x 4 tokens per tile (16 ymm registers) */
-static inline VI pair_avx2(VI acc, VI u, VI a) { return _mm256_add_epi32(acc, dot_u8(u, a)); }
-QP_I2S_I8_KERNELS(, avx2, pair_avx2, 2, 4)
+/* I2_S: encodings/ternary_i8_simd.h, 3 rows x 4 tokens per tile; the maddubs pairs (|u0 a0 + u1 a1|
+ * <= 2 x 2 x 128 = 512) added in int16 lanes for 8 blocks (a tile pair takes 4 per block: at most
+ * 8 x 4 x 512 = 16384 < 2^15, exact), then one madd by 1 into int32 */
+static inline VI pair_avx2(VI acc, VI u, VI a) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, a)); }
+static inline VI widen_avx2(VI acc) { return _mm256_madd_epi16(acc, _mm256_set1_epi16(1)); }
+QP_I2S_I8_KERNELS(, avx2, pair_avx2, widen_avx2, 8, 3, 4)
 
 double qp_i2s_arm_vec_dot_i8_avx2(const void *w, const int8_t *a, int64_t n) {
     const uint8_t *x = w;

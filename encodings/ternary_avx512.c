@@ -397,7 +397,8 @@ void qp_i2s_absmean_spec_avx512(const float *x, int64_t nb, int be, double *lane
  * when cpuid reports AVX512_VNNI (simd.c). */
 #define QP_VNNI __attribute__((target("avx512vnni")))
 QP_VNNI static inline __m256i pair_vnni(__m256i acc, __m256i u, __m256i a) { return _mm256_dpbusd_epi32(acc, u, a); }
-QP_I2S_I8_KERNELS(QP_VNNI, vnni, pair_vnni, 4, 4)
+static inline __m256i widen_vnni(__m256i acc) { return acc; }
+QP_I2S_I8_KERNELS(QP_VNNI, vnni, pair_vnni, widen_vnni, QP_I2S_FLUSH, 4, 4)
 
 /* TQ2_0 (256 elements: qs[64], f16 d at 64; element 128h + 32k + m = (qs[32h + m] >> 2k) & 3):
  * the codes u are level + 1 (code 3 -> +2, as the scalar decoder), sum level a = sum u a - sum a

@@ -55,34 +55,41 @@ static inline int64_t qp_i8_sum(const int8_t *a, int64_t n) {
     return (int64_t)_mm_cvtsi128_si64(h) - 128 * n;
 }
 
-/* Instantiates, for one level (ATTR its target attribute, PAIR(acc, u, a) = acc + the 8 exact
- * int32 lane sums of u * a, TR x TT the prompt tile):
+/* Instantiates, for one level (ATTR its target attribute, PAIR(acc, u, a) = acc + the exact lane
+ * sums of u * a in the level's accumulator, WIDEN(acc) = its 8 int32 lane sums, SPAN the blocks an
+ * accumulator takes before it is widened, TR x TT the prompt tile; VNNI: int32 lanes, WIDEN the
+ * identity, SPAN = QP_I2S_FLUSH; AVX2: int16 lanes of maddubs, one madd per SPAN blocks):
  *   double qp_i2s_vec_dot_i8_SUFFIX(w, a, n)             one row (traits vec_dot_i8)
  *   void qp_i2s_vec_dot_i8_tile_SUFFIX(...)              rows x tokens (qp_vec_dot_i8_tile_fn)
  * One token: row after row (one sequential stream of weights, four independent accumulators).
  * Several: tiles of TR rows x TT tokens; a block's nibbles and u are made once for the TT tokens
  * and each 32 activations are loaded once for the TR rows; rows and tokens past the end of a
  * partial tile repeat the last one and are not stored. */
-#define QP_I2S_I8_KERNELS(ATTR, SUFFIX, PAIR, TR, TT)                                              \
+#define QP_I2S_I8_KERNELS(ATTR, SUFFIX, PAIR, WIDEN, SPAN, TR, TT)                                            \
     /* sum of u * a over nb blocks */                                                             \
     ATTR static inline int64_t i2s_row_u_##SUFFIX(const uint8_t *w, const int8_t *a, int64_t nb) { \
         int64_t s = 0;                                                                            \
         for (int64_t b0 = 0; b0 < nb; b0 += QP_I2S_FLUSH) {                                       \
             const int64_t b1 = nb - b0 < QP_I2S_FLUSH ? nb : b0 + QP_I2S_FLUSH;                   \
-            __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), \
-                              _mm256_setzero_si256()};                                            \
-            for (int64_t b = b0; b < b1; b++) {                                                   \
-                _mm_prefetch((const char *)(uintptr_t)(w + 32 * b + QP_I2S_AHEAD), _MM_HINT_T0);    \
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 * b));              \
-                const __m256i hi = qp_i2s_nibble(v, 1), lo = qp_i2s_nibble(v, 0);                 \
-                const int8_t *ab = a + 128 * b;                                                   \
-                acc[0] = PAIR(acc[0], qp_i2s_u_of(hi, 1), _mm256_loadu_si256((const __m256i *)ab)); \
-                acc[1] = PAIR(acc[1], qp_i2s_u_of(hi, 0), _mm256_loadu_si256((const __m256i *)(ab + 32))); \
-                acc[2] = PAIR(acc[2], qp_i2s_u_of(lo, 1), _mm256_loadu_si256((const __m256i *)(ab + 64))); \
-                acc[3] = PAIR(acc[3], qp_i2s_u_of(lo, 0), _mm256_loadu_si256((const __m256i *)(ab + 96))); \
+            __m256i acc32 = _mm256_setzero_si256();                                               \
+            for (int64_t bs = b0; bs < b1; bs += (SPAN)) {                                        \
+                const int64_t be = b1 - bs < (SPAN) ? b1 : bs + (SPAN);                           \
+                __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), \
+                                  _mm256_setzero_si256()};                                        \
+                for (int64_t b = bs; b < be; b++) {                                               \
+                    _mm_prefetch((const char *)(uintptr_t)(w + 32 * b + QP_I2S_AHEAD), _MM_HINT_T0); \
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 * b));          \
+                    const __m256i hi = qp_i2s_nibble(v, 1), lo = qp_i2s_nibble(v, 0);             \
+                    const int8_t *ab = a + 128 * b;                                               \
+                    acc[0] = PAIR(acc[0], qp_i2s_u_of(hi, 1), _mm256_loadu_si256((const __m256i *)ab)); \
+                    acc[1] = PAIR(acc[1], qp_i2s_u_of(hi, 0), _mm256_loadu_si256((const __m256i *)(ab + 32))); \
+                    acc[2] = PAIR(acc[2], qp_i2s_u_of(lo, 1), _mm256_loadu_si256((const __m256i *)(ab + 64))); \
+                    acc[3] = PAIR(acc[3], qp_i2s_u_of(lo, 0), _mm256_loadu_si256((const __m256i *)(ab + 96))); \
+                }                                                                                 \
+                acc32 = _mm256_add_epi32(acc32, _mm256_add_epi32(_mm256_add_epi32(WIDEN(acc[0]), WIDEN(acc[1])), \
+                                                                 _mm256_add_epi32(WIDEN(acc[2]), WIDEN(acc[3])))); \
             }                                                                                     \
-            s += qp_i2s_hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]),             \
-                                                    _mm256_add_epi32(acc[2], acc[3])));           \
+            s += qp_i2s_hsum_epi32(acc32);                                                        \
         }                                                                                         \
         return s;                                                                                 \
     }                                                                                             \
@@ -96,22 +103,30 @@ static inline int64_t qp_i8_sum(const int8_t *a, int64_t n) {
         int64_t tot[TR][TT] = {{0}};                                                              \
         for (int64_t b0 = 0; b0 < nb; b0 += QP_I2S_FLUSH) {                                       \
             const int64_t b1 = nb - b0 < QP_I2S_FLUSH ? nb : b0 + QP_I2S_FLUSH;                   \
-            __m256i acc[TR][TT];                                                                  \
+            __m256i acc32[TR][TT];                                                                \
             for (int r = 0; r < (TR); r++)                                                        \
-                for (int t = 0; t < (TT); t++) acc[r][t] = _mm256_setzero_si256();                \
-            for (int64_t b = b0; b < b1; b++)                                                     \
-                for (int k = 0; k < 4; k++) {                                                     \
-                    __m256i u[TR];                                                                \
-                    for (int r = 0; r < (TR); r++)                                                \
-                        u[r] = qp_i2s_u_of(qp_i2s_nibble(_mm256_loadu_si256((const __m256i *)(wr[r] + 32 * b)), \
-                                                         k < 2), k % 2 == 0);                     \
-                    for (int t = 0; t < (TT); t++) {                                              \
-                        const __m256i at = _mm256_loadu_si256((const __m256i *)(xt[t] + 128 * b + 32 * k)); \
-                        for (int r = 0; r < (TR); r++) acc[r][t] = PAIR(acc[r][t], u[r], at);     \
+                for (int t = 0; t < (TT); t++) acc32[r][t] = _mm256_setzero_si256();              \
+            for (int64_t bs = b0; bs < b1; bs += (SPAN)) {                                        \
+                const int64_t be = b1 - bs < (SPAN) ? b1 : bs + (SPAN);                           \
+                __m256i acc[TR][TT];                                                              \
+                for (int r = 0; r < (TR); r++)                                                    \
+                    for (int t = 0; t < (TT); t++) acc[r][t] = _mm256_setzero_si256();            \
+                for (int64_t b = bs; b < be; b++)                                                 \
+                    for (int k = 0; k < 4; k++) {                                                 \
+                        __m256i u[TR];                                                            \
+                        for (int r = 0; r < (TR); r++)                                            \
+                            u[r] = qp_i2s_u_of(qp_i2s_nibble(_mm256_loadu_si256((const __m256i *)(wr[r] + 32 * b)), \
+                                                             k < 2), k % 2 == 0);                 \
+                        for (int t = 0; t < (TT); t++) {                                          \
+                            const __m256i at = _mm256_loadu_si256((const __m256i *)(xt[t] + 128 * b + 32 * k)); \
+                            for (int r = 0; r < (TR); r++) acc[r][t] = PAIR(acc[r][t], u[r], at); \
+                        }                                                                         \
                     }                                                                             \
-                }                                                                                 \
+                for (int r = 0; r < (TR); r++)                                                    \
+                    for (int t = 0; t < (TT); t++) acc32[r][t] = _mm256_add_epi32(acc32[r][t], WIDEN(acc[r][t])); \
+            }                                                                                     \
             for (int r = 0; r < (TR); r++)                                                        \
-                for (int t = 0; t < (TT); t++) tot[r][t] += qp_i2s_hsum_epi32(acc[r][t]);         \
+                for (int t = 0; t < (TT); t++) tot[r][t] += qp_i2s_hsum_epi32(acc32[r][t]);       \
         }                                                                                         \
         for (int t = 0; t < nt; t++)                                                              \
             for (int r = 0; r < nr; r++) y[(size_t)t * ldy + (size_t)r] = (double)(tot[r][t] - sa[t]); \
