@@ -52,15 +52,16 @@ static int32_t bq4_isum(const uint8_t *wb, const int8_t *a) {
 /* Per block (f16 scale at byte 0) the exact integer sum of its 32 products, then one float step
  * into chain b mod 4 (four chains: a single dot is not one serial chain of float adds, and a SIMD
  * kernel takes four blocks' steps in the four lanes of one vector); result (s0 + s2) + (s1 + s3). */
+static inline void legacy_step(float s[QP_QDOT_CHAINS], int64_t i, const uint8_t *d16, const uint8_t *ab, int32_t isum) {
+    const float d = qp_fp16_to_fp32(qp_load_u16le(d16)) * qp_fp16_to_fp32(qp_load_u16le(ab));
+    s[i % QP_QDOT_CHAINS] = s[i % QP_QDOT_CHAINS] + d * (float)isum;
+}
 static float legacy_dot(int32_t (*block_isum)(const uint8_t *, const int8_t *), size_t wbytes, const void *w,
                         const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;
     float s[QP_QDOT_CHAINS] = {0};
-    for (int64_t i = 0; i < n / QP_QK; i++, wb += wbytes, ab += QP_Q8_0_BYTES) {
-        const float d = qp_fp16_to_fp32(qp_load_u16le(wb)) * qp_fp16_to_fp32(qp_load_u16le(ab));
-        const int32_t isum = block_isum(wb, (const int8_t *)(ab + 2));
-        s[i % QP_QDOT_CHAINS] = s[i % QP_QDOT_CHAINS] + d * (float)isum;
-    }
+    for (int64_t i = 0; i < n / QP_QK; i++, wb += wbytes, ab += QP_Q8_0_BYTES)
+        legacy_step(s, i, wb, ab, block_isum(wb, (const int8_t *)(ab + 2)));
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
@@ -75,6 +76,50 @@ float qp_q5_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
 }
 float qp_bq4_dot_q8_0_ref(const void *w, const void *xq, int64_t n) {
     return legacy_dot(bq4_isum, QP_BQ4_BYTES, w, xq, n);
+}
+
+/* 16 BQ4 rows (row r at w + r * ldw) -> the packed layout of qdot.h QP_BQ4_PACK_* */
+void qp_bq4_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    uint8_t *o = out;
+    for (int64_t i = 0; i < n / QP_QK; i++, o += QP_BQ4_PACK_BYTES)
+        for (int r = 0; r < QP_BQ4_PACK_ROWS; r++) {
+            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * QP_BQ4_BYTES;
+            memcpy(o + QP_BQ4_PACK_OFF_D + 2 * r, b, 2);
+            o[QP_BQ4_PACK_OFF_Z + r] = b[2];
+            for (int g = 0; g < 4; g++) memcpy(o + 64 * g + 4 * r, b + 4 + 4 * g, 4);
+        }
+}
+
+/* legacy_dot of row r of a packed BQ4 group pg (nb blocks) against the Q8_0 blocks at ab: each
+ * block put back as the file stores it */
+static float bq4_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t nb) {
+    float s[QP_QDOT_CHAINS] = {0};
+    for (int64_t i = 0; i < nb; i++, pg += QP_BQ4_PACK_BYTES, ab += QP_Q8_0_BYTES) {
+        uint8_t b[QP_BQ4_BYTES] = {0};
+        memcpy(b, pg + QP_BQ4_PACK_OFF_D + 2 * r, 2);
+        b[2] = pg[QP_BQ4_PACK_OFF_Z + r];
+        for (int g = 0; g < 4; g++) memcpy(b + 4 + 4 * g, pg + 64 * g + 4 * r, 4);
+        legacy_step(s, i, b, ab, bq4_isum(b, (const int8_t *)(ab + 2)));
+    }
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+/* A dot over packed groups of `rows` rows (nb blocks of pack_bytes each), by definition each (row,
+ * token) through ROW, the single dot read from the layout */
+static void packed_dot_ref(float (*row)(const uint8_t *, int, const uint8_t *, int64_t), int rows, size_t pack_bytes,
+                           int64_t nb, const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                           float *y, size_t ldy) {
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * pack_bytes;
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int r = 0; r < rows; r++)
+                y[(size_t)t * ldy + (size_t)(g * rows + r)] = row(pg, r, (const uint8_t *)xq + (size_t)t * ldxq, nb);
+    }
+}
+
+void qp_bq4_packed_dot_q8_0_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                int64_t n, float *y, size_t ldy) {
+    packed_dot_ref(bq4_packed_row, QP_BQ4_PACK_ROWS, QP_BQ4_PACK_BYTES, n / QP_QK, packed, n_groups, xq, ldxq, n_tok, y, ldy);
 }
 
 /* ---- k-quants against Q8_K ---------------------------------------------------------------- */
@@ -168,14 +213,8 @@ static float q4k_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t
 
 void qp_q4k_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
                                int64_t n, float *y, size_t ldy) {
-    const int64_t nb = n / QP_QK_K;
-    for (int64_t g = 0; g < n_groups; g++) {
-        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_Q4K_PACK_BYTES;
-        for (int64_t t = 0; t < n_tok; t++)
-            for (int r = 0; r < QP_Q4K_PACK_ROWS; r++)
-                y[(size_t)t * ldy + (size_t)(g * QP_Q4K_PACK_ROWS + r)] =
-                    q4k_packed_row(pg, r, (const uint8_t *)xq + (size_t)t * ldxq, nb);
-    }
+    packed_dot_ref(q4k_packed_row, QP_Q4K_PACK_ROWS, QP_Q4K_PACK_BYTES, n / QP_QK_K, packed, n_groups, xq, ldxq, n_tok, y,
+                   ldy);
 }
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;

@@ -651,6 +651,10 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize = qp_bq4_quantize_ref,
         .vec_dot_q8 = qp_bq4_dot_q8_0,
         .vec_dot_q8_tile = qp_bq4_dot_q8_0_tile,
+        .q8_pack_rows = qp_bq4_pack_rows,
+        .q8_pack_block_bytes = QP_BQ4_PACK_BYTES,
+        .q8_pack = qp_bq4_pack16,
+        .vec_dot_q8_packed = qp_bq4_packed_dot_q8_0,
         .act_encoding = QP_ENC_Q8_0,
     },
     /* TRLM v1 ternary (enc_trlm.c, readers/trlm.md); not flagged T: the runtime keeps F32 activations */

@@ -49,6 +49,20 @@ QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_avx2);
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_vnni);
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k);
 
+/* BQ4 rows repacked 16 at a time (encodings.md "Repacked BQ4 rows"), QP_BQ4_PACK_BYTES per block
+ * of the 16 rows: bytes 4g .. 4g + 3 of row r's 16 code bytes (g = 0 .. 3) at 64g + 4r (one 64-byte
+ * vector: a 4-byte group of all 16 rows), row r's f16 scale at QP_BQ4_PACK_OFF_D + 2r, its zero
+ * byte at QP_BQ4_PACK_OFF_Z + r. */
+#define QP_BQ4_PACK_ROWS 16
+#define QP_BQ4_PACK_OFF_D 256
+#define QP_BQ4_PACK_OFF_Z 288
+#define QP_BQ4_PACK_BYTES 304
+void qp_bq4_pack16(const void *w, size_t ldw, int64_t n, void *out);
+int64_t qp_bq4_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
+QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_ref);
+QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_vnni);
+QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
+
 /* scalar references: w a row of n elements, xq the activations in Q8_0 / Q8_K blocks */
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);
 float qp_q4_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);

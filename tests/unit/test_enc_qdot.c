@@ -187,7 +187,17 @@ static void check_tile(const qp_encoding_traits *tr, int64_t n) {
     free(w), free(x), free(wq), free(xq);
 }
 
-/* Repacked rows (traits q8_pack / vec_dot_q8_packed, encodings.md "Repacked Q4_K rows"): 1-3 groups
+/* a random finite f16 block scale: block b % 8 == 0 the largest, 65504; 1 a subnormal; else |d| in
+ * [2^-14, 2^1); random sign */
+static uint16_t random_scale(size_t b) {
+    const uint16_t sign = (uint16_t)((rnd() >> 63) << 15);
+    if (b % 8 == 0) return sign | 0x7BFF;                       /* 65504 */
+    if (b % 8 == 1) return sign | (uint16_t)(1 + (rnd() >> 54)); /* subnormal */
+    return sign | (uint16_t)(((1 + (rnd() >> 60)) << 10) | (rnd() >> 54)); /* |d| in [2^-14, 2^1) */
+}
+
+/* Repacked rows (traits q8_pack / vec_dot_q8_packed, encodings.md "Repacked Q4_K rows", "Repacked
+ * BQ4 rows"; BQ4: every third row random bytes with extreme scales): 1-3 groups
  * of q8_pack rows x 1-13 tokens (the decode kernel below 8 tokens, the lanes from 8) at every
  * level: each (row, token) the single dot's bits and nothing written outside; q8_pack_rows() is 0
  * at the scalar level (the file's rows are read there). */
@@ -203,6 +213,13 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n) {
     for (int r = 0; r < G * NG; r++) {
         fill(w, n, r % 5);
         weights_of(tr, w, wq + (size_t)r * wb, n, wb);
+        if (tr->id == QP_ENC_BQ4 && r % 3 == 2) /* random bytes: zero bytes -128..127, extreme scales */
+            for (size_t b = 0; b < wb / QP_BQ4_BYTES; b++) {
+                uint8_t *blk = wq + (size_t)r * wb + b * QP_BQ4_BYTES;
+                for (int k = 0; k < QP_BQ4_BYTES; k++) blk[k] = (uint8_t)(rnd() >> 56);
+                const uint16_t h = random_scale(b);
+                memcpy(blk, &h, 2);
+            }
     }
     for (int t = 0; t < TILE_NT; t++) {
         fill(x, n, t % 5);
@@ -245,12 +262,6 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n) {
  * vec_dot_q8 at every level == the scalar reference, bit for bit, within the documented bound of the
  * exact dot (dequantized row . x), and so does vec_dot_q8_tile (5 rows x 6 tokens: partial tiles at
  * every level) */
-static uint16_t random_scale(size_t b) {
-    const uint16_t sign = (uint16_t)((rnd() >> 63) << 15);
-    if (b % 8 == 0) return sign | 0x7BFF;                       /* 65504 */
-    if (b % 8 == 1) return sign | (uint16_t)(1 + (rnd() >> 54)); /* subnormal */
-    return sign | (uint16_t)(((1 + (rnd() >> 60)) << 10) | (rnd() >> 54)); /* |d| in [2^-14, 2^1) */
-}
 static void check_random_codes(qp_encoding e, size_t d_off) {
     const qp_encoding_traits *tr = qp_encoding_get(e), *at = qp_encoding_get(tr->act_encoding);
     enum { NR = 5, NT = 6 };
@@ -488,7 +499,7 @@ int main(void) {
     }
     QP_CHECK_MSG(n_i8_tile >= 2, "only %d encodings have a rows x tokens int8 dot", n_i8_tile);
     check_q8_0_chains();
-    QP_CHECK_MSG(n_packed >= 1, "no encoding has repacked rows");
+    QP_CHECK_MSG(n_packed >= 2, "only %d encodings have repacked rows", n_packed);
     QP_CHECK_MSG(n_tile >= 10, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 13, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
