@@ -661,14 +661,29 @@ QP_VNNI void qp_q4k_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, co
 }
 
 /* Repacked BQ4 groups (qdot.h QP_BQ4_PACK_*; encoding.h qp_vec_dot_q8_packed_fn): 16 rows in the
- * 16 int32 lanes, token by token (a group's bytes stay in cache for the next token). Per block: the
- * 4 code vectors give the low nibbles (elements 8g + 2j of every row) and the high ones (8g + 2j +
- * 1); the token's 32 activations reordered once (pshufb: per 8-element group the 4 even elements,
- * then the 4 odd ones) and broadcast 4 bytes at a time, so 8 vpdpbusd give every row's sum q a,
- * started from -zero_r x the block's activation sum (vpmulld); then the reference's float step in
- * the 16 lanes, chain b mod 4, and (s0 + s2) + (s1 + s3): every row its single dot's bits. */
-QP_VNNI static inline __m512 bq4_packed_block(const uint8_t *pb, const uint8_t *ab, __m512 s) {
+ * 16 int32 lanes. Per block: the 4 code vectors give the low nibbles (elements 8g + 2j of every row)
+ * and the high ones (8g + 2j + 1); a token's 32 activations are reordered (pshufb: per 8-element
+ * group the 4 even elements, then the 4 odd ones) and broadcast 4 bytes at a time, so 8 vpdpbusd
+ * give every row's sum q a, started from -zero_r x the block's activation sum (vpmulld); then the
+ * reference's float step in the 16 lanes, chain b mod 4, and (s0 + s2) + (s1 + s3): every row its
+ * single dot's bits. One token (decode): one sequential pass over the group; several: tiles of
+ * QP_QDOT_TOKENS tokens, each block's codes unpacked once for them. */
+typedef struct bq4_lanes {
+    __m512i lo[4], hi[4], z;
+    __m512 d;
+} bq4_lanes;
+QP_VNNI static inline __attribute__((always_inline)) void bq4_unpack_lanes(const uint8_t *pb, bq4_lanes *l) {
     const __m512i nib = _mm512_set1_epi8(0x0F);
+    for (int g = 0; g < 4; g++) {
+        const __m512i q = _mm512_loadu_si512((const void *)(pb + 64 * g));
+        l->lo[g] = _mm512_and_si512(q, nib);
+        l->hi[g] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+    }
+    l->z = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + QP_BQ4_PACK_OFF_Z)));
+    l->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pb + QP_BQ4_PACK_OFF_D)));
+}
+/* s + (d_w d_a) isum for the 16 rows of l against the Q8_0 block ab */
+QP_VNNI static inline __attribute__((always_inline)) __m512 bq4_lanes_step(const bq4_lanes *l, const uint8_t *ab, __m512 s) {
     const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(ab + 2));
     int32_t ap[8];
     _mm256_storeu_si256((__m256i *)(void *)ap,
@@ -677,37 +692,69 @@ QP_VNNI static inline __m512 bq4_packed_block(const uint8_t *pb, const uint8_t *
     const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(a, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
     const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
     const int32_t asum = (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
-    const __m512i z = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + QP_BQ4_PACK_OFF_Z)));
-    __m512i acc = _mm512_mullo_epi32(z, _mm512_set1_epi32(-asum));
+    __m512i acc = _mm512_mullo_epi32(l->z, _mm512_set1_epi32(-asum));
     for (int g = 0; g < 4; g++) {
-        const __m512i q = _mm512_loadu_si512((const void *)(pb + 64 * g));
-        acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(q, nib), _mm512_set1_epi32(ap[2 * g]));
-        acc = _mm512_dpbusd_epi32(acc, _mm512_and_si512(_mm512_srli_epi16(q, 4), nib), _mm512_set1_epi32(ap[2 * g + 1]));
+        acc = _mm512_dpbusd_epi32(acc, l->lo[g], _mm512_set1_epi32(ap[2 * g]));
+        acc = _mm512_dpbusd_epi32(acc, l->hi[g], _mm512_set1_epi32(ap[2 * g + 1]));
     }
-    const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pb + QP_BQ4_PACK_OFF_D))),
-                                   _mm512_set1_ps(_cvtsh_ss(qp_load_u16le(ab))));
+    const __m512 d = _mm512_mul_ps(l->d, _mm512_set1_ps(_cvtsh_ss(qp_load_u16le(ab))));
     return _mm512_add_ps(s, _mm512_mul_ps(d, _mm512_cvtepi32_ps(acc)));
+}
+/* block i of a group (pg) against QP_QDOT_TOKENS tokens (xt), into their chains s[t] */
+QP_VNNI static inline __attribute__((always_inline)) void bq4_lanes_block(const uint8_t *pg, const uint8_t *const *xt, int64_t i,
+                                                                          __m512 *s) {
+    bq4_lanes l;
+    bq4_unpack_lanes(pg + (size_t)i * QP_BQ4_PACK_BYTES, &l);
+    for (int t = 0; t < QP_QDOT_TOKENS; t++) s[t] = bq4_lanes_step(&l, xt[t] + (size_t)i * QP_Q8_0_BYTES, s[t]);
+}
+QP_VNNI static inline __attribute__((always_inline)) __m512 bq4_token_block(const uint8_t *pg, const uint8_t *ab, int64_t i,
+                                                                             __m512 s) {
+    bq4_lanes l;
+    bq4_unpack_lanes(pg + (size_t)i * QP_BQ4_PACK_BYTES, &l);
+    return bq4_lanes_step(&l, ab + (size_t)i * QP_Q8_0_BYTES, s);
 }
 QP_VNNI static inline __m512 bq4_packed_token(const uint8_t *pg, const uint8_t *ab, int64_t nb) {
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
-    for (; i + 4 <= nb; i += 4, pg += 4 * QP_BQ4_PACK_BYTES, ab += 4 * QP_Q8_0_BYTES) {
-        s0 = bq4_packed_block(pg, ab, s0);
-        s1 = bq4_packed_block(pg + QP_BQ4_PACK_BYTES, ab + QP_Q8_0_BYTES, s1);
-        s2 = bq4_packed_block(pg + 2 * QP_BQ4_PACK_BYTES, ab + 2 * QP_Q8_0_BYTES, s2);
-        s3 = bq4_packed_block(pg + 3 * QP_BQ4_PACK_BYTES, ab + 3 * QP_Q8_0_BYTES, s3);
+    for (; i + 4 <= nb; i += 4) {
+        s0 = bq4_token_block(pg, ab, i, s0);
+        s1 = bq4_token_block(pg, ab, i + 1, s1);
+        s2 = bq4_token_block(pg, ab, i + 2, s2);
+        s3 = bq4_token_block(pg, ab, i + 3, s3);
     }
-    if (i < nb) s0 = bq4_packed_block(pg, ab, s0);
-    if (i + 1 < nb) s1 = bq4_packed_block(pg + QP_BQ4_PACK_BYTES, ab + QP_Q8_0_BYTES, s1);
-    if (i + 2 < nb) s2 = bq4_packed_block(pg + 2 * QP_BQ4_PACK_BYTES, ab + 2 * QP_Q8_0_BYTES, s2);
+    if (i < nb) s0 = bq4_token_block(pg, ab, i++, s0);
+    if (i < nb) s1 = bq4_token_block(pg, ab, i++, s1);
+    if (i < nb) s2 = bq4_token_block(pg, ab, i++, s2);
     return _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
 }
 QP_VNNI void qp_bq4_packed_dot_q8_0_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
                                          int64_t n, float *y, size_t ldy) {
     const int64_t nb = n / QP_QK;
-    for (int64_t g = 0; g < n_groups; g++)
-        for (int64_t t = 0; t < n_tok; t++)
-            _mm512_storeu_ps(y + (size_t)t * ldy + (size_t)(g * QP_BQ4_PACK_ROWS),
-                             bq4_packed_token((const uint8_t *)packed + (size_t)(g * nb) * QP_BQ4_PACK_BYTES,
-                                              (const uint8_t *)xq + (size_t)t * ldxq, nb));
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_BQ4_PACK_BYTES;
+        float *yg = y + (size_t)(g * QP_BQ4_PACK_ROWS);
+        if (n_tok == 1) {
+            _mm512_storeu_ps(yg, bq4_packed_token(pg, xq, nb));
+            continue;
+        }
+        for (int64_t t0 = 0; t0 < n_tok; t0 += QP_QDOT_TOKENS) {
+            const int nt = n_tok - t0 < QP_QDOT_TOKENS ? (int)(n_tok - t0) : QP_QDOT_TOKENS;
+            const uint8_t *xt[QP_QDOT_TOKENS];
+            qp_tile_ptrs(xq, ldxq, t0, nt, QP_QDOT_TOKENS, xt);
+            __m512 s0[QP_QDOT_TOKENS], s1[QP_QDOT_TOKENS], s2[QP_QDOT_TOKENS], s3[QP_QDOT_TOKENS];
+            for (int t = 0; t < QP_QDOT_TOKENS; t++) s0[t] = s1[t] = s2[t] = s3[t] = _mm512_setzero_ps();
+            int64_t i = 0;
+            for (; i + 4 <= nb; i += 4) {
+                bq4_lanes_block(pg, xt, i, s0);
+                bq4_lanes_block(pg, xt, i + 1, s1);
+                bq4_lanes_block(pg, xt, i + 2, s2);
+                bq4_lanes_block(pg, xt, i + 3, s3);
+            }
+            if (i < nb) bq4_lanes_block(pg, xt, i++, s0);
+            if (i < nb) bq4_lanes_block(pg, xt, i++, s1);
+            if (i < nb) bq4_lanes_block(pg, xt, i++, s2);
+            for (int t = 0; t < nt; t++)
+                _mm512_storeu_ps(yg + (size_t)(t0 + t) * ldy, _mm512_add_ps(_mm512_add_ps(s0[t], s2[t]), _mm512_add_ps(s1[t], s3[t])));
+        }
+    }
 }
