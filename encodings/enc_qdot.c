@@ -313,6 +313,56 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return ternary_dot(qk256_levels, QP_QK256_BYTES, -1, w, xq, n);
 }
 
+/* 16 TQ2_0 rows (row r at w + r * ldw) -> the packed layout of qdot.h QP_TQ2_PACK_*: elements
+ * 16v .. 16v + 15 lie in one 32-element chunk (h, k) of the row's block (tq2_0_levels), at bits 2k
+ * of qs[32h + m] with m = 16v % 32 + 4s + j */
+void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    const int64_t nb = n / QP_QK_K;
+    uint8_t *o = out;
+    for (int64_t i = 0; i < nb; i++)
+        for (int r = 0; r < QP_TQ2_PACK_ROWS; r++) {
+            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * QP_TQ2_0_BYTES;
+            for (int v = 0; v < 16; v++) {
+                const uint8_t *q = b + 32 * (v / 8) + 16 * (v % 2);
+                const int k = v / 2 % 4;
+                for (int j = 0; j < 4; j++) {
+                    uint8_t byte = 0;
+                    for (int s = 0; s < 4; s++) byte |= (uint8_t)(((q[4 * s + j] >> (2 * k)) & 3) << (2 * s));
+                    o[QP_TQ2_PACK_CODES * i + 64 * v + 4 * r + j] = byte;
+                }
+            }
+            memcpy(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, b + QP_TQ2_0_OFF_D, 2);
+        }
+}
+
+/* ternary_dot of row r of a packed TQ2_0 group pg (nb blocks) against the Q8_K blocks at ab */
+static float tq2_0_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t nb) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < nb; i++, ab += QP_Q8_K_BYTES) {
+        const int8_t *a = (const int8_t *)(ab + QP_Q8_K_OFF_QS);
+        int32_t isum = 0;
+        for (int e = 0; e < 256; e++) {
+            const uint8_t q = pg[QP_TQ2_PACK_CODES * i + 64 * (e / 16) + 4 * r + e % 4];
+            isum += (((q >> (2 * (e % 16 / 4))) & 3) - 1) * a[e];
+        }
+        const float d = qp_fp16_to_fp32(qp_load_u16le(pg + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r)) * qp_load_f32le(ab);
+        sum = sum + d * (float)isum;
+    }
+    return sum;
+}
+
+void qp_tq2_0_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                 int64_t n, float *y, size_t ldy) {
+    const int64_t nb = n / QP_QK_K;
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int r = 0; r < QP_TQ2_PACK_ROWS; r++)
+                y[(size_t)t * ldy + (size_t)(g * QP_TQ2_PACK_ROWS + r)] =
+                    tq2_0_packed_row(pg, r, (const uint8_t *)xq + (size_t)t * ldxq, nb);
+    }
+}
+
 /* rows x tokens (traits vec_dot_q8_tile): by definition the single dot of each pair (the SIMD
  * kernels share weight unpacking between tokens and activation loads between rows, and give
  * these bits) */

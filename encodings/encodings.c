@@ -529,6 +529,10 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .vec_dot_q8 = qp_tq2_0_dot_q8k,
         .vec_dot_q8_tile = qp_tq2_0_dot_q8k_tile,
         .act_encoding = QP_ENC_Q8_K,
+        .q8_pack_rows = qp_tq2_0_pack_rows,
+        .q8_pack_block_bytes = QP_TQ2_PACK_BYTES,
+        .q8_pack = qp_tq2_0_pack16,
+        .vec_dot_q8_packed = qp_tq2_0_packed_dot_q8k,
     },
     [QP_ENC_MXFP4] = {
         .id = QP_ENC_MXFP4,

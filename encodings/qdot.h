@@ -62,6 +62,19 @@ int64_t qp_bq4_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_ref);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_vnni);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
+/* TQ2_0 rows repacked 16 at a time (encodings.md "Repacked TQ2_0 rows"), QP_TQ2_PACK_BYTES per block
+ * of the 16 rows: in a group of nb blocks, block i's codes at QP_TQ2_PACK_CODES * i, the 64-byte
+ * vector v (0 .. 15) holding bytes 4r .. 4r + 3 of row r, bits 2s, 2s + 1 of byte j the code
+ * (level + 1) of element 16v + 4s + j; after the nb blocks' codes, row r's f16 scale of block i at
+ * QP_TQ2_PACK_CODES * nb + 32i + 2r. */
+#define QP_TQ2_PACK_ROWS 16
+#define QP_TQ2_PACK_CODES 1024
+#define QP_TQ2_PACK_BYTES 1056
+void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out);
+int64_t qp_tq2_0_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
+QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_ref);
+QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_vnni);
+QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k);
 
 /* scalar references: w a row of n elements, xq the activations in Q8_0 / Q8_K blocks */
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);

@@ -758,3 +758,77 @@ QP_VNNI void qp_bq4_packed_dot_q8_0_vnni(const void *packed, int64_t n_groups, c
         }
     }
 }
+
+/* Repacked TQ2_0 groups (qdot.h QP_TQ2_PACK_*, encodings.md "Repacked TQ2_0 rows"): lane r = row r.
+ * Per block, each of the 16 code vectors is masked in place (w & 3 << 2s: code x 4^s, at most 192,
+ * no shifts) and vpdpbusd'd against the token's 4 activations of each s (a 4-byte broadcast) into
+ * chain s, so chain s holds 4^s x the sum of its codes by the activations (exact: at most 16 x 4 x
+ * 192 x 128 per lane); isum = c0 + c1 / 4 + c2 / 16 + c3 / 64 (exact arithmetic shifts of exact
+ * multiples) - the block's activation sum (codes are level + 1), then the reference's float step
+ * in the 16 lanes. TT tokens share each masked vector; one token keeps two chains per s. */
+#define QP_TQ2_TT 4
+QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const uint8_t *codes, const uint8_t *const ab[],
+                                                                           int tt, __m512i isum[]) {
+    const int ch = tt == 1 ? 2 : 1;
+    __m512i acc[QP_TQ2_TT][2][4];
+    for (int t = 0; t < tt; t++)
+        for (int c = 0; c < ch; c++)
+            for (int s = 0; s < 4; s++) acc[t][c][s] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int v = 0; v < 16; v++) {
+        const __m512i w = _mm512_loadu_si512((const void *)(codes + 64 * v));
+        __m512i u[4];
+        for (int s = 0; s < 4; s++) u[s] = _mm512_and_si512(w, _mm512_set1_epi8((char)(3 << (2 * s))));
+        for (int t = 0; t < tt; t++)
+            for (int s = 0; s < 4; s++) {
+                const int32_t a4 = (int32_t)qp_load_u32le(ab[t] + QP_Q8_K_OFF_QS + 16 * v + 4 * s);
+                acc[t][v % ch][s] = _mm512_dpbusd_epi32(acc[t][v % ch][s], u[s], _mm512_set1_epi32(a4));
+            }
+    }
+    for (int t = 0; t < tt; t++) {
+        __m512i c[4];
+        for (int s = 0; s < 4; s++) c[s] = ch == 2 ? _mm512_add_epi32(acc[t][0][s], acc[t][1][s]) : acc[t][0][s];
+        const __m512i hi = _mm512_add_epi32(_mm512_srai_epi32(c[1], 2),
+                                            _mm512_add_epi32(_mm512_srai_epi32(c[2], 4), _mm512_srai_epi32(c[3], 6)));
+        isum[t] = _mm512_sub_epi32(_mm512_add_epi32(c[0], hi), _mm512_set1_epi32(qp_q8k_bsum_total(ab[t] + QP_Q8_K_OFF_BSUMS)));
+    }
+}
+
+/* one group (nb blocks at pg) against tt tokens (ab[t]: their Q8_K rows), lane r of y[t * ldy + r] */
+QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const uint8_t *pg, int64_t nb, const uint8_t *ab[],
+                                                                           int tt, float *y, size_t ldy) {
+    __m512 sum[QP_TQ2_TT];
+    for (int t = 0; t < tt; t++) sum[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m512i isum[QP_TQ2_TT];
+        const uint8_t *abi[QP_TQ2_TT];
+        for (int t = 0; t < tt; t++) abi[t] = ab[t] + (size_t)i * QP_Q8_K_BYTES;
+        tq2_packed_block(pg + (size_t)i * QP_TQ2_PACK_CODES, abi, tt, isum);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pg + QP_TQ2_PACK_CODES * nb + 32 * i)));
+        for (int t = 0; t < tt; t++) {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(qp_load_f32le(abi[t])));
+            sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
+        }
+    }
+    for (int t = 0; t < tt; t++) _mm512_storeu_ps(y + (size_t)t * ldy, sum[t]);
+}
+
+QP_VNNI void qp_tq2_0_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                          int64_t n, float *y, size_t ldy) {
+    const int64_t nb = n / QP_QK_K;
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
+        for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_TT) {
+            const uint8_t *ab[QP_TQ2_TT];
+            const int tt = n_tok - t0 < QP_TQ2_TT ? (int)(n_tok - t0) : QP_TQ2_TT;
+            for (int t = 0; t < tt; t++) ab[t] = (const uint8_t *)xq + (size_t)(t0 + t) * ldxq;
+            float *yg = y + (size_t)t0 * ldy + (size_t)(g * QP_TQ2_PACK_ROWS);
+            switch (tt) { /* a constant token count per call: the chains stay in registers */
+            case 1: tq2_packed_group(pg, nb, ab, 1, yg, ldy); break;
+            case 2: tq2_packed_group(pg, nb, ab, 2, yg, ldy); break;
+            case 3: tq2_packed_group(pg, nb, ab, 3, yg, ldy); break;
+            default: tq2_packed_group(pg, nb, ab, 4, yg, ldy); break;
+            }
+        }
+    }
+}
