@@ -58,8 +58,9 @@ QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k);
 #define QP_BQ4_PACK_OFF_Z 288
 #define QP_BQ4_PACK_BYTES 304
 void qp_bq4_pack16(const void *w, size_t ldw, int64_t n, void *out);
-int64_t qp_bq4_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
+int64_t qp_bq4_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_ref);
+QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_avx2);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_vnni);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
 /* TQ2_0 rows repacked 16 at a time (encodings.md "Repacked TQ2_0 rows"), QP_TQ2_PACK_BYTES per block

@@ -2,6 +2,7 @@
  * references through maddubs/madd, and the same float operations in the same order, so the
  * results equal the references bit for bit. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "encodings/encodings_internal.h"
 #include "encodings/qdot.h"
@@ -314,4 +315,52 @@ void qp_q4k_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void
                 for (int t = 0; t < nt; t++) _mm256_storeu_ps(yg + (size_t)(t0 + t) * ldy + 8 * h, sum[t]);
             }
     }
+}
+
+/* Repacked BQ4 groups (qdot.h QP_BQ4_PACK_*), AVX2: the 16 rows as two halves of 8 int32 lanes (a
+ * 64-byte code vector is two 32-byte ones), token by token. Per block the token's activations are
+ * reordered as in the VNNI kernel (qdot_avx512.c); per half, the low / high nibbles of the 4 code
+ * vectors by maddubs against 4-byte activation broadcasts, summed in int16 (|lane| <= 8 * 2 * 15 *
+ * 127 < 2^15: no saturation), one madd, plus -zero_r x the block's activation sum (vpmulld), then
+ * the reference's float step in the 8 lanes, chain b mod 4. */
+static inline void bq4_packed_block(const uint8_t *pb, const uint8_t *ab, __m256 *s_lo, __m256 *s_hi) {
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    int32_t ap[8];
+    const __m256i nsum = _mm256_set1_epi32(-qp_bq4_act_groups(ab, ap));
+    const __m256 da = _mm256_set1_ps(_cvtsh_ss(qp_load_u16le(ab)));
+    for (int h = 0; h < 2; h++) {
+        __m256i p = _mm256_setzero_si256();
+        for (int g = 0; g < 4; g++) {
+            const __m256i q = qp_load256(pb + 64 * g + 32 * h);
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(q, nib), _mm256_set1_epi32(ap[2 * g])));
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), nib), _mm256_set1_epi32(ap[2 * g + 1])));
+        }
+        uint64_t z8;
+        memcpy(&z8, pb + QP_BQ4_PACK_OFF_Z + 8 * h, 8);
+        const __m256i corr = _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)z8)), nsum);
+        const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), corr);
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pb + QP_BQ4_PACK_OFF_D + 16 * h))), da);
+        __m256 *s = h ? s_hi : s_lo;
+        *s = _mm256_add_ps(*s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)));
+    }
+}
+void qp_bq4_packed_dot_q8_0_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                                 float *y, size_t ldy) {
+    const int64_t nb = n / QP_QK;
+    for (int64_t g = 0; g < n_groups; g++)
+        for (int64_t t = 0; t < n_tok; t++) {
+            const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_BQ4_PACK_BYTES;
+            const uint8_t *ab = (const uint8_t *)xq + (size_t)t * ldxq;
+            __m256 s[2][QP_QDOT_CHAINS];
+            for (int c = 0; c < QP_QDOT_CHAINS; c++) s[0][c] = s[1][c] = _mm256_setzero_ps();
+            int64_t i = 0;
+            for (; i + 4 <= nb; i += 4)
+                for (int c = 0; c < QP_QDOT_CHAINS; c++)
+                    bq4_packed_block(pg + (size_t)(i + c) * QP_BQ4_PACK_BYTES, ab + (size_t)(i + c) * QP_Q8_0_BYTES, &s[0][c], &s[1][c]);
+            for (int c = 0; i < nb; i++, c++)
+                bq4_packed_block(pg + (size_t)i * QP_BQ4_PACK_BYTES, ab + (size_t)i * QP_Q8_0_BYTES, &s[0][c], &s[1][c]);
+            float *yt = y + (size_t)t * ldy + (size_t)(g * QP_BQ4_PACK_ROWS);
+            for (int h = 0; h < 2; h++)
+                _mm256_storeu_ps(yt + 8 * h, _mm256_add_ps(_mm256_add_ps(s[h][0], s[h][2]), _mm256_add_ps(s[h][1], s[h][3])));
+        }
 }

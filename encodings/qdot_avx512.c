@@ -684,14 +684,8 @@ QP_VNNI static inline __attribute__((always_inline)) void bq4_unpack_lanes(const
 }
 /* s + (d_w d_a) isum for the 16 rows of l against the Q8_0 block ab */
 QP_VNNI static inline __attribute__((always_inline)) __m512 bq4_lanes_step(const bq4_lanes *l, const uint8_t *ab, __m512 s) {
-    const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(ab + 2));
     int32_t ap[8];
-    _mm256_storeu_si256((__m256i *)(void *)ap,
-                        _mm256_shuffle_epi8(a, _mm256_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 0, 2, 4, 6, 1, 3,
-                                                                5, 7, 8, 10, 12, 14, 9, 11, 13, 15)));
-    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(a, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
-    const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-    const int32_t asum = (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+    const int32_t asum = qp_bq4_act_groups(ab, ap);
     __m512i acc = _mm512_mullo_epi32(l->z, _mm512_set1_epi32(-asum));
     for (int g = 0; g < 4; g++) {
         acc = _mm512_dpbusd_epi32(acc, l->lo[g], _mm512_set1_epi32(ap[2 * g]));

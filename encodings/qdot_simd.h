@@ -119,6 +119,18 @@ static inline __m256i qp_bq4_row_zeros(const uint8_t *b0, const uint8_t *b1, __m
 /* the token's int16 pair sums over both halves (|.| <= 4 * 127): lanes 0-7 and 8-15 each sum to the
  * block's sum of a (the halves are broadcast to both 128-bit lanes) */
 static inline __m256i qp_tok_pair_sums(__m256i al, __m256i ah) { return _mm256_add_epi16(qp_pair_sums16(al), qp_pair_sums16(ah)); }
+/* The repacked BQ4 kernels' view of a Q8_0 block ab (qdot.h QP_BQ4_PACK_*): ap[2g] = its elements
+ * 8g, 8g + 2, 8g + 4, 8g + 6 (the low nibbles of code group g), ap[2g + 1] = 8g + 1, 8g + 3, ...;
+ * returns the sum of its 32 activations (vpsadbw of a ^ 0x80, minus 32 * 128) */
+static inline int32_t qp_bq4_act_groups(const uint8_t *ab, int32_t ap[8]) {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(ab + 2));
+    _mm256_storeu_si256((__m256i *)(void *)ap,
+                        _mm256_shuffle_epi8(a, _mm256_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15, 0, 2, 4, 6, 1, 3,
+                                                                5, 7, 8, 10, 12, 14, 9, 11, 13, 15)));
+    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(a, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+    const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+    return (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+}
 /* the tile hooks of encodings without a row preparation, token preparation or token correction */
 static inline __m256i qp_no_row_prep(const uint8_t *b0, const uint8_t *b1, __m256i wl, __m256i wh) {
     (void)b0, (void)b1, (void)wh;

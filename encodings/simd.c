@@ -229,11 +229,13 @@ void qp_q4k_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq,
     else if (lv >= 1) qp_q4k_packed_dot_q8k_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
     else qp_q4k_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
-/* repacked BQ4 rows: likewise a layout for the VNNI kernel only */
-int64_t qp_bq4_pack_rows(void) { return qdot_level() >= 2 ? QP_BQ4_PACK_ROWS : 0; }
+/* repacked BQ4 rows: a layout for the AVX2 and VNNI kernels */
+int64_t qp_bq4_pack_rows(void) { return qdot_level() >= 1 ? QP_BQ4_PACK_ROWS : 0; }
 void qp_bq4_packed_dot_q8_0(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
                             float *y, size_t ldy) {
-    if (qdot_level() >= 2) qp_bq4_packed_dot_q8_0_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    const int lv = qdot_level();
+    if (lv >= 2) qp_bq4_packed_dot_q8_0_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    else if (lv >= 1) qp_bq4_packed_dot_q8_0_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
     else qp_bq4_packed_dot_q8_0_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
