@@ -200,8 +200,10 @@ static uint16_t random_scale(size_t b) {
  * BQ4 rows"; BQ4: every third row random bytes with extreme scales): 1-3 groups
  * of q8_pack rows x 1-13 tokens (the decode kernel below 8 tokens, the lanes from 8) at every
  * level: each (row, token) the single dot's bits and nothing written outside; q8_pack_rows() is 0
- * at the scalar level (the file's rows are read there). */
-static void check_packed(const qp_encoding_traits *tr, int64_t n) {
+ * at the scalar level (the file's rows are read there). d_off >= 0: rows of random bytes with a
+ * random f16 scale at d_off of each block (random_scale; TQ2_0: the unused code 3 too). */
+static uint16_t random_scale(size_t b);
+static void check_packed(const qp_encoding_traits *tr, int64_t n, int d_off) {
     const qp_encoding_traits *at = qp_encoding_get(tr->act_encoding);
     enum { G = 16, NG = 3, LDY = G * NG + 3 };
     size_t wb = 0, ab = 0;
@@ -220,6 +222,13 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n) {
                 const uint16_t h = random_scale(b);
                 memcpy(blk, &h, 2);
             }
+    }
+    if (d_off >= 0) {
+        for (size_t i = 0; i < wb * G * NG; i++) wq[i] = (uint8_t)(rnd() >> 56);
+        for (size_t b = 0; b < wb * G * NG / tr->block_bytes; b++) {
+            const uint16_t h = random_scale(b);
+            memcpy(wq + b * tr->block_bytes + d_off, &h, 2);
+        }
     }
     for (int t = 0; t < TILE_NT; t++) {
         fill(x, n, t % 5);
@@ -480,11 +489,12 @@ int main(void) {
         }
         if (tr->vec_dot_q8_packed) {
             n_packed++;
-            check_packed(tr, 256);
-            check_packed(tr, 2048);
+            check_packed(tr, 256, -1);
+            check_packed(tr, 2048, -1);
         }
     }
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
+    check_packed(qp_encoding_get(QP_ENC_TQ2_0), 5632, QP_TQ2_0_OFF_D);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
     check_random_codes(QP_ENC_BQ4, 0);
     check_bq4_zero_range();
