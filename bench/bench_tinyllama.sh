@@ -10,13 +10,16 @@
 # 6 GB at the peak), deleted at the end. The machine load is printed with every line.
 # usage: bench/bench_tinyllama.sh [BUILD_BIN_DIR] [MODELS...]   (MODELS: F16 Q8_0 Q4_K_M I2_S
 #        TQ2_0, default all; QP_BENCH_THREADS="1 2", QP_BENCH_ARGS="--prompt 64 --gen 32",
-#        QP_BENCH_LAYERS=22: fewer layers for a quicker look). Ends with one table row per run.
+#        QP_BENCH_LAYERS=22: fewer layers for a quicker look; QP_BENCH_LEVELS="native avx2": also our
+#        AVX2 kernels (QP_FORCE_AVX2=1) against llama.cpp's AVX2 build (--cpu haswell), the SIMD
+#        level of CPUs without AVX-512). Ends with one table row per run.
 set -eu
 B=${1:-build/bin}
 shift || true
 MODELS=${*:-F16 Q8_0 Q4_K_M I2_S TQ2_0}
 THREADS=${QP_BENCH_THREADS:-1 2}
 ARGS=${QP_BENCH_ARGS:---prompt 64 --gen 32}
+LEVELS=${QP_BENCH_LEVELS:-native}
 T=$(mktemp -d "${TMPDIR:-/tmp}/bench-tinyllama.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 SHAPE="--dim 2048 --layers ${QP_BENCH_LAYERS:-22} --ffn 5632 --heads 32 --kv-heads 4 --vocab 32000"
@@ -26,7 +29,7 @@ summary() {
         /load average/ { load = $NF }
         /quantpack runtime/ { for (i = 1; i <= NF; i++) { if ($i == "prompt") op = $(i + 1); if ($i == "decode") od = $(i + 1) }
                               ob = $(NF - 2); sub(/\(/, "", ob) }
-        /llama.cpp \(best/ { for (i = 1; i <= NF; i++) { if ($i == "prompt") lp = $(i + 1); if ($i == "decode") ld = $(i + 1) }
+        /^  llama.cpp \(/ { for (i = 1; i <= NF; i++) { if ($i == "prompt") lp = $(i + 1); if ($i == "decode") ld = $(i + 1) }
                              lb = $(NF - 2); sub(/\(/, "", lb) }
         /per CPU-second/ { rp = $(NF - 2); sub(/,/, "", rp); rd = $NF }
         END { printf "| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s, %s |\n", m, t, load, op, lp, od, ld, ob, lb, rp, rd }' "$3"
@@ -61,10 +64,17 @@ for m in $MODELS; do
     I2_S) f="$T/bitnet158-i2_s.gguf" peer="--peer-model $T/bitnet-tq2_0.gguf" ;;
     *) echo "bench: unknown model $m (F16 Q8_0 Q4_K_M I2_S TQ2_0)" >&2; exit 2 ;;
     esac
-    for t in $THREADS; do
-        echo "== $m, $t thread(s)"
-        "$B/qp-bench-decode" "$f" --threads "$t" $ARGS $peer | tee "$T/out"
-        summary "$m" "$t" "$T/out" >>"$T/table"
+    for lv in $LEVELS; do
+        case $lv in
+        native) lvenv= lvcpu= name=$m ;;
+        avx2) lvenv=QP_FORCE_AVX2=1 lvcpu="--cpu haswell" name="$m (AVX2)" ;;
+        *) echo "bench: unknown level $lv (native avx2)" >&2; exit 2 ;;
+        esac
+        for t in $THREADS; do
+            echo "== $name, $t thread(s)"
+            env $lvenv "$B/qp-bench-decode" "$f" --threads "$t" $ARGS $peer $lvcpu | tee "$T/out"
+            summary "$name" "$t" "$T/out" >>"$T/table"
+        done
     done
 done
 echo
