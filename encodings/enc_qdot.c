@@ -90,6 +90,26 @@ void qp_bq4_pack16(const void *w, size_t ldw, int64_t n, void *out) {
         }
 }
 
+/* 16 Q4_0 rows -> the same packed layout (encodings.md "Repacked Q4_0 rows"): a Q4_0 block is a BQ4
+ * block of zero 8 (level q - 8, scale d) whose elements j and j + 16 share byte j; BQ4 puts
+ * elements 2i, 2i + 1 in byte i, so the codes are re-paired. q4_0_isum = bq4_isum of the re-paired
+ * block, exactly, so the BQ4 kernels give every Q4_0 row its single dot's bits. */
+void qp_q4_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    uint8_t *o = out;
+    for (int64_t i = 0; i < n / QP_QK; i++, o += QP_BQ4_PACK_BYTES)
+        for (int r = 0; r < QP_BQ4_PACK_ROWS; r++) {
+            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * QP_Q4_0_BYTES;
+            memcpy(o + QP_BQ4_PACK_OFF_D + 2 * r, b, 2);
+            o[QP_BQ4_PACK_OFF_Z + r] = 8;
+            for (int k = 0; k < 16; k++) { /* byte k: elements 2k (low), 2k + 1 (high) */
+                const int e0 = 2 * k, e1 = 2 * k + 1;
+                const int q0 = e0 < 16 ? b[2 + e0] & 0x0F : b[2 + e0 - 16] >> 4;
+                const int q1 = e1 < 16 ? b[2 + e1] & 0x0F : b[2 + e1 - 16] >> 4;
+                o[64 * (k / 4) + 4 * r + k % 4] = (uint8_t)(q0 | q1 << 4);
+            }
+        }
+}
+
 /* legacy_dot of row r of a packed BQ4 group pg (nb blocks) against the Q8_0 blocks at ab: each
  * block put back as the file stores it */
 static float bq4_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t nb) {

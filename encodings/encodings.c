@@ -199,6 +199,10 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .quantize_imatrix = qp_q4_0_quantize_imatrix,
         .vec_dot_q8 = qp_q4_0_dot_q8_0,
         .vec_dot_q8_tile = qp_q4_0_dot_q8_0_tile,
+        .q8_pack_rows = qp_bq4_pack_rows, /* the BQ4 layout and kernels (encodings.md "Repacked Q4_0 rows") */
+        .q8_pack_block_bytes = QP_BQ4_PACK_BYTES,
+        .q8_pack = qp_q4_0_pack16,
+        .vec_dot_q8_packed = qp_bq4_packed_dot_q8_0,
         .act_encoding = QP_ENC_Q8_0,
     },
     [QP_ENC_Q4_1] = {

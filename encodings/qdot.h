@@ -58,6 +58,7 @@ QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k);
 #define QP_BQ4_PACK_OFF_Z 288
 #define QP_BQ4_PACK_BYTES 304
 void qp_bq4_pack16(const void *w, size_t ldw, int64_t n, void *out);
+void qp_q4_0_pack16(const void *w, size_t ldw, int64_t n, void *out); /* Q4_0 rows into the BQ4 layout */
 int64_t qp_bq4_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_ref);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_avx2);
