@@ -517,6 +517,10 @@ int main(void) {
          * top-1 44/48, flips within 0.356, which are llama.cpp's own (C: 0.99971, the same 44/48
          * and 0.356; B 1.0000000, 48/48); F min 0.99985, 46/48, flips within 0.178 */
         {"llama-k256", k256, gen_prompt, 16, 48, 0.9995, 0.4, 0.9, false, false, "Q5_K_M", 17, 0, 0.9995, 0},
+        /* Q4_0 (15 Q4_0 matrices, the output Q6_K; our fast path reads Q4_0 rows repacked into the
+         * BQ4 layout, encodings.md "Repacked Q4_0 rows"). Measured: A min 0.99952, 48/48 (C, llama.cpp's
+         * own activations, 0.99951); F min 0.99990, 48/48; B 1.0000000 */
+        {"llama-k256", k256, gen_prompt, 16, 48, 0.999, 0, 1.0, false, false, "Q4_0", 2, 0, 0.9998, 0},
         /* Issue 20: bitnet-silu (1bitLLM kind, llama.cpp's "bitnet": SiLU, sub-norms, float
          * activations; runtime.md "BitNet architectures"). Measured on this machine's libllama
          * CPU variant (TQ1_0 and TQ2_0 give the same numbers: the same ternary weights):
