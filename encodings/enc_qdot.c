@@ -355,20 +355,46 @@ void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
         }
 }
 
+/* row r of block i of a packed TQ2_0 group pg (nb blocks): sum level x a, and its f16 scale */
+static int32_t tq2_0_packed_isum(const uint8_t *pg, int r, int64_t i, const int8_t *a) {
+    int32_t isum = 0;
+    for (int e = 0; e < 256; e++) {
+        const uint8_t q = pg[QP_TQ2_PACK_CODES * i + 64 * (e / 16) + 4 * r + e % 4];
+        isum += (((q >> (2 * (e % 16 / 4))) & 3) - 1) * a[e];
+    }
+    return isum;
+}
+static float tq2_0_packed_scale(const uint8_t *pg, int r, int64_t i, int64_t nb) {
+    return qp_fp16_to_fp32(qp_load_u16le(pg + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r));
+}
+
 /* ternary_dot of row r of a packed TQ2_0 group pg (nb blocks) against the Q8_K blocks at ab */
 static float tq2_0_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t nb) {
     float sum = 0.0f;
     for (int64_t i = 0; i < nb; i++, ab += QP_Q8_K_BYTES) {
-        const int8_t *a = (const int8_t *)(ab + QP_Q8_K_OFF_QS);
-        int32_t isum = 0;
-        for (int e = 0; e < 256; e++) {
-            const uint8_t q = pg[QP_TQ2_PACK_CODES * i + 64 * (e / 16) + 4 * r + e % 4];
-            isum += (((q >> (2 * (e % 16 / 4))) & 3) - 1) * a[e];
-        }
-        const float d = qp_fp16_to_fp32(qp_load_u16le(pg + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r)) * qp_load_f32le(ab);
+        const int32_t isum = tq2_0_packed_isum(pg, r, i, (const int8_t *)(ab + QP_Q8_K_OFF_QS));
+        const float d = tq2_0_packed_scale(pg, r, i, nb) * qp_load_f32le(ab);
         sum = sum + d * (float)isum;
     }
     return sum;
+}
+
+/* the TQ2_0 vec_dot_i8 (enc_ternary.c tq_vec_dot_i8) of row r of a packed group against a */
+static double tq2_0_packed_row_i8(const uint8_t *pg, int r, const int8_t *a, int64_t nb) {
+    double s = 0.0;
+    for (int64_t i = 0; i < nb; i++, a += QP_QK_K)
+        s += (double)tq2_0_packed_scale(pg, r, i, nb) * (double)tq2_0_packed_isum(pg, r, i, a);
+    return s;
+}
+void qp_tq2_0_packed_dot_i8_ref(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok,
+                                int64_t n, double *y, size_t ldy) {
+    const int64_t nb = n / QP_QK_K;
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int r = 0; r < QP_TQ2_PACK_ROWS; r++)
+                y[(size_t)t * ldy + (size_t)(g * QP_TQ2_PACK_ROWS + r)] = tq2_0_packed_row_i8(pg, r, a + (size_t)t * lda, nb);
+    }
 }
 
 void qp_tq2_0_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,

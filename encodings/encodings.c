@@ -537,6 +537,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .q8_pack_block_bytes = QP_TQ2_PACK_BYTES,
         .q8_pack = qp_tq2_0_pack16,
         .vec_dot_q8_packed = qp_tq2_0_packed_dot_q8k,
+        .vec_dot_i8_packed = qp_tq2_0_packed_dot_i8,
     },
     [QP_ENC_MXFP4] = {
         .id = QP_ENC_MXFP4,

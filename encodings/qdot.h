@@ -77,6 +77,13 @@ int64_t qp_tq2_0_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_vnni);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k);
+/* the same groups against int8 activations (encoding.h qp_vec_dot_i8_packed_fn) */
+#define QP_I8_PACKED_DECL(NAME)                                                                  \
+    void NAME(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok, int64_t n, double *y, \
+              size_t ldy)
+QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8_ref);
+QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8_vnni);
+QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8);
 
 /* scalar references: w a row of n elements, xq the activations in Q8_0 / Q8_K blocks */
 float qp_q8_0_dot_q8_0_ref(const void *w, const void *xq, int64_t n);

@@ -758,11 +758,11 @@ QP_VNNI void qp_bq4_packed_dot_q8_0_vnni(const void *packed, int64_t n_groups, c
  * no shifts) and vpdpbusd'd against the token's 4 activations of each s (a 4-byte broadcast) into
  * chain s, so chain s holds 4^s x the sum of its codes by the activations (exact: at most 16 x 4 x
  * 192 x 128 per lane); isum = c0 + c1 / 4 + c2 / 16 + c3 / 64 (exact arithmetic shifts of exact
- * multiples) - the block's activation sum (codes are level + 1), then the reference's float step
- * in the 16 lanes. TT tokens share each masked vector; one token keeps two chains per s. */
+ * multiples) - asum, the block's activation sum (codes are level + 1). TT tokens share each masked
+ * vector; one token keeps two chains per s. a[t]: token t's 256 activations of the block. */
 #define QP_TQ2_TT 4
-QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const uint8_t *codes, const uint8_t *const ab[],
-                                                                           int tt, __m512i isum[]) {
+QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const uint8_t *codes, const int8_t *const a[],
+                                                                           const int32_t asum[], int tt, __m512i isum[]) {
     const int ch = tt == 1 ? 2 : 1;
     __m512i acc[QP_TQ2_TT][2][4];
     for (int t = 0; t < tt; t++)
@@ -775,7 +775,7 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const
         for (int s = 0; s < 4; s++) u[s] = _mm512_and_si512(w, _mm512_set1_epi8((char)(3 << (2 * s))));
         for (int t = 0; t < tt; t++)
             for (int s = 0; s < 4; s++) {
-                const int32_t a4 = (int32_t)qp_load_u32le(ab[t] + QP_Q8_K_OFF_QS + 16 * v + 4 * s);
+                const int32_t a4 = (int32_t)qp_load_u32le((const uint8_t *)a[t] + 16 * v + 4 * s);
                 acc[t][v % ch][s] = _mm512_dpbusd_epi32(acc[t][v % ch][s], u[s], _mm512_set1_epi32(a4));
             }
     }
@@ -784,45 +784,86 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const
         for (int s = 0; s < 4; s++) c[s] = ch == 2 ? _mm512_add_epi32(acc[t][0][s], acc[t][1][s]) : acc[t][0][s];
         const __m512i hi = _mm512_add_epi32(_mm512_srai_epi32(c[1], 2),
                                             _mm512_add_epi32(_mm512_srai_epi32(c[2], 4), _mm512_srai_epi32(c[3], 6)));
-        isum[t] = _mm512_sub_epi32(_mm512_add_epi32(c[0], hi), _mm512_set1_epi32(qp_q8k_bsum_total(ab[t] + QP_Q8_K_OFF_BSUMS)));
+        isum[t] = _mm512_sub_epi32(_mm512_add_epi32(c[0], hi), _mm512_set1_epi32(asum[t]));
     }
 }
 
-/* one group (nb blocks at pg) against tt tokens (ab[t]: their Q8_K rows), lane r of y[t * ldy + r] */
-QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const uint8_t *pg, int64_t nb, const uint8_t *ab[],
-                                                                           int tt, float *y, size_t ldy) {
+/* sum of 256 int8 (exact) */
+QP_VNNI static inline int32_t sum256_i8(const int8_t *a) {
+    __m512i s = _mm512_setzero_si512();
+    for (int k = 0; k < 4; k++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1), _mm512_loadu_si512((const void *)(a + 64 * k)));
+    return _mm512_reduce_add_epi32(s);
+}
+
+/* One group (nb blocks at pg) against tt tokens, lane r of token t's 16 results at y + t * ldy.
+ * Q8_K activations (xq: Q8_K rows of ldxq bytes; y float): the reference's float step d = f16(d_w)
+ * d_a, s = s + d isum; int8 ones (a: rows of lda; y double): s += (double)d_w * (double)isum in
+ * two 8-lane halves (enc_ternary.c tq_vec_dot_i8). */
+QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const uint8_t *pg, int64_t nb, bool i8, const void *x,
+                                                                           size_t ldx, int tt, void *y, size_t ldy) {
     __m512 sum[QP_TQ2_TT];
-    for (int t = 0; t < tt; t++) sum[t] = _mm512_setzero_ps();
+    __m512d lo[QP_TQ2_TT], hi[QP_TQ2_TT];
+    for (int t = 0; t < tt; t++) sum[t] = _mm512_setzero_ps(), lo[t] = hi[t] = _mm512_setzero_pd();
     for (int64_t i = 0; i < nb; i++) {
         __m512i isum[QP_TQ2_TT];
-        const uint8_t *abi[QP_TQ2_TT];
-        for (int t = 0; t < tt; t++) abi[t] = ab[t] + (size_t)i * QP_Q8_K_BYTES;
-        tq2_packed_block(pg + (size_t)i * QP_TQ2_PACK_CODES, abi, tt, isum);
+        const int8_t *a[QP_TQ2_TT];
+        int32_t asum[QP_TQ2_TT];
+        for (int t = 0; t < tt; t++) {
+            const uint8_t *xt = (const uint8_t *)x + (size_t)t * ldx;
+            a[t] = i8 ? (const int8_t *)xt + i * QP_QK_K : (const int8_t *)(xt + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_QS);
+            asum[t] = i8 ? sum256_i8(a[t]) : qp_q8k_bsum_total(xt + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_BSUMS);
+        }
+        tq2_packed_block(pg + (size_t)i * QP_TQ2_PACK_CODES, a, asum, tt, isum);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pg + QP_TQ2_PACK_CODES * nb + 32 * i)));
         for (int t = 0; t < tt; t++) {
-            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(qp_load_f32le(abi[t])));
+            if (i8) {
+                lo[t] = _mm512_add_pd(lo[t], _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(dw)),
+                                                           _mm512_cvtepi32_pd(_mm512_castsi512_si256(isum[t]))));
+                hi[t] = _mm512_add_pd(hi[t], _mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(dw, 1)),
+                                                           _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(isum[t], 1))));
+                continue;
+            }
+            const float da = qp_load_f32le((const uint8_t *)x + (size_t)t * ldx + (size_t)i * QP_Q8_K_BYTES);
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(da));
             sum[t] = _mm512_add_ps(sum[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t])));
         }
     }
-    for (int t = 0; t < tt; t++) _mm512_storeu_ps(y + (size_t)t * ldy, sum[t]);
+    for (int t = 0; t < tt; t++) {
+        if (!i8) {
+            _mm512_storeu_ps((float *)y + (size_t)t * ldy, sum[t]);
+            continue;
+        }
+        _mm512_storeu_pd((double *)y + (size_t)t * ldy, lo[t]);
+        _mm512_storeu_pd((double *)y + (size_t)t * ldy + 8, hi[t]);
+    }
 }
 
-QP_VNNI void qp_tq2_0_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
-                                          int64_t n, float *y, size_t ldy) {
+/* n_groups groups x n_tok tokens in fours (a constant token count per call: the chains stay in
+ * registers); x / ldx and y of tq2_packed_group, elem_bytes the size of one y */
+QP_VNNI __attribute__((always_inline)) static inline void tq2_packed(const void *packed, int64_t n_groups, bool i8, const void *x,
+                                                                     size_t ldx, int64_t n_tok, int64_t n, void *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
+    const size_t elem = i8 ? sizeof(double) : sizeof(float);
     for (int64_t g = 0; g < n_groups; g++) {
         const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
         for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_TT) {
-            const uint8_t *ab[QP_TQ2_TT];
             const int tt = n_tok - t0 < QP_TQ2_TT ? (int)(n_tok - t0) : QP_TQ2_TT;
-            for (int t = 0; t < tt; t++) ab[t] = (const uint8_t *)xq + (size_t)(t0 + t) * ldxq;
-            float *yg = y + (size_t)t0 * ldy + (size_t)(g * QP_TQ2_PACK_ROWS);
-            switch (tt) { /* a constant token count per call: the chains stay in registers */
-            case 1: tq2_packed_group(pg, nb, ab, 1, yg, ldy); break;
-            case 2: tq2_packed_group(pg, nb, ab, 2, yg, ldy); break;
-            case 3: tq2_packed_group(pg, nb, ab, 3, yg, ldy); break;
-            default: tq2_packed_group(pg, nb, ab, 4, yg, ldy); break;
+            const void *xt = (const uint8_t *)x + (size_t)t0 * ldx;
+            void *yg = (uint8_t *)y + ((size_t)t0 * ldy + (size_t)(g * QP_TQ2_PACK_ROWS)) * elem;
+            switch (tt) {
+            case 1: tq2_packed_group(pg, nb, i8, xt, ldx, 1, yg, ldy); break;
+            case 2: tq2_packed_group(pg, nb, i8, xt, ldx, 2, yg, ldy); break;
+            case 3: tq2_packed_group(pg, nb, i8, xt, ldx, 3, yg, ldy); break;
+            default: tq2_packed_group(pg, nb, i8, xt, ldx, 4, yg, ldy); break;
             }
         }
     }
+}
+QP_VNNI void qp_tq2_0_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                          int64_t n, float *y, size_t ldy) {
+    tq2_packed(packed, n_groups, false, xq, ldxq, n_tok, n, y, ldy);
+}
+QP_VNNI void qp_tq2_0_packed_dot_i8_vnni(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok,
+                                         int64_t n, double *y, size_t ldy) {
+    tq2_packed(packed, n_groups, true, a, lda, n_tok, n, y, ldy);
 }

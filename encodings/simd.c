@@ -246,6 +246,11 @@ void qp_tq2_0_packed_dot_q8k(const void *packed, int64_t n_groups, const void *x
     if (qdot_level() >= 2) qp_tq2_0_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
     else qp_tq2_0_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
+void qp_tq2_0_packed_dot_i8(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok, int64_t n,
+                            double *y, size_t ldy) {
+    if (qdot_level() >= 2) qp_tq2_0_packed_dot_i8_vnni(packed, n_groups, a, lda, n_tok, n, y, ldy);
+    else qp_tq2_0_packed_dot_i8_ref(packed, n_groups, a, lda, n_tok, n, y, ldy);
+}
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)
 QP_DISPATCH_QDOT(i2s_dot_q8k)
 QP_DISPATCH_QDOT(i2s_arm_dot_q8k)

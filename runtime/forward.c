@@ -155,6 +155,10 @@ static const qp_runtime_opts k_default_opts = {.n_threads = 0, .n_ctx = 0, .exac
 static void repack(qp_wmat *m);
 static void copy_rows(qp_wmat *m);
 static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
+    if (m->use_i8 && m->tr->vec_dot_i8_packed && m->tr->vec_dot_i8_tile && !rt->no_repack) { /* int8 activations: the same layout */
+        repack(m);
+        rt->cfg.n_repacked += m->packed != NULL;
+    }
     if (!m->tr->vec_dot_q8 || m->act_i8) return;
     const qp_encoding_traits *at = qp_encoding_get(m->tr->act_encoding);
     size_t bytes;

@@ -281,25 +281,47 @@ static void row_tile(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_t
     for (int64_t i = r; i < r + n; i++) finish(tk, tk->y + i, (size_t)tk->ldy, n_tok);
 }
 
+/* Rows [r, r + n) of one task through the encoding's rows x tokens int8 dot, in calls whose
+ * results fit a stack buffer (one token: up to QP_I8_TILE_BUF rows per call, one stream of rows) */
+#define QP_I8_TILE_BUF 1024
+static void row_tile_i8(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok);
+
+/* Groups [g0, g1) of g repacked rows against int8 activations: a group at a time, tokens in
+ * batches whose results fit a stack buffer */
+static void packed_groups_i8(const qp_matvec_task *tk, int64_t g, int64_t g0, int64_t g1, int64_t n_tok) {
+    const qp_wmat *w = tk->w;
+    const int64_t nb = w->cols / w->tr->block_elems, nt_max = QP_I8_TILE_BUF / g;
+    double d[QP_I8_TILE_BUF];
+    for (int64_t gi = g0; gi < g1; gi++)
+        for (int64_t t0 = 0; t0 < n_tok; t0 += nt_max) {
+            const int64_t nt = n_tok - t0 < nt_max ? n_tok - t0 : nt_max;
+            w->tr->vec_dot_i8_packed(w->packed + (size_t)(gi * nb) * w->tr->q8_pack_block_bytes, 1,
+                                     tk->xa + (size_t)t0 * (size_t)tk->ldxa, (size_t)tk->ldxa, nt, w->cols, d, (size_t)g);
+            for (int64_t t = 0; t < nt; t++)
+                for (int64_t i = 0; i < g; i++)
+                    tk->y[(size_t)(t0 + t) * (size_t)tk->ldy + (size_t)(gi * g + i)] = i8_result(tk, d[t * g + i], t0 + t);
+        }
+}
+
 /* Rows [r, r + n) of one task whose first rows are repacked (runtime.md "Repacked rows"): the
  * groups that start in [r, r + n) (a group started before r belongs to the chunk that holds its
- * start, so every row is computed once), and the rows past the groups through row_tile. */
+ * start, so every row is computed once), and the rows past the groups through row_tile (int8
+ * activations: packed_groups_i8 and row_tile_i8). */
 static void row_tile_packed(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok) {
     const qp_wmat *w = tk->w;
     const int64_t g = w->tr->q8_pack_rows(), nb = w->cols / w->tr->block_elems;
     const int64_t g0 = (r + g - 1) / g, g1 = (r + n < w->packed_rows ? r + n + g - 1 : w->packed_rows) / g;
-    if (g1 > g0) {
+    if (g1 > g0 && w->use_i8) {
+        packed_groups_i8(tk, g, g0, g1, n_tok);
+    } else if (g1 > g0) {
         w->tr->vec_dot_q8_packed(w->packed + (size_t)(g0 * nb) * w->tr->q8_pack_block_bytes, g1 - g0, tk->xq, tk->ldxq,
                                  n_tok, w->cols, tk->y + g0 * g, (size_t)tk->ldy);
         for (int64_t i = g0 * g; i < g1 * g; i++) finish(tk, tk->y + i, (size_t)tk->ldy, n_tok);
     }
     const int64_t tail = r > w->packed_rows ? r : w->packed_rows;
-    if (tail < r + n) row_tile(tk, tail, r + n - tail, n_tok);
+    if (tail < r + n) (w->use_i8 ? row_tile_i8 : row_tile)(tk, tail, r + n - tail, n_tok);
 }
 
-/* Rows [r, r + n) of one task through the encoding's rows x tokens int8 dot, in calls whose
- * results fit a stack buffer (one token: up to QP_I8_TILE_BUF rows per call, one stream of rows) */
-#define QP_I8_TILE_BUF 1024
 static void row_tile_i8(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok) {
     const qp_wmat *w = tk->w;
     double d[QP_I8_TILE_BUF];

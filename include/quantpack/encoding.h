@@ -132,6 +132,10 @@ typedef void (*qp_vec_dot_q8_packed_fn)(const void *packed, int64_t n_groups, co
  * a + t * lda) at once: y[t * ldy + r] = vec_dot_i8(w + r * ldw, a + t * lda, n) exactly. */
 typedef void (*qp_vec_dot_i8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const int8_t *a, size_t lda,
                                       int64_t n_tok, int64_t n, double *y, size_t ldy);
+/* vec_dot_i8 over n_groups groups of the q8_pack layout (the int8-activation products, runtime.md
+ * "Repacked rows"): y[t * ldy + g * rows + r] = vec_dot_i8(row g * rows + r, a + t * lda, n) exactly. */
+typedef void (*qp_vec_dot_i8_packed_fn)(const void *packed, int64_t n_groups, const int8_t *a, size_t lda,
+                                        int64_t n_tok, int64_t n, double *y, size_t ldy);
 /* Whole tensor of n elements -> qp_encoding_tensor_bytes() bytes, including any trailer. */
 typedef void (*qp_quantize_tensor_fn)(const float *x, void *y, int64_t n);
 
@@ -177,6 +181,7 @@ typedef struct qp_encoding_traits {
     size_t q8_pack_block_bytes;
     qp_q8_pack_fn q8_pack;
     qp_vec_dot_q8_packed_fn vec_dot_q8_packed;
+    qp_vec_dot_i8_packed_fn vec_dot_i8_packed; /* the same layout with int8 activations (NULL: none) */
 } qp_encoding_traits;
 
 /* Traits of an encoding; NULL for an out-of-range value. */

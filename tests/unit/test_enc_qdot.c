@@ -264,6 +264,53 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n, int d_off) {
     free(w), free(x), free(wq), free(xq), free(pk);
 }
 
+/* Repacked rows against int8 activations (traits vec_dot_i8_packed): 1-3 groups x 1, 2, 5, 70
+ * tokens of random codes (code 3 too) with random scales, activations random and the extremes
+ * -128 / 127, at every level: each (row, token) vec_dot_i8's double exactly, nothing written outside */
+static void check_packed_i8(const qp_encoding_traits *tr, int64_t n, int d_off) {
+    enum { G = 16, NG = 3, NT = 70, LDY = G * NG + 3 };
+    size_t wb = 0;
+    QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb));
+    const size_t group_bytes = (size_t)(n / tr->block_elems) * tr->q8_pack_block_bytes;
+    uint8_t *wq = malloc(wb * G * NG), *pk = malloc(group_bytes * NG);
+    int8_t *a = malloc((size_t)n * NT);
+    double *y = malloc(sizeof *y * LDY * NT);
+    for (size_t i = 0; i < wb * G * NG; i++) wq[i] = (uint8_t)(rnd() >> 56);
+    for (size_t b = 0; b < wb * G * NG / tr->block_bytes; b++) {
+        const uint16_t h = random_scale(b);
+        memcpy(wq + b * tr->block_bytes + d_off, &h, 2);
+    }
+    for (int64_t i = 0; i < n * NT; i++) a[i] = (int8_t)(rnd() >> 56);
+    memset(a, 0x80, (size_t)n);
+    memset(a + n, 0x7F, (size_t)n);
+    for (int g = 0; g < NG; g++) tr->q8_pack(wq + (size_t)(g * G) * wb, wb, n, pk + (size_t)g * group_bytes);
+    for (int lv = 0; lv <= 2; lv++) {
+        qp_encoding_simd_force(lv);
+        const int toks[] = {1, 2, 5, NT};
+        for (int ng = 1; ng <= NG; ng++)
+            for (int ti = 0; ti < 4; ti++) {
+                const int nt = toks[ti];
+                for (int i = 0; i < LDY * NT; i++) y[i] = -1.0;
+                tr->vec_dot_i8_packed(pk, ng, a, (size_t)n, nt, n, y, LDY);
+                int bad = 0;
+                for (int t = 0; t < NT; t++)
+                    for (int r = 0; r < LDY; r++) {
+                        const double got = y[t * LDY + r];
+                        if (t >= nt || r >= G * ng) {
+                            bad += got != -1.0;
+                            continue;
+                        }
+                        const double one = tr->vec_dot_i8(wq + (size_t)r * wb, a + (size_t)t * n, n);
+                        bad += memcmp(&one, &got, sizeof one) != 0;
+                    }
+                QP_CHECK_MSG(bad == 0, "%s packed int8 n=%lld level %s: %d groups x %d tokens, %d pairs wrong or written outside",
+                             tr->name, (long long)n, qp_encoding_simd_level(), ng, nt, bad);
+            }
+    }
+    qp_encoding_simd_force(-1);
+    free(wq), free(pk), free(a), free(y);
+}
+
 /* TQ2_0 / TQ1_0 / BQ4: rows of random bytes with a finite random f16 scale at d_off of each block
  * (every 8th block the largest f16 65504, every 8th + 1 a subnormal; BQ4's zero byte random, so
  * -128..127, and -128 / 127 in every 5th / 5th + 1 block), n of 1 to 22 blocks (the kernels' groups
@@ -496,6 +543,8 @@ int main(void) {
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
     check_packed(qp_encoding_get(QP_ENC_TQ2_0), 5632, QP_TQ2_0_OFF_D);
     check_packed(qp_encoding_get(QP_ENC_Q4_0), 2048, 0); /* every code pair re-paired into the BQ4 layout */
+    check_packed_i8(qp_encoding_get(QP_ENC_TQ2_0), 256, QP_TQ2_0_OFF_D);
+    check_packed_i8(qp_encoding_get(QP_ENC_TQ2_0), 2048, QP_TQ2_0_OFF_D);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
     check_random_codes(QP_ENC_BQ4, 0);
     check_bq4_zero_range();
