@@ -1,7 +1,9 @@
+#define _DEFAULT_SOURCE 1 /* madvise, MADV_HUGEPAGE (glibc) */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "quantpack/core.h"
 
@@ -26,6 +28,19 @@ static bool should_fail(void) {
 void *qp_malloc(size_t n) {
     if (should_fail()) return NULL;
     return malloc(n ? n : 1);
+}
+
+void *qp_malloc_huge(size_t n) {
+    const size_t huge = (size_t)2 << 20;
+    if (n < huge) return qp_malloc(n);
+    if (should_fail() || n > SIZE_MAX - huge) return NULL;
+    const size_t rounded = (n + huge - 1) / huge * huge;
+    void *p = NULL;
+    if (posix_memalign(&p, huge, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: 4 KB pages serve if it is refused */
+#endif
+    return p;
 }
 
 void *qp_calloc(size_t count, size_t size) {

@@ -181,7 +181,7 @@ static void fast_dot_for(qp_runtime *rt, qp_wmat *m) {
 static void copy_rows(qp_wmat *m) {
     size_t bytes;
     if (!(m->tr->flags & QP_ENC_FLAG_FAST_COPY) || m->owned || m->copied || !qp_size_mul((size_t)m->rows, m->row_bytes, &bytes) ||
-        !(m->copied = qp_malloc(bytes)))
+        !(m->copied = qp_malloc_huge(bytes)))
         return;
     memcpy(m->copied, m->data, bytes);
     m->data = m->copied;
@@ -195,7 +195,7 @@ static void repack(qp_wmat *m) {
     size_t bytes;
     if (g <= 0 || m->rows < g || m->packed ||
         !qp_size_mul((size_t)(m->rows / g) * (size_t)(m->cols / m->tr->block_elems), m->tr->q8_pack_block_bytes, &bytes) ||
-        !(m->packed = qp_malloc(bytes)))
+        !(m->packed = qp_malloc_huge(bytes)))
         return;
     m->packed_rows = m->rows / g * g;
     const size_t group_bytes = bytes / (size_t)(m->rows / g);

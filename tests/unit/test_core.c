@@ -1,6 +1,7 @@
 /* Core: status, checked arithmetic, cursor, arena, strmap, half-precision conversions, traits. */
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/strmap.h"
 #include "qp_test.h"
@@ -120,6 +121,21 @@ int main(void) {
     QP_CHECK(p != NULL);
     qp_free(p);
     QP_CHECK(qp_calloc(SIZE_MAX / 2, 4) == NULL);
+    /* qp_malloc_huge: small sizes as qp_malloc, from 2 MiB 2 MiB-aligned and writable to the
+     * end; injected failures and sizes past SIZE_MAX count as failures */
+    const size_t mib2 = (size_t)2 << 20;
+    unsigned char *hp = qp_malloc_huge(3 * mib2 + 5);
+    QP_CHECK(hp != NULL && (uintptr_t)hp % mib2 == 0);
+    if (hp) {
+        memset(hp, 0xA5, 3 * mib2 + 5);
+        QP_CHECK(hp[3 * mib2 + 4] == 0xA5);
+    }
+    qp_free(hp);
+    qp_free(qp_malloc_huge(10));
+    qp_alloc_fail_after(0);
+    QP_CHECK(qp_malloc_huge(mib2) == NULL && qp_malloc_huge(10) == NULL);
+    qp_alloc_fail_after(-1);
+    QP_CHECK(qp_malloc_huge(SIZE_MAX - 5) == NULL);
     test_alloc_injection_threads();
 
     /* F16: every half round-trips exactly through F32 */
