@@ -34,11 +34,10 @@ void *qp_malloc_huge(size_t n) {
     const size_t huge = (size_t)2 << 20;
     if (n < huge) return qp_malloc(n);
     if (should_fail() || n > SIZE_MAX - huge) return NULL;
-    const size_t rounded = (n + huge - 1) / huge * huge;
     void *p = NULL;
-    if (posix_memalign(&p, huge, rounded) != 0) return NULL;
+    if (posix_memalign(&p, huge, n) != 0) return NULL;
 #ifdef MADV_HUGEPAGE
-    (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: 4 KB pages serve if it is refused */
+    (void)madvise(p, n / huge * huge, MADV_HUGEPAGE); /* whole huge pages only; advice: 4 KB pages serve if refused */
 #endif
     return p;
 }

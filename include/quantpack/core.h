@@ -18,8 +18,9 @@ extern "C" {
 QP_API void *qp_malloc(size_t n);
 QP_API void *qp_calloc(size_t count, size_t size); /* overflow-checked */
 /* n bytes for a large buffer read in long streams (the runtime's repacked and copied weights):
- * from 2 MiB up, 2 MiB aligned and advised as transparent huge pages (madvise, where the system
- * has it); freed with qp_free */
+ * from 2 MiB up, 2 MiB aligned and its whole 2 MiB pages advised as transparent huge pages
+ * (madvise, where the system has it; the size is not rounded up, so no memory is added); freed
+ * with qp_free */
 QP_API void *qp_malloc_huge(size_t n);
 QP_API void *qp_realloc(void *p, size_t n);
 QP_API void qp_free(void *p);                      /* qp_free(NULL) is fine */
