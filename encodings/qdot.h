@@ -73,9 +73,10 @@ QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
 #define QP_TQ2_PACK_CODES 1024
 #define QP_TQ2_PACK_BYTES 1056
 void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out);
-int64_t qp_tq2_0_pack_rows(void); /* simd.c: 16 at the VNNI level, else 0 */
+int64_t qp_tq2_0_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_vnni);
+QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_avx2);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k);
 /* the same groups against int8 activations (encoding.h qp_vec_dot_i8_packed_fn) */
 #define QP_I8_PACKED_DECL(NAME)                                                                  \
@@ -83,6 +84,7 @@ QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k);
               size_t ldy)
 QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8_ref);
 QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8_vnni);
+QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8_avx2);
 QP_I8_PACKED_DECL(qp_tq2_0_packed_dot_i8);
 
 /* scalar references: w a row of n elements, xq the activations in Q8_0 / Q8_K blocks */

@@ -364,3 +364,109 @@ void qp_bq4_packed_dot_q8_0_avx2(const void *packed, int64_t n_groups, const voi
                 _mm256_storeu_ps(yt + 8 * h, _mm256_add_ps(_mm256_add_ps(s[h][0], s[h][2]), _mm256_add_ps(s[h][1], s[h][3])));
         }
 }
+
+/* Repacked TQ2_0 groups (qdot.h QP_TQ2_PACK_*, encodings.md "Repacked TQ2_0 rows"), AVX2: a 64-byte
+ * code vector is two ymm halves (rows 0-7, 8-15; row r in int32 lane r % 8). Each half gives 4 code
+ * vectors (w >> 2s) & 3 (0..3, shifted down: maddubs of codes masked in place, up to 192, could
+ * saturate int16), maddubs'd against the token's 4 activations of s (a 4-byte broadcast): int16
+ * pairs |<= 2 x 3 x 128 = 768|; 8 vectors x 4 s summed in int16 (|<= 24576| < 2^15: exact), then
+ * one madd to int32, twice per block; isum = that - asum (codes are level + 1). NH halves x NT
+ * tokens per call (NH * NT <= 4). Float steps those of the VNNI kernel in 8 lanes. */
+#define QP_TQ2_AVX2_TT 4
+__attribute__((always_inline)) static inline void tq2_packed_block_avx2(const uint8_t *codes, int h0, int nh, const int8_t *const a[],
+                                                                        const int32_t asum[], int nt, __m256i isum[]) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int p = 0; p < nh * nt; p++) isum[p] = _mm256_set1_epi32(-asum[p % nt]);
+    for (int v0 = 0; v0 < 16; v0 += 8) {
+        __m256i acc[QP_TQ2_AVX2_TT];
+        for (int p = 0; p < nh * nt; p++) acc[p] = _mm256_setzero_si256();
+        for (int v = v0; v < v0 + 8; v++)
+            for (int hh = 0; hh < nh; hh++) {
+                const __m256i w = qp_load256(codes + 64 * v + 32 * (h0 + hh));
+                const __m256i u[4] = {_mm256_and_si256(w, m3), _mm256_and_si256(_mm256_srli_epi16(w, 2), m3),
+                                      _mm256_and_si256(_mm256_srli_epi16(w, 4), m3), _mm256_and_si256(_mm256_srli_epi16(w, 6), m3)};
+                for (int t = 0; t < nt; t++)
+                    for (int s = 0; s < 4; s++)
+                        acc[hh * nt + t] = _mm256_add_epi16(acc[hh * nt + t],
+                                                            _mm256_maddubs_epi16(u[s], bcast32((const uint8_t *)a[t] + 16 * v + 4 * s)));
+            }
+        for (int p = 0; p < nh * nt; p++) isum[p] = _mm256_add_epi32(isum[p], _mm256_madd_epi16(acc[p], _mm256_set1_epi16(1)));
+    }
+}
+/* halves h0 .. h0 + nh - 1 of one group (nb blocks at pg) against nt tokens (x / ldx, y / ldy as
+ * in qdot_avx512.c tq2_packed_group: Q8_K rows and float y, or int8 rows and double y) */
+__attribute__((always_inline)) static inline void tq2_packed_avx2(const uint8_t *pg, int64_t nb, int h0, int nh, bool i8, const void *x,
+                                                                  size_t ldx, int nt, void *y, size_t ldy) {
+    __m256 sum[QP_TQ2_AVX2_TT];
+    __m256d lo[QP_TQ2_AVX2_TT], hi[QP_TQ2_AVX2_TT];
+    for (int p = 0; p < nh * nt; p++) sum[p] = _mm256_setzero_ps(), lo[p] = hi[p] = _mm256_setzero_pd();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i isum[QP_TQ2_AVX2_TT];
+        const int8_t *a[QP_TQ2_AVX2_TT];
+        int32_t asum[QP_TQ2_AVX2_TT];
+        for (int t = 0; t < nt; t++) a[t] = qp_tq2_block_acts(x, ldx, t, i, i8, &asum[t]);
+        tq2_packed_block_avx2(pg + (size_t)i * QP_TQ2_PACK_CODES, h0, nh, a, asum, nt, isum);
+        for (int hh = 0; hh < nh; hh++) {
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pg + QP_TQ2_PACK_CODES * nb + 32 * i + 16 * (h0 + hh))));
+            for (int t = 0; t < nt; t++) {
+                const int p = hh * nt + t;
+                if (i8) {
+                    lo[p] = _mm256_add_pd(lo[p], _mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(dw)),
+                                                               _mm256_cvtepi32_pd(_mm256_castsi256_si128(isum[p]))));
+                    hi[p] = _mm256_add_pd(hi[p], _mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(dw, 1)),
+                                                               _mm256_cvtepi32_pd(_mm256_extracti128_si256(isum[p], 1))));
+                    continue;
+                }
+                const float da = qp_load_f32le((const uint8_t *)x + (size_t)t * ldx + (size_t)i * QP_Q8_K_BYTES);
+                const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(da));
+                sum[p] = _mm256_add_ps(sum[p], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[p])));
+            }
+        }
+    }
+    for (int hh = 0; hh < nh; hh++)
+        for (int t = 0; t < nt; t++) {
+            const int p = hh * nt + t;
+            const size_t at = (size_t)t * ldy + (size_t)(8 * (h0 + hh));
+            if (!i8) {
+                _mm256_storeu_ps((float *)y + at, sum[p]);
+                continue;
+            }
+            _mm256_storeu_pd((double *)y + at, lo[p]);
+            _mm256_storeu_pd((double *)y + at + 4, hi[p]);
+        }
+}
+/* one token: both halves at once (decode: one stream of the groups); several: each half against
+ * tokens in fours (constant counts per call: the chains stay in registers) */
+__attribute__((always_inline)) static inline void tq2_packed_groups_avx2(const void *packed, int64_t n_groups, bool i8, const void *x,
+                                                                         size_t ldx, int64_t n_tok, int64_t n, void *y, size_t ldy) {
+    const int64_t nb = n / QP_QK_K;
+    const size_t elem = i8 ? sizeof(double) : sizeof(float);
+    for (int64_t g = 0; g < n_groups; g++) {
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
+        void *yg = (uint8_t *)y + (size_t)(g * QP_TQ2_PACK_ROWS) * elem;
+        if (n_tok == 1) {
+            tq2_packed_avx2(pg, nb, 0, 2, i8, x, ldx, 1, yg, ldy);
+            continue;
+        }
+        for (int h = 0; h < 2; h++)
+            for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_AVX2_TT) {
+                const int nt = n_tok - t0 < QP_TQ2_AVX2_TT ? (int)(n_tok - t0) : QP_TQ2_AVX2_TT;
+                const void *xt = (const uint8_t *)x + (size_t)t0 * ldx;
+                void *yt = (uint8_t *)yg + (size_t)t0 * ldy * elem;
+                switch (nt) {
+                case 4: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 4, yt, ldy); break;
+                case 3: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 3, yt, ldy); break;
+                case 2: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 2, yt, ldy); break;
+                default: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 1, yt, ldy); break;
+                }
+            }
+    }
+}
+void qp_tq2_0_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                                  float *y, size_t ldy) {
+    tq2_packed_groups_avx2(packed, n_groups, false, xq, ldxq, n_tok, n, y, ldy);
+}
+void qp_tq2_0_packed_dot_i8_avx2(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok, int64_t n,
+                                 double *y, size_t ldy) {
+    tq2_packed_groups_avx2(packed, n_groups, true, a, lda, n_tok, n, y, ldy);
+}

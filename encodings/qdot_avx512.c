@@ -788,13 +788,6 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const
     }
 }
 
-/* sum of 256 int8 (exact) */
-QP_VNNI static inline int32_t sum256_i8(const int8_t *a) {
-    __m512i s = _mm512_setzero_si512();
-    for (int k = 0; k < 4; k++) s = _mm512_dpbusd_epi32(s, _mm512_set1_epi8(1), _mm512_loadu_si512((const void *)(a + 64 * k)));
-    return _mm512_reduce_add_epi32(s);
-}
-
 /* One group (nb blocks at pg) against tt tokens, lane r of token t's 16 results at y + t * ldy.
  * Q8_K activations (xq: Q8_K rows of ldxq bytes; y float): the reference's float step d = f16(d_w)
  * d_a, s = s + d isum; int8 ones (a: rows of lda; y double): s += (double)d_w * (double)isum in
@@ -808,11 +801,7 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const
         __m512i isum[QP_TQ2_TT];
         const int8_t *a[QP_TQ2_TT];
         int32_t asum[QP_TQ2_TT];
-        for (int t = 0; t < tt; t++) {
-            const uint8_t *xt = (const uint8_t *)x + (size_t)t * ldx;
-            a[t] = i8 ? (const int8_t *)xt + i * QP_QK_K : (const int8_t *)(xt + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_QS);
-            asum[t] = i8 ? sum256_i8(a[t]) : qp_q8k_bsum_total(xt + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_BSUMS);
-        }
+        for (int t = 0; t < tt; t++) a[t] = qp_tq2_block_acts(x, ldx, t, i, i8, &asum[t]);
         tq2_packed_block(pg + (size_t)i * QP_TQ2_PACK_CODES, a, asum, tt, isum);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pg + QP_TQ2_PACK_CODES * nb + 32 * i)));
         for (int t = 0; t < tt; t++) {

@@ -303,6 +303,21 @@ static inline int32_t qp_q8k_bsum_total(const uint8_t *bsums) {
     return qp_hsum256_epi32(_mm256_madd_epi16(qp_load256(bsums), _mm256_set1_epi16(1)));
 }
 
+/* token t's 256 activations of block i of the rows at x (ldx bytes apart): Q8_K rows, or int8
+ * rows with i8; *asum their sum (exact: 8 maddubs by ones, |lane| <= 8 x 256) */
+static inline const int8_t *qp_tq2_block_acts(const void *x, size_t ldx, int t, int64_t i, bool i8, int32_t *asum) {
+    const uint8_t *xt = (const uint8_t *)x + (size_t)t * ldx;
+    if (!i8) {
+        *asum = qp_q8k_bsum_total(xt + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_BSUMS);
+        return (const int8_t *)(xt + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_QS);
+    }
+    const uint8_t *a = xt + (size_t)i * QP_QK_K;
+    __m256i s = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(_mm256_set1_epi8(1), qp_load256(a + 32 * k)));
+    *asum = qp_hsum256_epi32(_mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+    return (const int8_t *)a;
+}
+
 /* Chunk k (0..7) of 32 elements of a 256-element chunk of a row: *u the unsigned codes (level +
  * the kernel's bias), *a the matching 32 activations (any order inside the chunk: the integer sum
  * does not depend on it). */

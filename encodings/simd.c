@@ -239,16 +239,20 @@ void qp_bq4_packed_dot_q8_0(const void *packed, int64_t n_groups, const void *xq
     else qp_bq4_packed_dot_q8_0_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
-/* repacked TQ2_0 rows: a layout for the VNNI kernel (below it the file's rows are read) */
-int64_t qp_tq2_0_pack_rows(void) { return qdot_level() >= 2 ? QP_TQ2_PACK_ROWS : 0; }
+/* repacked TQ2_0 rows: a layout for the AVX2 and VNNI kernels (scalar: the file's rows are read) */
+int64_t qp_tq2_0_pack_rows(void) { return qdot_level() >= 1 ? QP_TQ2_PACK_ROWS : 0; }
 void qp_tq2_0_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
                              int64_t n, float *y, size_t ldy) {
-    if (qdot_level() >= 2) qp_tq2_0_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    const int lv = qdot_level();
+    if (lv >= 2) qp_tq2_0_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    else if (lv >= 1) qp_tq2_0_packed_dot_q8k_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
     else qp_tq2_0_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
 void qp_tq2_0_packed_dot_i8(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok, int64_t n,
                             double *y, size_t ldy) {
-    if (qdot_level() >= 2) qp_tq2_0_packed_dot_i8_vnni(packed, n_groups, a, lda, n_tok, n, y, ldy);
+    const int lv = qdot_level();
+    if (lv >= 2) qp_tq2_0_packed_dot_i8_vnni(packed, n_groups, a, lda, n_tok, n, y, ldy);
+    else if (lv >= 1) qp_tq2_0_packed_dot_i8_avx2(packed, n_groups, a, lda, n_tok, n, y, ldy);
     else qp_tq2_0_packed_dot_i8_ref(packed, n_groups, a, lda, n_tok, n, y, ldy);
 }
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)
