@@ -38,12 +38,14 @@ static inline void qp_q4k_unpack_scales(const uint8_t *s12, uint8_t sc[8], uint8
 #define QP_Q4K_PACK_OFF_MN 192
 #define QP_Q4K_PACK_OFF_QS 320
 #define QP_Q4K_PACK_BYTES 2368
+/* rows per group of every repacked layout below (traits q8_pack_rows), simd.c: 16 at the AVX2 and
+ * VNNI levels, 0 at the scalar one */
+int64_t qp_pack16_rows(void);
 /* a dot over packed groups (encoding.h qp_vec_dot_q8_packed_fn) */
 #define QP_QDOT_PACKED_DECL(NAME)                                                                \
     void NAME(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n, float *y, \
               size_t ldy)
 void qp_q4k_pack16(const void *w, size_t ldw, int64_t n, void *out);
-int64_t qp_q4k_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_avx2);
 QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k_vnni);
@@ -59,7 +61,6 @@ QP_QDOT_PACKED_DECL(qp_q4k_packed_dot_q8k);
 #define QP_BQ4_PACK_BYTES 304
 void qp_bq4_pack16(const void *w, size_t ldw, int64_t n, void *out);
 void qp_q4_0_pack16(const void *w, size_t ldw, int64_t n, void *out); /* Q4_0 rows into the BQ4 layout */
-int64_t qp_bq4_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_ref);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_avx2);
 QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0_vnni);
@@ -72,8 +73,8 @@ QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
 #define QP_TQ2_PACK_ROWS 16
 #define QP_TQ2_PACK_CODES 1024
 #define QP_TQ2_PACK_BYTES 1056
+_Static_assert(QP_Q4K_PACK_ROWS == 16 && QP_BQ4_PACK_ROWS == 16 && QP_TQ2_PACK_ROWS == 16, "qp_pack16_rows");
 void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out);
-int64_t qp_tq2_0_pack_rows(void); /* simd.c: 16 at the AVX2 and VNNI levels, else 0 */
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_vnni);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_avx2);

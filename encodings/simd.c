@@ -220,41 +220,22 @@ QP_DISPATCH_QDOT_TILE(q4k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q5k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q6k_dot_q8k)
 QP_DISPATCH_QDOT(q5k_dot_q8k)
-/* repacked Q4_K rows: a layout for the AVX2 and VNNI kernels (scalar: the file's rows are read) */
-int64_t qp_q4k_pack_rows(void) { return qdot_level() >= 1 ? QP_Q4K_PACK_ROWS : 0; }
-void qp_q4k_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                           float *y, size_t ldy) {
-    const int lv = qdot_level();
-    if (lv >= 2) qp_q4k_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else if (lv >= 1) qp_q4k_packed_dot_q8k_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else qp_q4k_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-}
-/* repacked BQ4 rows: a layout for the AVX2 and VNNI kernels */
-int64_t qp_bq4_pack_rows(void) { return qdot_level() >= 1 ? QP_BQ4_PACK_ROWS : 0; }
-void qp_bq4_packed_dot_q8_0(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                            float *y, size_t ldy) {
-    const int lv = qdot_level();
-    if (lv >= 2) qp_bq4_packed_dot_q8_0_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else if (lv >= 1) qp_bq4_packed_dot_q8_0_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else qp_bq4_packed_dot_q8_0_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-}
+/* Repacked rows (Q4_K, BQ4 and Q4_0 in its layout, TQ2_0): 16-row groups read by the AVX2 and VNNI
+ * kernels; 0 at the scalar level, where the file's rows are read. The dots over the groups by
+ * level, as QP_DISPATCH_QDOT (Y: float results, or double for int8 activations). */
+int64_t qp_pack16_rows(void) { return qdot_level() >= 1 ? 16 : 0; }
+#define QP_DISPATCH_PACKED(NAME, X, Y)                                                                                   \
+    void qp_##NAME(const void *packed, int64_t n_groups, X xq, size_t ldxq, int64_t n_tok, int64_t n, Y *y, size_t ldy) { \
+        const int lv = qdot_level();                                                                                    \
+        if (lv >= 2) qp_##NAME##_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);                                    \
+        else if (lv >= 1) qp_##NAME##_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);                               \
+        else qp_##NAME##_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);                                             \
+    }
+QP_DISPATCH_PACKED(q4k_packed_dot_q8k, const void *, float)
+QP_DISPATCH_PACKED(bq4_packed_dot_q8_0, const void *, float)
+QP_DISPATCH_PACKED(tq2_0_packed_dot_q8k, const void *, float)
+QP_DISPATCH_PACKED(tq2_0_packed_dot_i8, const int8_t *, double)
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
-/* repacked TQ2_0 rows: a layout for the AVX2 and VNNI kernels (scalar: the file's rows are read) */
-int64_t qp_tq2_0_pack_rows(void) { return qdot_level() >= 1 ? QP_TQ2_PACK_ROWS : 0; }
-void qp_tq2_0_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
-                             int64_t n, float *y, size_t ldy) {
-    const int lv = qdot_level();
-    if (lv >= 2) qp_tq2_0_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else if (lv >= 1) qp_tq2_0_packed_dot_q8k_avx2(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else qp_tq2_0_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-}
-void qp_tq2_0_packed_dot_i8(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok, int64_t n,
-                            double *y, size_t ldy) {
-    const int lv = qdot_level();
-    if (lv >= 2) qp_tq2_0_packed_dot_i8_vnni(packed, n_groups, a, lda, n_tok, n, y, ldy);
-    else if (lv >= 1) qp_tq2_0_packed_dot_i8_avx2(packed, n_groups, a, lda, n_tok, n, y, ldy);
-    else qp_tq2_0_packed_dot_i8_ref(packed, n_groups, a, lda, n_tok, n, y, ldy);
-}
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)
 QP_DISPATCH_QDOT(i2s_dot_q8k)
 QP_DISPATCH_QDOT(i2s_arm_dot_q8k)
