@@ -236,29 +236,80 @@ void qp_q4k_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void 
     packed_dot_ref(q4k_packed_row, QP_Q4K_PACK_ROWS, QP_Q4K_PACK_BYTES, n / QP_QK_K, packed, n_groups, xq, ldxq, n_tok, y,
                    ldy);
 }
+/* the exact integer sum of one Q6_K super-block wb (as the file stores it) by the activations a:
+ * sum_j sc_j (q_j . a_j) over the 16 sub-blocks of 16, levels q = 6-bit code - 32 */
+static int32_t q6k_isum(const uint8_t *wb, const int8_t *a) {
+    const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
+    int32_t isum = 0;
+    for (int h = 0; h < 2; h++) { /* two halves of 128: ql 64 bytes, qh 32 bytes each */
+        const uint8_t *ql = wb + 64 * h, *qh = wb + QP_Q6_K_OFF_QH + 32 * h;
+        for (int m = 0; m < 4; m++) { /* element 128h + 32m + l */
+            int32_t p[2] = {0, 0};
+            for (int l = 0; l < 32; l++) {
+                const uint8_t lo = (m & 1) ? ql[l + 32] : ql[l];
+                const int v = (int)(((m & 2) ? lo >> 4 : lo & 0x0F) | (((qh[l] >> (2 * m)) & 3) << 4)) - 32;
+                p[l / 16] += v * a[128 * h + 32 * m + l];
+            }
+            isum += scb[8 * h + 2 * m] * p[0] + scb[8 * h + 2 * m + 1] * p[1];
+        }
+    }
+    return isum;
+}
+/* the float step of one super-block: sum + (d_w d_a) isum */
+static inline float q6k_step(float sum, float dw, const uint8_t *ab, int32_t isum) {
+    const float d = dw * qp_load_f32le(ab);
+    return sum + d * (float)isum;
+}
 float qp_q6k_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     const uint8_t *wb = w, *ab = xq;
     float sum = 0.0f;
-    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES, ab += QP_Q8_K_BYTES) {
-        const int8_t *a = (const int8_t *)(ab + QP_Q8_K_OFF_QS);
-        const int8_t *scb = (const int8_t *)(wb + QP_Q6_K_OFF_SCALES);
-        int32_t isum = 0;
-        for (int h = 0; h < 2; h++) { /* two halves of 128: ql 64 bytes, qh 32 bytes each */
-            const uint8_t *ql = wb + 64 * h, *qh = wb + QP_Q6_K_OFF_QH + 32 * h;
-            for (int m = 0; m < 4; m++) { /* element 128h + 32m + l */
-                int32_t p[2] = {0, 0};
-                for (int l = 0; l < 32; l++) {
-                    const uint8_t lo = (m & 1) ? ql[l + 32] : ql[l];
-                    const int v = (int)(((m & 2) ? lo >> 4 : lo & 0x0F) | (((qh[l] >> (2 * m)) & 3) << 4)) - 32;
-                    p[l / 16] += v * a[128 * h + 32 * m + l];
-                }
-                isum += scb[8 * h + 2 * m] * p[0] + scb[8 * h + 2 * m + 1] * p[1];
+    for (int64_t i = 0; i < n / QP_QK_K; i++, wb += QP_Q6_K_BYTES, ab += QP_Q8_K_BYTES)
+        sum = q6k_step(sum, qp_fp16_to_fp32(qp_load_u16le(wb + QP_Q6_K_OFF_D)), ab,
+                       q6k_isum(wb, (const int8_t *)(ab + QP_Q8_K_OFF_QS)));
+    return sum;
+}
+
+/* 16 Q6_K rows (row r at w + r * ldw) -> the packed layout of qdot.h QP_Q6K_PACK_* */
+void qp_q6k_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    uint8_t *o = out;
+    for (int64_t i = 0; i < n / QP_QK_K; i++, o += QP_Q6K_PACK_BYTES)
+        for (int r = 0; r < QP_Q6K_PACK_ROWS; r++) {
+            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * QP_Q6_K_BYTES;
+            qp_store_f32le(o + 4 * r, qp_fp16_to_fp32(qp_load_u16le(b + QP_Q6_K_OFF_D)));
+            for (int j = 0; j < 16; j++) o[QP_Q6K_PACK_OFF_SC + 16 * j + r] = b[QP_Q6_K_OFF_SCALES + j];
+            for (int t = 0; t < 16; t++) { /* t = 8h + v */
+                uint8_t *ot = o + QP_Q6K_PACK_OFF_Q + 192 * t + 4 * r;
+                const int h = t / 8, v = t % 8;
+                memcpy(ot, b + 64 * h + 4 * v, 4);
+                memcpy(ot + 64, b + 64 * h + 32 + 4 * v, 4);
+                memcpy(ot + 128, b + QP_Q6_K_OFF_QH + 32 * h + 4 * v, 4);
             }
         }
-        const float d = qp_fp16_to_fp32(qp_load_u16le(wb + QP_Q6_K_OFF_D)) * qp_load_f32le(ab);
-        sum = sum + d * (float)isum;
+}
+
+/* the Q6_K single dot of row r of a packed group pg (nb super-blocks) against the Q8_K blocks at
+ * ab: each super-block's ql, qh and scales put back as the file stores them */
+static float q6k_packed_row(const uint8_t *pg, int r, const uint8_t *ab, int64_t nb) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < nb; i++, pg += QP_Q6K_PACK_BYTES, ab += QP_Q8_K_BYTES) {
+        uint8_t b[QP_Q6_K_BYTES] = {0};
+        for (int t = 0; t < 16; t++) { /* t = 8h + v */
+            const uint8_t *pt = pg + QP_Q6K_PACK_OFF_Q + 192 * t + 4 * r;
+            const int h = t / 8, v = t % 8;
+            memcpy(b + 64 * h + 4 * v, pt, 4);
+            memcpy(b + 64 * h + 32 + 4 * v, pt + 64, 4);
+            memcpy(b + QP_Q6_K_OFF_QH + 32 * h + 4 * v, pt + 128, 4);
+        }
+        for (int j = 0; j < 16; j++) b[QP_Q6_K_OFF_SCALES + j] = pg[QP_Q6K_PACK_OFF_SC + 16 * j + r];
+        sum = q6k_step(sum, qp_load_f32le(pg + 4 * r), ab, q6k_isum(b, (const int8_t *)(ab + QP_Q8_K_OFF_QS)));
     }
     return sum;
+}
+
+void qp_q6k_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                               int64_t n, float *y, size_t ldy) {
+    packed_dot_ref(q6k_packed_row, QP_Q6K_PACK_ROWS, QP_Q6K_PACK_BYTES, n / QP_QK_K, packed, n_groups, xq, ldxq, n_tok, y,
+                   ldy);
 }
 
 /* ---- ternary and 2-bit rows against Q8_K ---------------------------------------------------- */

@@ -73,7 +73,25 @@ QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
 #define QP_TQ2_PACK_ROWS 16
 #define QP_TQ2_PACK_CODES 1024
 #define QP_TQ2_PACK_BYTES 1056
-_Static_assert(QP_Q4K_PACK_ROWS == 16 && QP_BQ4_PACK_ROWS == 16 && QP_TQ2_PACK_ROWS == 16, "qp_pack16_rows");
+/* Q6_K rows repacked 16 at a time (encodings.md "Repacked Q6_K rows"), QP_Q6K_PACK_BYTES per
+ * super-block of the 16 rows (a multiple of 64, every vector aligned, read front to back): row r's d
+ * as a float (the f16, converted exactly) at 4r, the int8 scale of sub-block j at QP_Q6K_PACK_OFF_SC
+ * + 16j + r, then for t = 8h + v (h = 0, 1; v = 0 .. 7) three vectors at QP_Q6K_PACK_OFF_Q + 192t:
+ * bytes 64h + 4v .. + 3 of row r's ql at + 4r, bytes 64h + 32 + 4v .. + 3 at + 64 + 4r, bytes
+ * 32h + 4v .. + 3 of its qh at + 128 + 4r (one 64-byte vector: a 4-byte group of all 16 rows). */
+#define QP_Q6K_PACK_ROWS 16
+#define QP_Q6K_PACK_OFF_SC 64
+#define QP_Q6K_PACK_OFF_Q 320
+#define QP_Q6K_PACK_BYTES 3392
+_Static_assert(QP_Q6K_PACK_BYTES % 64 == 0 && QP_Q6K_PACK_OFF_Q + 16 * 192 == QP_Q6K_PACK_BYTES, "Q6_K pack");
+void qp_q6k_pack16(const void *w, size_t ldw, int64_t n, void *out);
+int64_t qp_q6k_pack_rows(void); /* simd.c: 16 at the VNNI level, 0 below */
+QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k_ref);
+QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k_avx2);
+QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k_vnni);
+QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k);
+_Static_assert(QP_Q4K_PACK_ROWS == 16 && QP_BQ4_PACK_ROWS == 16 && QP_TQ2_PACK_ROWS == 16 && QP_Q6K_PACK_ROWS == 16,
+               "qp_pack16_rows");
 void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_vnni);

@@ -501,6 +501,10 @@ static inline __m512i packed_min_pairs(const uint8_t *pb, int k) {
 static inline __m512 packed_f16(const uint8_t *pb) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)pb));
 }
+/* lane r = the int8 scale of sub-block j of row r in a packed Q6_K super-block pb */
+static inline __m512i q6k_packed_scales(const uint8_t *pb, int j) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + QP_Q6K_PACK_OFF_SC + 16 * j)));
+}
 
 /* One packed group of 16 Q4_K rows (nb super-blocks at pg) against one token's Q8_K blocks ab:
  * lane r = row r's single dot. Per super-block 32 vector loads of 4-byte groups of the 16 rows,
@@ -527,6 +531,56 @@ QP_VNNI static inline __m512 packed_token(const uint8_t *pg, const uint8_t *ab, 
         __m512i pair[4];
         for (int k = 0; k < 4; k++) pair[k] = packed_min_pairs(pg, k);
         sum = lane_k_min_step(sum, packed_f16(pg), packed_f16(pg + QP_Q4K_PACK_OFF_DMIN), ab, isum, lane_min_sums(pair, ab));
+    }
+    return sum;
+}
+
+/* One packed group of 16 Q6_K rows (qdot.h QP_Q6K_PACK_*; nb super-blocks at pg) against one
+ * token's Q8_K blocks ab: lane r = row r's single dot. Per half h of a super-block, per qh vector v
+ * (bytes l .. l + 3 of the 16 rows' qh[32h ..], l = 4 (v % 8)) and the ql vectors of l (Q0: ql[64h
+ * + l ..], Q1: ql[64h + 32 + l ..]), the unsigned levels u = q + 32 of elements 128h + 32m + l ..
+ * + 3 (m = 0 .. 3) are one vpternlogd each: bits 0-3 from Q0, Q1, Q0 >> 4, Q1 >> 4, bits 4-5 from
+ * the qh field 2m moved there (qh & 0x33 << 4, qh & 0xCC << 2, qh & 0x33, qh & 0xCC >> 2: 16-bit
+ * shifts whose bits from the neighbour byte land in bits 0-3, which the select ignores, and bits
+ * 6-7 zero), then vpdpbusd against the 4-byte broadcast of those activations into the chain of the
+ * element's sub-block j = 8h + 2m + l / 16, started from -32 bsum_j, so chain j ends at sum_j (u -
+ * 32) a = q_j . a_j exactly (|.| <= 16 x 63 x 128); isum = sum_j sc_j chain_j (vpmulld by the
+ * sign-extended scales), then the reference's float step in the 16 lanes. */
+#define QP_SEL_LO4 0xE4 /* vpternlogd: c ? a : b, bit by bit */
+QP_VNNI static inline __m512 q6k_packed_token(const uint8_t *pg, const uint8_t *ab, int64_t nb) {
+    const __m512i m33 = _mm512_set1_epi8(0x33), mcc = _mm512_set1_epi8((char)0xCC), lo4 = _mm512_set1_epi8(0x0F);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, pg += QP_Q6K_PACK_BYTES, ab += QP_Q8_K_BYTES) {
+        const uint8_t *a = ab + QP_Q8_K_OFF_QS;
+        int32_t bias[16] __attribute__((aligned(64)));
+        _mm512_store_si512((void *)bias, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(
+            _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(ab + QP_Q8_K_OFF_BSUMS))), 5)));
+        __m512i isum = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512i c[8]; /* chain 2m + l / 16: sub-block 8h + 2m + l / 16 */
+            for (int s = 0; s < 8; s++) c[s] = _mm512_set1_epi32(bias[8 * h + s]);
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++) {
+                const __m512i hv = _mm512_loadu_si512((const void *)(pg + QP_Q6K_PACK_OFF_Q + 192 * (8 * h + v) + 128));
+                const __m512i q0 = _mm512_loadu_si512((const void *)(pg + QP_Q6K_PACK_OFF_Q + 192 * (8 * h + v)));
+                const __m512i q1 = _mm512_loadu_si512((const void *)(pg + QP_Q6K_PACK_OFF_Q + 192 * (8 * h + v) + 64));
+                const __m512i h33 = _mm512_and_si512(hv, m33), hcc = _mm512_and_si512(hv, mcc);
+                const __m512i u0 = _mm512_ternarylogic_epi32(q0, _mm512_slli_epi16(h33, 4), lo4, QP_SEL_LO4);
+                const __m512i u1 = _mm512_ternarylogic_epi32(q1, _mm512_slli_epi16(hcc, 2), lo4, QP_SEL_LO4);
+                const __m512i u2 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(q0, 4), h33, lo4, QP_SEL_LO4);
+                const __m512i u3 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(q1, 4), _mm512_srli_epi16(hcc, 2), lo4, QP_SEL_LO4);
+                const uint8_t *av = a + 128 * h + 4 * v;
+                const int k = v / 4;
+                c[k] = _mm512_dpbusd_epi32(c[k], u0, _mm512_set1_epi32((int)qp_load_u32le(av)));
+                c[2 + k] = _mm512_dpbusd_epi32(c[2 + k], u1, _mm512_set1_epi32((int)qp_load_u32le(av + 32)));
+                c[4 + k] = _mm512_dpbusd_epi32(c[4 + k], u2, _mm512_set1_epi32((int)qp_load_u32le(av + 64)));
+                c[6 + k] = _mm512_dpbusd_epi32(c[6 + k], u3, _mm512_set1_epi32((int)qp_load_u32le(av + 96)));
+            }
+            for (int s = 0; s < 8; s++)
+                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(c[s], q6k_packed_scales(pg, 8 * h + s)));
+        }
+        const __m512 d = _mm512_loadu_ps((const void *)pg);
+        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(qp_load_f32le(ab))), _mm512_cvtepi32_ps(isum)));
     }
     return sum;
 }
@@ -559,9 +613,31 @@ QP_VNNI __attribute__((always_inline)) static inline void lane_tokens(tile_kind 
     }
 }
 
-/* A super-block of 16 Q4_K rows repacked (qdot.h QP_Q4K_PACK_*): plain loads, no gathers */
-QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_packed(const uint8_t *pb, lane_block *lb) {
+/* A super-block of 16 repacked Q4_K rows (qdot.h QP_Q4K_PACK_*) or Q6_K rows (QP_Q6K_PACK_*, the
+ * levels as q6k_packed_token makes them): plain loads, no gathers */
+QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_packed(tile_kind kind, const uint8_t *pb, lane_block *lb) {
     const __m512i nib = _mm512_set1_epi32(0x0F0F0F0F);
+    if (kind == TILE_Q6K) {
+        const __m512i m33 = _mm512_set1_epi8(0x33), mcc = _mm512_set1_epi8((char)0xCC);
+        for (int h = 0; h < 2; h++)
+            for (int v = 0; v < 8; v++) { /* lv[32h + 8m + v]: elements 128h + 32m + 4v .. + 3 */
+                const __m512i hv = _mm512_loadu_si512((const void *)(pb + QP_Q6K_PACK_OFF_Q + 192 * (8 * h + v) + 128));
+                const __m512i q0 = _mm512_loadu_si512((const void *)(pb + QP_Q6K_PACK_OFF_Q + 192 * (8 * h + v)));
+                const __m512i q1 = _mm512_loadu_si512((const void *)(pb + QP_Q6K_PACK_OFF_Q + 192 * (8 * h + v) + 64));
+                const __m512i h33 = _mm512_and_si512(hv, m33), hcc = _mm512_and_si512(hv, mcc);
+                lb->lv[32 * h + v] = _mm512_ternarylogic_epi32(q0, _mm512_slli_epi16(h33, 4), nib, QP_SEL_LO4);
+                lb->lv[32 * h + 8 + v] = _mm512_ternarylogic_epi32(q1, _mm512_slli_epi16(hcc, 2), nib, QP_SEL_LO4);
+                lb->lv[32 * h + 16 + v] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(q0, 4), h33, nib, QP_SEL_LO4);
+                lb->lv[32 * h + 24 + v] =
+                    _mm512_ternarylogic_epi32(_mm512_srli_epi16(q1, 4), _mm512_srli_epi16(hcc, 2), nib, QP_SEL_LO4);
+            }
+        for (int j = 0; j < 16; j++) lb->sc[j] = q6k_packed_scales(pb, j);
+        for (int k = 0; k < 8; k++)
+            lb->pair[k] = _mm512_or_si512(_mm512_and_si512(lb->sc[2 * k], _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(lb->sc[2 * k + 1], 16));
+        lb->d = _mm512_loadu_ps((const void *)pb);
+        lb->dmin = _mm512_setzero_ps();
+        return;
+    }
     for (int k = 0; k < 4; k++)
         for (int g = 0; g < 8; g++) {
             const __m512i q = _mm512_loadu_si512((const void *)(pb + QP_Q4K_PACK_OFF_QS + 64 * (8 * k + g)));
@@ -575,13 +651,15 @@ QP_VNNI __attribute__((always_inline)) static inline void lane_unpack_packed(con
 }
 
 /* rows [0, n_rows) in groups of 16 (a last partial group repeats its last row and stores only its
- * own) against n_tok tokens; packed: w holds n_rows / 16 groups of repacked Q4_K rows (ldw unused) */
+ * own) against n_tok tokens; packed: w holds n_rows / 16 groups of repacked Q4_K or Q6_K rows (ldw
+ * unused) */
 QP_VNNI __attribute__((always_inline)) static inline void
 lane_rows(tile_kind kind, bool packed, const uint8_t *w, size_t ldw, int64_t n_rows, const uint8_t *xq, size_t ldxq, int64_t n_tok,
           int64_t n, float *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
-    const size_t wbytes = packed ? QP_Q4K_PACK_BYTES : kind == TILE_Q6K ? QP_Q6_K_BYTES : kind == TILE_Q5K ? QP_Q5_K_BYTES : QP_Q4_K_BYTES;
-    const size_t group_bytes = packed ? (size_t)nb * QP_Q4K_PACK_BYTES : QP_LANE_ROWS * ldw;
+    const size_t wbytes = packed ? (kind == TILE_Q6K ? QP_Q6K_PACK_BYTES : QP_Q4K_PACK_BYTES)
+                          : kind == TILE_Q6K ? QP_Q6_K_BYTES : kind == TILE_Q5K ? QP_Q5_K_BYTES : QP_Q4_K_BYTES;
+    const size_t group_bytes = packed ? (size_t)nb * wbytes : QP_LANE_ROWS * ldw;
     lane_block lb[QP_LANE_BLOCKS];
     for (int64_t r0 = 0; r0 < n_rows; r0 += QP_LANE_ROWS) {
         const int nr = n_rows - r0 < QP_LANE_ROWS ? (int)(n_rows - r0) : QP_LANE_ROWS;
@@ -593,7 +671,7 @@ lane_rows(tile_kind kind, bool packed, const uint8_t *w, size_t ldw, int64_t n_r
         for (int64_t i0 = 0; i0 < nb; i0 += QP_LANE_BLOCKS) {
             const int nbc = nb - i0 < QP_LANE_BLOCKS ? (int)(nb - i0) : QP_LANE_BLOCKS;
             for (int i = 0; i < nbc; i++) {
-                if (packed) lane_unpack_packed(wg + (size_t)(i0 + i) * wbytes, &lb[i]);
+                if (packed) lane_unpack_packed(kind, wg + (size_t)(i0 + i) * wbytes, &lb[i]);
                 else if (kind == TILE_Q6K) lane_unpack_q6k(wg + (size_t)(i0 + i) * wbytes, row_off, &lb[i]);
                 else lane_unpack_q4k(wg + (size_t)(i0 + i) * wbytes, row_off, kind == TILE_Q5K, &lb[i]);
             }
@@ -643,21 +721,33 @@ QP_QDOT_TILE_VNNI(q4k_dot_q8k, TILE_Q4K)
 QP_QDOT_TILE_VNNI(q5k_dot_q8k, TILE_Q5K)
 QP_QDOT_TILE_VNNI(q6k_dot_q8k, TILE_Q6K)
 
-/* Repacked Q4_K groups (encoding.h qp_vec_dot_q8_packed_fn): batches of QP_LANE_MIN_TOKENS or more
- * through the lanes (each super-block of a group unpacked once for the batch), fewer token by token
- * through packed_token (decode: one sequential stream of the groups) */
-QP_VNNI void qp_q4k_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
-                                        int64_t n, float *y, size_t ldy) {
-    const uint8_t *p = packed;
+/* Repacked Q4_K or Q6_K groups (encoding.h qp_vec_dot_q8_packed_fn): batches of QP_LANE_MIN_TOKENS
+ * or more through the lanes (each super-block of a group unpacked once for the batch), fewer token
+ * by token through the decode kernel (one sequential stream of the groups) */
+QP_VNNI __attribute__((always_inline)) static inline void k_packed(tile_kind kind, const uint8_t *p, int64_t n_groups, const uint8_t *xq,
+                                                                   size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy) {
     if (n_tok >= QP_LANE_MIN_TOKENS(TILE_Q4K)) {
-        lane_rows(TILE_Q4K, true, p, 0, n_groups * QP_LANE_ROWS, xq, ldxq, n_tok, n, y, ldy);
+        lane_rows(kind, true, p, 0, n_groups * QP_LANE_ROWS, xq, ldxq, n_tok, n, y, ldy);
         return;
     }
     const int64_t nb = n / QP_QK_K;
+    const size_t group_bytes = (size_t)nb * (kind == TILE_Q6K ? QP_Q6K_PACK_BYTES : QP_Q4K_PACK_BYTES);
     for (int64_t g = 0; g < n_groups; g++)
-        for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t t = 0; t < n_tok; t++) {
+            const uint8_t *pg = p + (size_t)g * group_bytes, *ab = xq + (size_t)t * ldxq;
             _mm512_storeu_ps(y + (size_t)t * ldy + (size_t)(g * QP_LANE_ROWS),
-                             packed_token(p + (size_t)(g * nb) * QP_Q4K_PACK_BYTES, (const uint8_t *)xq + (size_t)t * ldxq, nb));
+                             kind == TILE_Q6K ? q6k_packed_token(pg, ab, nb) : packed_token(pg, ab, nb));
+        }
+}
+QP_VNNI void qp_q4k_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                        int64_t n, float *y, size_t ldy) {
+    k_packed(TILE_Q4K, packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+}
+/* Q6_K: the lanes from 8 tokens as Q4_K (the packed levels cost a few logic operations per vector,
+ * not the gathers that make the file's rows wait for 12) */
+QP_VNNI void qp_q6k_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                        int64_t n, float *y, size_t ldy) {
+    k_packed(TILE_Q6K, packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
 
 /* Repacked BQ4 groups (qdot.h QP_BQ4_PACK_*; encoding.h qp_vec_dot_q8_packed_fn): 16 rows in the

@@ -235,6 +235,13 @@ QP_DISPATCH_PACKED(q4k_packed_dot_q8k, const void *, float)
 QP_DISPATCH_PACKED(bq4_packed_dot_q8_0, const void *, float)
 QP_DISPATCH_PACKED(tq2_0_packed_dot_q8k, const void *, float)
 QP_DISPATCH_PACKED(tq2_0_packed_dot_i8, const int8_t *, double)
+/* Q6_K: a VNNI kernel only (yet): 16 rows per group at level 2, the file's rows below */
+int64_t qp_q6k_pack_rows(void) { return qdot_level() >= 2 ? 16 : 0; }
+void qp_q6k_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
+                           float *y, size_t ldy) {
+    if (qdot_level() >= 2) qp_q6k_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+    else qp_q6k_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+}
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)
 QP_DISPATCH_QDOT(i2s_dot_q8k)

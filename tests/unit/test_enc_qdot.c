@@ -543,6 +543,7 @@ int main(void) {
     check_random_codes(QP_ENC_TQ2_0, QP_TQ2_0_OFF_D);
     check_packed(qp_encoding_get(QP_ENC_TQ2_0), 5632, QP_TQ2_0_OFF_D);
     check_packed(qp_encoding_get(QP_ENC_Q4_0), 2048, 0); /* every code pair re-paired into the BQ4 layout */
+    check_packed(qp_encoding_get(QP_ENC_Q6_K), 2048, QP_Q6_K_OFF_D); /* every code, scales -128 .. 127 */
     check_packed_i8(qp_encoding_get(QP_ENC_TQ2_0), 256, QP_TQ2_0_OFF_D);
     check_packed_i8(qp_encoding_get(QP_ENC_TQ2_0), 2048, QP_TQ2_0_OFF_D);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
@@ -559,7 +560,7 @@ int main(void) {
     }
     QP_CHECK_MSG(n_i8_tile >= 2, "only %d encodings have a rows x tokens int8 dot", n_i8_tile);
     check_q8_0_chains();
-    QP_CHECK_MSG(n_packed >= 4, "only %d encodings have repacked rows", n_packed);
+    QP_CHECK_MSG(n_packed >= 5, "only %d encodings have repacked rows", n_packed);
     QP_CHECK_MSG(n_tile >= 10, "only %d encodings have a rows x tokens fast dot", n_tile);
     QP_CHECK_MSG(n_enc >= 13, "only %d encodings have a fast dot", n_enc);
     printf("fast dots: %d encodings, worst |fast - exact| / bound = %.3f (8-bit activations), %.3f "
