@@ -85,7 +85,6 @@ QP_QDOT_PACKED_DECL(qp_bq4_packed_dot_q8_0);
 #define QP_Q6K_PACK_BYTES 3392
 _Static_assert(QP_Q6K_PACK_BYTES % 64 == 0 && QP_Q6K_PACK_OFF_Q + 16 * 192 == QP_Q6K_PACK_BYTES, "Q6_K pack");
 void qp_q6k_pack16(const void *w, size_t ldw, int64_t n, void *out);
-int64_t qp_q6k_pack_rows(void); /* simd.c: 16 at the VNNI level, 0 below */
 QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k_avx2);
 QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k_vnni);

@@ -285,18 +285,99 @@ __attribute__((always_inline)) static inline void packed_q4k(const uint8_t *pg, 
     }
 }
 
-/* encoding.h qp_vec_dot_q8_packed_fn: one token both halves at once (decode: one stream of the
- * groups); several, each half against tokens in fours (a group's super-blocks re-read from cache) */
-void qp_q4k_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
-                                int64_t n, float *y, size_t ldy) {
+/* ---- repacked Q6_K groups (qdot.h QP_Q6K_PACK_*, encodings.md "Repacked Q6_K rows") ----------
+ * The 64-byte vectors as two ymm halves, as Q4_K's. Per vector triple (Q0, Q1, qh) the unsigned
+ * levels u = q + 32 (0 .. 63) of the 4 element groups m: bits 0-3 from Q0, Q1, Q0 >> 4, Q1 >> 4
+ * masked, bits 4-5 the qh field 2m moved there and masked (16-bit shifts: what crosses from the
+ * neighbour byte is masked off), or'ed. maddubs by the token's 4-byte activation broadcast gives
+ * int16 pairs |<= 2 x 63 x 128 = 16128|; two of them (8 products per lane) added in int16 (|<=
+ * 32256|, exact: a third could saturate), then one madd by the row's sub-block scale repeated in
+ * both int16 halves of its lane adds sc_j x those 8 products to isum in int32. isum starts from
+ * -32 sum_j sc_j bsum_j (madd of the int16 scale pairs by the block sums' pairs), so it ends at the
+ * reference's sum_j sc_j (q_j . a_j) exactly; then the reference's float step in the 8 lanes. */
+
+/* lane r = the int8 scale of sub-block j of row 8h + r (int32) */
+static inline __m256i q6k_scale32(const uint8_t *pb, int j, int h) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(pb + QP_Q6K_PACK_OFF_SC + 16 * j + 8 * h)));
+}
+/* lane r = the int16 pair (lo of lane r of a, lo of lane r of b) */
+static inline __m256i int16_pair(__m256i a, __m256i b) { return _mm256_blend_epi16(a, _mm256_slli_epi32(b, 16), 0xAA); }
+
+/* 4 unsigned level vectors of triple t (rows 8h .. 8h + 7): u[m] = elements 128 (t / 8) + 32m + 4 (t % 8) .. + 3 */
+static inline void q6k_levels_avx2(const uint8_t *pb, int t, int h, __m256i u[4]) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0F), f45 = _mm256_set1_epi8(0x30);
+    const uint8_t *p = pb + QP_Q6K_PACK_OFF_Q + 192 * t + 32 * h;
+    const __m256i q0 = qp_load256(p), q1 = qp_load256(p + 64), qh = qp_load256(p + 128);
+    u[0] = _mm256_or_si256(_mm256_and_si256(q0, lo4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), f45));
+    u[1] = _mm256_or_si256(_mm256_and_si256(q1, lo4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), f45));
+    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), lo4), _mm256_and_si256(qh, f45));
+    u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), lo4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), f45));
+}
+
+/* halves h0 .. h0 + nh - 1 of a group (nb packed super-blocks at pg) against the nt tokens xt[t]:
+ * sum[hh * nt + t] = the 8 rows' single dots (lane r = row 8 (h0 + hh) + r) */
+__attribute__((always_inline)) static inline void packed_q6k(const uint8_t *pg, int h0, int nh, const uint8_t *const *xt, int nt,
+                                                             int64_t nb, __m256 *sum) {
+    for (int p = 0; p < nh * nt; p++) sum[p] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, pg += QP_Q6K_PACK_BYTES) {
+        __m256i isum[4], both[2][16];
+        for (int hh = 0; hh < nh; hh++) {
+            __m256i sc[16], pair[8];
+            for (int j = 0; j < 16; j++) sc[j] = q6k_scale32(pg, j, h0 + hh);
+            for (int k = 0; k < 8; k++) pair[k] = int16_pair(sc[2 * k], sc[2 * k + 1]);
+            for (int t = 0; t < nt; t++) { /* the level bias: -32 sum_j sc_j bsum_j */
+                const uint8_t *bs = xt[t] + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_BSUMS;
+                __m256i bias = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) bias = _mm256_add_epi32(bias, _mm256_madd_epi16(pair[k], bcast32(bs + 4 * k)));
+                isum[hh * nt + t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bias, 5));
+            }
+            for (int j = 0; j < 16; j++) both[hh][j] = int16_pair(sc[j], sc[j]);
+        }
+        for (int t0 = 0; t0 < 16; t0 += 2) /* triples t0, t0 + 1: the same 4 sub-blocks 8h + 2m + (t0 % 8) / 4 */
+            for (int hh = 0; hh < nh; hh++) {
+                __m256i u0[4], u1[4];
+                q6k_levels_avx2(pg, t0, h0 + hh, u0);
+                q6k_levels_avx2(pg, t0 + 1, h0 + hh, u1);
+                for (int t = 0; t < nt; t++) {
+                    const uint8_t *a = xt[t] + (size_t)i * QP_Q8_K_BYTES + QP_Q8_K_OFF_QS + 128 * (t0 / 8) + 4 * (t0 % 8);
+                    for (int m = 0; m < 4; m++) {
+                        const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0[m], bcast32(a + 32 * m)),
+                                                             _mm256_maddubs_epi16(u1[m], bcast32(a + 32 * m + 4)));
+                        isum[hh * nt + t] = _mm256_add_epi32(isum[hh * nt + t],
+                                                             _mm256_madd_epi16(p16, both[hh][8 * (t0 / 8) + 2 * m + (t0 % 8) / 4]));
+                    }
+                }
+            }
+        for (int hh = 0; hh < nh; hh++) {
+            const __m256 d = _mm256_loadu_ps((const float *)(const void *)(pg + 32 * (h0 + hh)));
+            for (int t = 0; t < nt; t++) {
+                const int p = hh * nt + t;
+                const __m256 da = _mm256_set1_ps(qp_load_f32le(xt[t] + (size_t)i * QP_Q8_K_BYTES));
+                sum[p] = _mm256_add_ps(sum[p], _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[p])));
+            }
+        }
+    }
+}
+
+/* encoding.h qp_vec_dot_q8_packed_fn for Q4_K (six false) or Q6_K groups: one token both halves at
+ * once (decode: one stream of the groups); several, each half against tokens in fours (a group's
+ * super-blocks re-read from cache) */
+__attribute__((always_inline)) static inline void packed_k_call(bool six, const uint8_t *pg, int h0, int nh, const uint8_t *const *xt,
+                                                                int nt, int64_t nb, __m256 *sum) {
+    if (six) packed_q6k(pg, h0, nh, xt, nt, nb, sum);
+    else packed_q4k(pg, h0, nh, xt, nt, nb, sum);
+}
+__attribute__((always_inline)) static inline void packed_k_avx2(bool six, const void *packed, int64_t n_groups, const void *xq,
+                                                                size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
+    const size_t group_bytes = (size_t)nb * (six ? QP_Q6K_PACK_BYTES : QP_Q4K_PACK_BYTES);
     const uint8_t *x = xq;
     for (int64_t g = 0; g < n_groups; g++) {
-        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_Q4K_PACK_BYTES;
-        float *yg = y + (size_t)(g * QP_Q4K_PACK_ROWS);
+        const uint8_t *pg = (const uint8_t *)packed + (size_t)g * group_bytes;
+        float *yg = y + (size_t)(g * 16);
         __m256 sum[4];
         if (n_tok == 1) {
-            packed_q4k(pg, 0, 2, &x, 1, nb, sum);
+            packed_k_call(six, pg, 0, 2, &x, 1, nb, sum);
             _mm256_storeu_ps(yg, sum[0]);
             _mm256_storeu_ps(yg + 8, sum[1]);
             continue;
@@ -307,14 +388,22 @@ void qp_q4k_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void
                 const uint8_t *xt[4];
                 for (int t = 0; t < nt; t++) xt[t] = x + (size_t)(t0 + t) * ldxq;
                 switch (nt) { /* constant token counts: the chains stay in registers */
-                case 4: packed_q4k(pg, h, 1, xt, 4, nb, sum); break;
-                case 3: packed_q4k(pg, h, 1, xt, 3, nb, sum); break;
-                case 2: packed_q4k(pg, h, 1, xt, 2, nb, sum); break;
-                default: packed_q4k(pg, h, 1, xt, 1, nb, sum); break;
+                case 4: packed_k_call(six, pg, h, 1, xt, 4, nb, sum); break;
+                case 3: packed_k_call(six, pg, h, 1, xt, 3, nb, sum); break;
+                case 2: packed_k_call(six, pg, h, 1, xt, 2, nb, sum); break;
+                default: packed_k_call(six, pg, h, 1, xt, 1, nb, sum); break;
                 }
                 for (int t = 0; t < nt; t++) _mm256_storeu_ps(yg + (size_t)(t0 + t) * ldy + 8 * h, sum[t]);
             }
     }
+}
+void qp_q4k_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                int64_t n, float *y, size_t ldy) {
+    packed_k_avx2(false, packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
+}
+void qp_q6k_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                int64_t n, float *y, size_t ldy) {
+    packed_k_avx2(true, packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
 }
 
 /* Repacked BQ4 groups (qdot.h QP_BQ4_PACK_*), AVX2: the 16 rows as two halves of 8 int32 lanes (a

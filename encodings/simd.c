@@ -220,7 +220,7 @@ QP_DISPATCH_QDOT_TILE(q4k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q5k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q6k_dot_q8k)
 QP_DISPATCH_QDOT(q5k_dot_q8k)
-/* Repacked rows (Q4_K, BQ4 and Q4_0 in its layout, TQ2_0): 16-row groups read by the AVX2 and VNNI
+/* Repacked rows (Q4_K, Q6_K, BQ4 and Q4_0 in its layout, TQ2_0): 16-row groups read by the AVX2 and VNNI
  * kernels; 0 at the scalar level, where the file's rows are read. The dots over the groups by
  * level, as QP_DISPATCH_QDOT (Y: float results, or double for int8 activations). */
 int64_t qp_pack16_rows(void) { return qdot_level() >= 1 ? 16 : 0; }
@@ -232,16 +232,10 @@ int64_t qp_pack16_rows(void) { return qdot_level() >= 1 ? 16 : 0; }
         else qp_##NAME##_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);                                             \
     }
 QP_DISPATCH_PACKED(q4k_packed_dot_q8k, const void *, float)
+QP_DISPATCH_PACKED(q6k_packed_dot_q8k, const void *, float)
 QP_DISPATCH_PACKED(bq4_packed_dot_q8_0, const void *, float)
 QP_DISPATCH_PACKED(tq2_0_packed_dot_q8k, const void *, float)
 QP_DISPATCH_PACKED(tq2_0_packed_dot_i8, const int8_t *, double)
-/* Q6_K: a VNNI kernel only (yet): 16 rows per group at level 2, the file's rows below */
-int64_t qp_q6k_pack_rows(void) { return qdot_level() >= 2 ? 16 : 0; }
-void qp_q6k_packed_dot_q8k(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,
-                           float *y, size_t ldy) {
-    if (qdot_level() >= 2) qp_q6k_packed_dot_q8k_vnni(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-    else qp_q6k_packed_dot_q8k_ref(packed, n_groups, xq, ldxq, n_tok, n, y, ldy);
-}
 QP_DISPATCH_QDOT(tq2_0_dot_q8k)
 QP_DISPATCH_QDOT(tq1_0_dot_q8k)
 QP_DISPATCH_QDOT(i2s_dot_q8k)
