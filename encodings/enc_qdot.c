@@ -384,26 +384,35 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
     return ternary_dot(qk256_levels, QP_QK256_BYTES, -1, w, xq, n);
 }
 
-/* 16 TQ2_0 rows (row r at w + r * ldw) -> the packed layout of qdot.h QP_TQ2_PACK_*: elements
- * 16v .. 16v + 15 lie in one 32-element chunk (h, k) of the row's block (tq2_0_levels), at bits 2k
- * of qs[32h + m] with m = 16v % 32 + 4s + j */
-void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+/* 16 rows of 256-element blocks of wbytes bytes (row r at w + r * ldw) -> the packed layout of
+ * qdot.h QP_TQ2_PACK_*: element 16v + 4s + j of a block at bits 2s of byte 4r + j of vector v, as
+ * its code level + 1 (levels: the encoding's, tq2_0_levels / i2s_levels); the block's f16 scale
+ * from byte d_off of the block, or 1.0 for rows without block scales (I2_S: its exact integer
+ * sums, encodings.md "Repacked I2_S rows") */
+static void pack16_tq2_layout(void (*levels)(const uint8_t *, int8_t *), size_t wbytes, int d_off, const void *w,
+                              size_t ldw, int64_t n, void *out) {
     const int64_t nb = n / QP_QK_K;
     uint8_t *o = out;
+    int8_t t[256];
     for (int64_t i = 0; i < nb; i++)
         for (int r = 0; r < QP_TQ2_PACK_ROWS; r++) {
-            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * QP_TQ2_0_BYTES;
-            for (int v = 0; v < 16; v++) {
-                const uint8_t *q = b + 32 * (v / 8) + 16 * (v % 2);
-                const int k = v / 2 % 4;
+            const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * wbytes;
+            levels(b, t);
+            for (int v = 0; v < 16; v++)
                 for (int j = 0; j < 4; j++) {
                     uint8_t byte = 0;
-                    for (int s = 0; s < 4; s++) byte |= (uint8_t)(((q[4 * s + j] >> (2 * k)) & 3) << (2 * s));
+                    for (int s = 0; s < 4; s++) byte |= (uint8_t)((t[16 * v + 4 * s + j] + 1) << (2 * s));
                     o[QP_TQ2_PACK_CODES * i + 64 * v + 4 * r + j] = byte;
                 }
-            }
-            memcpy(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, b + QP_TQ2_0_OFF_D, 2);
+            if (d_off >= 0) memcpy(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, b + d_off, 2);
+            else qp_store_u16le(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, 0x3C00); /* f16 1.0 */
         }
+}
+void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    pack16_tq2_layout(tq2_0_levels, QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D, w, ldw, n, out);
+}
+void qp_i2s_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    pack16_tq2_layout(i2s_levels, 64, -1, w, ldw, n, out);
 }
 
 /* row r of block i of a packed TQ2_0 group pg (nb blocks): sum level x a, and its f16 scale */

@@ -92,6 +92,9 @@ QP_QDOT_PACKED_DECL(qp_q6k_packed_dot_q8k);
 _Static_assert(QP_Q4K_PACK_ROWS == 16 && QP_BQ4_PACK_ROWS == 16 && QP_TQ2_PACK_ROWS == 16 && QP_Q6K_PACK_ROWS == 16,
                "qp_pack16_rows");
 void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out);
+/* I2_S rows into the same layout (encodings.md "Repacked I2_S rows"): codes level + 1 (the illegal
+ * code 3 -> 1, level 0, as the decoder), every block scale f16 1.0 */
+void qp_i2s_pack16(const void *w, size_t ldw, int64_t n, void *out);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_ref);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_vnni);
 QP_QDOT_PACKED_DECL(qp_tq2_0_packed_dot_q8k_avx2);

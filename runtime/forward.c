@@ -189,12 +189,12 @@ static void copy_rows(qp_wmat *m) {
 
 /* Fast path: the rows of an encoding with a repacked layout at this SIMD level copied into it once
  * (runtime.md "Repacked rows"); the groups of q8_pack_rows() rows, the rest stays in the file.
- * Without memory for the copy, the file's rows serve. */
+ * Rows that are not whole packed blocks, or no memory for the copy: the file's rows serve. */
 static void repack(qp_wmat *m) {
     const int64_t g = m->tr->q8_pack_rows ? m->tr->q8_pack_rows() : 0;
     size_t bytes;
-    if (g <= 0 || m->rows < g || m->packed ||
-        !qp_size_mul((size_t)(m->rows / g) * (size_t)(m->cols / m->tr->block_elems), m->tr->q8_pack_block_bytes, &bytes) ||
+    if (g <= 0 || m->rows < g || m->packed || m->cols % m->tr->q8_pack_block_elems != 0 ||
+        !qp_size_mul((size_t)(m->rows / g) * (size_t)(m->cols / m->tr->q8_pack_block_elems), m->tr->q8_pack_block_bytes, &bytes) ||
         !(m->packed = qp_malloc_huge(bytes)))
         return;
     m->packed_rows = m->rows / g * g;

@@ -290,7 +290,7 @@ static void row_tile_i8(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t 
  * batches whose results fit a stack buffer */
 static void packed_groups_i8(const qp_matvec_task *tk, int64_t g, int64_t g0, int64_t g1, int64_t n_tok) {
     const qp_wmat *w = tk->w;
-    const int64_t nb = w->cols / w->tr->block_elems, nt_max = QP_I8_TILE_BUF / g;
+    const int64_t nb = w->cols / w->tr->q8_pack_block_elems, nt_max = QP_I8_TILE_BUF / g;
     double d[QP_I8_TILE_BUF];
     for (int64_t gi = g0; gi < g1; gi++)
         for (int64_t t0 = 0; t0 < n_tok; t0 += nt_max) {
@@ -309,7 +309,7 @@ static void packed_groups_i8(const qp_matvec_task *tk, int64_t g, int64_t g0, in
  * activations: packed_groups_i8 and row_tile_i8). */
 static void row_tile_packed(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok) {
     const qp_wmat *w = tk->w;
-    const int64_t g = w->tr->q8_pack_rows(), nb = w->cols / w->tr->block_elems;
+    const int64_t g = w->tr->q8_pack_rows(), nb = w->cols / w->tr->q8_pack_block_elems;
     const int64_t g0 = (r + g - 1) / g, g1 = (r + n < w->packed_rows ? r + n + g - 1 : w->packed_rows) / g;
     if (g1 > g0 && w->use_i8) {
         packed_groups_i8(tk, g, g0, g1, n_tok);

@@ -121,9 +121,10 @@ typedef float (*qp_vec_dot_q8_fn)(const void *w, const void *xq, int64_t n);
 typedef void (*qp_vec_dot_q8_tile_fn)(const void *w, size_t ldw, int64_t n_rows, const void *xq,
                                       size_t ldxq, int64_t n_tok, int64_t n, float *y, size_t ldy);
 /* Rows repacked once at load for the fast path (encodings.md "Repacked Q4_K rows"): pack writes
- * the q8_pack_rows() rows at w, w + ldw, ... (n elements each) interleaved, q8_pack_block_bytes
- * bytes per block of those rows; vec_dot_q8_packed dots n_groups such groups (group g at packed +
- * g * (n / block_elems) * q8_pack_block_bytes) with n_tok tokens: y[t * ldy + g * rows + r] =
+ * the q8_pack_rows() rows at w, w + ldw, ... (n elements each, n a multiple of
+ * q8_pack_block_elems) interleaved, q8_pack_block_bytes bytes per q8_pack_block_elems elements of
+ * those rows; vec_dot_q8_packed dots n_groups such groups (group g at packed + g * (n /
+ * q8_pack_block_elems) * q8_pack_block_bytes) with n_tok tokens: y[t * ldy + g * rows + r] =
  * vec_dot_q8(row g * rows + r, token t) bit for bit. */
 typedef void (*qp_q8_pack_fn)(const void *w, size_t ldw, int64_t n, void *out);
 typedef void (*qp_vec_dot_q8_packed_fn)(const void *packed, int64_t n_groups, const void *xq, size_t ldxq,
@@ -176,8 +177,11 @@ typedef struct qp_encoding_traits {
     qp_vec_dot_i8_tile_fn vec_dot_i8_tile; /* NULL: vec_dot_i8 pair by pair */
     /* Fast path over repacked rows (qp_q8_pack_fn; NULL when absent): q8_pack_rows() rows per
      * group, 0 when the current SIMD level has no kernel for the layout (the file's rows are
-     * then read as they are); vec_dot_q8_packed works at every level. */
+     * then read as they are); vec_dot_q8_packed works at every level. A packed block holds
+     * q8_pack_block_elems elements of each row (a multiple of block_elems: I2_S's 128-element
+     * rows go into TQ2_0's 256-element layout); rows of other lengths are not repacked. */
     int64_t (*q8_pack_rows)(void);
+    int64_t q8_pack_block_elems;
     size_t q8_pack_block_bytes;
     qp_q8_pack_fn q8_pack;
     qp_vec_dot_q8_packed_fn vec_dot_q8_packed;

@@ -208,7 +208,7 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n, int d_off) {
     enum { G = 16, NG = 3, LDY = G * NG + 3 };
     size_t wb = 0, ab = 0;
     QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
-    const size_t group_bytes = (size_t)(n / tr->block_elems) * tr->q8_pack_block_bytes;
+    const size_t group_bytes = (size_t)(n / tr->q8_pack_block_elems) * tr->q8_pack_block_bytes;
     float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
     uint8_t *wq = malloc(wb * G * NG), *xq = malloc(ab * TILE_NT), *pk = malloc(group_bytes * NG);
     static float y[LDY * TILE_NT];
@@ -265,18 +265,19 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n, int d_off) {
 }
 
 /* Repacked rows against int8 activations (traits vec_dot_i8_packed): 1-3 groups x 1, 2, 5, 70
- * tokens of random codes (code 3 too) with random scales, activations random and the extremes
- * -128 / 127, at every level: each (row, token) vec_dot_i8's double exactly, nothing written outside */
+ * tokens of random codes (code 3 too) with random scales (d_off >= 0; I2_S: -1, no block scales),
+ * activations random and the extremes -128 / 127, at every level: each (row, token) vec_dot_i8's
+ * double exactly, nothing written outside */
 static void check_packed_i8(const qp_encoding_traits *tr, int64_t n, int d_off) {
     enum { G = 16, NG = 3, NT = 70, LDY = G * NG + 3 };
     size_t wb = 0;
     QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb));
-    const size_t group_bytes = (size_t)(n / tr->block_elems) * tr->q8_pack_block_bytes;
+    const size_t group_bytes = (size_t)(n / tr->q8_pack_block_elems) * tr->q8_pack_block_bytes;
     uint8_t *wq = malloc(wb * G * NG), *pk = malloc(group_bytes * NG);
     int8_t *a = malloc((size_t)n * NT);
     double *y = malloc(sizeof *y * LDY * NT);
     for (size_t i = 0; i < wb * G * NG; i++) wq[i] = (uint8_t)(rnd() >> 56);
-    for (size_t b = 0; b < wb * G * NG / tr->block_bytes; b++) {
+    for (size_t b = 0; d_off >= 0 && b < wb * G * NG / tr->block_bytes; b++) {
         const uint16_t h = random_scale(b);
         memcpy(wq + b * tr->block_bytes + d_off, &h, 2);
     }
@@ -546,6 +547,9 @@ int main(void) {
     check_packed(qp_encoding_get(QP_ENC_Q6_K), 2048, QP_Q6_K_OFF_D); /* every code, scales -128 .. 127 */
     check_packed_i8(qp_encoding_get(QP_ENC_TQ2_0), 256, QP_TQ2_0_OFF_D);
     check_packed_i8(qp_encoding_get(QP_ENC_TQ2_0), 2048, QP_TQ2_0_OFF_D);
+    check_packed(qp_encoding_get(QP_ENC_I2_S), 5632, -1); /* random code bytes, the illegal 3 too */
+    check_packed_i8(qp_encoding_get(QP_ENC_I2_S), 256, -1);
+    check_packed_i8(qp_encoding_get(QP_ENC_I2_S), 5632, -1);
     check_random_codes(QP_ENC_TQ1_0, QP_TQ1_0_OFF_D);
     check_random_codes(QP_ENC_BQ4, 0);
     check_bq4_zero_range();

@@ -812,6 +812,66 @@ static void test_fast(void) {
     }
 }
 
+/* Every position's logits of a fast-path runtime (opts.no_repack as given), token by token
+ * (pieces NULL) or batched in pieces of the given sizes; *n_repacked from its config. */
+static bool run_fast_i8(const built *b, int threads, bool no_repack, const int *pieces, const int32_t *toks, int n,
+                        float *out, int *n_repacked) {
+    qp_runtime *rt = NULL;
+    qp_err e = {0};
+    qp_runtime_opts o = {.n_threads = threads, .n_ctx = 80, .no_repack = no_repack};
+    if (qp_runtime_new(b->m, &o, &rt, &e) != QP_OK) return false;
+    *n_repacked = qp_runtime_get_config(rt)->n_repacked;
+    bool ok = true;
+    float *lg = NULL;
+    for (int p = 0, k = 0; ok && p < n; p += pieces ? pieces[k++] : 1) {
+        const int m = !pieces ? 1 : pieces[k] < n - p ? pieces[k] : n - p;
+        ok = (pieces ? qp_runtime_forward_batch(rt, toks + p, m, p, out + (size_t)p * 40, &lg, &e)
+                     : qp_runtime_forward(rt, toks[p], p, &lg, &e)) == QP_OK;
+        if (ok && !pieces) memcpy(out + (size_t)p * 40, lg, sizeof(float) * 40);
+    }
+    qp_runtime_free(rt);
+    return ok;
+}
+
+/* BitNet b1.58 matrices repacked at load for int8 activations (runtime.md "Repacked rows": TQ2_0
+ * and I2_S in TQ2_0's layout): every position's logits, token by token and batched, 1-3 threads,
+ * at every level, bit for bit those of the file's rows (opts.no_repack). The I2_S model's ffn
+ * of 384 leaves ffn_down (rows of 3 I2_S blocks, not whole 256-element packed blocks) in the
+ * file: 6 of its 7 matrices per layer are repacked at the AVX2 and VNNI levels, none at the
+ * scalar one. */
+static void test_fast_i8(void) {
+    enum { N = 70 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 17 + 2) % 40);
+    static const int split[] = {5, 1, 2, 30, 32};
+    const cfg cases[] = {
+        {256, 384, 2, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_I2_S},
+        {256, 512, 2, 4, 2, 40, QP_FAMILY_BITNET, QP_ROPE_NEOX, false, true, true, QP_ENC_TQ2_0},
+    };
+    static float file_rows[N * 40], got[N * 40];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const char *nm = qp_encoding_get(cases[ci].mat_enc)->name;
+        built b;
+        build(&b, &cases[ci], 9300 + ci);
+        for (int lv = 0; lv <= qp_test_max_simd_level(); lv++) {
+            qp_encoding_simd_force(lv);
+            int nr = -1;
+            QP_CHECK(run_fast_i8(&b, 1, true, NULL, toks, N, file_rows, &nr) && nr == 0);
+            for (int threads = 1; threads <= 3; threads++)
+                for (int batched = 0; batched < 2; batched++) {
+                    QP_CHECK(run_fast_i8(&b, threads, false, batched ? split : NULL, toks, N, got, &nr));
+                    const int want = lv == 0 ? 0 : ci == 0 ? 12 : 14;
+                    QP_CHECK_MSG(nr == want, "%s level %d: %d matrices repacked, want %d", nm, lv, nr, want);
+                    QP_CHECK_MSG(memcmp(got, file_rows, sizeof(float) * N * 40) == 0,
+                                 "%s level %d threads %d %s: repacked rows differ from the file's", nm, lv, threads,
+                                 batched ? "batched" : "token by token");
+                }
+        }
+        qp_encoding_simd_force(-1);
+        unbuild(&b);
+    }
+}
+
 /* Every position's logits token by token with the given options. */
 static bool run_opts(const built *b, const qp_runtime_opts *o, const int32_t *toks, int n, int vocab, float *out,
                      bool *kv_f16) {
@@ -883,6 +943,7 @@ static void test_kv_f16(void) {
 int main(void) {
     qp_test_max_simd_level();
     test_fast();
+    test_fast_i8();
     test_kv_f16();
     test_batch();
     test_llama();
