@@ -385,35 +385,36 @@ float qp_qk256_dot_q8k_ref(const void *w, const void *xq, int64_t n) {
 }
 
 /* 16 rows of 256-element blocks of wbytes bytes (row r at w + r * ldw) -> the packed layout of
- * qdot.h QP_TQ2_PACK_*: element 16v + 4s + j of a block at bits 2s of byte 4r + j of vector v, as
- * its code level + 1 (levels: the encoding's, tq2_0_levels / i2s_levels); the block's f16 scale
- * from byte d_off of the block, or 1.0 for rows without block scales (I2_S: its exact integer
- * sums, encodings.md "Repacked I2_S rows") */
-static void pack16_tq2_layout(void (*levels)(const uint8_t *, int8_t *), size_t wbytes, int d_off, const void *w,
-                              size_t ldw, int64_t n, void *out) {
+ * qdot.h QP_TQ2_PACK_*. Both encodings keep elements 32k + m of a 128-element half h in byte
+ * 32h + m of the block, TQ2_0 at bits 2k (tq2_0_levels), I2_S at bits 6 - 2k (i2s_levels), so the
+ * codes of vector v (elements 16v + 4s + j: k = v / 2 % 4, m = 16 (v % 2) + 4s + j) are 2-bit
+ * fields of four 4-byte words, moved four bytes at a time. I2_S's illegal code 3 is written as 1
+ * (level 0, as its decoders), so the packed code is level + 1 for both. The block's f16 scale
+ * comes from byte d_off of the block, or is 1.0 for I2_S (d_off < 0: encodings.md "Repacked I2_S
+ * rows"). */
+static void pack16_tq2_layout(size_t wbytes, int d_off, const void *w, size_t ldw, int64_t n, void *out) {
     const int64_t nb = n / QP_QK_K;
+    const bool i2s = d_off < 0;
     uint8_t *o = out;
-    int8_t t[256];
     for (int64_t i = 0; i < nb; i++)
         for (int r = 0; r < QP_TQ2_PACK_ROWS; r++) {
             const uint8_t *b = (const uint8_t *)w + (size_t)r * ldw + (size_t)i * wbytes;
-            levels(b, t);
-            for (int v = 0; v < 16; v++)
-                for (int j = 0; j < 4; j++) {
-                    uint8_t byte = 0;
-                    for (int s = 0; s < 4; s++) byte |= (uint8_t)((t[16 * v + 4 * s + j] + 1) << (2 * s));
-                    o[QP_TQ2_PACK_CODES * i + 64 * v + 4 * r + j] = byte;
-                }
-            if (d_off >= 0) memcpy(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, b + d_off, 2);
+            for (int v = 0; v < 16; v++) {
+                const int k = v / 2 % 4, shift = i2s ? 6 - 2 * k : 2 * k;
+                const uint8_t *q = b + 32 * (v / 8) + 16 * (v % 2);
+                uint32_t codes = 0; /* byte j: bits 2s, 2s + 1 the code of element 16v + 4s + j */
+                for (int s = 0; s < 4; s++) codes |= ((qp_load_u32le(q + 4 * s) >> shift) & 0x03030303u) << (2 * s);
+                if (i2s) codes ^= ((codes >> 1) & codes & 0x55555555u) << 1; /* 3 -> 1 */
+                qp_store_u32le(o + QP_TQ2_PACK_CODES * i + 64 * v + 4 * r, codes);
+            }
+            if (!i2s) memcpy(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, b + d_off, 2);
             else qp_store_u16le(o + QP_TQ2_PACK_CODES * nb + 32 * i + 2 * r, 0x3C00); /* f16 1.0 */
         }
 }
 void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
-    pack16_tq2_layout(tq2_0_levels, QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D, w, ldw, n, out);
+    pack16_tq2_layout(QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D, w, ldw, n, out);
 }
-void qp_i2s_pack16(const void *w, size_t ldw, int64_t n, void *out) {
-    pack16_tq2_layout(i2s_levels, 64, -1, w, ldw, n, out);
-}
+void qp_i2s_pack16(const void *w, size_t ldw, int64_t n, void *out) { pack16_tq2_layout(64, -1, w, ldw, n, out); }
 
 /* row r of block i of a packed TQ2_0 group pg (nb blocks): sum level x a, and its f16 scale */
 static int32_t tq2_0_packed_isum(const uint8_t *pg, int r, int64_t i, const int8_t *a) {
