@@ -382,6 +382,7 @@ static const qp_encoding_traits k_traits[QP_ENC_COUNT] = {
         .act_encoding = QP_ENC_Q8_K,
         .vec_dot_q8_tile = qp_q6k_dot_q8k_tile,
         .q8_pack_rows = qp_pack16_rows,
+        .q8_pack_block_elems = QP_QK_K,
         .q8_pack_block_bytes = QP_Q6K_PACK_BYTES,
         .q8_pack = qp_q6k_pack16,
         .vec_dot_q8_packed = qp_q6k_packed_dot_q8k,

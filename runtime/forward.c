@@ -193,7 +193,7 @@ static void copy_rows(qp_wmat *m) {
 static void repack(qp_wmat *m) {
     const int64_t g = m->tr->q8_pack_rows ? m->tr->q8_pack_rows() : 0;
     size_t bytes;
-    if (g <= 0 || m->rows < g || m->packed || m->cols % m->tr->q8_pack_block_elems != 0 ||
+    if (g <= 0 || m->rows < g || m->packed || m->tr->q8_pack_block_elems <= 0 || m->cols % m->tr->q8_pack_block_elems != 0 ||
         !qp_size_mul((size_t)(m->rows / g) * (size_t)(m->cols / m->tr->q8_pack_block_elems), m->tr->q8_pack_block_bytes, &bytes) ||
         !(m->packed = qp_malloc_huge(bytes)))
         return;

@@ -208,6 +208,9 @@ static void check_packed(const qp_encoding_traits *tr, int64_t n, int d_off) {
     enum { G = 16, NG = 3, LDY = G * NG + 3 };
     size_t wb = 0, ab = 0;
     QP_CHECK(qp_encoding_row_bytes(tr->id, n, &wb) && qp_encoding_row_bytes(at->id, n, &ab));
+    QP_CHECK_MSG(tr->q8_pack_block_elems > 0 && tr->q8_pack_block_elems % tr->block_elems == 0,
+                 "%s: q8_pack_block_elems %lld", tr->name, (long long)tr->q8_pack_block_elems);
+    if (tr->q8_pack_block_elems <= 0) return;
     const size_t group_bytes = (size_t)(n / tr->q8_pack_block_elems) * tr->q8_pack_block_bytes;
     float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
     uint8_t *wq = malloc(wb * G * NG), *xq = malloc(ab * TILE_NT), *pk = malloc(group_bytes * NG);
