@@ -50,7 +50,7 @@ int qp_cli_gen_opts(qp_cli_gen_args *g, unsigned what, qp_cli_opt *rows) {
                                  .arg = "NAME|FILE",
                                  .help = "chat template: a known name or a Jinja file (default:\nthe model's own)"};
     rows[n++] = (qp_cli_opt){"--no-repack", "-nr", QP_CLI_FLAG, &g->no_repack,
-                             .help = "read the weights where the file holds them: no Q4_K repack\nor F16 copy at load (less memory, slower; the same output)"};
+                             .help = "read the weights where the file holds them: no Q4_K / Q6_K\nrepack or F16 copy at load (less memory, slower; the same output)"};
     rows[n++] = (qp_cli_opt)QP_CLI_THREADS(&g->threads, 0);
     return n;
 }

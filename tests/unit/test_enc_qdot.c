@@ -197,7 +197,7 @@ static uint16_t random_scale(size_t b) {
 }
 
 /* Repacked rows (traits q8_pack / vec_dot_q8_packed, encodings.md "Repacked Q4_K rows", "Repacked
- * BQ4 rows"; BQ4: every third row random bytes with extreme scales): 1-3 groups
+ * BQ4 rows", "Repacked Q6_K rows"; BQ4: every third row random bytes with extreme scales): 1-3 groups
  * of q8_pack rows x 1-13 tokens (the decode kernel below 8 tokens, the lanes from 8) at every
  * level: each (row, token) the single dot's bits and nothing written outside; q8_pack_rows() is 0
  * at the scalar level (the file's rows are read there). d_off >= 0: rows of random bytes with a
