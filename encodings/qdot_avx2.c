@@ -485,7 +485,7 @@ __attribute__((always_inline)) static inline void tq2_packed_block_avx2(const ui
 /* halves h0 .. h0 + nh - 1 of one group (nb blocks at pg) against nt tokens (x / ldx, y / ldy as
  * in qdot_avx512.c tq2_packed_group: Q8_K rows and float y, or int8 rows and double y) */
 __attribute__((always_inline)) static inline void tq2_packed_avx2(const uint8_t *pg, int64_t nb, int h0, int nh, bool i8, const void *x,
-                                                                  size_t ldx, int nt, void *y, size_t ldy) {
+                                                                  size_t ldx, int nt, const int32_t *sums, void *y, size_t ldy) {
     __m256 sum[QP_TQ2_AVX2_TT];
     __m256d lo[QP_TQ2_AVX2_TT], hi[QP_TQ2_AVX2_TT];
     for (int p = 0; p < nh * nt; p++) sum[p] = _mm256_setzero_ps(), lo[p] = hi[p] = _mm256_setzero_pd();
@@ -493,7 +493,7 @@ __attribute__((always_inline)) static inline void tq2_packed_avx2(const uint8_t 
         __m256i isum[QP_TQ2_AVX2_TT];
         const int8_t *a[QP_TQ2_AVX2_TT];
         int32_t asum[QP_TQ2_AVX2_TT];
-        for (int t = 0; t < nt; t++) a[t] = qp_tq2_block_acts(x, ldx, t, i, i8, &asum[t]);
+        for (int t = 0; t < nt; t++) a[t] = qp_tq2_block_acts_of(x, ldx, t, i, i8, sums, nb, &asum[t]);
         tq2_packed_block_avx2(pg + (size_t)i * QP_TQ2_PACK_CODES, h0, nh, a, asum, nt, isum);
         for (int hh = 0; hh < nh; hh++) {
             const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pg + QP_TQ2_PACK_CODES * nb + 32 * i + 16 * (h0 + hh))));
@@ -524,31 +524,41 @@ __attribute__((always_inline)) static inline void tq2_packed_avx2(const uint8_t 
             _mm256_storeu_pd((double *)y + at + 4, hi[p]);
         }
 }
-/* one token: both halves at once (decode: one stream of the groups); several: each half against
- * tokens in fours (constant counts per call: the chains stay in registers) */
+/* group g against the tokens t0 .. t0 + 3 (fewer at the end): one token both halves at once
+ * (decode: one stream of the groups); several each half against them (a constant count per call:
+ * the chains stay in registers); sums: qp_tq2_i8_sums of those tokens or NULL */
+__attribute__((always_inline)) static inline void tq2_packed_at_avx2(const void *packed, int64_t g, int64_t t0, int64_t n_tok,
+                                                                     int64_t nb, bool i8, const void *x, size_t ldx,
+                                                                     const int32_t *sums, void *y, size_t ldy) {
+    const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
+    const int nt = n_tok - t0 < QP_TQ2_AVX2_TT ? (int)(n_tok - t0) : QP_TQ2_AVX2_TT;
+    const void *xt = (const uint8_t *)x + (size_t)t0 * ldx;
+    void *yt = (uint8_t *)y + ((size_t)t0 * ldy + (size_t)(g * QP_TQ2_PACK_ROWS)) * (i8 ? sizeof(double) : sizeof(float));
+    if (n_tok == 1) {
+        tq2_packed_avx2(pg, nb, 0, 2, i8, xt, ldx, 1, sums, yt, ldy);
+        return;
+    }
+    for (int h = 0; h < 2; h++) switch (nt) {
+        case 4: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 4, sums, yt, ldy); break;
+        case 3: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 3, sums, yt, ldy); break;
+        case 2: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 2, sums, yt, ldy); break;
+        default: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 1, sums, yt, ldy); break;
+        }
+}
+/* the loop orders of qdot_avx512.c tq2_packed */
 __attribute__((always_inline)) static inline void tq2_packed_groups_avx2(const void *packed, int64_t n_groups, bool i8, const void *x,
                                                                          size_t ldx, int64_t n_tok, int64_t n, void *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
-    const size_t elem = i8 ? sizeof(double) : sizeof(float);
-    for (int64_t g = 0; g < n_groups; g++) {
-        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
-        void *yg = (uint8_t *)y + (size_t)(g * QP_TQ2_PACK_ROWS) * elem;
-        if (n_tok == 1) {
-            tq2_packed_avx2(pg, nb, 0, 2, i8, x, ldx, 1, yg, ldy);
-            continue;
-        }
-        for (int h = 0; h < 2; h++)
-            for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_AVX2_TT) {
-                const int nt = n_tok - t0 < QP_TQ2_AVX2_TT ? (int)(n_tok - t0) : QP_TQ2_AVX2_TT;
-                const void *xt = (const uint8_t *)x + (size_t)t0 * ldx;
-                void *yt = (uint8_t *)yg + (size_t)t0 * ldy * elem;
-                switch (nt) {
-                case 4: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 4, yt, ldy); break;
-                case 3: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 3, yt, ldy); break;
-                case 2: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 2, yt, ldy); break;
-                default: tq2_packed_avx2(pg, nb, h, 1, i8, xt, ldx, 1, yt, ldy); break;
-                }
-            }
+    if (!i8 || nb > QP_TQ2_SUM_BLOCKS) {
+        for (int64_t g = 0; g < n_groups; g++)
+            for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_AVX2_TT) tq2_packed_at_avx2(packed, g, t0, n_tok, nb, i8, x, ldx, NULL, y, ldy);
+        return;
+    }
+    int32_t sums[QP_TQ2_AVX2_TT * QP_TQ2_SUM_BLOCKS];
+    for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_AVX2_TT) {
+        qp_tq2_i8_sums((const int8_t *)x + (size_t)t0 * ldx, ldx, n_tok - t0 < QP_TQ2_AVX2_TT ? (int)(n_tok - t0) : QP_TQ2_AVX2_TT, nb,
+                       sums);
+        for (int64_t g = 0; g < n_groups; g++) tq2_packed_at_avx2(packed, g, t0, n_tok, nb, true, x, ldx, sums, y, ldy);
     }
 }
 void qp_tq2_0_packed_dot_q8k_avx2(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok, int64_t n,

@@ -883,7 +883,8 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_block(const
  * d_a, s = s + d isum; int8 ones (a: rows of lda; y double): s += (double)d_w * (double)isum in
  * two 8-lane halves (enc_ternary.c tq_vec_dot_i8). */
 QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const uint8_t *pg, int64_t nb, bool i8, const void *x,
-                                                                           size_t ldx, int tt, void *y, size_t ldy) {
+                                                                           size_t ldx, int tt, const int32_t *sums, void *y,
+                                                                           size_t ldy) {
     __m512 sum[QP_TQ2_TT];
     __m512d lo[QP_TQ2_TT], hi[QP_TQ2_TT];
     for (int t = 0; t < tt; t++) sum[t] = _mm512_setzero_ps(), lo[t] = hi[t] = _mm512_setzero_pd();
@@ -891,7 +892,7 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const
         __m512i isum[QP_TQ2_TT];
         const int8_t *a[QP_TQ2_TT];
         int32_t asum[QP_TQ2_TT];
-        for (int t = 0; t < tt; t++) a[t] = qp_tq2_block_acts(x, ldx, t, i, i8, &asum[t]);
+        for (int t = 0; t < tt; t++) a[t] = qp_tq2_block_acts_of(x, ldx, t, i, i8, sums, nb, &asum[t]);
         tq2_packed_block(pg + (size_t)i * QP_TQ2_PACK_CODES, a, asum, tt, isum);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pg + QP_TQ2_PACK_CODES * nb + 32 * i)));
         for (int t = 0; t < tt; t++) {
@@ -917,25 +918,38 @@ QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_group(const
     }
 }
 
-/* n_groups groups x n_tok tokens in fours (a constant token count per call: the chains stay in
- * registers); x / ldx and y of tq2_packed_group, elem_bytes the size of one y */
+/* group g against the tokens t0 .. t0 + 3 (fewer at the end; a constant count per call: the
+ * chains stay in registers); x / ldx and y of tq2_packed_group, sums: qp_tq2_i8_sums of those tokens
+ * or NULL */
+QP_VNNI __attribute__((always_inline)) static inline void tq2_packed_at(const void *packed, int64_t g, int64_t t0, int64_t n_tok,
+                                                                        int64_t nb, bool i8, const void *x, size_t ldx,
+                                                                        const int32_t *sums, void *y, size_t ldy) {
+    const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
+    const int tt = n_tok - t0 < QP_TQ2_TT ? (int)(n_tok - t0) : QP_TQ2_TT;
+    const void *xt = (const uint8_t *)x + (size_t)t0 * ldx;
+    void *yg = (uint8_t *)y + ((size_t)t0 * ldy + (size_t)(g * QP_TQ2_PACK_ROWS)) * (i8 ? sizeof(double) : sizeof(float));
+    switch (tt) {
+    case 1: tq2_packed_group(pg, nb, i8, xt, ldx, 1, sums, yg, ldy); break;
+    case 2: tq2_packed_group(pg, nb, i8, xt, ldx, 2, sums, yg, ldy); break;
+    case 3: tq2_packed_group(pg, nb, i8, xt, ldx, 3, sums, yg, ldy); break;
+    default: tq2_packed_group(pg, nb, i8, xt, ldx, 4, sums, yg, ldy); break;
+    }
+}
+/* n_groups groups x n_tok tokens in fours: a group's tokens one after another (its codes stay in
+ * cache); int8 rows of up to QP_TQ2_SUM_BLOCKS blocks a token tile's groups one after another, the
+ * tile's activation sums made once for them (the caller bounds the groups per call) */
 QP_VNNI __attribute__((always_inline)) static inline void tq2_packed(const void *packed, int64_t n_groups, bool i8, const void *x,
                                                                      size_t ldx, int64_t n_tok, int64_t n, void *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
-    const size_t elem = i8 ? sizeof(double) : sizeof(float);
-    for (int64_t g = 0; g < n_groups; g++) {
-        const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
-        for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_TT) {
-            const int tt = n_tok - t0 < QP_TQ2_TT ? (int)(n_tok - t0) : QP_TQ2_TT;
-            const void *xt = (const uint8_t *)x + (size_t)t0 * ldx;
-            void *yg = (uint8_t *)y + ((size_t)t0 * ldy + (size_t)(g * QP_TQ2_PACK_ROWS)) * elem;
-            switch (tt) {
-            case 1: tq2_packed_group(pg, nb, i8, xt, ldx, 1, yg, ldy); break;
-            case 2: tq2_packed_group(pg, nb, i8, xt, ldx, 2, yg, ldy); break;
-            case 3: tq2_packed_group(pg, nb, i8, xt, ldx, 3, yg, ldy); break;
-            default: tq2_packed_group(pg, nb, i8, xt, ldx, 4, yg, ldy); break;
-            }
-        }
+    if (!i8 || nb > QP_TQ2_SUM_BLOCKS) {
+        for (int64_t g = 0; g < n_groups; g++)
+            for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_TT) tq2_packed_at(packed, g, t0, n_tok, nb, i8, x, ldx, NULL, y, ldy);
+        return;
+    }
+    int32_t sums[QP_TQ2_TT * QP_TQ2_SUM_BLOCKS];
+    for (int64_t t0 = 0; t0 < n_tok; t0 += QP_TQ2_TT) {
+        qp_tq2_i8_sums((const int8_t *)x + (size_t)t0 * ldx, ldx, n_tok - t0 < QP_TQ2_TT ? (int)(n_tok - t0) : QP_TQ2_TT, nb, sums);
+        for (int64_t g = 0; g < n_groups; g++) tq2_packed_at(packed, g, t0, n_tok, nb, true, x, ldx, sums, y, ldy);
     }
 }
 QP_VNNI void qp_tq2_0_packed_dot_q8k_vnni(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,

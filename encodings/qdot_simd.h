@@ -318,6 +318,22 @@ static inline const int8_t *qp_tq2_block_acts(const void *x, size_t ldx, int t, 
     return (const int8_t *)a;
 }
 
+/* Int8 rows: the activation sums of a call's token tile, made once for all its groups (rows of up
+ * to QP_TQ2_SUM_BLOCKS blocks; longer rows make them per group and block as before): sums[t * nb +
+ * i] of tokens 0 .. nt - 1, blocks 0 .. nb - 1 */
+#define QP_TQ2_SUM_BLOCKS 64
+static inline void qp_tq2_i8_sums(const void *x, size_t ldx, int nt, int64_t nb, int32_t *sums) {
+    for (int t = 0; t < nt; t++)
+        for (int64_t i = 0; i < nb; i++) (void)qp_tq2_block_acts(x, ldx, t, i, true, &sums[t * nb + i]);
+}
+/* qp_tq2_block_acts, the int8 sum taken from sums when made (non-NULL) */
+static inline const int8_t *qp_tq2_block_acts_of(const void *x, size_t ldx, int t, int64_t i, bool i8, const int32_t *sums,
+                                                 int64_t nb, int32_t *asum) {
+    if (!sums) return qp_tq2_block_acts(x, ldx, t, i, i8, asum);
+    *asum = sums[t * nb + i];
+    return (const int8_t *)x + (size_t)t * ldx + (size_t)i * QP_QK_K;
+}
+
 /* Chunk k (0..7) of 32 elements of a 256-element chunk of a row: *u the unsigned codes (level +
  * the kernel's bias), *a the matching 32 activations (any order inside the chunk: the integer sum
  * does not depend on it). */

@@ -286,21 +286,29 @@ static void row_tile(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_t
 #define QP_I8_TILE_BUF 1024
 static void row_tile_i8(const qp_matvec_task *tk, int64_t r, int64_t n, int64_t n_tok);
 
-/* Groups [g0, g1) of g repacked rows against int8 activations: a group at a time, tokens in
- * batches whose results fit a stack buffer */
+/* Groups [g0, g1) of g repacked rows against int8 activations, in calls whose results fit a stack
+ * buffer: one token all the groups that fit (64 of 16 rows), several tokens in fours against up to
+ * 16 groups (the kernels make a token tile's activation sums once for the call's groups, and read
+ * the groups, 8-23 KB each for rows of 2048-5632, from L2 for each tile) */
+#define QP_I8_PACKED_TOKENS 4
 static void packed_groups_i8(const qp_matvec_task *tk, int64_t g, int64_t g0, int64_t g1, int64_t n_tok) {
     const qp_wmat *w = tk->w;
-    const int64_t nb = w->cols / w->tr->q8_pack_block_elems, nt_max = QP_I8_TILE_BUF / g;
+    const int64_t nb = w->cols / w->tr->q8_pack_block_elems;
+    const int64_t nt_max = n_tok < QP_I8_PACKED_TOKENS ? n_tok : QP_I8_PACKED_TOKENS, ng_max = QP_I8_TILE_BUF / (g * nt_max);
     double d[QP_I8_TILE_BUF];
-    for (int64_t gi = g0; gi < g1; gi++)
+    for (int64_t gc = g0; gc < g1; gc += ng_max) {
+        const int64_t ng = g1 - gc < ng_max ? g1 - gc : ng_max;
         for (int64_t t0 = 0; t0 < n_tok; t0 += nt_max) {
             const int64_t nt = n_tok - t0 < nt_max ? n_tok - t0 : nt_max;
-            w->tr->vec_dot_i8_packed(w->packed + (size_t)(gi * nb) * w->tr->q8_pack_block_bytes, 1,
-                                     tk->xa + (size_t)t0 * (size_t)tk->ldxa, (size_t)tk->ldxa, nt, w->cols, d, (size_t)g);
+            w->tr->vec_dot_i8_packed(w->packed + (size_t)(gc * nb) * w->tr->q8_pack_block_bytes, ng,
+                                     tk->xa + (size_t)t0 * (size_t)tk->ldxa, (size_t)tk->ldxa, nt, w->cols, d,
+                                     (size_t)(ng * g));
             for (int64_t t = 0; t < nt; t++)
-                for (int64_t i = 0; i < g; i++)
-                    tk->y[(size_t)(t0 + t) * (size_t)tk->ldy + (size_t)(gi * g + i)] = i8_result(tk, d[t * g + i], t0 + t);
+                for (int64_t i = 0; i < ng * g; i++)
+                    tk->y[(size_t)(t0 + t) * (size_t)tk->ldy + (size_t)(gc * g + i)] =
+                        i8_result(tk, d[t * ng * g + i], t0 + t);
         }
+    }
 }
 
 /* Rows [r, r + n) of one task whose first rows are repacked (runtime.md "Repacked rows"): the
