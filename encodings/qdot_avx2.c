@@ -462,6 +462,8 @@ void qp_bq4_packed_dot_q8_0_avx2(const void *packed, int64_t n_groups, const voi
  * one madd to int32, twice per block; isum = that - asum (codes are level + 1). NH halves x NT
  * tokens per call (NH * NT <= 4). Float steps those of the VNNI kernel in 8 lanes. */
 #define QP_TQ2_AVX2_TT 4
+/* the codes are prefetched this many bytes ahead (one cache line per code vector) */
+#define QP_TQ2_AHEAD 2048
 __attribute__((always_inline)) static inline void tq2_packed_block_avx2(const uint8_t *codes, int h0, int nh, const int8_t *const a[],
                                                                         const int32_t asum[], int nt, __m256i isum[]) {
     const __m256i m3 = _mm256_set1_epi8(3);
@@ -469,7 +471,8 @@ __attribute__((always_inline)) static inline void tq2_packed_block_avx2(const ui
     for (int v0 = 0; v0 < 16; v0 += 8) {
         __m256i acc[QP_TQ2_AVX2_TT];
         for (int p = 0; p < nh * nt; p++) acc[p] = _mm256_setzero_si256();
-        for (int v = v0; v < v0 + 8; v++)
+        for (int v = v0; v < v0 + 8; v++) {
+            _mm_prefetch((const char *)(uintptr_t)(codes + 64 * v + QP_TQ2_AHEAD), _MM_HINT_T0);
             for (int hh = 0; hh < nh; hh++) {
                 const __m256i w = qp_load256(codes + 64 * v + 32 * (h0 + hh));
                 const __m256i u[4] = {_mm256_and_si256(w, m3), _mm256_and_si256(_mm256_srli_epi16(w, 2), m3),
@@ -479,6 +482,7 @@ __attribute__((always_inline)) static inline void tq2_packed_block_avx2(const ui
                         acc[hh * nt + t] = _mm256_add_epi16(acc[hh * nt + t],
                                                             _mm256_maddubs_epi16(u[s], bcast32((const uint8_t *)a[t] + 16 * v + 4 * s)));
             }
+        }
         for (int p = 0; p < nh * nt; p++) isum[p] = _mm256_add_epi32(isum[p], _mm256_madd_epi16(acc[p], _mm256_set1_epi16(1)));
     }
 }
@@ -489,6 +493,8 @@ __attribute__((always_inline)) static inline void tq2_packed_avx2(const uint8_t 
     __m256 sum[QP_TQ2_AVX2_TT];
     __m256d lo[QP_TQ2_AVX2_TT], hi[QP_TQ2_AVX2_TT];
     for (int p = 0; p < nh * nt; p++) sum[p] = _mm256_setzero_ps(), lo[p] = hi[p] = _mm256_setzero_pd();
+    for (int64_t o = 0; o < 32 * nb; o += 64) /* the next group's scales: a second stream the hardware does not follow */
+        _mm_prefetch((const char *)(uintptr_t)(pg + nb * (QP_TQ2_PACK_BYTES + QP_TQ2_PACK_CODES) + o), _MM_HINT_T0);
     for (int64_t i = 0; i < nb; i++) {
         __m256i isum[QP_TQ2_AVX2_TT];
         const int8_t *a[QP_TQ2_AVX2_TT];
