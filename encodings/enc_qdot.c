@@ -414,7 +414,9 @@ static void pack16_tq2_layout(size_t wbytes, int d_off, const void *w, size_t ld
 void qp_tq2_0_pack16(const void *w, size_t ldw, int64_t n, void *out) {
     pack16_tq2_layout(QP_TQ2_0_BYTES, QP_TQ2_0_OFF_D, w, ldw, n, out);
 }
-void qp_i2s_pack16(const void *w, size_t ldw, int64_t n, void *out) { pack16_tq2_layout(64, -1, w, ldw, n, out); }
+void qp_i2s_pack16(const void *w, size_t ldw, int64_t n, void *out) {
+    pack16_tq2_layout(QP_QK_K / QP_I2S_BLOCK * QP_I2S_BYTES, -1, w, ldw, n, out); /* two 128-element blocks */
+}
 
 /* row r of block i of a packed TQ2_0 group pg (nb blocks): sum level x a, and its f16 scale */
 static int32_t tq2_0_packed_isum(const uint8_t *pg, int r, int64_t i, const int8_t *a) {
@@ -447,28 +449,21 @@ static double tq2_0_packed_row_i8(const uint8_t *pg, int r, const int8_t *a, int
         s += (double)tq2_0_packed_scale(pg, r, i, nb) * (double)tq2_0_packed_isum(pg, r, i, a);
     return s;
 }
-/* n_groups packed groups x n_tok tokens: Q8_K rows (y float) or int8 rows (i8, y double) */
-static void tq2_0_packed_ref(const void *packed, int64_t n_groups, bool i8, const void *x, size_t ldx, int64_t n_tok,
-                             int64_t n, void *y, size_t ldy) {
+void qp_tq2_0_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
+                                 int64_t n, float *y, size_t ldy) {
+    packed_dot_ref(tq2_0_packed_row, QP_TQ2_PACK_ROWS, QP_TQ2_PACK_BYTES, n / QP_QK_K, packed, n_groups, xq, ldxq, n_tok,
+                   y, ldy);
+}
+/* the same groups against int8 rows (packed_dot_ref's order, double results) */
+void qp_tq2_0_packed_dot_i8_ref(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok,
+                                int64_t n, double *y, size_t ldy) {
     const int64_t nb = n / QP_QK_K;
     for (int64_t g = 0; g < n_groups; g++) {
         const uint8_t *pg = (const uint8_t *)packed + (size_t)(g * nb) * QP_TQ2_PACK_BYTES;
         for (int64_t t = 0; t < n_tok; t++)
-            for (int r = 0; r < QP_TQ2_PACK_ROWS; r++) {
-                const size_t at = (size_t)t * ldy + (size_t)(g * QP_TQ2_PACK_ROWS + r);
-                const uint8_t *xt = (const uint8_t *)x + (size_t)t * ldx;
-                if (i8) ((double *)y)[at] = tq2_0_packed_row_i8(pg, r, (const int8_t *)xt, nb);
-                else ((float *)y)[at] = tq2_0_packed_row(pg, r, xt, nb);
-            }
+            for (int r = 0; r < QP_TQ2_PACK_ROWS; r++)
+                y[(size_t)t * ldy + (size_t)(g * QP_TQ2_PACK_ROWS + r)] = tq2_0_packed_row_i8(pg, r, a + (size_t)t * lda, nb);
     }
-}
-void qp_tq2_0_packed_dot_i8_ref(const void *packed, int64_t n_groups, const int8_t *a, size_t lda, int64_t n_tok,
-                                int64_t n, double *y, size_t ldy) {
-    tq2_0_packed_ref(packed, n_groups, true, a, lda, n_tok, n, y, ldy);
-}
-void qp_tq2_0_packed_dot_q8k_ref(const void *packed, int64_t n_groups, const void *xq, size_t ldxq, int64_t n_tok,
-                                 int64_t n, float *y, size_t ldy) {
-    tq2_0_packed_ref(packed, n_groups, false, xq, ldxq, n_tok, n, y, ldy);
 }
 
 /* rows x tokens (traits vec_dot_q8_tile): by definition the single dot of each pair (the SIMD

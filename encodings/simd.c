@@ -220,7 +220,7 @@ QP_DISPATCH_QDOT_TILE(q4k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q5k_dot_q8k)
 QP_DISPATCH_QDOT_TILE(q6k_dot_q8k)
 QP_DISPATCH_QDOT(q5k_dot_q8k)
-/* Repacked rows (Q4_K, Q6_K, BQ4 and Q4_0 in its layout, TQ2_0): 16-row groups read by the AVX2 and VNNI
+/* Repacked rows (Q4_K, Q6_K, BQ4 and Q4_0 in its layout, TQ2_0 and I2_S in its): 16-row groups read by the AVX2 and VNNI
  * kernels; 0 at the scalar level, where the file's rows are read. The dots over the groups by
  * level, as QP_DISPATCH_QDOT (Y: float results, or double for int8 activations). */
 int64_t qp_pack16_rows(void) { return qdot_level() >= 1 ? 16 : 0; }
